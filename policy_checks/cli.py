@@ -1,0 +1,41 @@
+"""The ``policy-check`` command line.
+
+Subcommands live in the modules named in `_SUBCOMMANDS` and are imported only when
+invoked, so ``policy-check run`` never pays for PyGithub and ``policy-check bot``
+never pays for the checker.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+from . import __version__
+
+# command name -> "module:attribute" of its click command
+_SUBCOMMANDS = {
+    "run": "policy_checks.commands:run",
+    "rules": "policy_checks.commands:rules",
+    "explain": "policy_checks.commands:explain",
+    "fix": "policy_checks.fix.cli:fix",
+    "bot": "policy_checks.bot.cli:bot",
+}
+
+
+class _LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list:
+        return sorted(_SUBCOMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str):
+        target = _SUBCOMMANDS.get(name)
+        if target is None:
+            return None
+        module, attribute = target.split(":")
+        return getattr(importlib.import_module(module), attribute)
+
+
+@click.group(cls=_LazyGroup)
+@click.version_option(__version__, prog_name="policy-check")
+def main() -> None:
+    """Enforce FlashInfer's experimental-track containment rules (EXP000-EXP009)."""
