@@ -119,9 +119,13 @@ def require_experimental_auto_backends(feature: str) -> None:
 
 
 def warn_experimental_backend_once(
-    api_name: str, backend: str, *, automatic: bool = False
+    api_name: str, backend: str, *, automatic: bool = False, stacklevel: int = 2
 ) -> None:
-    """Emit `ExperimentalWarning` once per ``(api_name, backend)`` pair."""
+    """Emit `ExperimentalWarning` once per ``(api_name, backend)`` pair.
+
+    ``stacklevel`` counts from the function calling this one (1 = that function,
+    2 = its caller, usually the user's code calling the API).
+    """
     if not _warned.first(("backend", api_name, backend)):
         return
     how = "may be selected automatically for" if automatic else "selected for"
@@ -130,7 +134,7 @@ def warn_experimental_backend_once(
         f"compatibility guarantees and may change or be removed without "
         f"deprecation.",
         ExperimentalWarning,
-        stacklevel=3,
+        stacklevel=stacklevel + 1,
     )
 
 

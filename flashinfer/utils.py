@@ -7,21 +7,24 @@ it can run them. Explicit ``backend="<name>"`` runs that backend after its check
 gate is set, orders them with the heuristic, and leaves them in
 ``<api>.suitable_auto_backends`` for the function body to pick from.
 
-Per-call state lives in thread-local storage, so concurrent calls of one API never
-see each other's candidates (FlashInfer 0.7 keeps it on the shared wrapper).
+Per-call state lives in a `contextvars.ContextVar`, one value per thread (and per
+asyncio task), so concurrent calls of one API never see each other's candidates
+(FlashInfer 0.7 keeps it on the shared wrapper).
 
 Compute capability comes from the first tensor argument: a CUDA tensor gives
 ``major * 10 + minor``; a tensor on any other device gives
 `CPU_COMPUTE_CAPABILITY` (0), so host backends declare
 ``@supported_compute_capability([CPU_COMPUTE_CAPABILITY])`` and the whole dispatch
-path runs on machines without a GPU.
+path runs on machines without a GPU. A call without tensor arguments skips the
+capability check, as in FlashInfer.
 """
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import inspect
-import contextvars
+import sys
 import types
 from typing import Any, Callable, Dict, Iterable, Mapping, Optional
 
@@ -54,9 +57,40 @@ CPU_COMPUTE_CAPABILITY = 0
 #   winner for this call's problem; ignored unless it is one of `candidates`, so
 #   tuning can never bring in a backend the gate dropped.
 # - pinned_backend(dispatch, bound) -> backend name or None: a deployer's
-#   trace-apply pin, treated as an explicit choice (validated, warns if experimental).
-tuned_choice_hook: Optional[Callable[..., Optional[str]]] = None
-pinned_backend_hook: Optional[Callable[..., Optional[str]]] = None
+#   trace-apply pin, already validated like an explicit ``backend=``; run by
+#   `BackendDispatch._run_pinned` (warns if experimental).
+# Until those modules are imported, each hook is a one-shot stand-in that imports
+# its module on the first automatic call if the module's environment variable is
+# set (so FLASHINFER_AUTOTUNE_CACHE / FLASHINFER_TRACE_APPLY work without code).
+
+
+def _hook_on_first_use(hook: str, env_var: str, module: str, function: str) -> Callable:
+    def first_use(*args: Any) -> Optional[str]:
+        globals()[hook] = None  # importing `module` installs the real hook
+        import os
+
+        if not os.environ.get(env_var):
+            return None
+        try:
+            import importlib
+
+            real = getattr(importlib.import_module(module), function)
+        except Exception as error:  # never raise inside a dispatch
+            import warnings
+
+            warnings.warn(f"{env_var} ignored: cannot import {module}: {error}", RuntimeWarning)
+            return None
+        return real(*args)
+
+    return first_use
+
+
+tuned_choice_hook: Optional[Callable[..., Optional[str]]] = _hook_on_first_use(
+    "tuned_choice_hook", "FLASHINFER_AUTOTUNE_CACHE", "flashinfer.autotuner", "tuned_choice"
+)
+pinned_backend_hook: Optional[Callable[..., Optional[str]]] = _hook_on_first_use(
+    "pinned_backend_hook", "FLASHINFER_TRACE_APPLY", "flashinfer.trace_apply", "pinned_backend"
+)
 
 
 class BackendSupportedError(Exception):
@@ -116,50 +150,169 @@ def _is_under_experimental(module: str) -> bool:
     return module == EXPERIMENTAL_PACKAGE or module.startswith(EXPERIMENTAL_PACKAGE + ".")
 
 
-def _make_binder(func: Callable) -> Callable[..., dict]:
-    """A function taking the API's arguments and returning them as a dict, defaults applied.
+# -- the generated __call__ --------------------------------------------------------
+# Each API gets a subclass of BackendDispatch whose __call__ is generated with the
+# API's own parameter list: the interpreter binds the arguments (no `inspect` per
+# call), checkers get them as keywords without building a dict, and the explicit
+# path runs without a method call. `_fi_viable` runs the checks of ``"auto"``.
+# `_fi_` names come from the namespace built in `_generated_call`; the rarer paths
+# are methods of BackendDispatch, which get the arguments as a dict.
 
-    Equivalent to ``sig.bind(*args, **kwargs).apply_defaults()``, but lets the
-    interpreter do the binding: a generated function with the API's own parameter
-    list returns them as a dict. A bad call raises the interpreter's `TypeError`,
-    named after the API. Signatures with ``*args``/``**kwargs`` use `inspect`.
+_CALL_TEMPLATE = """\
+def _fi_viable(_fi_cc, {params}):
+    {prologue}
+    if _fi_common is not None and not _fi_common({keywords}):
+        return []
+    _fi_names = []
+    for _fi_backend, _fi_check, _fi_supported in _fi_table:
+        if _fi_cc is not None and (_fi_supported is None or not _fi_supported(_fi_cc)):
+            continue
+        try:
+            if _fi_check({keywords}):
+                _fi_names.append(_fi_backend)
+        except ValueError:  # a checker may reject by raising, as in FlashInfer
+            continue
+    return _fi_names
+
+def __call__(_fi_self, {call_params}):
+    {prologue}
+    _fi_backend = {backend}
+    if skip_check and (_fi_backend != "auto" or not _fi_table):
+        if _fi_backend in _fi_experimental:
+            _fi_warn(_fi_name, _fi_backend)
+        _fi_set(_fi_NO_STATE)
+        return _fi_func({call})
+    _fi_cc = None
+    for _fi_value in {scan}:
+        if isinstance(_fi_value, _fi_Tensor):
+            _fi_cc = _fi_capability(_fi_value) if _fi_value.is_cuda else 0
+            break
+    _fi_entry = _fi_explicit.get(_fi_backend)
+    if _fi_entry is not None:
+        _fi_set(_fi_NO_STATE)
+        _fi_check, _fi_supported, _fi_is_experimental = _fi_entry
+        if _fi_cc is not None and (_fi_supported is None or not _fi_supported(_fi_cc)):
+            raise _fi_self._capability_error(_fi_backend, _fi_cc)
+        if not ((_fi_common is None or _fi_common({keywords})) and _fi_check({keywords})):
+            raise ValueError(_fi_size_message)
+        if _fi_is_experimental:
+            _fi_warn(_fi_name, _fi_backend)
+    elif _fi_backend == "auto" and _fi_table:
+        _fi_set(_fi_NO_STATE)  # until _select_auto records this call's candidates
+        _fi_bound = {bound}
+        _fi_pin = _fi_hooks.pinned_backend_hook
+        if _fi_pin is not None and not skip_check:
+            _fi_pin = _fi_pin(_fi_self, _fi_bound)
+            if _fi_pin is not None:  # a trace-apply pin: explicit, so no gate
+                return _fi_self._run_pinned(_fi_pin, _fi_cc, _fi_bound, {args}, {kwargs})
+        _fi_self._select_auto(_fi_viable(_fi_cc, {call}), _fi_bound, skip_check)
+    else:
+        _fi_self._dispatch_other(_fi_backend, _fi_cc, {bound})
+    return _fi_func({call})
+"""
+
+
+def _template_parts(sig: inspect.Signature, namespace: dict) -> Dict[str, str]:
+    """The pieces of `_CALL_TEMPLATE` for one signature (defaults go into `namespace`).
+
+    Signatures with ``*args``/``**kwargs`` (or parameter names that clash with the
+    generated code's) get the generic form: `inspect` binds the arguments (for
+    ``backend`` and the heuristic), and checkers are called exactly as the API was.
     """
-    sig = inspect.signature(func)
     params = list(sig.parameters.values())
-    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
+    names = [p.name for p in params]
+    if "skip_check" in names:
+        raise ValueError("the parameter name 'skip_check' is reserved by backend_requirement")
+    generic = any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params) or any(
+        n.startswith("_fi_") for n in names
+    )
+    if generic:
 
-        def bind_slow(*args: Any, **kwargs: Any) -> dict:
+        def bind(*args: Any, **kwargs: Any) -> dict:
             bound = sig.bind(*args, **kwargs)
             bound.apply_defaults()
             return dict(bound.arguments)
 
-        return bind_slow
+        namespace["_fi_bind"] = bind
+        return {
+            "params": "*_fi_args, **_fi_kwargs",
+            "call_params": "*_fi_args, skip_check=False, **_fi_kwargs",
+            "prologue": "_fi_arguments = _fi_bind(*_fi_args, **_fi_kwargs)",
+            "backend": '_fi_arguments.get("backend")',
+            "scan": "(*_fi_args, *_fi_kwargs.values())",
+            "bound": "_fi_arguments",
+            "keywords": "*_fi_args, **_fi_kwargs",
+            "call": "*_fi_args, **_fi_kwargs",
+            "args": "_fi_args",
+            "kwargs": "_fi_kwargs",
+        }
 
-    namespace: Dict[str, Any] = {}
-    parts, seen_kw_only = [], False
+    declared, call, positional, keyword_only = [], [], [], []
     for i, p in enumerate(params):
-        if p.kind == p.KEYWORD_ONLY and not seen_kw_only:
-            parts.append("*")
-            seen_kw_only = True
         text = p.name
         if p.default is not p.empty:
-            namespace[f"_default{i}"] = p.default
-            text += f"=_default{i}"
-        parts.append(text)
+            namespace[f"_fi_default{i}"] = p.default
+            text += f"=_fi_default{i}"
+        if p.kind == p.KEYWORD_ONLY:
+            if not keyword_only:
+                declared.append("*")
+            keyword_only.append(p.name)
+            call.append(f"{p.name}={p.name}")
+        else:
+            positional.append(p.name)
+            call.append(p.name)
+        declared.append(text)
         if p.kind == p.POSITIONAL_ONLY and (
             i + 1 == len(params) or params[i + 1].kind != p.POSITIONAL_ONLY
         ):
-            parts.append("/")
-    body = ", ".join(f"{p.name!r}: {p.name}" for p in params)
-    exec(f"def bind({', '.join(parts)}):\n    return {{{body}}}\n", namespace)
-    bind = namespace["bind"]
+            declared.append("/")
+    skip_check = ["skip_check=False"] if keyword_only else ["*", "skip_check=False"]
+    return {
+        "params": "".join(f"{d}, " for d in declared),
+        "call_params": ", ".join(declared + skip_check),
+        "prologue": "pass",
+        "backend": "backend" if "backend" in names else "None",
+        "scan": "(" + "".join(f"{n}, " for n in names) + ")",
+        "bound": "{" + ", ".join(f"{n!r}: {n}" for n in names) + "}",
+        "keywords": ", ".join(f"{n}={n}" for n in names),
+        "call": ", ".join(call),
+        "args": "(" + "".join(f"{n}, " for n in positional) + ")",
+        "kwargs": "{" + ", ".join(f"{n!r}: {n}" for n in keyword_only) + "}",
+    }
+
+
+def _generated_call(dispatch: "BackendDispatch") -> Callable:
+    """Build the `__call__` for one API (see `_CALL_TEMPLATE`)."""
+    func = dispatch._func
+    namespace: Dict[str, Any] = {
+        "_fi_func": func,
+        "_fi_hooks": sys.modules[__name__],  # reads the current pinned_backend_hook
+        "_fi_table": dispatch._checker_table,
+        "_fi_Tensor": Tensor,
+        "_fi_capability": compute_capability,
+        "_fi_explicit": {
+            name: (checker, supported, name in dispatch.experimental_backends)
+            for name, checker, supported in dispatch._checker_table
+        },
+        "_fi_common": dispatch._common,
+        "_fi_experimental": dispatch.experimental_backends,
+        "_fi_warn": warn_experimental_backend_once,
+        "_fi_name": dispatch._name,
+        "_fi_set": dispatch._state.set,
+        "_fi_NO_STATE": _NO_STATE,
+        "_fi_size_message": f"Problem size is not supported for {dispatch._name}",
+    }
+    parts = _template_parts(inspect.signature(func), namespace)
+    exec(_CALL_TEMPLATE.format(**parts), namespace)
+    call = namespace["__call__"]
+    # Binding errors (missing or unexpected arguments) name the API.
     qualname = getattr(func, "__qualname__", func.__name__)
-    code = bind.__code__.replace(co_name=func.__name__)
+    code = call.__code__.replace(co_name=func.__name__)
     if hasattr(code, "co_qualname"):  # Python 3.11+: TypeErrors use the qualname
         code = code.replace(co_qualname=qualname)
-    bind.__code__ = code
-    bind.__name__, bind.__qualname__ = func.__name__, qualname
-    return bind
+    call.__code__ = code
+    call.__name__, call.__qualname__ = func.__name__, qualname
+    return call
 
 
 # Per-call state: (suitable_auto_backends, dropped_experimental_backends).
@@ -174,6 +327,9 @@ class BackendDispatch:
     ``experimental_backends``; per call: ``suitable_auto_backends`` and
     ``dropped_experimental_backends``, which describe the calling thread's current
     (or, once it returned or failed, latest) call.
+
+    Instances are created by `backend_requirement`, as an instance of a per-API
+    subclass that carries the generated ``__call__``.
     """
 
     def __init__(
@@ -183,13 +339,34 @@ class BackendDispatch:
         common_check: Optional[Callable],
         heuristic_func: Optional[Callable],
     ) -> None:
+        if not isinstance(backend_checks, Mapping):
+            raise TypeError(
+                f"@backend_requirement on {func.__name__}: backend_checks must be a "
+                f"mapping of backend names to checkers, got {type(backend_checks).__name__}"
+            )
         functools.update_wrapper(self, func)
         self._func = func
         self._name = func.__name__
         self._checks: Dict[str, Callable] = dict(backend_checks)
         self._common = common_check
         self._heuristic = heuristic_func
-        self._bind = _make_binder(func)
+        for role, value in (("common_check", common_check), ("heuristic_func", heuristic_func)):
+            if value is not None and not callable(value):
+                raise TypeError(
+                    f"@backend_requirement on {self._name}: {role} must be callable, "
+                    f"got {type(value).__name__}"
+                )
+        if "auto" in self._checks:
+            raise ValueError(
+                f"@backend_requirement on {self._name}: 'auto' is reserved for "
+                f"automatic selection and cannot name a backend"
+            )
+        for name, checker in self._checks.items():
+            if not isinstance(name, str) or not callable(checker):
+                raise TypeError(
+                    f"@backend_requirement on {self._name}: backend_checks must map "
+                    f"backend names to checker functions, got {name!r}: {checker!r}"
+                )
         # One value per thread (and per asyncio task): concurrent calls never mix.
         self._state: contextvars.ContextVar = contextvars.ContextVar(
             f"{self._name}.dispatch_state"
@@ -243,9 +420,8 @@ class BackendDispatch:
                 )
             return supported(cc)
         return any(
-            getattr(c, "is_compute_capability_supported", None) is not None
-            and c.is_compute_capability_supported(cc)
-            for c in self._checks.values()
+            supported is not None and supported(cc)
+            for _, _, supported in self._checker_table
         )
 
     @property
@@ -264,61 +440,92 @@ class BackendDispatch:
     def __repr__(self) -> str:
         return f"<backend_requirement {self.__module__}.{self.__qualname__}>"
 
-    # -- dispatch ----------------------------------------------------------------
-    # The explicit path is written out inline: it is the hot path, and every
-    # method call costs about 70 ns on a typical CPU (see benchmarks/).
+    # -- dispatch beyond the explicit path (see _CALL_TEMPLATE) -------------------
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if kwargs.pop("skip_check", False):
-            self._state.set(self._unchecked(args, kwargs))
-            return self._func(*args, **kwargs)
-        bound = self._bind(*args, **kwargs)
-        cc = None
-        for value in args:
-            if isinstance(value, Tensor):
-                cc = 0 if not value.is_cuda else compute_capability(value)
-                break
-        else:
-            for value in kwargs.values():
-                if isinstance(value, Tensor):
-                    cc = compute_capability(value)
-                    break
-        backend = bound.get("backend")
-        checker = self._checks.get(backend)
-        if checker is not None:  # explicit backend
-            if cc is not None:
-                supported = getattr(checker, "is_compute_capability_supported", None)
-                if supported is None or not supported(cc):
-                    raise BackendSupportedError(
-                        f"{self._name} does not support backend '{backend}' with capability {cc}"
+    def _select_auto(self, viable: list, bound: dict, skip_check: bool) -> None:
+        """Gate filter, heuristic order and tuned choice of an ``"auto"`` call.
+
+        Records the call's state (also when it then fails) and warns for the
+        experimental candidates the gate let through. The heuristic may only
+        reorder or shorten the viable list: a name it adds (say, an experimental
+        backend the gate just dropped) is ignored. Plain loops, not comprehensions:
+        this runs on every auto call.
+        """
+        dropped: tuple = ()
+        experimental = self.experimental_backends
+        if (
+            experimental
+            and not experimental.isdisjoint(viable)
+            and not experimental_auto_backends_allowed()
+        ):
+            kept, removed = [], []
+            for name in viable:
+                (removed if name in experimental else kept).append(name)
+            viable, dropped = kept, tuple(removed)
+        if self._heuristic is not None and viable:
+            ordered = []
+            for name in self._heuristic(viable, **bound):
+                if name in viable and name not in ordered:
+                    ordered.append(name)
+            viable = ordered
+        hook = tuned_choice_hook
+        if hook is not None and len(viable) > 1:
+            winner = hook(self, tuple(viable), bound)
+            if winner is not None and winner != viable[0] and winner in viable:
+                viable.remove(winner)
+                viable.insert(0, winner)
+        self._state.set((tuple(viable), dropped))
+        if not viable and not skip_check:
+            raise self._no_auto_backend(dropped)
+        if experimental and not experimental.isdisjoint(viable):  # the gate is set
+            for name in viable:
+                if name in experimental:
+                    warn_experimental_backend_once(
+                        self._name, name, automatic=True, stacklevel=3
                     )
-            common = self._common
-            if (common is not None and not common(**bound)) or not checker(**bound):
-                raise ValueError(f"Problem size is not supported for {self._name}")
-            if backend in self.experimental_backends:
-                warn_experimental_backend_once(self._name, backend)
-            self._state.set(_NO_STATE)
-        elif not self._checks:
-            self._check_common_only(cc, bound)
-            self._state.set(_NO_STATE)
-        elif backend == "auto":
-            pinned = pinned_backend_hook(self, bound) if pinned_backend_hook else None
-            if pinned is not None:  # a trace-apply pin: explicit, so no gate
-                return self._run_pinned(pinned, cc, bound, args, kwargs)
-            self._state.set(self._select_auto(cc, bound))
-        else:
+
+    def _dispatch_other(self, backend: Any, cc: Optional[int], bound: dict) -> None:
+        """A call without backend choices (common check only), or an unknown backend."""
+        self._state.set(_NO_STATE)
+        if self._checks:
             raise self._unknown_backend(backend)
-        return self._func(*args, **kwargs)
+        self._check_common_only(cc, bound)
 
     def _run_pinned(self, backend: str, cc: Optional[int], bound: dict, args: tuple, kwargs: dict) -> Any:
-        """Run a trace-apply pin as the call's only candidate (placeholder, see trace_apply)."""
-        raise NotImplementedError("trace-apply pins are handled by flashinfer.trace_apply")
+        """Run a trace-apply pin (the hook validated it) as an explicit ``backend=``.
+
+        The pin is the call's only candidate, and the body gets it as ``backend``.
+        """
+        if backend in self.experimental_backends:
+            warn_experimental_backend_once(self._name, backend, stacklevel=3)
+        self._state.set(((backend,), ()))
+        from .autotuner import call_with_backend  # already imported by trace_apply
+
+        return call_with_backend(self, bound, backend)
+
+    def _capability_error(self, backend: str, cc: int) -> BackendSupportedError:
+        ccs = getattr(self._checks[backend], "_supported_ccs", None)
+        supported = f"; it supports {sorted(ccs)}" if ccs else ""
+        return BackendSupportedError(
+            f"{self._name} does not support backend '{backend}' with capability "
+            f"{cc}{' (CPU)' if cc == CPU_COMPUTE_CAPABILITY else ''}{supported}"
+        )
 
     def _unknown_backend(self, backend: Any) -> BackendSupportedError:
         return BackendSupportedError(
             f"Backend '{backend}' is not supported for {self._name}; available "
             f"backends: {', '.join(sorted(self._checks))} (or 'auto')"
         )
+
+    def _no_auto_backend(self, dropped: tuple) -> BackendSupportedError:
+        hint = ""
+        if dropped:
+            hint = (
+                f" (experimental backend(s) {sorted(dropped)} were excluded from "
+                f"automatic selection; set {EXPERIMENTAL_AUTO_ENV_VAR}=1 to include "
+                f"them, or pass backend= explicitly)"
+            )
+        return BackendSupportedError(f"No suitable auto backends found for {self._name}{hint}")
 
     def _check_common_only(self, cc: Optional[int], bound: dict) -> None:
         common = self._common
@@ -335,82 +542,6 @@ class BackendDispatch:
             )
         if not common(**bound):
             raise ValueError(f"Problem size is not supported for {self._name}")
-
-    def _candidates(self, cc: Optional[int], bound: dict) -> tuple:
-        """(heuristic-ordered candidates, experimental backends the gate dropped).
-
-        The heuristic may only reorder or shorten the viable list: a name it adds
-        (say, an experimental backend the gate just dropped) is ignored.
-        """
-        if self._common is not None and not self._common(**bound):
-            return _NO_STATE
-        viable = []
-        for name, checker, supported in self._checker_table:
-            if cc is not None and (supported is None or not supported(cc)):
-                continue
-            try:
-                if checker(**bound):
-                    viable.append(name)
-            except ValueError:
-                continue
-        dropped: tuple = ()
-        experimental = self.experimental_backends
-        if experimental and not experimental.isdisjoint(viable):
-            if not experimental_auto_backends_allowed():
-                dropped = tuple([b for b in viable if b in experimental])
-                viable = [b for b in viable if b not in experimental]
-        if self._heuristic is not None and viable:
-            ordered = self._heuristic(viable, **bound)
-            viable = [b for b in ordered if b in viable]
-        return tuple(viable), dropped
-
-    def _warn_automatic(self, candidates: tuple) -> None:
-        experimental = self.experimental_backends
-        if experimental and not experimental.isdisjoint(candidates):
-            for backend in candidates:
-                if backend in experimental:
-                    warn_experimental_backend_once(self._name, backend, automatic=True)
-
-    def _select_auto(self, cc: Optional[int], bound: dict) -> tuple:
-        state = self._candidates(cc, bound)
-        candidates, dropped = state
-        if not candidates:
-            self._state.set(state)  # readable after the failed call
-            hint = ""
-            if dropped:
-                hint = (
-                    f" (experimental backend(s) {sorted(dropped)} were excluded from "
-                    f"automatic selection; set {EXPERIMENTAL_AUTO_ENV_VAR}=1 to include "
-                    f"them, or pass backend= explicitly)"
-                )
-            raise BackendSupportedError(f"No suitable auto backends found for {self._name}{hint}")
-        hook = tuned_choice_hook
-        if hook is not None and len(candidates) > 1:
-            winner = hook(self, candidates, bound)
-            if winner is not None and winner != candidates[0] and winner in candidates:
-                candidates = (winner,) + tuple(b for b in candidates if b != winner)
-                state = (candidates, dropped)
-        self._warn_automatic(candidates)
-        return state
-
-    def _unchecked(self, args: tuple, kwargs: dict) -> tuple:
-        """``skip_check=True``: no validation, but the body still gets its candidates."""
-        if not self._checks:
-            return _NO_STATE
-        bound = self._bind(*args, **kwargs)
-        backend = bound.get("backend")
-        if backend == "auto":
-            cc = None
-            for value in (*args, *kwargs.values()):
-                if isinstance(value, Tensor):
-                    cc = compute_capability(value)
-                    break
-            state = self._candidates(cc, bound)
-            self._warn_automatic(state[0])
-            return state
-        if backend in self.experimental_backends:
-            warn_experimental_backend_once(self._name, backend)
-        return _NO_STATE
 
 
 def backend_requirement(
@@ -433,6 +564,13 @@ def backend_requirement(
     """
 
     def decorate(func: Callable) -> BackendDispatch:
-        return BackendDispatch(func, backend_checks, common_check, heuristic_func)
+        dispatch = BackendDispatch(func, backend_checks, common_check, heuristic_func)
+        # A per-API subclass, so that the generated __call__ sits on the type.
+        dispatch.__class__ = type(
+            f"{func.__name__}_dispatch",
+            (BackendDispatch,),
+            {"__call__": _generated_call(dispatch), "__module__": __name__},
+        )
+        return dispatch
 
     return decorate
