@@ -1,0 +1,16 @@
+"""``policy-check fix``: libcst rewrites for the containment findings that have a safe fix.
+
+The checker says what is wrong (findings with a rule id and a position); each module
+here turns the findings of one rule in one file into new file contents, keeping every
+byte it does not have to touch. `apply` runs them and writes the results; `findings`
+is the only module that talks to the checker.
+
+========  ==============================  ==========================================
+rule      module                          rewrite
+========  ==============================  ==========================================
+EXP001    `deferred_imports`              module-level import -> function-local ones
+EXP002    `lazy_exports`                  eager re-export -> module ``__getattr__``
+EXP004    `checker_marker`                add ``@experimental_backend``
+EXP006    `docs_pages`                    drop the entries from ``docs/api/*.rst``
+========  ==============================  ==========================================
+"""

@@ -1,0 +1,125 @@
+"""Run the rewrites file by file, then show or write the results.
+
+`plan` turns findings into new file contents without touching the disk; `write`
+replaces one file atomically, and only when it still holds the bytes `plan` read.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+from . import checker_marker, deferred_imports, docs_pages, lazy_exports
+from .cst_tools import Unfixable, apply_edits, parse
+from .findings import Finding, Project
+
+# rule id -> rewrite(file, finding, project, edits) -> note for a person or None
+PYTHON_REWRITES = {
+    "EXP001": deferred_imports.rewrite,
+    "EXP002": lazy_exports.rewrite,
+    "EXP004": checker_marker.rewrite,
+}
+FIXABLE_RULES = (*PYTHON_REWRITES, "EXP006")
+
+
+@dataclass
+class FileFix:
+    """What fixing one file's findings gives: new bytes, what was fixed, what was not."""
+
+    path: str
+    before: bytes
+    after: bytes
+    fixed: List[Finding] = field(default_factory=list)
+    left: List[Tuple[Finding, str]] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return self.after != self.before
+
+    def diff(self) -> str:
+        before = self.before.decode("utf-8", "replace").splitlines(keepends=True)
+        after = self.after.decode("utf-8", "replace").splitlines(keepends=True)
+        lines = difflib.unified_diff(before, after, f"a/{self.path}", f"b/{self.path}")
+        return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
+
+
+def plan(project: Project, findings: Sequence[Finding]) -> List[FileFix]:
+    """One `FileFix` per file with fixable findings, in path order."""
+    by_path: Dict[str, List[Finding]] = {}
+    for finding in findings:
+        if finding.rule in FIXABLE_RULES:
+            by_path.setdefault(finding.path, []).append(finding)
+    return [_fix_file(project, path, sorted(group, key=lambda f: (f.line, f.column))) for path, group in sorted(by_path.items())]
+
+
+def _fix_file(project: Project, path: str, findings: List[Finding]) -> FileFix:
+    try:
+        before = (project.root / path).read_bytes()
+    except OSError as error:
+        return FileFix(path, b"", b"", left=[(f, f"cannot read the file: {error.strerror}") for f in findings])
+    outcome = FileFix(path, before, before)
+    # Findings carry positions in the file as read; one rule's rewrite moves lines that
+    # another's positions refer to, so a file gets one rule per run.
+    rule = findings[0].rule
+    for finding in findings:
+        if finding.rule != rule:
+            outcome.left.append((finding, f"the {rule} fix rewrites this file first; run fix again"))
+    findings = [f for f in findings if f.rule == rule]
+    if rule == "EXP006":
+        outcome.after, fixed, left = docs_pages.rewrite(before, findings)
+        outcome.fixed += fixed
+        outcome.left += left
+        return outcome
+    try:
+        file = parse(before, *project.module_of(path))
+    except Unfixable as reason:
+        outcome.left += [(f, str(reason)) for f in findings]
+        return outcome
+    edits: dict = {}
+    for finding in findings:
+        try:
+            note = PYTHON_REWRITES[rule](file, finding, project, edits)
+        except Unfixable as reason:
+            outcome.left.append((finding, str(reason)))
+            continue
+        if note:
+            outcome.left.append((finding, f"partly fixed; {note}"))
+        else:
+            outcome.fixed.append(finding)
+    if edits:
+        outcome.after = apply_edits(file, edits)
+    return outcome
+
+
+def write(project: Project, fix: FileFix, before_replace: Optional[Callable[[Path], None]] = None) -> bool:
+    """Replace the file with `fix.after` unless it changed since `plan` read it.
+
+    `before_replace` runs just before the last check (tests use it to change the file
+    under the run). Returns False, writing nothing, when the file changed.
+    """
+    target = project.root / fix.path
+    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".fix", dir=target.parent)
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(fix.after)
+        os.chmod(temporary, target.stat().st_mode & 0o7777)
+        if before_replace is not None:
+            before_replace(target)
+        if _digest(target.read_bytes()) != _digest(fix.before):
+            os.unlink(temporary)
+            return False
+        os.replace(temporary, target)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+    return True
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()

@@ -1,0 +1,306 @@
+"""libcst pieces the Python rewrites share: finding statements, reading imports, editing.
+
+Every rewrite is a set of *edits*: original node -> function from the updated node to
+its replacement. `apply_edits` runs them in one pass, so that nodes nobody edits are
+printed back byte for byte (libcst keeps all whitespace and comments in the tree).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Dict, List, Optional, Sequence, Union
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider, ScopeProvider
+
+from .findings import Finding, Project
+
+Edit = Callable[[cst.CSTNode], cst.CSTNode]
+ImportStatement = Union[cst.Import, cst.ImportFrom]
+
+# An edit that returns this removes the statement line; its comment lines stay.
+REMOVE_LINE = cst.Pass()
+
+
+class Unfixable(Exception):
+    """This finding needs a person; the message says why."""
+
+
+@dataclass
+class PythonFile:
+    """A parsed module with the metadata the rewrites ask for."""
+
+    wrapper: MetadataWrapper
+    module_name: str
+    is_package: bool
+
+    def __post_init__(self) -> None:
+        self.positions = self.wrapper.resolve(PositionProvider)
+        self.parents = self.wrapper.resolve(ParentNodeProvider)
+        self.scopes = self.wrapper.resolve(ScopeProvider)
+
+    @property
+    def tree(self) -> cst.Module:
+        return self.wrapper.module
+
+    def line_of(self, node: cst.CSTNode) -> int:
+        return self.positions[node].start.line
+
+    def code(self, node: cst.CSTNode) -> str:
+        return self.tree.code_for_node(node)
+
+
+def parse(source: bytes, module_name: str, is_package: bool) -> PythonFile:
+    """Parse `source`; raises `Unfixable` when libcst cannot."""
+    try:
+        tree = cst.parse_module(source)
+    except cst.ParserSyntaxError as error:
+        raise Unfixable(f"cannot parse: {error.message}") from error
+    return PythonFile(MetadataWrapper(tree, unsafe_skip_copy=True), module_name, is_package)
+
+
+def import_at(file: PythonFile, finding: Finding) -> ImportStatement:
+    """The import statement a finding points at (its first line and 1-based column)."""
+    on_line = [
+        node
+        for node, position in file.positions.items()
+        if isinstance(node, (cst.Import, cst.ImportFrom)) and position.start.line == finding.line
+    ]
+    exact = [n for n in on_line if file.positions[n].start.column == finding.column - 1]
+    if exact or len(on_line) == 1:
+        return (exact or on_line)[0]
+    raise Unfixable(f"no single import statement at line {finding.line}")
+
+
+def dotted_name(node: cst.CSTNode) -> str:
+    """``a.b.c`` for a Name/Attribute chain, "" for anything else."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        head = dotted_name(node.value)
+        return f"{head}.{node.attr.value}" if head else ""
+    return ""
+
+
+def package_of(file: PythonFile) -> str:
+    return file.module_name if file.is_package else file.module_name.rpartition(".")[0]
+
+
+def resolve_from(module: str, is_package: bool, level: int, base: str) -> str:
+    """Absolute name of the module that ``from <level dots><base> import`` reads in `module`."""
+    if not level:
+        return base
+    package = (module if is_package else module.rpartition(".")[0]).split(".")
+    anchor = package[: len(package) - level + 1]
+    return ".".join(anchor + ([base] if base else []))
+
+
+def imported_module(file: PythonFile, node: cst.ImportFrom) -> str:
+    """Absolute name of the module a ``from ... import`` statement reads from."""
+    base = dotted_name(node.module) if node.module else ""
+    return resolve_from(file.module_name, file.is_package, len(node.relative), base)
+
+
+def all_names(file: PythonFile) -> set:
+    """The string entries of the module-level ``__all__`` assignments."""
+    names = set()
+    for line in file.tree.body:
+        if not isinstance(line, cst.SimpleStatementLine):
+            continue
+        for small in line.body:
+            targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [getattr(small, "target", None)]
+            if any(isinstance(t, cst.Name) and t.value == "__all__" for t in targets) and small.value is not None:
+                names |= {s.evaluated_value for s in _strings(small.value)}
+    return names
+
+
+def _strings(node: cst.CSTNode) -> List[cst.SimpleString]:
+    found: List[cst.SimpleString] = []
+
+    class Strings(cst.CSTVisitor):
+        def visit_SimpleString(self, string: cst.SimpleString) -> None:
+            found.append(string)
+
+    node.visit(Strings())
+    return found
+
+
+def relative_form(file: PythonFile, target: str) -> str:
+    """`target` written relative to `file` (``...utils``), for files that import that way."""
+    package = package_of(file).split(".")
+    parts = target.split(".")
+    common = 0
+    while common < min(len(package), len(parts)) and package[common] == parts[common]:
+        common += 1
+    return "." * (len(package) - common + 1) + ".".join(parts[common:])
+
+
+def bound_name(alias: cst.ImportAlias, statement: ImportStatement) -> str:
+    """The name an alias binds: ``c`` for ``a.b as c``, ``a`` for ``import a.b``."""
+    if alias.asname is not None:
+        return alias.asname.name.value
+    name = dotted_name(alias.name)
+    return name.split(".")[0] if isinstance(statement, cst.Import) else name
+
+
+def experimental_aliases(file: PythonFile, statement: ImportStatement, project: Project) -> List[cst.ImportAlias]:
+    """The aliases of `statement` that bring in code from the experimental package."""
+    if isinstance(statement, cst.Import):
+        return [a for a in statement.names if project.is_experimental(dotted_name(a.name))]
+    if isinstance(statement.names, cst.ImportStar):
+        raise Unfixable("a star import cannot be moved; list the names")
+    source = imported_module(file, statement)
+    if project.is_experimental(source):
+        return list(statement.names)
+    return [a for a in statement.names if project.is_experimental(f"{source}.{dotted_name(a.name)}")]
+
+
+def with_aliases(statement: ImportStatement, aliases: Sequence[cst.ImportAlias]) -> ImportStatement:
+    """`statement` importing `aliases` (a subset of its own, or its own plus new ones).
+
+    Aliases keep their own commas (and so the comments and line breaks after them);
+    the last one takes the old last one's (a trailing comma or none), a former last
+    one gets a separator like its neighbours'.
+    """
+    old = list(statement.names)
+    separator = next(
+        (a.comma for a in old[:-1] if isinstance(a.comma, cst.Comma)),
+        cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")),
+    )
+    fixed = []
+    for index, alias in enumerate(aliases):
+        if index == len(aliases) - 1:
+            fixed.append(alias.with_changes(comma=old[-1].comma))
+        elif alias is old[-1] or not isinstance(alias.comma, cst.Comma):
+            fixed.append(alias.with_changes(comma=separator))
+        else:
+            fixed.append(alias)
+    return statement.with_changes(names=fixed)
+
+
+def fresh_import(statement: ImportStatement, aliases: Sequence[cst.ImportAlias]) -> cst.SimpleStatementLine:
+    """A one-line statement importing `aliases` the way `statement` does."""
+    names = [cst.ImportAlias(name=a.name, asname=a.asname) for a in aliases]
+    if isinstance(statement, cst.Import):
+        small = cst.Import(names=names)
+    else:
+        small = cst.ImportFrom(module=statement.module, relative=statement.relative, names=names)
+    return cst.SimpleStatementLine(body=[small])
+
+
+def drop_small_statement(
+    file: PythonFile,
+    small: cst.BaseSmallStatement,
+    replacement: Optional[cst.BaseSmallStatement],
+    edits: Dict[cst.CSTNode, Edit],
+) -> None:
+    """Add the edit that replaces (or removes, when `replacement` is None) one small statement."""
+    line = file.parents[small]
+
+    def edit(updated: cst.CSTNode) -> cst.CSTNode:
+        index = next(i for i, s in enumerate(line.body) if s is small)
+        body = list(updated.body)
+        if replacement is not None:
+            body[index] = replacement.with_changes(semicolon=body[index].semicolon)
+        else:
+            del body[index]
+            if not body:
+                return REMOVE_LINE if isinstance(updated, cst.SimpleStatementLine) else updated.with_changes(body=[cst.Pass()])
+            if index == len(body):  # the new last statement loses its ";"
+                body[-1] = body[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
+        return updated.with_changes(body=body)
+
+    add_edit(edits, line, edit)
+
+
+def enclosing_function(file: PythonFile, node: cst.CSTNode) -> Optional[cst.FunctionDef]:
+    """The outermost function whose *body* holds `node` (decorators, defaults and
+    annotations run in the enclosing scope), or None when it runs at import time."""
+    found = None
+    child, parent = node, file.parents.get(node)
+    while parent is not None:
+        if isinstance(parent, cst.FunctionDef) and child is parent.body:
+            found = parent
+        child, parent = parent, file.parents.get(parent)
+    return found
+
+
+def decorator_names(file: PythonFile, function: cst.FunctionDef) -> List[str]:
+    """Last component of each decorator's name: ``api`` for ``@x.api(trace=1)``."""
+    names = []
+    for decorator in function.decorators:
+        expression = decorator.decorator
+        if isinstance(expression, cst.Call):
+            expression = expression.func
+        names.append(dotted_name(expression).rpartition(".")[2])
+    return names
+
+
+def body_start(block: cst.IndentedBlock) -> int:
+    """Index of the first statement after a docstring (0 when there is none)."""
+    if block.body and isinstance(block.body[0], cst.SimpleStatementLine):
+        first = block.body[0].body
+        if len(first) == 1 and isinstance(first[0], cst.Expr) and isinstance(
+            first[0].value, (cst.SimpleString, cst.ConcatenatedString)
+        ):
+            return 1
+    return 0
+
+
+def prepend_statements(function: cst.FunctionDef, statements: Sequence[cst.SimpleStatementLine]) -> cst.FunctionDef:
+    """`function` with `statements` at the top of its body, after the docstring."""
+    body = function.body
+    if isinstance(body, cst.SimpleStatementSuite):  # def f(): return x
+        smalls = [s.body[0].with_changes(semicolon=cst.Semicolon(whitespace_after=cst.SimpleWhitespace(" "))) for s in statements]
+        return function.with_changes(body=body.with_changes(body=[*smalls, *body.body]))
+    at = body_start(body)
+    return function.with_changes(body=body.with_changes(body=[*body.body[:at], *statements, *body.body[at:]]))
+
+
+class _Rewriter(cst.CSTTransformer):
+    def __init__(self, edits: Dict[cst.CSTNode, Edit]) -> None:
+        super().__init__()
+        self.edits = edits
+        self.removed: set = set()
+
+    def on_leave(self, original_node, updated_node):
+        updated = super().on_leave(original_node, updated_node)
+        if isinstance(updated, (cst.Module, cst.IndentedBlock)):
+            updated = self._close_gaps(updated)
+        edit = self.edits.get(original_node)
+        if edit is None:
+            return updated
+        result = edit(updated)
+        if result is REMOVE_LINE:
+            result = updated.with_changes(body=[cst.Pass()])
+            self.removed.add(id(result))
+        return result
+
+    def _close_gaps(self, block):
+        """Drop removed lines; their comment lines go to the next statement (or the
+        block's footer); a block left empty keeps one ``pass``."""
+        body, carried = [], []
+        for statement in block.body:
+            if id(statement) in self.removed:
+                carried += statement.leading_lines
+                continue
+            if carried:
+                statement = statement.with_changes(leading_lines=[*carried, *statement.leading_lines])
+                carried = []
+            body.append(statement)
+        if not carried:
+            return block.with_changes(body=body)
+        if not body:
+            return block.with_changes(body=[cst.SimpleStatementLine([cst.Pass()], leading_lines=carried)])
+        return block.with_changes(body=body, footer=[*carried, *block.footer])
+
+
+def add_edit(edits: Dict[cst.CSTNode, Edit], node: cst.CSTNode, edit: Edit) -> None:
+    """Add `edit`; one already there for `node` runs after it (so earlier findings end up first)."""
+    earlier = edits.get(node)
+    edits[node] = edit if earlier is None else (lambda updated: earlier(edit(updated)))
+
+
+def apply_edits(file: PythonFile, edits: Dict[cst.CSTNode, Edit]) -> bytes:
+    """The module's bytes after `edits` (same encoding, newlines and indentation)."""
+    return file.tree.visit(_Rewriter(edits)).bytes
