@@ -1,0 +1,54 @@
+// Gated RMSNorm over the last dimension, one block per row (bf16 in/out, fp32 math):
+//   y = x * rsqrt(mean(x^2) + eps) * weight * silu(z),   silu(z) = z / (1 + exp(-z))
+// x, z and y move as 16-byte vectors. x's first CACHED_VECS vectors per thread stay
+// in registers between the two passes; z is read only in the second pass.
+#include "common.cuh"
+
+#ifndef CACHED_VECS
+#define CACHED_VECS 4
+#endif
+
+extern "C" __global__ void __launch_bounds__(1024)
+fi_gated_rmsnorm_bf16(const uint4* __restrict__ x, const uint4* __restrict__ z,
+                      const uint4* __restrict__ weight, uint4* __restrict__ y,
+                      int hidden_vecs, float inv_hidden, float eps) {
+  const size_t row_offset = (size_t)blockIdx.x * hidden_vecs;
+  const uint4* xr = x + row_offset;
+  const uint4* zr = z + row_offset;
+  uint4* yr = y + row_offset;
+
+  uint4 cached[CACHED_VECS];
+  float ss = 0.f;
+#pragma unroll
+  for (int i = 0; i < CACHED_VECS; ++i) {
+    const int v = threadIdx.x + i * blockDim.x;
+    if (v < hidden_vecs) {
+      cached[i] = xr[v];
+      ss += sum_squares_bf16x8(cached[i]);
+    }
+  }
+  for (int v = threadIdx.x + CACHED_VECS * blockDim.x; v < hidden_vecs; v += blockDim.x)
+    ss += sum_squares_bf16x8(xr[v]);
+
+  const float scale = rsqrtf(block_sum(ss) * inv_hidden + eps);
+
+  auto gate = [&](const uint4& xv, int v) {
+    float xf[8], zf[8], wf[8];
+    unpack_bf16x8(xv, xf);
+    unpack_bf16x8(zr[v], zf);
+    unpack_bf16x8(weight[v], wf);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const float silu = zf[j] / (1.f + __expf(-zf[j]));
+      xf[j] = xf[j] * scale * wf[j] * silu;
+    }
+    yr[v] = pack_bf16x8(xf);
+  };
+#pragma unroll
+  for (int i = 0; i < CACHED_VECS; ++i) {
+    const int v = threadIdx.x + i * blockDim.x;
+    if (v < hidden_vecs) gate(cached[i], v);
+  }
+  for (int v = threadIdx.x + CACHED_VECS * blockDim.x; v < hidden_vecs; v += blockDim.x)
+    gate(xr[v], v);
+}

@@ -1,0 +1,34 @@
+"""Support module of the split-K backend: its `backend_requirement` checker only.
+
+Imported by core (`flashinfer.gemm`) at module level, so it imports nothing but
+the standard library, torch and core modules outside ``flashinfer.jit``.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from flashinfer.experimental import experimental_backend
+from flashinfer.utils import CPU_COMPUTE_CAPABILITY, supported_compute_capability
+
+__all__ = ["MAX_M", "check_splitk"]
+
+#: Largest M (rows of ``a``) the split-K kernel handles: one mma tile of rows.
+MAX_M = 16
+
+
+@experimental_backend
+@supported_compute_capability([CPU_COMPUTE_CAPABILITY, 80, 86, 87, 89, 90, 100, 103, 110, 120, 121])
+def check_splitk(a: torch.Tensor, b: torch.Tensor, out=None, backend="auto") -> bool:
+    """Decode shapes only: ``M <= 16``; on CUDA also 16-byte rows and pointers."""
+    if a.shape[0] > MAX_M:
+        raise ValueError(f"mm_bf16 backend 'splitk' handles M <= {MAX_M} rows of a, got M={a.shape[0]}")
+    if a.is_cuda:
+        tensors = (a, b) if out is None else (a, b, out)
+        if not all(t.is_contiguous() for t in tensors):
+            raise ValueError("mm_bf16 backend 'splitk' needs contiguous a, b and out")
+        if a.shape[1] % 8 or b.shape[1] % 8:
+            raise ValueError(f"mm_bf16 backend 'splitk' needs K and N divisible by 8, got K={a.shape[1]}, N={b.shape[1]}")
+        if any(t.data_ptr() % 16 for t in tensors):
+            raise ValueError("mm_bf16 backend 'splitk' needs 16-byte aligned a, b and out")
+    return True

@@ -1,0 +1,146 @@
+"""bf16 matrix multiplication, ``mm_bf16``, with three backends.
+
+- ``"torch"``: `torch.matmul`; runs on any device.
+- ``"nvrtc"``: a tiled tensor-core kernel (csrc/gemm_bf16.cu) compiled at run
+  time; CUDA, sm_80 and newer.
+- ``"splitk"`` (experimental): a split-K kernel for decode shapes (M <= 16),
+  under ``flashinfer/experimental/splitk_gemm/``. Only its checker is imported
+  here (a support module); the kernel is imported when the backend runs.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Optional
+
+import torch
+
+from .api_logging import flashinfer_api
+from .experimental.splitk_gemm.support import check_splitk
+from .jit import CSRC_DIR, JitSpec, common_headers, read_source
+from .utils import CPU_COMPUTE_CAPABILITY, backend_requirement, supported_compute_capability
+
+__all__ = ["gemm_bf16_spec", "mm_bf16"]
+
+#: Compute capabilities with bf16 mma.sync (sm_80 and newer).
+NVRTC_CAPABILITIES = [80, 86, 87, 89, 90, 100, 103, 110, 120, 121]
+
+# Must match gemm_bf16.cu.
+_TILE_M, _TILE_N, _THREADS = 128, 256, 256
+_SHARED_BYTES = 4 * (128 * (32 + 8) + 32 * (256 + 8)) * 2  # STAGES * (A + B tiles), bf16
+_KERNEL = "fi_mm_bf16_128x256"
+
+
+@functools.lru_cache(maxsize=None)
+def gemm_bf16_spec() -> JitSpec:
+    """The stable tensor-core GEMM kernel (registered for AOT builds)."""
+    return JitSpec("gemm_bf16", read_source(CSRC_DIR / "gemm_bf16.cu"), [_KERNEL], headers=common_headers())
+
+
+def _check_inputs(a, b, out=None, backend="auto") -> bool:
+    """Shared validation: 2-D bf16 operands with matching inner dimensions."""
+    for name, t in (("a", a), ("b", b)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"mm_bf16: {name} must be a torch.Tensor, got {type(t).__name__}")
+        if t.dim() != 2:
+            raise ValueError(f"mm_bf16: {name} must be 2-D, got shape {tuple(t.shape)}")
+        if t.dtype != torch.bfloat16:
+            raise ValueError(f"mm_bf16: {name} must be torch.bfloat16, got {t.dtype}")
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(f"mm_bf16: a is {tuple(a.shape)} and b is {tuple(b.shape)}; a.shape[1] must equal b.shape[0]")
+    if a.device != b.device:
+        raise ValueError(f"mm_bf16: a is on {a.device} and b on {b.device}")
+    if out is not None:
+        expected = (a.shape[0], b.shape[1])
+        if not isinstance(out, torch.Tensor) or tuple(out.shape) != expected or out.dtype != torch.bfloat16 or out.device != a.device:
+            got = f"{tuple(out.shape)} {out.dtype} on {out.device}" if isinstance(out, torch.Tensor) else type(out).__name__
+            raise ValueError(f"mm_bf16: out must be a {expected} torch.bfloat16 tensor on {a.device}, got {got}")
+    return True
+
+
+@supported_compute_capability([CPU_COMPUTE_CAPABILITY] + NVRTC_CAPABILITIES)
+def _check_torch(a, b, out=None, backend="auto") -> bool:
+    return True
+
+
+@supported_compute_capability(NVRTC_CAPABILITIES)
+def _check_nvrtc(a, b, out=None, backend="auto") -> bool:
+    tensors = (a, b) if out is None else (a, b, out)
+    if not all(t.is_contiguous() for t in tensors):
+        raise ValueError("mm_bf16 backend 'nvrtc' needs contiguous a, b and out")
+    if a.shape[1] % 8 or b.shape[1] % 8:
+        raise ValueError(f"mm_bf16 backend 'nvrtc' needs K and N divisible by 8 (16-byte rows), got K={a.shape[1]}, N={b.shape[1]}")
+    if any(t.data_ptr() % 16 for t in tensors):
+        raise ValueError("mm_bf16 backend 'nvrtc' needs 16-byte aligned a, b and out")
+    return True
+
+
+def _order_backends(candidates, a, b, out=None, backend="auto"):
+    """Decode shapes on CUDA (M <= 16, K >= 1024) prefer split-K; else the tiled kernel; torch last."""
+    m, k = a.shape
+    if a.is_cuda and m <= 16 and k >= 1024:
+        order = ("splitk", "nvrtc", "torch")
+    elif a.is_cuda:
+        order = ("nvrtc", "torch", "splitk")
+    else:  # on the CPU split-K is only a reference emulation
+        order = ("torch", "splitk", "nvrtc")
+    return [name for name in order if name in candidates]
+
+
+def _run_nvrtc(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    from .jit import get_kernel
+
+    m, k = a.shape
+    n = b.shape[1]
+    kernel = get_kernel(gemm_bf16_spec(), _KERNEL, a.device)
+    tiles = -(-m // _TILE_M) * -(-n // _TILE_N)
+    kernel.launch((tiles,), (_THREADS,), [a, b, out, m, n, k], shared_mem=_SHARED_BYTES)
+    return out
+
+
+@backend_requirement(
+    {"torch": _check_torch, "nvrtc": _check_nvrtc, "splitk": check_splitk},
+    common_check=_check_inputs,
+    heuristic_func=_order_backends,
+)
+@flashinfer_api
+def mm_bf16(
+    a: torch.Tensor,
+    b: torch.Tensor,
+    out: Optional[torch.Tensor] = None,
+    backend: str = "auto",
+) -> torch.Tensor:
+    """Matrix product of two bf16 matrices with fp32 accumulation.
+
+    Parameters
+    ----------
+    a : torch.Tensor
+        ``(M, K)`` bfloat16 matrix.
+    b : torch.Tensor
+        ``(K, N)`` bfloat16 matrix, on the same device as ``a``.
+    out : torch.Tensor, optional
+        ``(M, N)`` bfloat16 output; allocated when omitted.
+    backend : str
+        ``"torch"`` (any device), ``"nvrtc"`` (CUDA sm_80+; contiguous operands,
+        K and N divisible by 8) or ``"auto"``, which picks the first of
+        ``mm_bf16.suitable_auto_backends``. Automatic selection considers
+        experimental backends only when ``FLASHINFER_ALLOW_EXPERIMENTAL_AUTO_BACKENDS=1``.
+
+    Returns
+    -------
+    torch.Tensor
+        ``a @ b`` as an ``(M, N)`` bfloat16 tensor (``out`` when given).
+    """
+    if backend == "auto":
+        backend = mm_bf16.suitable_auto_backends[0]
+    if out is None:
+        out = torch.empty((a.shape[0], b.shape[1]), dtype=torch.bfloat16, device=a.device)
+    if backend == "splitk":
+        from .experimental.splitk_gemm.kernel import run
+
+        return run(a, b, out)
+    if backend == "nvrtc":
+        if out.numel() == 0:
+            return out
+        return _run_nvrtc(a, b, out)
+    return torch.matmul(a, b, out=out)

@@ -1,0 +1,138 @@
+"""The JIT disk cache: one verified file per (spec, architecture).
+
+The key hashes the spec's content (source, every header's text, the ordered
+options), the architecture, the NVRTC version and the package version, so any
+change to what would be compiled lands in a new entry. Entries are written to a
+temporary file in the cache directory and moved into place with `os.replace`,
+so concurrent builders never expose a torn file; each entry carries a sha256 of
+its payload, checked on read, so a corrupt entry is rebuilt instead of loaded.
+An in-process memo makes the warm path a dictionary lookup.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import tempfile
+import threading
+from pathlib import Path
+from typing import Dict, NamedTuple, Optional, Tuple
+
+from .nvrtc import compile_spec, nvrtc_version
+from .spec import JitSpec
+
+__all__ = ["CACHE_DIR_ENV_VAR", "CompiledImage", "build", "cache_dir", "cache_key", "clear_memo", "entry_path"]
+
+CACHE_DIR_ENV_VAR = "FLASHINFER_JIT_CACHE_DIR"
+_MAGIC = b"FIJIT1"
+_KIND_TAGS = {"cubin": b"C", "ptx": b"P"}
+_TAG_KINDS = {v: k for k, v in _KIND_TAGS.items()}
+_HEADER_SIZE = len(_MAGIC) + 1 + 32  # magic, kind tag, sha256 of the payload
+
+_logger = logging.getLogger("flashinfer.jit")
+
+
+class CompiledImage(NamedTuple):
+    """A module image and where it came from: "memory", "disk" or "compiled"."""
+
+    kind: str
+    image: bytes
+    path: Path
+    origin: str
+
+
+_memo: Dict[Path, Tuple[str, bytes]] = {}
+_memo_lock = threading.Lock()
+
+
+def clear_memo() -> None:
+    """Forget the in-process memo, so the next build reads the disk (tests, benchmarks)."""
+    with _memo_lock:
+        _memo.clear()
+
+
+def cache_dir() -> Path:
+    """``$FLASHINFER_JIT_CACHE_DIR``, or ``~/.cache/flashinfer/jit``; read on every call."""
+    configured = os.environ.get(CACHE_DIR_ENV_VAR)
+    return Path(configured) if configured else Path.home() / ".cache" / "flashinfer" / "jit"
+
+
+def _package_version() -> str:
+    from .. import __version__
+
+    return __version__
+
+
+def cache_key(spec: JitSpec, arch: int) -> str:
+    """The hex sha256 naming the entry of ``spec`` built for ``arch``."""
+    major, minor = nvrtc_version()
+    text = f"{spec.digest}|sm_{int(arch)}|nvrtc-{major}.{minor}|flashinfer-{_package_version()}"
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def entry_path(spec: JitSpec, arch: int, root: Optional[Path] = None) -> Path:
+    root = cache_dir() if root is None else Path(root)
+    return root / f"{spec.name}.sm_{int(arch)}.{cache_key(spec, arch)[:32]}.bin"
+
+
+def encode_entry(kind: str, image: bytes) -> bytes:
+    return _MAGIC + _KIND_TAGS[kind] + hashlib.sha256(image).digest() + image
+
+
+def decode_entry(data: bytes) -> Optional[Tuple[str, bytes]]:
+    """(kind, image), or None when the bytes are not an intact entry."""
+    if len(data) <= _HEADER_SIZE or not data.startswith(_MAGIC):
+        return None
+    kind = _TAG_KINDS.get(data[len(_MAGIC):len(_MAGIC) + 1])
+    digest, image = data[len(_MAGIC) + 1:_HEADER_SIZE], data[_HEADER_SIZE:]
+    if kind is None or hashlib.sha256(image).digest() != digest:
+        return None
+    return kind, image
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so that readers see the old file or the whole new one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600; entries are shareable
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def _read(path: Path) -> Optional[Tuple[str, bytes]]:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    entry = decode_entry(data)
+    if entry is None:
+        _logger.warning("JIT cache entry %s is corrupt; rebuilding it", path)
+    return entry
+
+
+def build(spec: JitSpec, arch: int, root: Optional[Path] = None) -> CompiledImage:
+    """The module image of ``spec`` for ``arch``: from the memo, the disk, or NVRTC."""
+    path = entry_path(spec, arch, root)
+    hit = _memo.get(path)
+    if hit is not None:
+        return CompiledImage(hit[0], hit[1], path, "memory")
+    entry = _read(path)
+    origin = "disk"
+    if entry is None:
+        kind, image, _log = compile_spec(spec, arch)
+        write_atomically(path, encode_entry(kind, image))
+        entry, origin = (kind, image), "compiled"
+    with _memo_lock:
+        _memo[path] = entry
+    return CompiledImage(entry[0], entry[1], path, origin)
