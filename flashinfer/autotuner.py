@@ -1,0 +1,665 @@
+"""Autotuning of ``backend="auto"`` and the cache that remembers its winners.
+
+Inside ``with flashinfer.autotune():`` the first call of an API for a new problem
+times every candidate of that call, ``<api>.suitable_auto_backends``, and remembers
+the fastest per (API, problem key). Later ``backend="auto"`` calls of that problem
+run the remembered winner first. The candidates are what the dispatch left after
+the experimental gate, so tuning never considers a backend the gate keeps out, and
+a remembered winner that is not a candidate of the current call (the gate was
+unset since, or the backend's checker rejects this call) is ignored.
+
+Winners are saved to and loaded from a JSON cache file. Loading is defensive: an
+entry is skipped (and the call falls back to the stable choice) when its API,
+backend or feature no longer exists, when its backend is experimental while the
+gate is unset, or when it is malformed; a file that cannot be read is ignored.
+Each load reports what it skipped in one `TuningConfigWarning`. Nothing here
+raises inside a dispatch.
+
+The tuning hook is `flashinfer.utils.tuned_choice_hook`; this module installs it
+when imported. ``FLASHINFER_AUTOTUNE_CACHE=<path>`` loads a cache at that moment
+(the dispatch imports this module on the first automatic choice when the variable
+is set).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import datetime
+import importlib
+import inspect
+import json
+import math
+import os
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+
+import torch
+from torch import Tensor
+
+from . import utils
+from .api_logging import EXPERIMENTAL_AUTO_ENV_VAR, _OnceRegistry, experimental_auto_backends_allowed
+from .utils import BackendDispatch
+
+__all__ = [
+    "AUTOTUNE_CACHE_ENV_VAR",
+    "CACHE_SCHEMA_VERSION",
+    "LoadSummary",
+    "TuningConfigWarning",
+    "autotune",
+    "default_problem_key",
+    "load_autotune_cache",
+    "problem_key",
+    "register_api",
+    "register_problem_key",
+    "save_autotune_cache",
+]
+
+AUTOTUNE_CACHE_ENV_VAR = "FLASHINFER_AUTOTUNE_CACHE"
+CACHE_FORMAT = "flashinfer-autotune-cache"
+CACHE_SCHEMA_VERSION = 1
+
+#: Untimed runs, then timed runs, per candidate; the median timed run decides.
+WARMUP_RUNS = 2
+TIMED_RUNS = 5
+
+_PACKAGE = "flashinfer"
+_EXPERIMENTAL_PACKAGE = utils.EXPERIMENTAL_PACKAGE
+
+
+class TuningConfigWarning(UserWarning):
+    """An autotune cache or trace-apply configuration (or an entry of it) was skipped."""
+
+
+# -- problem keys ---------------------------------------------------------------
+
+_DTYPE_NAMES: Dict[Any, str] = {}
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        name = _DTYPE_NAMES[dtype] = str(dtype).rpartition(".")[2]
+    return name
+
+
+def _device_type(tensor: Tensor) -> str:
+    if tensor.is_cuda:
+        return "cuda"
+    return "cpu" if tensor.is_cpu else tensor.device.type
+
+
+def default_problem_key(arguments: Dict[str, Any]) -> tuple:
+    """``((name, shape, dtype, device type), ...)`` of the call's tensor arguments.
+
+    ``arguments`` maps the API's parameter names to the call's values. Non-tensor
+    arguments (scalars, ``None``, ``backend``) are not part of the key.
+    """
+    return tuple(
+        [
+            (name, value.shape, _dtype_name(value.dtype), _device_type(value))
+            for name, value in arguments.items()
+            if isinstance(value, Tensor)
+        ]
+    )
+
+
+def _mm_bf16_key(arguments: Dict[str, Any]) -> tuple:
+    """``(M, N, K, dtype, device type)`` of ``a`` (M x K) times ``b`` (K x N)."""
+    a, b = arguments["a"], arguments["b"]
+    return (a.shape[0], b.shape[-1], a.shape[-1], _dtype_name(a.dtype), _device_type(a))
+
+
+def _rmsnorm_key(arguments: Dict[str, Any]) -> tuple:
+    """``(rows, hidden, dtype, device type)``; rows is the product of the leading dims."""
+    x = arguments["x"]
+    return (math.prod(x.shape[:-1]), x.shape[-1], _dtype_name(x.dtype), _device_type(x))
+
+
+# The stable ops' keys; other APIs use `default_problem_key` unless registered.
+_BUILTIN_KEY_FUNCTIONS = {
+    "flashinfer.gemm.mm_bf16": _mm_bf16_key,
+    "flashinfer.norm.rmsnorm": _rmsnorm_key,
+}
+_key_functions: Dict[str, Callable[[Dict[str, Any]], tuple]] = dict(_BUILTIN_KEY_FUNCTIONS)
+
+
+def api_name(dispatch: BackendDispatch) -> str:
+    """The dotted name an API is known by in caches and trace configs."""
+    return f"{dispatch.__module__}.{dispatch.__qualname__}"
+
+
+def register_problem_key(api: Any, key_function: Callable[[Dict[str, Any]], tuple]) -> None:
+    """Use ``key_function(arguments) -> tuple`` as the problem key of ``api``.
+
+    ``api`` is a `BackendDispatch` or its dotted name. ``arguments`` maps parameter
+    names to the call's values; the key must be a tuple of ints, floats, strings,
+    bools, ``None`` and nested tuples, so that it survives a JSON round trip.
+    """
+    name = api if isinstance(api, str) else api_name(api)
+    _key_functions[name] = key_function
+    for table in _tables.values():
+        if table.name == name:
+            table.key_function = key_function
+
+
+def freeze_key(value: Any) -> Any:
+    """A problem key read from JSON or TOML (lists) as the hashable tuple form."""
+    if isinstance(value, list):
+        return tuple([freeze_key(item) for item in value])
+    return value
+
+
+# -- the API registry ---------------------------------------------------------------
+
+_registered: Dict[str, BackendDispatch] = {}
+
+
+def register_api(dispatch: BackendDispatch) -> None:
+    """Make ``dispatch`` resolvable by name for caches and trace configs.
+
+    Not needed for APIs under ``flashinfer`` nor for module-level APIs of modules
+    already imported: those are found by name. Needed for others (say, one
+    defined inside a function) that a cache or trace config names before their
+    first ``backend="auto"`` call.
+    """
+    if not isinstance(dispatch, BackendDispatch):
+        raise TypeError(
+            f"register_api expects a @backend_requirement function, got {type(dispatch).__name__}"
+        )
+    _registered[api_name(dispatch)] = dispatch
+
+
+def resolve_api(name: str) -> Optional[BackendDispatch]:
+    """The API called ``name``, or None when no such API exists (any more).
+
+    Registered APIs come first. Otherwise the name is looked up in the modules
+    already imported; only modules under ``flashinfer`` (not under
+    ``flashinfer.experimental``) are imported for it, so a cache file never makes
+    us import arbitrary modules, nor experimental code.
+    """
+    found = _registered.get(name)
+    if found is not None:
+        return found
+    importable = name.startswith(_PACKAGE + ".") and not utils._is_under_experimental(name)
+    parts = name.split(".")
+    for split in range(len(parts) - 1, 0, -1):
+        module_name = ".".join(parts[:split])
+        obj: Any = sys.modules.get(module_name)
+        if obj is None and importable:
+            try:
+                obj = importlib.import_module(module_name)
+            except ImportError:
+                continue
+            except Exception:  # a module that fails to import is as good as absent
+                return None
+        if obj is None:
+            continue
+        for attribute in parts[split:]:
+            obj = getattr(obj, attribute, None)
+        if isinstance(obj, BackendDispatch):
+            _registered[name] = obj
+            return obj
+        return None
+    return None
+
+
+def backend_feature(dispatch: BackendDispatch, backend: str) -> Optional[str]:
+    """The experimental feature a backend belongs to; None for a stable backend.
+
+    A checker defined in ``flashinfer.experimental.<feature>...`` belongs to
+    ``<feature>``; an experimental checker defined elsewhere to its module's name.
+    """
+    if backend not in dispatch.experimental_backends:
+        return None
+    module = getattr(dispatch.backend_checks[backend], "__module__", None) or ""
+    prefix = _EXPERIMENTAL_PACKAGE + "."
+    if module.startswith(prefix):
+        return module[len(prefix):].split(".", 1)[0]
+    return module or None
+
+
+# -- tuned winners ------------------------------------------------------------------
+
+
+@dataclass
+class _Entry:
+    """One remembered winner; its API and problem key are where it is stored."""
+
+    backend: str
+    tactic: Any
+    experimental: bool
+    feature: Optional[str]
+    tuned_at: str
+
+
+class _TunedApi:
+    """What the tuner holds for one API: its key function and its winners by key."""
+
+    __slots__ = ("dispatch", "name", "key_function", "entries")
+
+    def __init__(self, dispatch: BackendDispatch) -> None:
+        self.dispatch = dispatch
+        self.name = api_name(dispatch)
+        self.key_function = _key_functions.get(self.name, default_problem_key)
+        self.entries: Dict[Any, _Entry] = {}
+
+
+# API -> its parameters as (name, kind), for `call_with_backend`.
+_parameters: Dict[BackendDispatch, List[Tuple[str, Any]]] = {}
+
+
+def call_with_backend(dispatch: BackendDispatch, arguments: Dict[str, Any], backend: str) -> Any:
+    """Call the undecorated API with its bound ``arguments``, ``backend`` replaced.
+
+    Used to time candidates and to run trace-apply pins: the function body then
+    runs ``backend`` as if the caller had named it.
+    """
+    parameters = _parameters.get(dispatch)
+    if parameters is None:
+        signature = inspect.signature(dispatch.__wrapped__)
+        parameters = _parameters[dispatch] = [(p.name, p.kind) for p in signature.parameters.values()]
+    args: list = []
+    kwargs: Dict[str, Any] = {}
+    for name, kind in parameters:
+        value = backend if name == "backend" else arguments[name]
+        if kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
+            args.append(value)
+        elif kind == inspect.Parameter.VAR_POSITIONAL:
+            args.extend(value)
+        elif kind == inspect.Parameter.VAR_KEYWORD:
+            kwargs.update(value)
+        else:
+            kwargs[name] = value
+    return dispatch.__wrapped__(*args, **kwargs)
+
+
+_tables: Dict[BackendDispatch, _TunedApi] = {}
+# Entries skipped at load only because the gate was unset: written back on save,
+# so that saving in a gate-unset process does not lose them.
+_dormant: Dict[Tuple[str, Any], dict] = {}
+
+# True inside `with autotune():` in this thread / task (False while timing).
+_tuning: contextvars.ContextVar = contextvars.ContextVar("flashinfer_autotuning", default=False)
+_warned = _OnceRegistry()
+
+
+def _table(dispatch: BackendDispatch) -> _TunedApi:
+    table = _tables.get(dispatch)
+    if table is None:
+        table = _tables[dispatch] = _TunedApi(dispatch)
+        _registered[table.name] = dispatch  # the latest definition of a name wins
+    return table
+
+
+def key_of(dispatch: BackendDispatch, arguments: Dict[str, Any]) -> tuple:
+    """The problem key of a call of ``dispatch`` with bound ``arguments``."""
+    return _table(dispatch).key_function(arguments)
+
+
+def problem_key(api: BackendDispatch, *args: Any, **kwargs: Any) -> tuple:
+    """The problem key of calling ``api(*args, **kwargs)``, as caches and pins spell it.
+
+    Handy for writing a trace-apply config: ``problem_key(flashinfer.mm_bf16, a, b)``.
+    """
+    bound = inspect.signature(api.__wrapped__).bind(*args, **kwargs)
+    bound.apply_defaults()
+    return key_of(api, dict(bound.arguments))
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def _warn_once(key: Any, message: str) -> None:
+    if _warned.first(key):
+        warnings.warn(message, TuningConfigWarning, stacklevel=4)
+
+
+def tuned_choice(dispatch: BackendDispatch, candidates: tuple, arguments: dict) -> Optional[str]:
+    """`flashinfer.utils.tuned_choice_hook`: the winner to run first, or None.
+
+    Never raises: any failure means "no tuned choice" and the heuristic order stands.
+    """
+    try:
+        table = _tables.get(dispatch)
+        if table is None:
+            table = _table(dispatch)
+        tuning = _tuning.get()
+        if not table.entries and not tuning:
+            return None
+        key = table.key_function(arguments)
+        entry = table.entries.get(key)
+        if entry is not None:
+            if entry.backend in candidates:
+                return entry.backend
+            return _skip_at_use(table, entry)
+        if tuning:
+            return _tune(table, key, candidates, arguments)
+        return None
+    except Exception as error:  # the hot path never raises
+        _warn_once(
+            ("lookup", dispatch),
+            f"autotuner: no tuned choice for {api_name(dispatch)} ({type(error).__name__}: "
+            f"{error}); using the default order",
+        )
+        return None
+
+
+def _skip_at_use(table: _TunedApi, entry: _Entry) -> None:
+    """A remembered winner that is not a candidate now: say why once, use the default."""
+    backend = entry.backend
+    if backend in table.dispatch.experimental_backends and not experimental_auto_backends_allowed():
+        why = f"it is experimental and {EXPERIMENTAL_AUTO_ENV_VAR} is not set"
+    else:
+        why = "its checks reject this call"
+    _warn_once(
+        ("use", table.name, backend, why),
+        f"autotuner: tuned backend '{backend}' for {table.name} skipped because {why}; "
+        f"using the stable automatic choice",
+    )
+    return None
+
+
+def _time_backend(table: _TunedApi, arguments: dict, backend: str) -> float:
+    """Median seconds of one call of ``backend`` on copies of the tensor arguments."""
+    copies = {k: v.clone() if isinstance(v, Tensor) else v for k, v in arguments.items()}
+    on_cuda = any(isinstance(v, Tensor) and v.is_cuda for v in copies.values())
+    dispatch = table.dispatch
+    for _ in range(WARMUP_RUNS):
+        call_with_backend(dispatch, copies, backend)
+    times = []
+    for _ in range(TIMED_RUNS):
+        if on_cuda:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            call_with_backend(dispatch, copies, backend)
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) * 1e-3)
+        else:
+            began = time.perf_counter()
+            call_with_backend(dispatch, copies, backend)
+            times.append(time.perf_counter() - began)
+    return statistics.median(times)
+
+
+def _tune(table: _TunedApi, key: Any, candidates: tuple, arguments: dict) -> Optional[str]:
+    """Time every candidate, remember and return the fastest."""
+    token = _tuning.set(False)  # APIs called by a candidate are not tuned meanwhile
+    try:
+        timings, failures = {}, []
+        for backend in candidates:
+            try:
+                timings[backend] = _time_backend(table, arguments, backend)
+            except Exception as error:
+                failures.append(f"{backend}: {type(error).__name__}: {error}")
+    finally:
+        _tuning.reset(token)
+    if failures:
+        _warn_once(
+            ("tune", table.name, key),
+            f"autotuner: while tuning {table.name}, candidates failed and were left out: "
+            + "; ".join(failures),
+        )
+    if not timings:
+        return None
+    winner = min(timings, key=timings.__getitem__)
+    dispatch = table.dispatch
+    table.entries[key] = _Entry(
+        backend=winner,
+        tactic=None,
+        experimental=winner in dispatch.experimental_backends,
+        feature=backend_feature(dispatch, winner),
+        tuned_at=_now(),
+    )
+    _dormant.pop((table.name, key), None)
+    return winner
+
+
+@contextlib.contextmanager
+def autotune(tune_mode: bool = True, cache: Optional[str | os.PathLike] = None) -> Iterator[None]:
+    """Tune the APIs called inside the block over their automatic candidates.
+
+    With ``tune_mode=True`` the first ``backend="auto"`` call of each new (API,
+    problem key) times every candidate and remembers the fastest; remembered
+    problems are not tuned again. With ``cache=path`` the cache is loaded on entry
+    (if the file exists) and, when tuning, saved on exit. Tuning is per thread:
+    other threads only use what was remembered.
+    """
+    if cache is not None and os.path.exists(cache):
+        load_autotune_cache(cache)
+    token = _tuning.set(bool(tune_mode))
+    try:
+        yield
+    finally:
+        _tuning.reset(token)
+        if cache is not None and tune_mode:
+            save_autotune_cache(cache)
+
+
+# -- the cache file -------------------------------------------------------------------
+
+
+def _entry_records() -> List[dict]:
+    records = dict(_dormant)
+    for table in list(_tables.values()):
+        for key, entry in list(table.entries.items()):
+            records[(table.name, key)] = {
+                "api": table.name,
+                "key": key,
+                "backend": entry.backend,
+                "tactic": entry.tactic,
+                "experimental": entry.experimental,
+                "feature": entry.feature,
+                "tuned_at": entry.tuned_at,
+            }
+    return list(records.values())
+
+
+def save_autotune_cache(path: str | os.PathLike) -> int:
+    """Write every remembered winner to ``path``, atomically; returns the entry count.
+
+    The file is written beside ``path`` under a temporary name and renamed over
+    it, so readers and concurrent writers only ever see a complete file.
+    """
+    from . import __version__
+
+    document = {
+        "format": CACHE_FORMAT,
+        "schema_version": CACHE_SCHEMA_VERSION,
+        "flashinfer_version": __version__,
+        "saved_at": _now(),
+        "entries": _entry_records(),
+    }
+    try:
+        text = json.dumps(document, indent=1)
+    except TypeError as error:
+        raise TypeError(
+            f"cannot save the autotune cache: a problem key is not made of JSON values ({error}); "
+            f"see register_problem_key"
+        ) from None
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    descriptor, temporary = tempfile.mkstemp(
+        prefix=os.path.basename(path) + ".", suffix=".tmp", dir=directory
+    )
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+            file.write(text)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    return len(document["entries"])
+
+
+@dataclass
+class LoadSummary:
+    """What one load of a cache or trace config did.
+
+    ``skipped`` maps a reason to the entries (``"api:backend"`` or a description)
+    skipped for it; ``error`` is set when the whole file was ignored.
+    """
+
+    path: str
+    loaded: int = 0
+    skipped: Dict[str, List[str]] = field(default_factory=dict)
+    error: Optional[str] = None
+
+    def skip(self, reason: str, what: str) -> None:
+        self.skipped.setdefault(reason, []).append(what)
+
+    def warn(self, kind: str) -> None:
+        """Emit the one warning of this load, if anything was skipped or ignored."""
+        if self.error is not None:
+            message = f"{kind} '{self.path}' ignored: {self.error}"
+        elif self.skipped:
+            count = sum(len(v) for v in self.skipped.values())
+            reasons = "; ".join(
+                f"{len(items)} {reason} ({', '.join(items[:3])}{', ...' if len(items) > 3 else ''})"
+                for reason, items in self.skipped.items()
+            )
+            message = (
+                f"{kind} '{self.path}': loaded {self.loaded} entries, skipped {count} "
+                f"(those calls use automatic selection): {reasons}"
+            )
+        else:
+            return
+        warnings.warn(message, TuningConfigWarning, stacklevel=3)
+
+
+def read_document(path: str | os.PathLike, summary: LoadSummary) -> Optional[dict]:
+    """The file's top-level JSON (or, for ``.toml``, TOML) table, or None with ``summary.error`` set."""
+    try:
+        with open(path, "rb") as file:
+            data = file.read()
+    except OSError as error:
+        summary.error = f"cannot be read ({error.strerror or error})"
+        return None
+    try:
+        if os.fspath(path).endswith(".toml"):
+            try:
+                import tomllib
+            except ImportError:  # Python 3.10
+                import tomli as tomllib
+
+            document = tomllib.loads(data.decode("utf-8"))
+        else:
+            document = json.loads(data)
+    except ValueError as error:  # JSON, TOML and UTF-8 decoding errors alike
+        kind = "TOML" if os.fspath(path).endswith(".toml") else "JSON"
+        summary.error = f"not valid {kind} (truncated or corrupt?): {error}"
+        return None
+    if not isinstance(document, dict):
+        summary.error = f"expected a JSON object at the top level, found {type(document).__name__}"
+        return None
+    return document
+
+
+_CACHE_FIELDS = ("api", "key", "backend", "tactic", "experimental", "feature", "tuned_at")
+
+
+def load_autotune_cache(path: str | os.PathLike) -> LoadSummary:
+    """Merge the winners of a cache file into the tuner; never raises on bad content.
+
+    Skipped, each reason counted in the one warning of this load: malformed
+    entries; entries whose API, backend or feature no longer exists; entries whose
+    backend is experimental while ``FLASHINFER_ALLOW_EXPERIMENTAL_AUTO_BACKENDS``
+    is unset; entries with a tactic the backend does not know. A file that is not
+    readable, not JSON, or of another format or schema version is ignored whole.
+    When the file and memory hold the same (API, problem key), the newer wins.
+    """
+    summary = LoadSummary(os.fspath(path))
+    document = read_document(path, summary)
+    if document is not None:
+        if document.get("format") != CACHE_FORMAT:
+            summary.error = f"not a FlashInfer autotune cache (format {document.get('format')!r})"
+        elif document.get("schema_version") != CACHE_SCHEMA_VERSION:
+            summary.error = (
+                f"schema version {document.get('schema_version')!r} is not supported "
+                f"(this FlashInfer reads version {CACHE_SCHEMA_VERSION})"
+            )
+        elif not isinstance(document.get("entries"), list):
+            summary.error = "its 'entries' is not a list"
+        else:
+            gate_set = experimental_auto_backends_allowed()
+            for record in document["entries"]:
+                _load_entry(record, gate_set, summary)
+    summary.warn("autotune cache")
+    return summary
+
+
+def _load_entry(record: Any, gate_set: bool, summary: LoadSummary) -> None:
+    if (
+        not isinstance(record, dict)
+        or not all(name in record for name in _CACHE_FIELDS)
+        or not isinstance(record["api"], str)
+        or not isinstance(record["backend"], str)
+        or not isinstance(record["tuned_at"], str)
+    ):
+        summary.skip("malformed entries", repr(record)[:60])
+        return
+    name, backend = record["api"], record["backend"]
+    what = f"{name}:{backend}"
+    dispatch = resolve_api(name)
+    if dispatch is None:
+        summary.skip("of an unknown API", what)
+        return
+    if not dispatch.has_backend(backend):
+        summary.skip("of a backend that no longer exists", what)
+        return
+    feature = backend_feature(dispatch, backend)
+    if record["experimental"] and feature is not None and feature != record["feature"]:
+        summary.skip("of an experimental feature that no longer exists", what)
+        return
+    key = freeze_key(record["key"])
+    if feature is not None and not gate_set:
+        _dormant[(name, key)] = record
+        summary.skip(f"experimental, while {EXPERIMENTAL_AUTO_ENV_VAR} is unset", what)
+        return
+    if record["tactic"] is not None:
+        summary.skip("with a tactic the backend does not take", what)
+        return
+    table = _table(dispatch)
+    current = table.entries.get(key)
+    if current is None or current.tuned_at <= record["tuned_at"]:
+        table.entries[key] = _Entry(backend, None, feature is not None, feature, record["tuned_at"])
+        _dormant.pop((name, key), None)
+    summary.loaded += 1
+
+
+def _reset_for_tests() -> None:
+    """Forget every winner, registration and one-time warning (tests only)."""
+    _tables.clear()
+    _parameters.clear()
+    _dormant.clear()
+    _registered.clear()
+    _key_functions.clear()
+    _key_functions.update(_BUILTIN_KEY_FUNCTIONS)
+    _warned.clear()
+
+
+def _load_from_environment() -> None:
+    path = os.environ.get(AUTOTUNE_CACHE_ENV_VAR)
+    if path:
+        try:
+            load_autotune_cache(path)
+        except Exception as error:  # reached from a dispatch: never raise there
+            warnings.warn(
+                f"{AUTOTUNE_CACHE_ENV_VAR}={path!r} ignored: {type(error).__name__}: {error}",
+                TuningConfigWarning,
+                stacklevel=2,
+            )
+
+
+utils.tuned_choice_hook = tuned_choice
+_load_from_environment()
