@@ -1,0 +1,121 @@
+"""``policy-check bot pr`` and ``policy-check bot review``.
+
+The token comes from ``GITHUB_TOKEN`` only (never an option, so it never lands in a shell
+history or a process list) and is never printed. Exit status: 0 fine, 1 the PR check
+failed or a review write failed, 2 usage, configuration or API error.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+
+import click
+
+from .client import DEFAULT_API_URL, BotError, connect
+from .comments import BotIdentity
+from .writes import FAILED, Writes
+
+class BotFailure(click.ClickException):
+    """An API or configuration failure, already worded for the log."""
+
+    exit_code = 2
+
+
+_REPO_RE = re.compile(r"^[A-Za-z0-9-]+/[A-Za-z0-9._-]+$")
+
+
+def _repo(ctx, param, value: str) -> str:
+    if not _REPO_RE.match(value):
+        raise click.BadParameter("expected OWNER/NAME, e.g. flashinfer-ai/flashinfer")
+    return value
+
+
+def _connect(api_url: str, retry_budget: float, timeout: int, write_interval: float):
+    token = os.environ.get("GITHUB_TOKEN", "").strip()
+    if not token:
+        raise click.UsageError("GITHUB_TOKEN is not set: the bot needs a token to read the repository")
+    return connect(token, api_url, retry_budget_s=retry_budget, timeout_s=timeout, write_interval_s=write_interval)
+
+
+def _write_step_summary(markdown: str) -> None:
+    path = os.environ.get("GITHUB_STEP_SUMMARY")
+    if path:
+        with open(path, "a", encoding="utf-8") as out:
+            out.write(markdown + "\n")
+
+
+def _common(fn):
+    options = [
+        click.option("--repo", required=True, callback=_repo, help="OWNER/NAME of the repository."),
+        click.option("--dry-run", is_flag=True, help="Print every write it would make and make none."),
+        click.option("--api-url", default=DEFAULT_API_URL, show_default=True, help="GitHub REST API base URL."),
+        click.option("--bot-login", envvar="BOT_LOGIN", default=None,
+                     help="The bot's login, when GET /user is not allowed (default: ask, else github-actions[bot])."),
+        click.option("--retry-budget", type=click.FloatRange(0), default=60.0, show_default=True,
+                     help="Total seconds the run may wait on rate limits and retries."),
+        click.option("--timeout", type=click.IntRange(1), default=15, show_default=True,
+                     help="Seconds to wait for one API answer."),
+        click.option("--write-interval", type=click.FloatRange(0), default=1.0, show_default=True,
+                     help="Seconds between writes (GitHub asks integrations to space them)."),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+@click.group()
+def bot() -> None:
+    """The experimental-track bot: PR checks and the weekly lifecycle review."""
+
+
+@bot.command()
+@_common
+@click.option("--pr", "number", type=click.IntRange(1), required=True, help="Pull request number.")
+def pr(repo, dry_run, api_url, bot_login, retry_budget, timeout, write_interval, number) -> None:
+    """Check one PR's Experimental Track declaration, tracking issue and files."""
+    from .pr_check import render, run_pr_check
+
+    gh = _connect(api_url, retry_budget, timeout, write_interval)
+    writes = Writes(dry_run=dry_run, echo=click.echo)
+    try:
+        verdict = run_pr_check(gh, repo, number, writes, BotIdentity(gh, bot_login))
+    except BotError as exc:
+        raise BotFailure(str(exc)) from None
+    report = render(verdict)
+    click.echo(report)
+    refused = writes.summary_lines()
+    if refused:
+        click.echo("\n".join(refused))
+    _write_step_summary(report + ("\n" + "\n".join(refused) if refused else ""))
+    if writes.of(FAILED):
+        raise SystemExit(2)
+    raise SystemExit(0 if verdict.ok else 1)
+
+
+@bot.command()
+@_common
+@click.option("--today", type=click.DateTime(["%Y-%m-%d"]), default=None,
+              help="Review as of this UTC date (default: today in UTC).")
+@click.option("--max-writes", type=click.IntRange(0), default=None,
+              help="Make at most this many writes; the summary lists the rest for the next run.")
+@click.option("--json", "as_json", is_flag=True, help="Print the review as JSON instead of Markdown.")
+def review(repo, dry_run, api_url, bot_login, retry_budget, timeout, write_interval, today, max_writes, as_json) -> None:
+    """Classify every experimental feature and update its tracking issue."""
+    from .deadlines import today_utc
+    from .review import run_review
+
+    day: dt.date = today.date() if today else today_utc()
+    gh = _connect(api_url, retry_budget, timeout, write_interval)
+    # Dry-run lines go to stderr under --json so that stdout stays one JSON document.
+    writes = Writes(dry_run=dry_run, max_writes=max_writes, echo=lambda s: click.echo(s, err=as_json))
+    try:
+        result = run_review(gh, repo, day, writes, BotIdentity(gh, bot_login))
+    except BotError as exc:
+        raise BotFailure(str(exc)) from None
+    markdown = result.markdown()
+    click.echo(json.dumps(result.as_json(), indent=2) if as_json else markdown)
+    _write_step_summary(markdown)
+    raise SystemExit(1 if writes.of(FAILED) else 0)

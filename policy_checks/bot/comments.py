@@ -1,0 +1,91 @@
+"""One bot comment per thread: found by a hidden marker and the bot's own login, edited in place.
+
+Anyone can paste the marker, so a comment counts as the bot's only when the bot wrote it.
+Two runs racing on one thread may both create a comment; after creating, the keeper lists
+the thread again, keeps the oldest of its own comments and deletes the rest.
+"""
+
+from __future__ import annotations
+
+import github
+
+from .client import BotError, call, describe_failure
+from .writes import Writes
+
+FALLBACK_LOGIN = "github-actions[bot]"  # who GITHUB_TOKEN comments as; it may not call GET /user
+
+
+class BotIdentity:
+    """The bot's login: configured, learnt from a comment it wrote, or asked of ``GET /user`` once."""
+
+    def __init__(self, gh: github.Github, login: str | None = None):
+        self._gh = gh
+        self._login = login
+
+    def learn(self, login: str) -> None:
+        self._login = self._login or login
+
+    @property
+    def login(self) -> str:
+        if self._login is None:
+            try:
+                self._login = self._gh.get_user().login
+            except github.GithubException as exc:
+                if exc.status != 403:
+                    raise BotError(describe_failure(exc, "read the bot's own login (GET /user)")) from None
+                self._login = FALLBACK_LOGIN  # installation tokens may not read /user
+        return self._login
+
+
+def _age(comment) -> tuple:
+    return (comment.created_at, comment.id)
+
+
+def _ours(comments: list, marker: str, identity: BotIdentity) -> list:
+    marked = [c for c in comments if (c.body or "").startswith(marker)]
+    if not marked:
+        return []  # no need to learn the login
+    login = identity.login.lower()
+    return sorted((c for c in marked if c.user is not None and c.user.login.lower() == login), key=_age)
+
+
+def list_comments(thread, where: str) -> list:
+    return call(f"list the comments of {where}", lambda: list(thread.get_comments()))
+
+
+def keep_comment(thread, marker: str, body: str, identity: BotIdentity, writes: Writes, where: str,
+                 comments: list | None = None) -> str:
+    """Make the bot's comment on ``thread`` read ``body``; return "unchanged", "updated" or "created".
+
+    ``body`` must start with ``marker``. ``comments`` saves a listing when the caller has one.
+    """
+    assert body.startswith(marker)
+    if comments is None:
+        comments = list_comments(thread, where)
+    ours = _ours(comments, marker, identity)
+    if ours:
+        keep, extra = ours[0], ours[1:]
+        for duplicate in extra:
+            _delete(duplicate, writes, where)
+        if (keep.body or "").rstrip() == body.rstrip():
+            return "unchanged"
+        writes.perform(f"update the bot comment on {where}", lambda: keep.edit(body), preview=body)
+        return "updated"
+    created = writes.perform(f"create a bot comment on {where}", lambda: thread.create_comment(body), preview=body)
+    if created is not None:
+        identity.learn(created.user.login)
+        # A concurrent run may have created one too: keep the oldest, delete ours that are newer.
+        ours = _ours(list_comments(thread, where), marker, identity)
+        for duplicate in ours[1:]:
+            _delete(duplicate, writes, where)
+    return "created"
+
+
+def _delete(comment, writes: Writes, where: str) -> None:
+    def delete():
+        try:
+            comment.delete()
+        except github.UnknownObjectException:
+            pass  # the other run deleted it first
+
+    writes.perform(f"delete a duplicate bot comment on {where}", delete)

@@ -1,0 +1,111 @@
+"""Maintainer-recorded extensions: ``/experimental extend <weeks> <reason>`` on the tracking issue.
+
+Only users with write, maintain or admin permission can extend. An extension whose reason
+repeats the previous accepted one is still counted (a maintainer granted it) but flagged,
+since the same reason twice suggests no progress.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+import github
+
+from .client import call
+from .deadlines import utc_date
+from .parsers import normalise_reason, parse_extend_command
+
+WRITE_LEVELS = frozenset({"admin", "maintain", "write"})
+
+
+class Permissions:
+    """Repository permission of a login: from the collaborator list when preloaded, else asked per user."""
+
+    def __init__(self, repo):
+        self._repo = repo
+        self._levels: dict[str, str] | None = None
+        self._asked: dict[str, str] = {}
+
+    def preload(self) -> None:
+        """One listing (100 per page) instead of a request per login; needed for the orphan check."""
+
+        def load():
+            levels = {}
+            for user in self._repo.get_collaborators():
+                levels[user.login.lower()] = _level(user)
+            return levels
+
+        self._levels = call("list the repository's collaborators", load)
+
+    def is_collaborator(self, login: str) -> bool:
+        return self.level(login) not in ("none", "")
+
+    def level(self, login: str) -> str:
+        key = login.lower()
+        if self._levels is not None:
+            return self._levels.get(key, "none")
+        if key not in self._asked:
+            def ask():
+                try:
+                    return self._repo.get_collaborator_permission(login)
+                except github.UnknownObjectException:
+                    return "none"
+
+            self._asked[key] = call(f"read the permission of {login}", ask)
+        return self._asked[key]
+
+
+def _level(user) -> str:
+    role = getattr(user, "role_name", None)
+    if role:
+        return role
+    perms = user.permissions
+    if perms is None:
+        return "read"
+    for name, level in (("admin", "admin"), ("maintain", "maintain"), ("push", "write"), ("triage", "triage")):
+        if getattr(perms, name, False):
+            return level
+    return "read"
+
+
+@dataclass
+class Extension:
+    author: str
+    date: dt.date
+    weeks: int
+    reason: str
+    accepted: bool
+    note: str = ""  # why it was refused, or that its reason repeats the previous one
+
+
+def read_extensions(comments: list, permissions: Permissions, bot_marker_prefix: str) -> list[Extension]:
+    """Every extension command on the thread, oldest first, each accepted or refused with a note."""
+    out: list[Extension] = []
+    previous_reason: str | None = None
+    for comment in sorted(comments, key=lambda c: (c.created_at, c.id)):
+        body = comment.body or ""
+        if body.startswith(bot_marker_prefix) or comment.user is None:
+            continue
+        command, problem = parse_extend_command(body)
+        if command is None and problem is None:
+            continue
+        author = comment.user.login
+        date = utc_date(comment.created_at)
+        if command is None:
+            out.append(Extension(author, date, 0, "", False, problem))
+            continue
+        if permissions.level(author) not in WRITE_LEVELS:
+            out.append(Extension(author, date, command.weeks, command.reason, False,
+                                 "refused: only users with write permission can extend"))
+            continue
+        note = ""
+        if previous_reason is not None and normalise_reason(command.reason) == previous_reason:
+            note = "repeats the previous extension's reason: is there new progress?"
+        previous_reason = normalise_reason(command.reason)
+        out.append(Extension(author, date, command.weeks, command.reason, True, note))
+    return out
+
+
+def extended_weeks(extensions: list[Extension]) -> int:
+    return sum(e.weeks for e in extensions if e.accepted)

@@ -1,0 +1,39 @@
+"""Quoting user text in bot comments: no @mention pings, no broken Markdown, bounded length."""
+
+from __future__ import annotations
+
+import re
+
+MAX_QUOTE = 120
+MAX_LIST_ITEMS = 30
+ZWJ = "\u200d"
+
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
+
+
+def code(text: str, limit: int = MAX_QUOTE) -> str:
+    """Render user text as one inline code span.
+
+    Code spans show text literally (no links, emphasis, HTML or pings). Newlines and
+    control characters are flattened, the length is bounded, and the fence is one
+    backtick longer than the longest backtick run inside, as CommonMark requires.
+    """
+    flat = " ".join(_CONTROL_RE.sub(" ", text).split())
+    if len(flat) > limit:
+        flat = flat[: limit - 1].rstrip() + "…"
+    if not flat:
+        return "(empty)"
+    longest = max((len(run) for run in re.findall(r"`+", flat)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if flat.startswith("`") or flat.endswith("`") else ""
+    # GitHub does not notify mentions inside code spans; the joiner guards copies of the text.
+    flat = flat.replace("@", "@" + ZWJ)
+    return f"{fence}{pad}{flat}{pad}{fence}"
+
+
+def bullet_list(items: list[str], limit: int = MAX_LIST_ITEMS) -> list[str]:
+    """Markdown bullets for already-rendered items, with "and N more" past the limit."""
+    lines = [f"- {item}" for item in items[:limit]]
+    if len(items) > limit:
+        lines.append(f"- … and {len(items) - limit} more")
+    return lines

@@ -1,0 +1,309 @@
+"""``policy-check bot review``: the scheduled lifecycle review of every experimental feature.
+
+Reads every ``flashinfer/experimental/*/FEATURE.toml`` at the default branch, matches each
+with its tracking issue, and classifies it. Requests: one directory listing, one
+``FEATURE.toml`` per feature, the issues labelled ``experimental`` (100 per page; issues
+outside that list are read one by one), the collaborator list, and a feature's comments
+only when its issue has any. Writes: one review comment per tracking issue per weekly
+cycle, and the ``graduation-overdue`` label. It never closes an issue.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+
+import github
+
+from . import deadlines
+from .client import BotError, call, describe_failure
+from .comments import BotIdentity, keep_comment, list_comments
+from .extensions import Extension, Permissions, extended_weeks, read_extensions
+from .markdown import bullet_list, code
+from .parsers import FeatureRecord, TrackingRef, parse_feature_toml, parse_tracking_issue
+from .pr_check import BOT_MARKER_PREFIX, EXPERIMENTAL_LABEL
+from .writes import Writes
+
+FEATURES_DIR = "flashinfer/experimental"
+OVERDUE_LABEL = "graduation-overdue"
+REVIEW_MARKER_PREFIX = BOT_MARKER_PREFIX + "review feature="
+
+ON_TRACK = "on track"
+DUE_SOON = "due within 7 days"
+OVERDUE = "overdue"
+EXTENDED = "extended"
+ORPHANED = "orphaned"
+ISSUE_CLOSED = "tracking issue closed, code still there"
+CODE_REMOVED = "code removed, tracking issue still open"
+DISAGREE = "record and issue disagree"
+INCOMPLETE = "record or issue incomplete"
+
+
+def review_marker(feature: str, cycle: str) -> str:
+    return f"{REVIEW_MARKER_PREFIX}{feature} cycle={cycle} -->"
+
+
+@dataclass
+class FeatureReview:
+    name: str
+    tracking: str = ""
+    owner: str | None = None
+    deadline: dt.date | None = None
+    states: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    extensions: list[Extension] = field(default_factory=list)
+    comment: str = ""  # "created", "updated", "unchanged", or "" when there is no issue to write to
+
+    def as_json(self, today: dt.date) -> dict:
+        return {
+            "feature": self.name,
+            "tracking_issue": self.tracking,
+            "owner": self.owner,
+            "deadline": self.deadline.isoformat() if self.deadline else None,
+            "days_left": deadlines.days_left(self.deadline, today) if self.deadline else None,
+            "states": self.states,
+            "problems": self.problems,
+            "extensions": [
+                {"author": e.author, "date": e.date.isoformat(), "weeks": e.weeks, "reason": e.reason,
+                 "accepted": e.accepted, "note": e.note}
+                for e in self.extensions
+            ],
+        }
+
+
+@dataclass
+class ReviewResult:
+    repo: str
+    today: dt.date
+    cycle: str
+    features: list[FeatureReview]
+    writes: Writes
+
+    def as_json(self) -> dict:
+        return {
+            "repo": self.repo,
+            "today": self.today.isoformat(),
+            "cycle": self.cycle,
+            "features": [f.as_json(self.today) for f in self.features],
+            "writes": [{"write": r.description, "outcome": r.outcome} for r in self.writes.records],
+        }
+
+    def markdown(self) -> str:
+        lines = [f"## Experimental Track lifecycle review, {self.today.isoformat()} ({self.cycle})", ""]
+        if not self.features:
+            lines.append("No experimental features found.")
+        else:
+            lines += ["| feature | tracking issue | owner | due | status |", "|---|---|---|---|---|"]
+            for f in self.features:
+                due = deadlines.describe(f.deadline, self.today) if f.deadline else "unknown"
+                owner = code(f.owner) if f.owner else "unknown"
+                lines.append(f"| {code(f.name)} | {f.tracking or 'none'} | {owner} | {due} | {', '.join(f.states)} |")
+            problems = [(f.name, p) for f in self.features for p in f.problems]
+            if problems:
+                lines += ["", "**Problems**", ""] + bullet_list([f"{code(n)}: {p}" for n, p in problems], 100)
+        extra = self.writes.summary_lines()
+        if extra:
+            lines += [""] + extra
+        return "\n".join(lines) + "\n"
+
+
+def _read_records(repo) -> list[FeatureRecord]:
+    """Every feature directory's record at the default branch; a missing or broken one is a problem."""
+    try:
+        entries = repo.get_contents(FEATURES_DIR)
+    except github.UnknownObjectException:
+        return []
+    except github.GithubException as exc:
+        raise BotError(describe_failure(exc, f"list {FEATURES_DIR}")) from None
+    records = []
+    for entry in sorted(entries if isinstance(entries, list) else [entries], key=lambda e: e.name):
+        if entry.type != "dir" or entry.name.startswith(("_", ".")):
+            continue
+        path = f"{entry.path}/FEATURE.toml"
+        try:
+            content = repo.get_contents(path)
+            text = content.decoded_content.decode("utf-8")
+        except github.UnknownObjectException:
+            records.append(FeatureRecord(name=entry.name, problems=[f"{path} is missing"]))
+            continue
+        except UnicodeDecodeError:
+            records.append(FeatureRecord(name=entry.name, problems=[f"{path} is not UTF-8 text"]))
+            continue
+        except github.GithubException as exc:
+            raise BotError(describe_failure(exc, f"read {path}")) from None
+        records.append(parse_feature_toml(entry.name, text))
+    return records
+
+
+class _Issues:
+    """Tracking issues: the labelled ones in bulk, any other one on demand."""
+
+    def __init__(self, gh, repo, repo_name: str):
+        self._gh, self._repo, self._repo_name = gh, repo, repo_name
+        self.labelled: dict[int, object] = call(
+            f"list the issues labelled {EXPERIMENTAL_LABEL}",
+            lambda: {i.number: i for i in repo.get_issues(state="all", labels=[EXPERIMENTAL_LABEL]) if i.pull_request is None},
+        )
+
+    def get(self, ref: TrackingRef):
+        here = ref.repo is None or ref.repo.lower() == self._repo_name.lower()
+        if here and ref.number in self.labelled:
+            return self.labelled[ref.number]
+        repo = self._repo if here else self._gh.get_repo(ref.repo)
+        try:
+            issue = repo.get_issue(ref.number)
+            issue.raw_data
+            return issue
+        except github.UnknownObjectException:
+            return None
+        except github.GithubException as exc:
+            raise BotError(describe_failure(exc, f"read the tracking issue {ref.render(self._repo_name)}")) from None
+
+
+def _classify(record: FeatureRecord, issue, comments: list, permissions: Permissions,
+              today: dt.date, review: FeatureReview) -> None:
+    review.problems.extend(record.problems)
+    review.owner = record.owner
+    if issue is None:
+        review.states.append(INCOMPLETE)
+        if record.tracking is not None:
+            review.problems.append("the tracking issue does not exist or is not visible to the bot")
+    elif issue.pull_request is not None:
+        review.states.append(INCOMPLETE)
+        review.problems.append("the tracking reference is a pull request, not an issue")
+        issue = None
+    if issue is not None:
+        if issue.state != "open":
+            review.states.append(ISSUE_CLOSED)
+        body = parse_tracking_issue(issue.body)
+        review.problems.extend(body.problems)
+        review.owner = review.owner or body.owner
+        mismatches = []
+        if record.owner and body.owner and record.owner.lower() != body.owner.lower():
+            mismatches.append(f"owner {code(record.owner)} in the record, {code(body.owner)} in the issue")
+        if record.target_release and body.target_release and record.target_release != body.target_release:
+            mismatches.append(f"target release {code(record.target_release)} in the record, {code(body.target_release)} in the issue")
+        if record.target_date and body.target_date and record.target_date != body.target_date:
+            mismatches.append(f"target date {record.target_date} in the record, {body.target_date} in the issue")
+        if mismatches:
+            review.states.append(DISAGREE)
+            review.problems.extend(mismatches)
+        review.extensions = read_extensions(comments, permissions, BOT_MARKER_PREFIX)
+    if review.owner and not permissions.is_collaborator(review.owner):
+        review.states.append(ORPHANED)
+        review.problems.append(f"the owner {code(review.owner)} is not a collaborator of the repository")
+    base = record.target_date or (deadlines.default_deadline(record.admitted) if record.admitted else None)
+    if record.admitted and record.target_date and record.target_date > deadlines.default_deadline(record.admitted):
+        review.problems.append("the record's target date is more than four weeks after admission")
+    if base is None:
+        if INCOMPLETE not in review.states:
+            review.states.append(INCOMPLETE)
+        return
+    weeks = extended_weeks(review.extensions)
+    review.deadline = base + dt.timedelta(weeks=weeks)
+    if weeks:
+        review.states.append(EXTENDED)
+    left = deadlines.days_left(review.deadline, today)
+    review.states.append(OVERDUE if left < 0 else DUE_SOON if left <= deadlines.DUE_SOON.days else ON_TRACK)
+    # Order: what needs a person first.
+    order = [ISSUE_CLOSED, CODE_REMOVED, ORPHANED, OVERDUE, DISAGREE, INCOMPLETE, DUE_SOON, EXTENDED, ON_TRACK]
+    review.states.sort(key=order.index)
+
+
+def _render(review: FeatureReview, marker: str, today: dt.date, cycle: str, target_release: str | None) -> str:
+    lines = [marker, f"### Experimental Track review {cycle}: {code(review.name)}", "",
+             f"**Status:** {', '.join(review.states)}"]
+    if review.deadline:
+        release = f", target release {code(target_release)}" if target_release else ""
+        lines.append(f"**Graduation due:** {deadlines.describe(review.deadline, today)}{release}")
+    if review.owner:
+        lines.append(f"**Owner:** {code(review.owner)}")
+    if review.problems:
+        lines += ["", "**Needs attention**", ""] + bullet_list(review.problems)
+    if review.extensions:
+        lines += ["", "**Extensions**", ""] + bullet_list([
+            f"{e.date} by {code(e.author)}: {e.weeks} week(s), {code(e.reason)}"
+            + ("" if e.accepted else " (not counted)") + (f": {e.note}" if e.note else "")
+            for e in review.extensions
+        ])
+    if CODE_REMOVED in review.states:
+        lines += ["", "The feature's directory is gone from the default branch. If it graduated or was dropped, "
+                      "please close this issue (the bot never closes issues)."]
+    elif ISSUE_CLOSED in review.states:
+        lines += ["", "This issue is closed but the feature's code is still on the default branch: "
+                      "graduate or remove it, or reopen this issue."]
+    lines += ["", "A maintainer can extend the deadline with a comment `/experimental extend <weeks> <reason>`."]
+    return "\n".join(lines) + "\n"
+
+
+def _write_to_issue(issue, review: FeatureReview, comments: list, identity: BotIdentity, writes: Writes,
+                    today: dt.date, cycle: str, target_release: str | None) -> None:
+    where = f"#{issue.number}"
+    marker = review_marker(review.name, cycle)
+    body = _render(review, marker, today, cycle, target_release)
+    review.comment = keep_comment(issue, marker, body, identity, writes, where, comments=comments)
+    labels = {label.name for label in issue.labels}
+    if OVERDUE in review.states and OVERDUE_LABEL not in labels:
+        writes.perform(f"add the label `{OVERDUE_LABEL}` to {where}", lambda: issue.add_to_labels(OVERDUE_LABEL))
+    elif OVERDUE not in review.states and OVERDUE_LABEL in labels and issue.state == "open":
+        writes.perform(f"remove the label `{OVERDUE_LABEL}` from {where}", lambda: issue.remove_from_labels(OVERDUE_LABEL))
+
+
+def _comments_of(issue, where: str) -> list:
+    return list_comments(issue, where) if issue.comments else []
+
+
+def run_review(gh, repo_name: str, today: dt.date, writes: Writes, identity: BotIdentity) -> ReviewResult:
+    repo = gh.get_repo(repo_name)
+    cycle = deadlines.review_cycle(today)
+    records = _read_records(repo)
+    issues = _Issues(gh, repo, repo_name)
+    permissions = Permissions(repo)
+    permissions.preload()
+    reviews: list[FeatureReview] = []
+    referenced: set[int] = set()
+    for record in records:
+        review = FeatureReview(name=record.name)
+        reviews.append(review)
+        issue = issues.get(record.tracking) if record.tracking else None
+        if record.tracking:
+            review.tracking = record.tracking.render(repo_name)
+            if record.tracking.repo is None or record.tracking.repo.lower() == repo_name.lower():
+                referenced.add(record.tracking.number)
+        comments = _comments_of(issue, review.tracking) if issue is not None and issue.pull_request is None else []
+        _classify(record, issue, comments, permissions, today, review)
+        if issue is not None and issue.pull_request is None:
+            _write_to_issue(issue, review, comments, identity, writes, today, cycle, record.target_release)
+
+    for number, issue in sorted(issues.labelled.items()):
+        if number in referenced or issue.state != "open" or not issue.comments:
+            continue
+        if "graduation plan" not in (issue.body or "").lower():
+            continue  # a labelled issue that is not a tracking issue
+        comments = list_comments(issue, f"#{number}")
+        names = _reviewed_features(comments, identity)
+        if not names:
+            continue  # never admitted yet (its PR may still be open): nothing to say
+        review = FeatureReview(name=names[-1], tracking=f"#{number}", states=[CODE_REMOVED],
+                               owner=parse_tracking_issue(issue.body).owner)
+        reviews.append(review)
+        _write_to_issue(issue, review, comments, identity, writes, today, cycle, None)
+    return ReviewResult(repo_name, today, cycle, reviews, writes)
+
+
+_REVIEWED_RE = re.compile(re.escape(REVIEW_MARKER_PREFIX) + r"(\S+) cycle=")
+
+
+def _reviewed_features(comments: list, identity: BotIdentity) -> list[str]:
+    """Feature names of the bot's earlier review comments on a thread, oldest first."""
+    marked = [c for c in comments if (c.body or "").startswith(REVIEW_MARKER_PREFIX)]
+    if not marked:
+        return []
+    login = identity.login.lower()
+    names = []
+    for comment in sorted(marked, key=lambda c: (c.created_at, c.id)):
+        match = _REVIEWED_RE.match(comment.body)
+        if match and comment.user is not None and comment.user.login.lower() == login:
+            names.append(match.group(1))
+    return names
