@@ -8,7 +8,7 @@ from typing import Callable, Optional, Sequence
 import click
 
 from .apply import FIXABLE_RULES, plan, write
-from .findings import FixError, collect, find_root, load_project
+from .findings import FixError, collect, load_project
 
 
 def _rules(value: Optional[str]) -> Sequence[str]:
@@ -46,7 +46,7 @@ def run_fix(
 ) -> int:
     """The command's work, callable from tests; returns the exit status."""
     try:
-        project = load_project(Path(root).resolve() if root else find_root(Path.cwd()))
+        project = load_project(Path(root) if root else None)
         fixes = plan(project, collect(project, paths, rules))
     except FixError as error:
         click.echo(f"policy-check fix: {error}", err=True)

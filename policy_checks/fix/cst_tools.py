@@ -167,15 +167,28 @@ def with_aliases(statement: ImportStatement, aliases: Sequence[cst.ImportAlias])
         (a.comma for a in old[:-1] if isinstance(a.comma, cst.Comma)),
         cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")),
     )
+    if isinstance(separator.whitespace_after, cst.ParenthesizedWhitespace):  # not its comment
+        separator = separator.with_changes(
+            whitespace_after=separator.whitespace_after.with_changes(first_line=cst.TrailingWhitespace())
+        )
     fixed = []
     for index, alias in enumerate(aliases):
         if index == len(aliases) - 1:
-            fixed.append(alias.with_changes(comma=old[-1].comma))
+            fixed.append(alias.with_changes(comma=_last_comma(alias.comma, old[-1].comma)))
         elif alias is old[-1] or not isinstance(alias.comma, cst.Comma):
             fixed.append(alias.with_changes(comma=separator))
         else:
             fixed.append(alias)
     return statement.with_changes(names=fixed)
+
+
+def _last_comma(own, last):
+    """The old last alias's comma, keeping the comment that followed `own` on its line."""
+    own_space = getattr(own, "whitespace_after", None)
+    last_space = getattr(last, "whitespace_after", None)
+    if isinstance(own_space, cst.ParenthesizedWhitespace) and isinstance(last_space, cst.ParenthesizedWhitespace):
+        return last.with_changes(whitespace_after=last_space.with_changes(first_line=own_space.first_line))
+    return last
 
 
 def fresh_import(statement: ImportStatement, aliases: Sequence[cst.ImportAlias]) -> cst.SimpleStatementLine:

@@ -12,12 +12,10 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, List, Sequence, Tuple
+from typing import Iterable, List, Optional, Sequence, Tuple
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib
+from .. import config
+from .. import project as checker_project
 
 
 class FixError(Exception):
@@ -45,42 +43,20 @@ class Project:
 
     def module_of(self, path: str) -> Tuple[str, bool]:
         """Dotted module name of a root-relative ``.py`` path, and whether it is a package."""
-        parts = path[: -len(".py")].split("/")
-        is_package = parts[-1] == "__init__"
-        if is_package:
-            parts.pop()
-        return ".".join(parts), is_package
+        return checker_project.module_name(path)
 
     def is_experimental(self, module: str) -> bool:
-        return module == self.experimental_package or module.startswith(
-            self.experimental_package + "."
-        )
+        return module == self.experimental_package or module.startswith(self.experimental_package + ".")
 
 
-def find_root(start: Path) -> Path:
-    """The nearest directory at or above `start` holding a ``pyproject.toml``, else `start`."""
-    start = start.resolve()
-    for directory in (start, *start.parents):
-        if (directory / "pyproject.toml").is_file():
-            return directory
-    return start
-
-
-def load_project(root: Path) -> Project:
-    settings = {}
-    pyproject = root / "pyproject.toml"
-    if pyproject.is_file():
-        try:
-            data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
-            raise FixError(f"{pyproject}: cannot read [tool.policy-check]: {error}") from error
-        settings = data.get("tool", {}).get("policy-check", {})
-    package = settings.get("package", "flashinfer")
-    return Project(
-        root=root,
-        package=package,
-        experimental_package=settings.get("experimental-package", f"{package}.experimental"),
-    )
+def load_project(root: Optional[Path]) -> Project:
+    """The project at `root`, or the one the checker finds from the current directory."""
+    root = root.resolve() if root else config.find_root(Path.cwd())
+    try:
+        settings = config.load(root)
+    except config.ConfigError as error:
+        raise FixError(str(error)) from error
+    return Project(root, settings.package, settings.experimental_package)
 
 
 def collect(project: Project, paths: Sequence[str], rules: Iterable[str]) -> List[Finding]:

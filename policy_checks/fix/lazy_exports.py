@@ -126,7 +126,13 @@ class _DirListing(cst.CSTTransformer):
         if value is None:
             return updated_node
         if isinstance(value, cst.Call) and dotted_name(value.func) == "sorted" and len(value.args) == 1:
-            code = f"sorted({_operand(value.args[0].value)} | {self.listed})"  # sorted(A | B | {...})
+            inner = value.args[0].value
+            if isinstance(inner, cst.BinaryOperation) and isinstance(inner.operator, cst.BitOr) and isinstance(inner.right, cst.Set):
+                # sorted(A | {"x"}) -> sorted(A | {"x", "y"})
+                listed = _code(inner.right)[:-1] + ", " + self.listed[1:]
+                code = f"sorted({_code(inner.left)} | {listed})"
+            else:  # sorted(A | B) -> sorted(A | B | {"y"})
+                code = f"sorted({_operand(inner)} | {self.listed})"
         else:
             code = f"sorted(set({_code(value)}) | {self.listed})"
         return updated_node.with_changes(value=cst.parse_expression(code))
