@@ -59,38 +59,47 @@ CPU_COMPUTE_CAPABILITY = 0
 # - pinned_backend(dispatch, bound) -> backend name or None: a deployer's
 #   trace-apply pin, already validated like an explicit ``backend=``; run by
 #   `BackendDispatch._run_pinned` (warns if experimental).
-# Until those modules are imported, each hook is a one-shot stand-in that imports
-# its module on the first automatic call if the module's environment variable is
-# set (so FLASHINFER_AUTOTUNE_CACHE / FLASHINFER_TRACE_APPLY work without code).
+# Until those modules are imported, both hooks are one-shot stand-ins: the first
+# automatic call imports each module whose environment variable is set
+# (FLASHINFER_AUTOTUNE_CACHE, FLASHINFER_TRACE_APPLY), which loads the file and
+# installs the real hook, so both variables work without code changes.
+_HOOK_MODULES = (
+    ("FLASHINFER_AUTOTUNE_CACHE", "flashinfer.autotuner"),
+    ("FLASHINFER_TRACE_APPLY", "flashinfer.trace_apply"),
+)
 
 
-def _hook_on_first_use(hook: str, env_var: str, module: str, function: str) -> Callable:
+def _install_hooks_from_environment() -> None:
+    global tuned_choice_hook, pinned_backend_hook
+    if getattr(tuned_choice_hook, "stand_in", False):
+        tuned_choice_hook = None
+    if getattr(pinned_backend_hook, "stand_in", False):
+        pinned_backend_hook = None
+    import importlib
+    import os
+
+    for env_var, module in _HOOK_MODULES:
+        if os.environ.get(env_var):
+            try:
+                importlib.import_module(module)
+            except Exception as error:  # never raise inside a dispatch
+                import warnings
+
+                warnings.warn(f"{env_var} ignored: cannot import {module}: {error}", RuntimeWarning)
+
+
+def _stand_in(hook: str) -> Callable[..., Optional[str]]:
     def first_use(*args: Any) -> Optional[str]:
-        globals()[hook] = None  # importing `module` installs the real hook
-        import os
+        _install_hooks_from_environment()
+        real = globals()[hook]
+        return real(*args) if real is not None else None
 
-        if not os.environ.get(env_var):
-            return None
-        try:
-            import importlib
-
-            real = getattr(importlib.import_module(module), function)
-        except Exception as error:  # never raise inside a dispatch
-            import warnings
-
-            warnings.warn(f"{env_var} ignored: cannot import {module}: {error}", RuntimeWarning)
-            return None
-        return real(*args)
-
+    first_use.stand_in = True  # type: ignore[attr-defined]
     return first_use
 
 
-tuned_choice_hook: Optional[Callable[..., Optional[str]]] = _hook_on_first_use(
-    "tuned_choice_hook", "FLASHINFER_AUTOTUNE_CACHE", "flashinfer.autotuner", "tuned_choice"
-)
-pinned_backend_hook: Optional[Callable[..., Optional[str]]] = _hook_on_first_use(
-    "pinned_backend_hook", "FLASHINFER_TRACE_APPLY", "flashinfer.trace_apply", "pinned_backend"
-)
+tuned_choice_hook: Optional[Callable[..., Optional[str]]] = _stand_in("tuned_choice_hook")
+pinned_backend_hook: Optional[Callable[..., Optional[str]]] = _stand_in("pinned_backend_hook")
 
 
 class BackendSupportedError(Exception):

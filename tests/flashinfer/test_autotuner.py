@@ -503,3 +503,92 @@ def test_cache_named_by_environment_variable_is_loaded_on_first_auto_call(tmp_pa
     result = subprocess.run([sys.executable, "-c", ENV_SCRIPT], env=environment, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["ran", "medium"]
+
+
+# -- the stable ops ----------------------------------------------------------------------
+
+BF16 = torch.bfloat16
+MM_SPLITK_ENTRY = {
+    "api": "flashinfer.gemm.mm_bf16",
+    "key": [4, 32, 64, "bfloat16", "cpu"],
+    "backend": "splitk",
+    "tactic": None,
+    "experimental": True,
+    "feature": "splitk_gemm",
+    "tuned_at": "2026-11-01T00:00:00+00:00",
+}
+
+
+def write_cache(path, entries):
+    path.write_text(json.dumps({"format": "flashinfer-autotune-cache", "schema_version": 1, "flashinfer_version": "0.1.0", "entries": entries}))
+    return path
+
+
+def test_stable_ops_problem_keys():
+    from flashinfer.gemm import mm_bf16
+    from flashinfer.norm import rmsnorm
+
+    a, b = torch.zeros(4, 64, dtype=BF16), torch.zeros(64, 32, dtype=BF16)
+    assert autotuner.problem_key(mm_bf16, a, b) == (4, 32, 64, "bfloat16", "cpu")
+    x, weight = torch.zeros(2, 3, 16, dtype=BF16), torch.ones(16, dtype=BF16)
+    assert autotuner.problem_key(rmsnorm, x, weight) == (6, 16, "bfloat16", "cpu")
+
+
+def test_mm_bf16_tuning_records_the_winner_and_its_feature(tmp_path, gate_on):
+    from flashinfer.gemm import mm_bf16
+
+    a, b = torch.ones(4, 64, dtype=BF16), torch.ones(64, 32, dtype=BF16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ExperimentalWarning)
+        with autotune(cache=tmp_path / "cache.json"):
+            assert torch.equal(mm_bf16(a, b), torch.full((4, 32), 64.0, dtype=BF16))
+    (entry,) = json.loads((tmp_path / "cache.json").read_text())["entries"]
+    assert entry["api"] == "flashinfer.gemm.mm_bf16" and entry["key"] == [4, 32, 64, "bfloat16", "cpu"]
+    expected = {"torch": (False, None), "splitk": (True, "splitk_gemm")}
+    assert (entry["experimental"], entry["feature"]) == expected[entry["backend"]]
+
+
+def test_mm_bf16_loaded_splitk_winner_is_used_only_with_the_gate(tmp_path, monkeypatch):
+    from flashinfer.gemm import mm_bf16
+
+    monkeypatch.setenv(EXPERIMENTAL_AUTO_ENV_VAR, "1")
+    assert load_autotune_cache(write_cache(tmp_path / "cache.json", [MM_SPLITK_ENTRY])).loaded == 1
+    a, b = torch.ones(4, 64, dtype=BF16), torch.ones(64, 32, dtype=BF16)
+    with pytest.warns(ExperimentalWarning, match="'splitk'"):
+        mm_bf16(a, b)
+    assert mm_bf16.suitable_auto_backends == ["splitk", "torch"]  # untuned: torch first on CPU
+    monkeypatch.delenv(EXPERIMENTAL_AUTO_ENV_VAR)
+    mm_bf16(a, b)
+    assert mm_bf16.suitable_auto_backends == ["torch"]
+
+
+MM_ENV_SCRIPT = textwrap.dedent(
+    """
+    import json, sys, warnings, torch
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        import flashinfer
+        a, b = torch.ones(4, 64, dtype=torch.bfloat16), torch.ones(64, 32, dtype=torch.bfloat16)
+        flashinfer.mm_bf16(a, b)
+        flashinfer.mm_bf16(a, b)
+    print(json.dumps({
+        "candidates": flashinfer.mm_bf16.suitable_auto_backends,
+        "splitk_imported": "flashinfer.experimental.splitk_gemm.kernel" in sys.modules,
+        "warnings": [f"{w.category.__name__}: {w.message}" for w in record],
+    }))
+    """
+)
+
+
+def test_mm_bf16_cache_with_splitk_winner_loaded_without_the_gate_in_a_fresh_process(tmp_path):
+    cache = write_cache(tmp_path / "cache.json", [MM_SPLITK_ENTRY])
+    environment = {**os.environ, "PYTHONPATH": REPO, autotuner.AUTOTUNE_CACHE_ENV_VAR: str(cache)}
+    environment.pop(EXPERIMENTAL_AUTO_ENV_VAR, None)
+    result = subprocess.run([sys.executable, "-c", MM_ENV_SCRIPT], env=environment, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["candidates"] == ["torch"]
+    assert report["splitk_imported"] is False
+    (warning,) = report["warnings"]
+    assert warning.startswith("TuningConfigWarning: autotune cache")
+    assert "skipped 1" in warning and "flashinfer.gemm.mm_bf16:splitk" in warning

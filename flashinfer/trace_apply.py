@@ -1,0 +1,191 @@
+"""Trace-apply: a deployer's configuration that pins an API's problems to backends.
+
+A pin replaces automatic selection (``backend="auto"``) for one (API, problem key),
+or for every problem of the API when the entry has no key. Pinning is the
+deployer's explicit choice, as ``backend=`` is the caller's, so it may name an
+experimental backend without the gate (warning `ExperimentalWarning` once per
+(API, backend)). Calls that pass ``backend=`` themselves are not affected.
+
+Format (TOML, or the same structure as JSON)::
+
+    version = 1                        # optional; 1 is the only version
+    [[pin]]
+    api = "flashinfer.gemm.mm_bf16"    # the API's dotted name
+    key = [16, 8192, 8192, "bfloat16", "cuda"]   # optional problem key
+    backend = "splitk"
+
+Problem keys are those of `flashinfer.autotuner` (see `problem_key`). An entry
+whose API or backend no longer exists is skipped when the file is applied; a pin
+that does not fit a call (capability or checks) is ignored for that call. Both
+say so once, and the call falls back to automatic selection.
+
+The dispatch reaches pins through `flashinfer.utils.pinned_backend_hook`, which
+this module installs when imported. ``FLASHINFER_TRACE_APPLY=<path>`` applies a
+configuration at that moment (the dispatch imports this module on the first
+automatic call when the variable is set).
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from typing import Any, Dict, Optional
+
+from torch import Tensor
+
+from . import utils
+from .api_logging import _OnceRegistry
+from .autotuner import (
+    LoadSummary,
+    TuningConfigWarning,
+    freeze_key,
+    key_of,
+    read_document,
+    resolve_api,
+)
+from .utils import BackendDispatch
+
+__all__ = ["TRACE_APPLY_ENV_VAR", "apply_trace_config"]
+
+TRACE_APPLY_ENV_VAR = "FLASHINFER_TRACE_APPLY"
+CONFIG_VERSION = 1
+_PIN_FIELDS = frozenset({"api", "key", "backend"})
+
+
+class _Pins:
+    """One API's pins: by problem key, and the one for every other problem."""
+
+    __slots__ = ("name", "by_key", "any_key")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.by_key: Dict[Any, str] = {}
+        self.any_key: Optional[str] = None
+
+
+_pins: Dict[BackendDispatch, _Pins] = {}
+_warned = _OnceRegistry()
+
+
+def apply_trace_config(path: str | os.PathLike) -> LoadSummary:
+    """Add the pins of a trace-apply configuration (``.toml``, else JSON).
+
+    Later pins of the same (API, key) replace earlier ones. Never raises on bad
+    content: a file that cannot be read or parsed is ignored, and entries that
+    are malformed or name an API or backend that no longer exists are skipped;
+    one `TuningConfigWarning` says what was skipped.
+    """
+    summary = LoadSummary(os.fspath(path))
+    document = read_document(path, summary)
+    if document is not None:
+        version = document.get("version", CONFIG_VERSION)
+        pins = document.get("pin", [])
+        if version != CONFIG_VERSION:
+            summary.error = (
+                f"version {version!r} is not supported (this FlashInfer reads version "
+                f"{CONFIG_VERSION})"
+            )
+        elif not isinstance(pins, list):
+            summary.error = "'pin' must be a list of tables ([[pin]] in TOML)"
+        else:
+            for entry in pins:
+                _add_pin(entry, summary)
+    summary.warn("trace-apply config")
+    return summary
+
+
+def _add_pin(entry: Any, summary: LoadSummary) -> None:
+    if (
+        not isinstance(entry, dict)
+        or not isinstance(entry.get("api"), str)
+        or not isinstance(entry.get("backend"), str)
+        or not _PIN_FIELDS.issuperset(entry)
+    ):
+        summary.skip("malformed entries (need api and backend, optional key)", repr(entry)[:60])
+        return
+    name, backend = entry["api"], entry["backend"]
+    dispatch = resolve_api(name)
+    if dispatch is None:
+        summary.skip("of an unknown API", f"{name}:{backend}")
+        return
+    if not dispatch.has_backend(backend):
+        summary.skip("of a backend that no longer exists", f"{name}:{backend}")
+        return
+    pins = _pins.get(dispatch)
+    if pins is None:
+        pins = _pins[dispatch] = _Pins(name)
+    if "key" in entry:
+        pins.by_key[freeze_key(entry["key"])] = backend
+    else:
+        pins.any_key = backend
+    summary.loaded += 1
+
+
+def _fits(dispatch: BackendDispatch, backend: str, arguments: dict) -> bool:
+    """Whether an explicit ``backend=`` would be accepted for this call.
+
+    The capability is the first tensor argument's, as the dispatch computes it.
+    """
+    for value in arguments.values():
+        if isinstance(value, Tensor):
+            if not dispatch.is_backend_supported(backend, utils.compute_capability(value)):
+                return False
+            break
+    common = dispatch._common  # the API's common_check, applied to every backend
+    try:
+        return bool((common is None or common(**arguments)) and dispatch.backend_checks[backend](**arguments))
+    except ValueError:
+        return False
+
+
+def pinned_backend(dispatch: BackendDispatch, arguments: dict) -> Optional[str]:
+    """`flashinfer.utils.pinned_backend_hook`: the pinned backend of this call, or None.
+
+    Never raises: a pin that cannot be looked up or does not fit is ignored (said
+    once per API and backend) and the call uses automatic selection.
+    """
+    pins = _pins.get(dispatch)
+    if pins is None:
+        return None
+    backend = None
+    try:
+        if pins.by_key:
+            backend = pins.by_key.get(key_of(dispatch, arguments))
+        if backend is None:
+            backend = pins.any_key
+        if backend is None or _fits(dispatch, backend, arguments):
+            return backend
+        problem = "does not fit this call (compute capability or the backend's checks)"
+    except Exception as error:
+        problem = f"could not be looked up ({type(error).__name__}: {error})"
+    if _warned.first((pins.name, backend, problem)):
+        warnings.warn(
+            f"trace-apply: pin of {pins.name} to backend '{backend}' {problem}; "
+            f"using automatic selection",
+            TuningConfigWarning,
+            stacklevel=3,
+        )
+    return None
+
+
+def _reset_for_tests() -> None:
+    """Forget every pin and one-time warning (tests only)."""
+    _pins.clear()
+    _warned.clear()
+
+
+def _apply_from_environment() -> None:
+    path = os.environ.get(TRACE_APPLY_ENV_VAR)
+    if path:
+        try:
+            apply_trace_config(path)
+        except Exception as error:  # reached from a dispatch: never raise there
+            warnings.warn(
+                f"{TRACE_APPLY_ENV_VAR}={path!r} ignored: {type(error).__name__}: {error}",
+                TuningConfigWarning,
+                stacklevel=2,
+            )
+
+
+utils.pinned_backend_hook = pinned_backend
+_apply_from_environment()
