@@ -27,14 +27,26 @@ NVRTC_CAPABILITIES = [80, 86, 87, 89, 90, 100, 103, 110, 120, 121]
 
 # Must match gemm_bf16.cu.
 _TILE_M, _TILE_N, _THREADS = 128, 256, 256
-_SHARED_BYTES = 4 * (128 * (32 + 8) + 32 * (256 + 8)) * 2  # STAGES * (A + B tiles), bf16
 _KERNEL = "fi_mm_bf16_128x256"
+#: (K depth per pipeline stage, pipeline stages) of the kernel mm_bf16 runs.
+DEFAULT_PIPELINE = (32, 4)
 
 
 @functools.lru_cache(maxsize=None)
-def gemm_bf16_spec() -> JitSpec:
-    """The stable tensor-core GEMM kernel (registered for AOT builds)."""
-    return JitSpec("gemm_bf16", read_source(CSRC_DIR / "gemm_bf16.cu"), [_KERNEL], headers=common_headers())
+def gemm_bf16_spec(block_k: int = DEFAULT_PIPELINE[0], stages: int = DEFAULT_PIPELINE[1]) -> JitSpec:
+    """The stable tensor-core GEMM kernel (the default pipeline is registered for AOT builds)."""
+    return JitSpec(
+        f"gemm_bf16_bk{block_k}_s{stages}",
+        read_source(CSRC_DIR / "gemm_bf16.cu"),
+        [_KERNEL],
+        headers=common_headers(),
+        options=[f"-DBK={block_k}", f"-DSTAGES={stages}"],
+    )
+
+
+def gemm_shared_bytes(block_k: int, stages: int) -> int:
+    """Dynamic shared memory of the kernel: stages x (padded A tile + padded B tile), bf16."""
+    return stages * (_TILE_M * (block_k + 8) + block_k * (_TILE_N + 8)) * 2
 
 
 def _check_inputs(a, b, out=None, backend="auto") -> bool:
@@ -87,14 +99,17 @@ def _order_backends(candidates, a, b, out=None, backend="auto"):
     return [name for name in order if name in candidates]
 
 
-def _run_nvrtc(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+def run_nvrtc(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, pipeline=DEFAULT_PIPELINE) -> torch.Tensor:
+    """Launch the tiled kernel (inputs already validated); ``pipeline`` is (BK, STAGES)."""
     from .jit import get_kernel
 
     m, k = a.shape
     n = b.shape[1]
-    kernel = get_kernel(gemm_bf16_spec(), _KERNEL, a.device)
+    if out.numel() == 0:
+        return out
+    kernel = get_kernel(gemm_bf16_spec(*pipeline), _KERNEL, a.device)
     tiles = -(-m // _TILE_M) * -(-n // _TILE_N)
-    kernel.launch((tiles,), (_THREADS,), [a, b, out, m, n, k], shared_mem=_SHARED_BYTES)
+    kernel.launch((tiles,), (_THREADS,), [a, b, out, m, n, k], shared_mem=gemm_shared_bytes(*pipeline))
     return out
 
 
@@ -140,7 +155,5 @@ def mm_bf16(
 
         return run(a, b, out)
     if backend == "nvrtc":
-        if out.numel() == 0:
-            return out
-        return _run_nvrtc(a, b, out)
+        return run_nvrtc(a, b, out)
     return torch.matmul(a, b, out=out)

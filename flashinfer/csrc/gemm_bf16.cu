@@ -16,9 +16,15 @@
 
 #define BM 128
 #define BN 256
-#define BK 32
-#define STAGES 4
+#ifndef BK
+#define BK 32  // K depth of one pipeline stage (32 or 64)
+#endif
+#ifndef STAGES
+#define STAGES 4  // pipeline depth; shared memory = STAGES * (A + B tile)
+#endif
 #define THREADS 256
+#define A_COPIES (BM * BK / 8 / THREADS)  // 16-byte copies per thread per stage
+#define B_COPIES (BK * BN / 8 / THREADS)
 #define GROUP_M 8
 #define A_PITCH (BK + 8)  // elements per shared row of the A tile
 #define B_PITCH (BN + 8)  // elements per shared row of the B tile
@@ -69,21 +75,21 @@ fi_mm_bf16_128x256(const bf16_bits* __restrict__ A, const bf16_bits* __restrict_
   const int warp_row = (warp >> 2) * 64, warp_col = (warp & 3) * 64;
   const int ktiles = (K + BK - 1) / BK;
 
-  // Every thread copies 2 16-byte chunks of the A tile and 4 of the B tile.
+  // Every thread copies A_COPIES 16-byte chunks of the A tile and B_COPIES of the B tile.
   auto load_tile = [&](int stage, int kt) {
     const int k0 = kt * BK;
     bf16_bits* a_dst = sA + stage * A_STAGE;
 #pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      const int c = tid + i * THREADS, r = c >> 2, col = (c & 3) * 8;
+    for (int i = 0; i < A_COPIES; ++i) {
+      const int c = tid + i * THREADS, r = c / (BK / 8), col = (c % (BK / 8)) * 8;
       const int gm = m0 + r, gk = k0 + col;
       const bool ok = gm < M && gk < K;
       copy16_async(shared_address(a_dst + r * A_PITCH + col), ok ? A + (size_t)gm * K + gk : A, ok);
     }
     bf16_bits* b_dst = sB + stage * B_STAGE;
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int c = tid + i * THREADS, r = c >> 5, col = (c & 31) * 8;
+    for (int i = 0; i < B_COPIES; ++i) {
+      const int c = tid + i * THREADS, r = c / (BN / 8), col = (c % (BN / 8)) * 8;
       const int gk = k0 + r, gn = n0 + col;
       const bool ok = gk < K && gn < N;
       copy16_async(shared_address(b_dst + r * B_PITCH + col), ok ? B + (size_t)gk * N + gn : B, ok);
