@@ -10,6 +10,8 @@ import click
 from .apply import FIXABLE_RULES, plan, write
 from .findings import FixError, collect, load_project
 
+MAX_ROUNDS = 3
+
 
 def _rules(value: Optional[str]) -> Sequence[str]:
     if not value:
@@ -44,27 +46,39 @@ def run_fix(
     root: Optional[str] = None,
     before_replace: Optional[Callable[[Path], None]] = None,
 ) -> int:
-    """The command's work, callable from tests; returns the exit status."""
+    """The command's work, callable from tests; returns the exit status.
+
+    Without ``--diff`` it checks again after writing and fixes what that uncovers (a
+    checker marked in one round makes its import acceptable in the next), for at most
+    `MAX_ROUNDS` rounds; with ``--diff`` it shows one round.
+    """
+    verb = "would fix" if diff else "fixed"
+    fixed, changed_files = 0, set()
     try:
         project = load_project(Path(root) if root else None)
-        fixes = plan(project, collect(project, paths, rules))
+        for _ in range(1 if diff else MAX_ROUNDS):
+            fixes = plan(project, collect(project, paths, rules))
+            for file_fix in fixes:
+                if diff:
+                    click.echo(file_fix.diff(), nl=False)
+                elif file_fix.changed and not write(project, file_fix, before_replace):
+                    file_fix.left[:0] = [(f, "the file changed on disk during the run; nothing written") for f in file_fix.fixed]
+                    file_fix.fixed, file_fix.after = [], file_fix.before
+                for finding in file_fix.fixed:
+                    click.echo(f"{verb}: {_where(finding)} {finding.message}", err=diff)
+                fixed += len(file_fix.fixed)
+                changed_files |= {file_fix.path} if file_fix.changed else set()
+            if not any(f.changed for f in fixes):
+                break
     except FixError as error:
         click.echo(f"policy-check fix: {error}", err=True)
         return 2
-    verb = "would fix" if diff else "fixed"
-    fixed = left = 0
-    for file_fix in fixes:
-        if diff:
-            click.echo(file_fix.diff(), nl=False)
-        elif file_fix.changed and not write(project, file_fix, before_replace):
-            file_fix.left = [(f, "the file changed on disk during the run; nothing written") for f in file_fix.fixed] + file_fix.left
-            file_fix.fixed, file_fix.after = [], file_fix.before
-        for finding in file_fix.fixed:
-            click.echo(f"{verb}: {finding.path}:{finding.line}:{finding.column}: {finding.rule} {finding.message}", err=diff)
-        for finding, reason in file_fix.left:
-            click.echo(f"needs a person: {finding.path}:{finding.line}:{finding.column}: {finding.rule} {reason}", err=diff)
-        fixed += len(file_fix.fixed)
-        left += len(file_fix.left)
-    changed = sum(1 for f in fixes if f.changed)
-    click.echo(f"{verb} {fixed} finding(s) in {changed} file(s); {left} need(s) a person", err=diff)
+    left = [item for file_fix in fixes for item in file_fix.left]
+    for finding, reason in left:
+        click.echo(f"needs a person: {_where(finding)} {reason}", err=diff)
+    click.echo(f"{verb} {fixed} finding(s) in {len(changed_files)} file(s); {len(left)} need(s) a person", err=diff)
     return 1 if left else 0
+
+
+def _where(finding) -> str:
+    return f"{finding.path}:{finding.line}:{finding.column}: {finding.rule}"

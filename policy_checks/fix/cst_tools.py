@@ -69,7 +69,10 @@ def import_at(file: PythonFile, finding: Finding) -> ImportStatement:
     exact = [n for n in on_line if file.positions[n].start.column == finding.column - 1]
     if exact or len(on_line) == 1:
         return (exact or on_line)[0]
-    raise Unfixable(f"no single import statement at line {finding.line}")
+    raise Unfixable(
+        f"no single import statement at line {finding.line} (importlib.import_module and "
+        "__import__ calls are not rewritten)"
+    )
 
 
 def dotted_name(node: cst.CSTNode) -> str:

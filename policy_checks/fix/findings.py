@@ -6,6 +6,7 @@ a change in the checker's interface changes only this module.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -47,6 +48,26 @@ class Project:
 
     def is_experimental(self, module: str) -> bool:
         return module == self.experimental_package or module.startswith(self.experimental_package + ".")
+
+    def is_marked_checker(self, module: str, name: str) -> bool:
+        """Does `module` define `name` as an ``@experimental_backend`` function? Such a
+        name may stay imported at module level (EXP001's support-module exception)."""
+        base = self.root.joinpath(*module.split("."))
+        for path in (base.with_suffix(".py"), base / "__init__.py"):
+            try:
+                tree = ast.parse(path.read_bytes())
+            except (OSError, SyntaxError, ValueError):
+                continue
+            for node in tree.body:
+                if isinstance(node, ast.FunctionDef) and node.name == name:
+                    return any(_last_name(d) == "experimental_backend" for d in node.decorator_list)
+        return False
+
+
+def _last_name(node: ast.expr) -> str:
+    if isinstance(node, ast.Call):
+        node = node.func
+    return node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", "")
 
 
 def load_project(root: Optional[Path]) -> Project:

@@ -261,3 +261,43 @@ def test_removed_import_keeps_the_comment_above_it_and_a_block_left_empty_gets_p
         "from .api_logging import flashinfer_api\n\ntry:\n    # optional experimental path\n    pass\nexcept ImportError:\n"
     )
     assert tree.imported("fxpkg.guarded").api(0) == 1
+
+
+def test_a_marked_checker_from_a_support_module_stays_and_the_rest_moves(tree):
+    tree.write(
+        {
+            "fxpkg/experimental/feat/support.py": """\
+                from ...utils import experimental_backend
+
+
+                @experimental_backend
+                def feat_check(x):
+                    return True
+
+
+                def helper(x):
+                    return x * 2
+                """,
+            "fxpkg/gemm.py": """\
+                from .utils import backend_requirement
+                from .experimental.feat.support import feat_check, helper
+
+
+                @backend_requirement({"feat": feat_check})
+                def mm(x):
+                    return helper(x)
+                """,
+        }
+    )
+    result = _fix_and_write(tree, "fxpkg/gemm.py", 2)
+    assert result.left == [] and len(result.fixed) == 1  # feat_check may stay: not a leftover
+    assert tree.read("fxpkg/gemm.py").decode().splitlines()[1:7] == [
+        "from .experimental.feat.support import feat_check",
+        "",
+        "",
+        '@backend_requirement({"feat": feat_check})',
+        "def mm(x):",
+        "    from .experimental.feat.support import helper",
+    ]
+    gemm = tree.imported("fxpkg.gemm")
+    assert gemm.mm(2) == 4 and gemm.mm.backend_checks["feat"].is_experimental
