@@ -7,16 +7,13 @@ a change in the checker's interface changes only this module.
 from __future__ import annotations
 
 import ast
-import json
-import os
-import subprocess
-import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, List, Optional, Sequence, Tuple
 
 from .. import config
 from .. import project as checker_project
+from .. import runner
 
 
 class FixError(Exception):
@@ -41,6 +38,7 @@ class Project:
     root: Path
     package: str  # "flashinfer"
     experimental_package: str  # "flashinfer.experimental"
+    settings: config.Settings = field(default_factory=config.Settings, compare=False)
 
     def module_of(self, path: str) -> Tuple[str, bool]:
         """Dotted module name of a root-relative ``.py`` path, and whether it is a package."""
@@ -77,37 +75,18 @@ def load_project(root: Optional[Path]) -> Project:
         settings = config.load(root)
     except config.ConfigError as error:
         raise FixError(str(error)) from error
-    return Project(root, settings.package, settings.experimental_package)
+    return Project(root, settings.package, settings.experimental_package, settings)
 
 
 def collect(project: Project, paths: Sequence[str], rules: Iterable[str]) -> List[Finding]:
-    """Run the checker over `paths` (all of the project when empty), keeping `rules`."""
-    command = [
-        sys.executable,
-        "-c",
-        "from policy_checks.cli import main; main()",
-        "run",
-        "--format",
-        "json",
-        "--exit-zero",
-        "--no-cache",
-        "--root",
-        str(project.root),
-        "--select",
-        ",".join(rules),
-        *paths,
-    ]
-    package_parent = str(Path(__file__).resolve().parents[2])
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_parent, env.get("PYTHONPATH")]))
-    completed = subprocess.run(command, capture_output=True, text=True, env=env)
-    if completed.returncode not in (0, 1):
-        raise FixError(f"policy-check run failed (exit {completed.returncode}): {completed.stderr.strip()}")
+    """Run the checker over `paths` (all of the project when empty), keeping `rules`.
+
+    No cache: ``fix --diff`` must leave the checked tree exactly as it was.
+    """
     try:
-        report = json.loads(completed.stdout)
-        return [
-            Finding(f["rule"], f["path"], f["line"], f["column"], f["message"])
-            for f in report["findings"]
-        ]
-    except (ValueError, KeyError, TypeError) as error:
-        raise FixError(f"policy-check run gave an unreadable report: {error}") from error
+        result = runner.run(
+            project.root, project.settings, paths=tuple(paths), select=tuple(rules), use_cache=False, progress=False
+        )
+    except (config.ConfigError, ValueError) as error:
+        raise FixError(str(error)) from error
+    return [Finding(f.rule, f.path, f.line, f.column, f.message) for f in result.findings]

@@ -12,7 +12,7 @@ from typing import Dict, Union
 import pytest
 
 from policy_checks.fix.apply import FileFix, plan
-from policy_checks.fix.findings import Finding, Project
+from policy_checks.fix.findings import Finding, Project, load_project
 
 PYPROJECT = """\
 [tool.policy-check]
@@ -90,7 +90,10 @@ def tree(tmp_path):
 
     class Tree:
         root = tmp_path
-        project = Project(tmp_path, "fxpkg", "fxpkg.experimental")
+
+        @property
+        def project(self) -> Project:
+            return load_project(tmp_path)
 
         def write(self, files):
             write_tree(tmp_path, files)
