@@ -295,7 +295,8 @@ def parse_feature_toml(name: str, text: str) -> FeatureRecord:
     record.kind = take("kind", str, 'one of "api", "backend", "both"')
     owner = take("owner", str, "a GitHub login")
     if owner is not None:
-        record.owner = parse_login(owner)
+        login = owner.strip().lstrip("@")
+        record.owner = login if LOGIN_RE.match(login) else None
         if record.owner is None:
             record.problems.append("FEATURE.toml `owner` is not a GitHub login")
     tracking = data.get("tracking_issue")

@@ -199,7 +199,8 @@ def run_pr_check(gh, repo_name: str, number: int, writes: Writes, identity: BotI
     where = f"#{number}"
     wants_comment = verdict.declared or verdict.touches_experimental
     thread = gh.get_repo(repo_name).get_issue(number)  # lazy: no request
-    comments = list_comments(thread, where) if wants_comment or pull.comments else []
+    # The PR's comment count is free; an empty thread needs no listing (the keeper re-lists after creating).
+    comments = list_comments(thread, where) if pull.comments else []
     has_ours = any((c.body or "").startswith(PR_MARKER) for c in comments)
 
     needs_label = verdict.declared and verdict.touches_experimental and EXPERIMENTAL_LABEL not in {l.name for l in pull.labels}

@@ -1,0 +1,304 @@
+"""``policy-check bot pr`` against the fake GitHub API, over real HTTP through PyGithub."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from policy_checks.bot.client import connect
+from policy_checks.bot.comments import BotIdentity
+from policy_checks.bot.pr_check import PR_MARKER, run_pr_check
+from policy_checks.bot.writes import Writes
+
+REPO = "acme/widgets"
+
+ISSUE = """### Owner
+
+@octocat
+
+### Use case
+
+Fast split-K bf16 GEMM for small batches.
+
+### Why experimental
+
+A new kernel whose numerics are still being validated.
+
+### Graduation plan
+
+Target release: 0.8.0
+Target date: 2026-11-20
+"""
+
+BODY = """## Description
+
+Adds split-K.
+
+## Experimental Track
+
+<!-- Tick the box if this PR adds or changes experimental code. -->
+- [x] This PR adds or changes experimental-track code
+  - Tracking issue: #1
+"""
+
+UNTICKED = BODY.replace("[x]", "[ ]")
+EXPERIMENTAL_FILE = ("flashinfer/experimental/splitk/kernel.py", "+@flashinfer_experimental_api\n+def run(): pass")
+CORE_FILE = ("flashinfer/gemm.py", "+    from flashinfer.experimental.splitk import run")
+
+
+@pytest.fixture
+def repo(github_api):
+    github_api.add_collaborator(REPO, "octocat", "write")
+    github_api.add_collaborator(REPO, "maintainer", "maintain")
+    github_api.add_user("outsider")
+    github_api.add_issue(REPO, ISSUE)  # #1
+    return github_api
+
+
+def status_of(g, pr: int) -> dict | None:
+    sha = g.repo(REPO).pulls[pr]["head"]["sha"]
+    statuses = [s for s in g.repo(REPO).statuses.get(sha, []) if s["context"] == "experimental-track"]
+    return statuses[0] if statuses else None
+
+
+def bot_comments(g, pr: int) -> list[dict]:
+    return [c for c in g.comments_by(REPO, pr) if c["body"].startswith(PR_MARKER)]
+
+
+def check(bot_cli, pr: int, *extra: str, **kw):
+    return bot_cli("pr", "--repo", REPO, "--pr", str(pr), *extra, **kw)
+
+
+def test_declared_pr_passes_labels_and_comments_within_budget(repo, bot_cli):
+    files = [EXPERIMENTAL_FILE, CORE_FILE] + [(f"tests/experimental/splitk/test_{i}.py", "+x") for i in range(98)]
+    pr = repo.add_pull(REPO, BODY, files)
+    repo.requests.clear()
+    result = check(bot_cli, pr)
+    assert result.exit_code == 0, result.output
+    assert len(repo.requests) <= 8, repo.requests
+    print(f"PR check, first run, 100 files: {len(repo.requests)} requests")
+    assert status_of(repo, pr)["state"] == "success"
+    assert "experimental" in repo.labels_of(REPO, pr)
+    [comment] = bot_comments(repo, pr)
+    assert "Core files: these get normal core review** (1)" in comment["body"]
+    assert "`flashinfer/gemm.py`" in comment["body"] and "Experimental files** (99)" in comment["body"]
+    assert "… and 69 more" in comment["body"]  # long lists are bounded
+
+    # A re-run with nothing new changes nothing: no comment, no edit, no status, no label.
+    repo.requests.clear()
+    assert check(bot_cli, pr).exit_code == 0
+    assert repo.writes() == []
+    print(f"PR check, unchanged re-run: {len(repo.requests)} requests")
+    assert len(repo.requests) <= 8
+    assert len(bot_comments(repo, pr)) == 1
+
+
+def test_worst_case_budget(repo, bot_cli):
+    """A third-party owner and a PR thread that already has comments: every optional read happens."""
+    repo.add_user("carol")
+    repo.repo(REPO).issues[1]["body"] = ISSUE.replace("@octocat", "@carol")
+    pr = repo.add_pull(REPO, BODY, [EXPERIMENTAL_FILE] * 100)
+    repo.add_comment(REPO, pr, "LGTM", "outsider")
+    repo.requests.clear()
+    assert check(bot_cli, pr).exit_code == 0
+    print(f"PR check, worst first run: {len(repo.requests)} requests")
+    assert len(repo.requests) <= 9, repo.requests
+    repo.requests.clear()
+    assert check(bot_cli, pr).exit_code == 0
+    print(f"PR check, worst unchanged re-run: {len(repo.requests)} requests")
+    assert len(repo.requests) <= 7 and repo.writes() == []
+
+
+def test_undeclared_experimental_paths_fail(repo, bot_cli):
+    pr = repo.add_pull(REPO, UNTICKED, [EXPERIMENTAL_FILE])
+    result = check(bot_cli, pr)
+    assert result.exit_code == 1
+    assert status_of(repo, pr)["state"] == "failure"
+    assert "does not declare it" in status_of(repo, pr)["description"]
+    assert "tick the box" in bot_comments(repo, pr)[0]["body"]
+    assert "experimental" not in repo.labels_of(REPO, pr)
+
+
+def test_undeclared_decorator_in_core_fails(repo, bot_cli):
+    pr = repo.add_pull(REPO, None, [("flashinfer/norm.py", "+@flashinfer_experimental_api\n+def f(): ...")])
+    assert check(bot_cli, pr).exit_code == 1
+    assert status_of(repo, pr)["state"] == "failure"
+
+
+def test_removed_decorator_is_not_an_addition(repo, bot_cli):
+    pr = repo.add_pull(REPO, None, [("flashinfer/norm.py", "-@flashinfer_experimental_api\n+++ b/x")])
+    assert check(bot_cli, pr).exit_code == 0
+
+
+def test_plain_pr_gets_a_status_but_no_comment(repo, bot_cli):
+    pr = repo.add_pull(REPO, "Fix a typo.", [("README.md", "+typo")])
+    assert check(bot_cli, pr).exit_code == 0
+    assert status_of(repo, pr) == {**status_of(repo, pr), "state": "success", "description": "Not an Experimental Track PR"}
+    assert bot_comments(repo, pr) == []
+    repo.requests.clear()
+    assert check(bot_cli, pr).exit_code == 0
+    assert repo.writes() == []  # the status is read back instead of written twice
+
+
+def test_ticked_box_without_experimental_code_is_said(repo, bot_cli):
+    pr = repo.add_pull(REPO, BODY, [("README.md", "+docs")])
+    assert check(bot_cli, pr).exit_code == 0
+    assert "touches no experimental path" in bot_comments(repo, pr)[0]["body"]
+
+
+@pytest.mark.parametrize(
+    "body, problem",
+    [
+        (BODY.replace("#1", "#77"), "does not exist"),
+        (BODY.replace("  - Tracking issue: #1\n", ""), "no `Tracking issue:` reference"),
+        (BODY.replace("#1", "https://github.com/acme/widgets/pull/1"), "pull request, not an issue"),
+    ],
+)
+def test_bad_tracking_references_fail(repo, bot_cli, body, problem):
+    pr = repo.add_pull(REPO, body, [EXPERIMENTAL_FILE])
+    result = check(bot_cli, pr)
+    assert result.exit_code == 1 and problem in bot_comments(repo, pr)[0]["body"]
+
+
+def test_tracking_reference_to_a_pull_request_number_fails(repo, bot_cli):
+    other = repo.add_pull(REPO, "x", [("README.md", "+")])
+    pr = repo.add_pull(REPO, BODY.replace("#1", f"#{other}"), [EXPERIMENTAL_FILE])
+    assert check(bot_cli, pr).exit_code == 1
+    assert "is a pull request, not an issue" in bot_comments(repo, pr)[0]["body"]
+
+
+@pytest.mark.parametrize(
+    "issue, problem",
+    [
+        (ISSUE.replace("### Use case\n\nFast split-K bf16 GEMM for small batches.", "### Use case\n\n_No response_"), "no `### Use case`"),
+        (ISSUE.replace("### Why experimental", "### Why"), "no `### Why experimental`"),
+        (ISSUE.replace("Target release: 0.8.0", ""), "no `Target release: X.Y.Z`"),
+        (ISSUE.replace("@octocat", "@ghost-user"), "is not a GitHub user"),
+        (ISSUE.replace("2026-11-20", "2026-12-15"), "more than four weeks after admission"),
+    ],
+)
+def test_incomplete_tracking_issues_fail(repo, bot_cli, issue, problem):
+    repo.repo(REPO).issues[1]["body"] = issue
+    pr = repo.add_pull(REPO, BODY, [EXPERIMENTAL_FILE])
+    assert check(bot_cli, pr).exit_code == 1
+    assert problem in bot_comments(repo, pr)[0]["body"]
+
+
+def test_closed_tracking_issue_fails(repo, bot_cli):
+    repo.repo(REPO).issues[1]["state"] = "closed"
+    pr = repo.add_pull(REPO, BODY, [EXPERIMENTAL_FILE])
+    assert check(bot_cli, pr).exit_code == 1
+    assert "tracking issue #1 is closed" in status_of(repo, pr)["description"]
+
+
+def test_owner_who_is_a_third_party_user_is_looked_up(repo, bot_cli):
+    repo.add_user("carol")
+    repo.repo(REPO).issues[1]["body"] = ISSUE.replace("@octocat", "@carol")
+    pr = repo.add_pull(REPO, BODY, [EXPERIMENTAL_FILE])
+    result = check(bot_cli, pr)
+    assert result.exit_code == 0
+    assert repo.count("GET", r"^/users/carol$") == 1
+
+
+def test_maintainer_extension_allows_a_later_target(repo, bot_cli):
+    repo.repo(REPO).issues[1]["body"] = ISSUE.replace("2026-11-20", "2026-12-10")
+    repo.add_comment(REPO, 1, "/experimental extend 2 waiting for CUTLASS 4.1", "outsider")
+    pr = repo.add_pull(REPO, BODY, [EXPERIMENTAL_FILE])
+    assert check(bot_cli, pr).exit_code == 1  # an outsider cannot extend
+    repo.add_comment(REPO, 1, "/experimental extend 2 waiting for CUTLASS 4.1", "maintainer")
+    assert check(bot_cli, pr).exit_code == 0
+    assert status_of(repo, pr)["state"] == "success"
+    assert len(bot_comments(repo, pr)) == 1  # the comment was updated in place
+
+
+def test_comment_is_found_by_marker_and_login(repo, bot_cli):
+    pr = repo.add_pull(REPO, UNTICKED, [EXPERIMENTAL_FILE])
+    forged = repo.add_comment(REPO, pr, PR_MARKER + "\nI am not the bot", "outsider")
+    assert check(bot_cli, pr).exit_code == 1
+    [ours] = bot_comments(repo, pr)
+    first_id = ours["id"]
+    assert forged["body"].endswith("I am not the bot")  # untouched
+    repo.repo(REPO).issues[pr]["body"] = BODY
+    repo.requests.clear()
+    assert check(bot_cli, pr).exit_code == 0
+    [ours] = bot_comments(repo, pr)
+    assert ours["id"] == first_id and "**Result:** passed" in ours["body"]
+    assert repo.count("PATCH") == 1 and repo.count("POST", "/comments$") == 0
+
+
+def test_user_text_is_escaped(repo, bot_cli):
+    weird = "flashinfer/experimental/x/@everyone `` [a](b) <b>.py"
+    pr = repo.add_pull(REPO, BODY, [(weird, "+x")])
+    check(bot_cli, pr)
+    body = bot_comments(repo, pr)[0]["body"]
+    assert "@everyone" not in body and "```flashinfer/experimental/x/@\u200deveryone `` [a](b) <b>.py```" in body
+
+
+def test_dry_run_prints_writes_and_makes_none(repo, bot_cli):
+    pr = repo.add_pull(REPO, BODY, [EXPERIMENTAL_FILE])
+    result = check(bot_cli, pr, "--dry-run")
+    assert result.exit_code == 0
+    assert repo.writes() == []
+    for line in ("[dry-run] would add the label `experimental`", "[dry-run] would set the commit status",
+                 "[dry-run] would create a bot comment on #2"):
+        assert line in result.output
+    assert PR_MARKER in result.output  # the comment body it would write
+
+
+def test_read_only_token_gives_a_clear_report(repo, bot_cli):
+    pr = repo.add_pull(REPO, BODY, [EXPERIMENTAL_FILE])
+    result = check(bot_cli, pr, token=repo.read_only_token)
+    assert result.exit_code == 0 and result.exception is None or isinstance(result.exception, SystemExit)
+    assert "Refused: the token may not write these" in result.output
+    assert "a maintainer, please add the `experimental` label" in result.output
+    assert "Traceback" not in result.output
+    assert repo.token not in result.output and repo.read_only_token not in result.output
+
+
+def test_step_summary_is_written(repo, bot_cli, tmp_path):
+    pr = repo.add_pull(REPO, BODY, [EXPERIMENTAL_FILE])
+    summary = tmp_path / "summary.md"
+    check(bot_cli, pr, env={"GITHUB_STEP_SUMMARY": str(summary)})
+    assert "### Experimental Track check" in summary.read_text()
+
+
+def test_two_runs_at_once_leave_one_comment(repo):
+    pr = repo.add_pull(REPO, BODY, [EXPERIMENTAL_FILE])
+    # Both runs list the (empty) thread before either creates its comment.
+    repo.inject("GET", rf"/issues/{pr}/comments$", barrier=threading.Barrier(2), times=2)
+    errors = []
+
+    def run():
+        try:
+            gh = connect(repo.token, repo.url, retry_budget_s=3, write_interval_s=0)
+            run_pr_check(gh, REPO, pr, Writes(dry_run=False, echo=lambda s: None), BotIdentity(gh))
+        except Exception as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert errors == []
+    assert repo.count("POST", rf"/issues/{pr}/comments$") == 2  # the race really happened
+    assert len(bot_comments(repo, pr)) == 1
+
+
+def test_missing_token_is_a_usage_error(repo, bot_cli):
+    pr = repo.add_pull(REPO, BODY, [EXPERIMENTAL_FILE])
+    result = check(bot_cli, pr, token="")
+    assert result.exit_code == 2 and "GITHUB_TOKEN is not set" in result.output
+
+
+def test_bad_token_is_reported_without_the_token(repo, bot_cli):
+    pr = repo.add_pull(REPO, BODY, [EXPERIMENTAL_FILE])
+    result = check(bot_cli, pr, token="sekrit-value-123")
+    assert result.exit_code == 2 and "rejected the token (401" in result.output
+    assert "sekrit-value-123" not in result.output and "sekrit" not in repr(result.exception)
+
+
+def test_missing_pr_is_reported(repo, bot_cli):
+    result = check(bot_cli, 999)
+    assert result.exit_code == 2 and "read pull request #999 of acme/widgets: not found" in result.output
