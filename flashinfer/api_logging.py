@@ -49,26 +49,30 @@ class _OnceRegistry:
     """A set of keys that each fire exactly once, also under concurrent callers."""
 
     def __init__(self) -> None:
-        self._seen: set = set()
+        self.seen: set = set()  # only ever added to under the lock, never replaced
         self._lock = threading.Lock()
 
     def first(self, key: Any) -> bool:
-        """True for exactly one caller per key; cheap once the key is known."""
-        if key in self._seen:  # fast path, no lock
+        """True for exactly one caller per key; cheap once the key is known.
+
+        Hot paths may test ``key in registry.seen`` first, to skip the call.
+        """
+        if key in self.seen:  # fast path, no lock
             return False
         with self._lock:
-            if key in self._seen:
+            if key in self.seen:
                 return False
-            self._seen.add(key)
+            self.seen.add(key)
             return True
 
     def clear(self) -> None:
         with self._lock:
-            self._seen.clear()
+            self.seen.clear()
 
 
 # Keys: ("api", feature) and ("backend", api_name, backend).
 _warned = _OnceRegistry()
+_warned_seen = _warned.seen
 
 
 def _reset_warnings_for_tests() -> None:
@@ -126,7 +130,8 @@ def warn_experimental_backend_once(
     ``stacklevel`` counts from the function calling this one (1 = that function,
     2 = its caller, usually the user's code calling the API).
     """
-    if not _warned.first(("backend", api_name, backend)):
+    key = ("backend", api_name, backend)
+    if key in _warned_seen or not _warned.first(key):  # the first test skips a call
         return
     how = "may be selected automatically for" if automatic else "selected for"
     warnings.warn(
