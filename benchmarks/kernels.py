@@ -81,7 +81,7 @@ def bench_gemm() -> None:
 
 
 def bench_gemm_pipelines() -> None:
-    from flashinfer.gemm import run_nvrtc
+    from flashinfer.gemm import GEMM_PIPELINES, run_nvrtc
 
     print("\n== mm_bf16 NVRTC kernel by pipeline (BK, STAGES) ==")
     for size in (4096, 8192):
@@ -89,7 +89,7 @@ def bench_gemm_pipelines() -> None:
         b = torch.randn(size, size, device="cuda", dtype=torch.bfloat16)
         out = torch.empty(size, size, device="cuda", dtype=torch.bfloat16)
         cells = []
-        for pipeline in ((32, 3), (32, 4), (64, 3), (64, 4)):
+        for pipeline in GEMM_PIPELINES:
             t = time_seconds(lambda: run_nvrtc(a, b, out, pipeline=pipeline))
             cells.append(f"{pipeline}: {2.0 * size**3 / t / 1e12:.1f}")
         print(f"{size:>6}  " + "  ".join(cells) + "  TFLOP/s")

@@ -43,10 +43,10 @@ def register(spec: JitSpec) -> JitSpec:
 
 
 def _register_builtin() -> None:
-    from .gemm import gemm_bf16_spec
+    from .gemm import GEMM_PIPELINES, gemm_bf16_spec
     from .norm import rmsnorm_spec
 
-    for spec in (gemm_bf16_spec(), rmsnorm_spec()):
+    for spec in (*(gemm_bf16_spec(*p) for p in GEMM_PIPELINES), rmsnorm_spec()):
         register(spec)
 
 

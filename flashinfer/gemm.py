@@ -20,7 +20,7 @@ from .experimental.splitk_gemm.support import check_splitk
 from .jit import CSRC_DIR, JitSpec, common_headers, read_source
 from .utils import CPU_COMPUTE_CAPABILITY, backend_requirement, supported_compute_capability
 
-__all__ = ["gemm_bf16_spec", "mm_bf16"]
+__all__ = ["GEMM_PIPELINES", "gemm_bf16_spec", "gemm_shared_bytes", "mm_bf16", "pipeline_for", "run_nvrtc"]
 
 #: Compute capabilities with bf16 mma.sync (sm_80 and newer).
 NVRTC_CAPABILITIES = [80, 86, 87, 89, 90, 100, 103, 110, 120, 121]
@@ -28,13 +28,15 @@ NVRTC_CAPABILITIES = [80, 86, 87, 89, 90, 100, 103, 110, 120, 121]
 # Must match gemm_bf16.cu.
 _TILE_M, _TILE_N, _THREADS = 128, 256, 256
 _KERNEL = "fi_mm_bf16_128x256"
-#: (K depth per pipeline stage, pipeline stages) of the kernel mm_bf16 runs.
-DEFAULT_PIPELINE = (32, 4)
+#: Pipelines (K depth per stage, stages), fastest first on an H200 (benchmarks/kernels.py);
+#: a device runs the first whose shared memory it can give one block.
+GEMM_PIPELINES = ((64, 4), (64, 3), (32, 4), (32, 3))
+_MAX_SHARED_BY_ARCH = {80: 163 * 1024, 87: 163 * 1024, 90: 227 * 1024, 100: 227 * 1024, 103: 227 * 1024}
 
 
 @functools.lru_cache(maxsize=None)
-def gemm_bf16_spec(block_k: int = DEFAULT_PIPELINE[0], stages: int = DEFAULT_PIPELINE[1]) -> JitSpec:
-    """The stable tensor-core GEMM kernel (the default pipeline is registered for AOT builds)."""
+def gemm_bf16_spec(block_k: int = 64, stages: int = 4) -> JitSpec:
+    """The stable tensor-core GEMM kernel with one pipeline (all are registered for AOT builds)."""
     return JitSpec(
         f"gemm_bf16_bk{block_k}_s{stages}",
         read_source(CSRC_DIR / "gemm_bf16.cu"),
@@ -99,7 +101,23 @@ def _order_backends(candidates, a, b, out=None, backend="auto"):
     return [name for name in order if name in candidates]
 
 
-def run_nvrtc(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, pipeline=DEFAULT_PIPELINE) -> torch.Tensor:
+_pipelines: dict = {}
+
+
+def pipeline_for(device: torch.device) -> tuple:
+    """The first of `GEMM_PIPELINES` whose shared memory fits one block on ``device``."""
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    chosen = _pipelines.get(index)
+    if chosen is None:
+        props = torch.cuda.get_device_properties(index)
+        limit = getattr(props, "shared_memory_per_block_optin", None) or _MAX_SHARED_BY_ARCH.get(
+            props.major * 10 + props.minor, 99 * 1024)
+        fitting = [p for p in GEMM_PIPELINES if gemm_shared_bytes(*p) <= limit]
+        chosen = _pipelines[index] = fitting[0] if fitting else GEMM_PIPELINES[-1]
+    return chosen
+
+
+def run_nvrtc(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, pipeline=None) -> torch.Tensor:
     """Launch the tiled kernel (inputs already validated); ``pipeline`` is (BK, STAGES)."""
     from .jit import get_kernel
 
@@ -107,6 +125,7 @@ def run_nvrtc(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, pipeline=DEFA
     n = b.shape[1]
     if out.numel() == 0:
         return out
+    pipeline = pipeline or pipeline_for(a.device)
     kernel = get_kernel(gemm_bf16_spec(*pipeline), _KERNEL, a.device)
     tiles = -(-m // _TILE_M) * -(-n // _TILE_N)
     kernel.launch((tiles,), (_THREADS,), [a, b, out, m, n, k], shared_mem=gemm_shared_bytes(*pipeline))

@@ -89,9 +89,11 @@ def compile_spec(spec: JitSpec, arch: int, extra_options: Sequence[str] = ()) ->
         encoded = [o.encode() for o in options]
         (status,) = nvrtc.nvrtcCompileProgram(prog, len(encoded), encoded)
         size = _check(nvrtc.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize")
-        buf = b" " * size
+        # Output buffers are bytearrays: NVRTC writes into them, and a 1-byte
+        # `bytes` object would be CPython's shared singleton for that character.
+        buf = bytearray(size)
         _check((nvrtc.nvrtcGetProgramLog(prog, buf)[0], None), "nvrtcGetProgramLog")
-        log = buf.rstrip(b"\x00 ").decode(errors="replace")
+        log = bytes(buf).rstrip(b"\x00 ").decode(errors="replace")
         if int(status) != 0:
             raise NvrtcCompileError(
                 f"NVRTC failed to compile JIT spec '{spec.name}' for {target} "
@@ -99,12 +101,12 @@ def compile_spec(spec: JitSpec, arch: int, extra_options: Sequence[str] = ()) ->
             )
         if kind == "cubin":
             size = _check(nvrtc.nvrtcGetCUBINSize(prog), "nvrtcGetCUBINSize")
-            image = b" " * size
+            image = bytearray(size)
             _check((nvrtc.nvrtcGetCUBIN(prog, image)[0], None), "nvrtcGetCUBIN")
         else:
             size = _check(nvrtc.nvrtcGetPTXSize(prog), "nvrtcGetPTXSize")
-            image = b" " * size
+            image = bytearray(size)
             _check((nvrtc.nvrtcGetPTX(prog, image)[0], None), "nvrtcGetPTX")
-        return kind, image, log
+        return kind, bytes(image), log
     finally:
         nvrtc.nvrtcDestroyProgram(prog)

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from flashinfer import mm_bf16, rmsnorm
-from flashinfer.gemm import run_nvrtc
+from flashinfer.gemm import GEMM_PIPELINES, run_nvrtc
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -64,7 +64,7 @@ def test_mm_bf16_nvrtc_matches_float64(m, n, k):
     assert torch.isfinite(out).all() and relative_error(out, ref) < 1e-2, describe_mismatch(out, ref)
 
 
-@pytest.mark.parametrize("pipeline", [(32, 3), (64, 3), (64, 4)])
+@pytest.mark.parametrize("pipeline", GEMM_PIPELINES)
 @pytest.mark.parametrize("m,n,k", [(129, 264, 40), (300, 1000, 4104)])
 def test_mm_bf16_pipeline_variants(m, n, k, pipeline):
     check_gemm(m, n, k, pipeline=pipeline)

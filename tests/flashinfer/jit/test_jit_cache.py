@@ -1,0 +1,136 @@
+"""The JIT disk cache: misses, hits, keys, corrupt entries, atomic and concurrent writes."""
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from flashinfer.jit import JitSpec, cache
+from flashinfer.jit.elf import function_symbols
+
+REPO = Path(__file__).resolve().parents[3]
+SOURCE = 'extern "C" __global__ void add_one(float* x) { x[threadIdx.x] += 1.f; }'
+
+
+def make_spec(tag: str = "") -> JitSpec:
+    return JitSpec("add_one", SOURCE + f"\n// {tag}\n", ["add_one"])
+
+
+@pytest.fixture
+def compile_count(monkeypatch):
+    """Counts NVRTC compilations done by the cache."""
+    calls = []
+    real = cache.compile_spec
+
+    def counting(spec, arch, *args):
+        calls.append((spec.name, arch))
+        return real(spec, arch, *args)
+
+    monkeypatch.setattr(cache, "compile_spec", counting)
+    return calls
+
+
+def test_default_directory_is_under_the_home_cache(monkeypatch):
+    monkeypatch.delenv(cache.CACHE_DIR_ENV_VAR)
+    assert cache.cache_dir() == Path.home() / ".cache" / "flashinfer" / "jit"
+
+
+def test_miss_compiles_then_memory_then_disk(jit_cache_dir, compile_count):
+    spec = make_spec()
+    first = cache.build(spec, 90)
+    assert first.origin == "compiled" and first.kind == "cubin"
+    assert first.path.parent == jit_cache_dir and first.path.exists()
+    assert cache.build(spec, 90).origin == "memory"
+    cache.clear_memo()
+    from_disk = cache.build(spec, 90)
+    assert from_disk.origin == "disk" and from_disk.image == first.image
+    assert compile_count == [("add_one", 90)]
+    assert "add_one" in function_symbols(from_disk.image)
+
+
+def test_key_covers_arch_content_nvrtc_and_package_versions(monkeypatch):
+    spec = make_spec()
+    keys = {cache.cache_key(spec, 90), cache.cache_key(spec, 80), cache.cache_key(make_spec("v2"), 90)}
+    monkeypatch.setattr(cache, "nvrtc_version", lambda: (99, 9))
+    keys.add(cache.cache_key(spec, 90))
+    monkeypatch.setattr(cache, "_package_version", lambda: "99.0")
+    keys.add(cache.cache_key(spec, 90))
+    assert len(keys) == 5
+
+
+@pytest.mark.parametrize("damage", ["flip_payload_byte", "truncate", "garbage"])
+def test_corrupt_entry_is_rebuilt_not_loaded(damage, compile_count, caplog):
+    spec = make_spec()
+    good = cache.build(spec, 90)
+    data = bytearray(good.path.read_bytes())
+    if damage == "flip_payload_byte":
+        data[-100] ^= 0xFF
+    elif damage == "truncate":
+        data = data[: len(data) // 2]
+    else:
+        data = bytearray(b"not a cache entry")
+    good.path.write_bytes(bytes(data))
+    cache.clear_memo()
+    rebuilt = cache.build(spec, 90)
+    assert rebuilt.origin == "compiled" and rebuilt.image == good.image
+    assert cache.decode_entry(rebuilt.path.read_bytes()) == ("cubin", good.image)
+    assert len(compile_count) == 2
+    assert "corrupt" in caplog.text
+
+
+def test_writes_leave_no_temporary_files(jit_cache_dir):
+    for tag in ("a", "b", "c"):
+        cache.build(make_spec(tag), 90)
+    names = sorted(p.name for p in jit_cache_dir.iterdir())
+    assert len(names) == 3 and not any(n.endswith(".tmp") for n in names)
+
+
+def test_failed_write_removes_its_temporary_file(tmp_path, monkeypatch):
+    def failing_replace(src, dst):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(cache.os, "replace", failing_replace)
+    with pytest.raises(OSError, match="disk full"):
+        cache.write_atomically(tmp_path / "entry.bin", b"payload")
+    assert list(tmp_path.iterdir()) == []
+
+
+WORKER = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from flashinfer.jit import JitSpec, cache
+    go = Path(sys.argv[1])
+    while not go.exists():
+        time.sleep(0.001)
+    spec = JitSpec("race", sys.argv[2], ["add_one"])
+    result = cache.build(spec, 90)
+    print(result.origin, result.path)
+    """
+)
+
+
+def test_two_processes_compiling_the_same_spec_both_succeed(jit_cache_dir, tmp_path):
+    go = tmp_path / "go"
+    source = SOURCE + "\n// race test\n"
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    procs = [
+        subprocess.Popen([sys.executable, "-c", WORKER, str(go), source], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    go.touch()
+    outputs = [p.communicate(timeout=120) for p in procs]
+    for proc, (stdout, stderr) in zip(procs, outputs):
+        assert proc.returncode == 0, stderr
+    origins = sorted(out.split(" ", 1)[0] for out, _ in outputs)
+    assert origins in (["compiled", "compiled"], ["compiled", "disk"])
+    paths = {out.split(" ", 1)[1].strip() for out, _ in outputs}
+    assert len(paths) == 1
+    entries = list(jit_cache_dir.iterdir())
+    assert [p.name for p in entries] == [Path(paths.pop()).name]
+    kind, image = cache.decode_entry(entries[0].read_bytes())
+    assert kind == "cubin" and "add_one" in function_symbols(image)
