@@ -34,7 +34,7 @@ MARKER = "experimental_backend"
 def rewrite(file: PythonFile, finding: Finding, project: Project, edits: Dict[cst.CSTNode, Edit]) -> Optional[str]:
     """Add the edits that fix `finding` to `edits`."""
     function = _def_at(file, finding.line)
-    if MARKER in decorator_names(file, function):
+    if MARKER in decorator_names(function):
         raise Unfixable(f"{function.name.value}() already has @{MARKER}")
     marker = _existing_reference(file, project) or _add_import(file, project, edits)
     decorator = cst.Decorator(decorator=cst.parse_expression(marker))

@@ -55,7 +55,7 @@ def run_fix(
     verb = "would fix" if diff else "fixed"
     fixed, changed_files = 0, set()
     try:
-        project = load_project(Path(root) if root else None)
+        project = load_project(Path(root) if root else None, Path(paths[0]) if paths else None)
         for _ in range(1 if diff else MAX_ROUNDS):
             fixes = plan(project, collect(project, paths, rules))
             for file_fix in fixes:

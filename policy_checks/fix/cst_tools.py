@@ -46,9 +46,6 @@ class PythonFile:
     def line_of(self, node: cst.CSTNode) -> int:
         return self.positions[node].start.line
 
-    def code(self, node: cst.CSTNode) -> str:
-        return self.tree.code_for_node(node)
-
 
 def parse(source: bytes, module_name: str, is_package: bool) -> PythonFile:
     """Parse `source`; raises `Unfixable` when libcst cannot."""
@@ -241,7 +238,17 @@ def enclosing_function(file: PythonFile, node: cst.CSTNode) -> Optional[cst.Func
     return found
 
 
-def decorator_names(file: PythonFile, function: cst.FunctionDef) -> List[str]:
+def in_module_scope(file: PythonFile, node: cst.CSTNode) -> bool:
+    """Does `node` bind its names in the module's namespace (not a class's or function's)?"""
+    parent = file.parents.get(node)
+    while parent is not None:
+        if isinstance(parent, (cst.ClassDef, cst.FunctionDef)):
+            return False
+        parent = file.parents.get(parent)
+    return True
+
+
+def decorator_names(function: cst.FunctionDef) -> List[str]:
     """Last component of each decorator's name: ``api`` for ``@x.api(trace=1)``."""
     names = []
     for decorator in function.decorators:

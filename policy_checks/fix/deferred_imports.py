@@ -28,6 +28,7 @@ from .cst_tools import (
     experimental_aliases,
     fresh_import,
     import_at,
+    in_module_scope,
     imported_module,
     prepend_statements,
     resolve_from,
@@ -42,8 +43,8 @@ ENTRY_POINT_DECORATORS = {"flashinfer_api", "flashinfer_experimental_api", "back
 def rewrite(file: PythonFile, finding: Finding, project: Project, edits: Dict[cst.CSTNode, Edit]) -> Optional[str]:
     """Add the edits that fix `finding` to `edits`; returns what is left for a person."""
     statement = import_at(file, finding)
-    if enclosing_function(file, statement) is not None:
-        raise Unfixable("the import is already inside a function")
+    if not in_module_scope(file, statement):
+        raise Unfixable("the import is in a class or function body")
     aliases = experimental_aliases(file, statement, project)
     if not aliases:
         raise Unfixable(f"imports nothing from {project.experimental_package}")
@@ -79,11 +80,13 @@ def _functions_using(file: PythonFile, statement: ImportStatement, alias: cst.Im
         prefixes = {".".join(full.split(".")[:n]) for n in range(1, full.count(".") + 2)}
     else:
         prefixes = {name}
+    # `import a.b` binds the package `a`; another `import a.x` binds the same object
+    binds_package = isinstance(statement, cst.Import) and alias.asname is None
     references = []
     for assignment in scope.assignments:
         if assignment.node is statement and assignment.name in prefixes:
             references += assignment.references
-        elif assignment.name == name and assignment.node is not statement and not _plain_import(assignment.node):
+        elif assignment.name == name and not (binds_package and isinstance(assignment.node, cst.Import)):
             raise Unfixable(f"is also bound at line {file.line_of(assignment.node)}")
     if name in all_names(file):
         raise Unfixable("is listed in __all__ (a re-export)")
@@ -114,19 +117,15 @@ def _may_stay(file: PythonFile, statement: ImportStatement, alias: cst.ImportAli
     )
 
 
-def _plain_import(node: cst.CSTNode) -> bool:
-    """``import a.x`` binds the same package object ``a`` that ``import a.b`` does."""
-    return isinstance(node, cst.Import)
-
-
 def _is_entry_point(file: PythonFile, function: cst.FunctionDef) -> bool:
     if function.name.value == "__getattr__" and file.is_package and file.parents.get(function) is file.tree:
         return True
-    return bool(ENTRY_POINT_DECORATORS & set(decorator_names(file, function)))
+    return bool(ENTRY_POINT_DECORATORS & set(decorator_names(function)))
 
 
 def _importer_elsewhere(project: Project, file: PythonFile, name: str) -> Optional[str]:
-    """``path:line`` of another module that does ``from <this module> import name``."""
+    """``path:line`` of another module that does ``from <this module> import name``
+    (``import <this module>`` followed by attribute access is not looked for)."""
     package_dir = project.root / project.package
     for path in sorted(package_dir.rglob("*.py")) if package_dir.is_dir() else []:
         try:

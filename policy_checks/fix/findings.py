@@ -68,9 +68,9 @@ def _last_name(node: ast.expr) -> str:
     return node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", "")
 
 
-def load_project(root: Optional[Path]) -> Project:
-    """The project at `root`, or the one the checker finds from the current directory."""
-    root = root.resolve() if root else config.find_root(Path.cwd())
+def load_project(root: Optional[Path], start: Optional[Path] = None) -> Project:
+    """The project at `root`, or the one the checker finds from `start` (default: here)."""
+    root = root.resolve() if root else config.find_root(start or Path.cwd())
     try:
         settings = config.load(root)
     except config.ConfigError as error:

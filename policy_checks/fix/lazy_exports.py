@@ -22,10 +22,10 @@ from .cst_tools import (
     bound_name,
     dotted_name,
     drop_small_statement,
-    enclosing_function,
     experimental_aliases,
     fresh_import,
     import_at,
+    in_module_scope,
     prepend_statements,
     with_aliases,
 )
@@ -35,8 +35,8 @@ from .findings import Finding, Project
 def rewrite(file: PythonFile, finding: Finding, project: Project, edits: Dict[cst.CSTNode, Edit]) -> Optional[str]:
     """Add the edits that fix `finding` to `edits`; returns what is left for a person."""
     statement = import_at(file, finding)
-    if enclosing_function(file, statement) is not None:
-        raise Unfixable("the import is already inside a function")
+    if not in_module_scope(file, statement):
+        raise Unfixable("the import is in a class or function body")
     lazy, left = [], []
     for alias in experimental_aliases(file, statement, project):
         name = bound_name(alias, statement)

@@ -301,3 +301,11 @@ def test_a_marked_checker_from_a_support_module_stays_and_the_rest_moves(tree):
     ]
     gemm = tree.imported("fxpkg.gemm")
     assert gemm.mm(2) == 4 and gemm.mm.backend_checks["feat"].is_experimental
+
+
+def test_an_import_in_a_class_body_is_left_for_a_person(tree):
+    original = b"class Table:\n    from .experimental.feat.kernels import run\n"
+    tree.write({"fxpkg/table.py": original})
+    result = tree.fix("EXP001", "fxpkg/table.py", 2)
+    assert result.after == original
+    assert [r for _, r in result.left] == ["the import is in a class or function body"]
