@@ -98,3 +98,15 @@ def test_import_flashinfer_experimental_enforces_nothing():
         "import flashinfer.experimental"
     )
     assert "flashinfer.experimental" in loaded
+
+
+def test_gate_demo_example_runs():
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "gate_demo.py")],
+        capture_output=True, text=True, check=True, cwd=ROOT,
+        env={k: v for k, v in os.environ.items() if k != "FLASHINFER_ALLOW_EXPERIMENTAL_AUTO_BACKENDS"},
+    ).stdout
+    assert "ran 'reference' (candidates ['reference'], kept out by the gate ['fast'])" in out
+    assert "BackendSupportedError: No suitable auto backends found for scale" in out
+    assert out.count("ExperimentalWarning") == 1
+    assert "ran 'fast' (candidates ['fast', 'reference']" in out
