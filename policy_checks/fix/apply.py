@@ -6,6 +6,7 @@ replaces one file atomically, and only when it still holds the bytes `plan` read
 
 from __future__ import annotations
 
+import ast
 import difflib
 import hashlib
 import os
@@ -93,6 +94,11 @@ def _fix_file(project: Project, path: str, findings: List[Finding]) -> FileFix:
             outcome.fixed.append(finding)
     if edits:
         outcome.after = apply_edits(file, edits)
+        try:  # a safety net: never write Python that does not parse
+            ast.parse(outcome.after)
+        except SyntaxError as error:
+            outcome.left += [(f, f"internal error, nothing written: the rewrite does not parse ({error.msg})") for f in outcome.fixed]
+            outcome.fixed, outcome.after = [], before
     return outcome
 
 

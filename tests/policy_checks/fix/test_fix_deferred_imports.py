@@ -309,3 +309,18 @@ def test_an_import_in_a_class_body_is_left_for_a_person(tree):
     result = tree.fix("EXP001", "fxpkg/table.py", 2)
     assert result.after == original
     assert [r for _, r in result.left] == ["the import is in a class or function body"]
+
+
+def test_a_rewrite_that_would_not_parse_is_never_kept(tree, monkeypatch):
+    import libcst as cst
+
+    from policy_checks.fix import apply
+
+    def broken(file, finding, project, edits):  # renders "def" as a statement
+        edits[file.tree] = lambda module: module.with_changes(body=[cst.SimpleStatementLine([cst.Expr(cst.Name("def"))])])
+
+    monkeypatch.setitem(apply.PYTHON_REWRITES, "EXP001", broken)
+    tree.write({"fxpkg/core.py": "from .experimental.feat.kernels import run\n"})
+    result = tree.fix("EXP001", "fxpkg/core.py", 1)
+    assert not result.changed and result.fixed == []
+    assert result.left[0][1].startswith("internal error, nothing written: the rewrite does not parse")
