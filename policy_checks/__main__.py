@@ -1,0 +1,5 @@
+"""``python -m policy_checks`` is ``policy-check``."""
+
+from .cli import main
+
+main()

@@ -1,0 +1,88 @@
+"""Facts by content hash, kept under the project root between runs.
+
+One pickle file maps a key (hash of the facts version, the file's path and its
+bytes) to that file's facts. A key never outlives the bytes it was computed from,
+so the cache cannot change a result, only skip work. Writes go to a temporary
+file renamed into place, so two runs sharing the cache never see a half-written
+file (the last writer wins, and both versions are valid). An unreadable or
+corrupt cache is ignored with a warning.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import tempfile
+from pathlib import Path
+
+from .facts import FACTS_VERSION
+
+DIRECTORY = ".policy-check-cache"
+_FILE = f"facts-v{FACTS_VERSION}.pickle"
+
+
+def key(rel: str, data: bytes) -> bytes:
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(f"{FACTS_VERSION}\0{rel}\0".encode())
+    digest.update(data)
+    return digest.digest()
+
+
+class FactsCache:
+    def __init__(self, root: Path, enabled: bool = True):
+        self.path = root / DIRECTORY / _FILE
+        self.enabled = enabled
+        self.entries: dict = {}
+        self.used: set = set()
+        self.dirty = False
+        self.warning = None
+        if enabled:
+            self._load()
+
+    def _load(self) -> None:
+        try:
+            with open(self.path, "rb") as handle:
+                entries = pickle.load(handle)
+            if not isinstance(entries, dict):
+                raise ValueError("not a mapping")
+            self.entries = entries
+        except FileNotFoundError:
+            pass
+        except Exception as error:  # any corruption: start afresh
+            self.warning = f"ignoring unreadable cache {self.path}: {type(error).__name__}: {error}"
+
+    def get(self, k: bytes, complete: bool = False):
+        facts = self.entries.get(k)
+        if facts is None or (complete and not facts.complete):
+            return None
+        self.used.add(k)
+        return facts
+
+    def put(self, k: bytes, facts) -> None:
+        self.entries[k] = facts
+        self.used.add(k)
+        self.dirty = True
+
+    def save(self) -> None:
+        """Write the entries this run used (plus the rest while they are few)."""
+        if not self.enabled or not self.dirty:
+            return
+        entries = self.entries
+        if len(entries) > 2 * len(self.used):
+            entries = {k: v for k, v in entries.items() if k in self.used}
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            gitignore = self.path.parent / ".gitignore"
+            if not gitignore.exists():
+                gitignore.write_text("*\n")
+            fd, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=".tmp-")
+            try:
+                with os.fdopen(fd, "wb") as handle:
+                    pickle.dump(entries, handle, protocol=pickle.HIGHEST_PROTOCOL)
+                os.replace(temporary, self.path)
+            except BaseException:
+                os.unlink(temporary)
+                raise
+        except OSError as error:
+            self.warning = f"cannot write cache {self.path}: {error}"

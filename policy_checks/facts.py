@@ -1,0 +1,560 @@
+"""Per-file facts: what one Python file imports, defines and binds, and where.
+
+Rules never look at syntax trees; they read these facts. A file's facts depend only
+on its bytes and its module name, so they are cached by content hash (see
+`cache.py`) and computed in worker processes.
+
+Facts come from the standard library's `ast` (CPython's C parser): parsing the
+whole FlashInfer tree with libcst takes minutes, `ast` takes seconds. Positions are
+converted to what the SPEC promises: 1-based line, 1-based column in characters of
+the statement's first character (``ast`` gives UTF-8 byte offsets).
+
+A *dotted reference* (`Ref`) is how a value expression is recorded: the dotted
+name as written (``"eb"``, ``"fu.experimental_backend"``), resolved through the
+module's own top-level bindings where possible (``"flashinfer.utils.experimental_backend"``).
+Cross-module resolution (re-exports) is the project model's job (`project.py`).
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import io
+import re
+import symtable
+import tokenize
+from dataclasses import dataclass, field
+from typing import NamedTuple, Optional
+
+# Bump when the shape or meaning of facts changes: it invalidates every cache entry.
+FACTS_VERSION = "1"
+
+# import scopes (SPEC §2 "module level")
+MODULE = "module"  # runs at import time
+FUNCTION = "function"  # inside a function or lambda body
+TYPE_CHECKING = "type-checking"  # inside `if TYPE_CHECKING:` at module level
+
+
+class Import(NamedTuple):
+    """One imported module: a statement may yield several (``import a, b``).
+
+    `module` is absolute (relative forms resolved with the file's own module name),
+    or None when a relative import climbs above the top-level package.
+    `names` holds ``(name, bound_as)`` pairs of a ``from`` import (``("*", "*")`` for a
+    star), empty for ``import a.b`` and for dynamic imports. Whether a name is a
+    submodule is decided by the project model, which knows the files.
+    """
+
+    module: Optional[str]
+    names: tuple
+    line: int
+    column: int
+    scope: str
+    functions: tuple  # qualnames of the enclosing defs, outermost first
+    dynamic: bool = False  # importlib.import_module / __import__ with literal args
+
+
+class Definition(NamedTuple):
+    qualname: str
+    kind: str  # "function" or "class"
+    line: int
+    column: int
+    decorators: tuple  # resolved dotted names of the decorators (calls unwrapped)
+
+
+# A value expression in a checks mapping:
+#   ("name", dotted)                  a name or attribute path
+#   ("call", dotted_func, args)       a call; args is a tuple of refs
+#   ("str", text)                     a string literal
+#   ("other",)                        anything else
+Ref = tuple
+
+
+class DictValue(NamedTuple):
+    """A module-level dict literal (or ``dict(...)`` call), plus later ``D[k] = v``."""
+
+    entries: tuple  # (key or None, Ref) pairs; key None for `**spread` (Ref is the spread)
+    line: int
+
+
+class BackendCall(NamedTuple):
+    """A ``backend_requirement(...)`` call (decorator or plain call)."""
+
+    checks: Optional[Ref]  # the backend_checks argument
+    line: int
+    column: int
+
+
+class Suppression(NamedTuple):
+    line: int
+    column: int
+    ids: tuple  # rule ids named in the brackets
+    reason: str
+    text: str  # the comment as written
+    problem: Optional[str]  # why it is malformed, None when well formed
+
+
+# module-level binding kinds: ("module", absolute_module) for `import a.b as c`;
+# ("from", absolute_module, name); ("def", qualname); ("alias", dotted) for `x = y.z`;
+# ("dict", DictValue)
+Binding = tuple
+
+
+@dataclass
+class FileFacts:
+    module: str
+    is_package: bool
+    imports: list = field(default_factory=list)
+    definitions: dict = field(default_factory=dict)  # qualname -> Definition
+    bindings: dict = field(default_factory=dict)  # top-level name -> Binding
+    backend_calls: list = field(default_factory=list)
+    syntax_error: Optional[tuple] = None  # (line, column, message)
+    suppressions: list = field(default_factory=list)
+    complete: bool = True  # False: only syntax_error and suppressions were computed
+
+    def resolve_local(self, dotted: str) -> str:
+        """Rewrite the first component of `dotted` through this module's top-level bindings."""
+        first, dot, rest = dotted.partition(".")
+        binding = self.bindings.get(first)
+        if binding is None:
+            return dotted
+        kind = binding[0]
+        if kind == "module":
+            base = binding[1]
+        elif kind == "from":
+            base = f"{binding[1]}.{binding[2]}" if binding[1] else binding[2]
+        elif kind == "def":
+            base = f"{self.module}.{binding[1]}"
+        elif kind == "alias" and binding[1].partition(".")[0] != first:
+            return self.resolve_local(binding[1] + dot + rest)
+        else:
+            return dotted
+        return base + dot + rest
+
+
+def package_of(module: str, is_package: bool) -> str:
+    """The package that relative imports in `module` are relative to."""
+    return module if is_package else module.rpartition(".")[0]
+
+
+def resolve_relative(package: str, level: int, name: Optional[str]) -> Optional[str]:
+    """Absolute module for ``from <level dots><name> import ...`` inside `package`."""
+    if level == 0:
+        return name
+    parts = package.split(".") if package else []
+    if level - 1 > len(parts) or (level - 1 == len(parts) and not name):
+        return None
+    base = parts[: len(parts) - (level - 1)]
+    if name:
+        base.append(name)
+    return ".".join(base) or None
+
+
+def dotted_name(node: ast.AST) -> Optional[str]:
+    """``a.b.c`` for a Name/Attribute chain, else None."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _literal_str(node: Optional[ast.AST]) -> Optional[str]:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    return None
+
+
+class _Columns:
+    """Converts ast's UTF-8 byte offsets to 1-based character columns."""
+
+    def __init__(self, source: bytes):
+        self.lines = source.split(b"\n")
+
+    def column(self, line: int, col_offset: int) -> int:
+        raw = self.lines[line - 1] if 0 < line <= len(self.lines) else b""
+        if line == 1 and raw.startswith(b"\xef\xbb\xbf"):
+            raw = raw[3:]
+        prefix = raw[:col_offset]
+        if prefix.isascii():
+            return col_offset + 1
+        return len(prefix.decode("utf-8", "replace")) + 1
+
+
+class _Extractor(ast.NodeVisitor):
+    """One pass over a module's tree, tracking scope, collecting facts."""
+
+    def __init__(self, facts: FileFacts, columns: _Columns, call_names: frozenset, token_lines: list):
+        self.facts = facts
+        self.columns = columns
+        self.call_names = call_names  # local names that may be backend_requirement
+        # Expressions matter only for calls (dynamic imports, backend_requirement);
+        # one spanning no line that names such a call is skipped, which keeps the
+        # walk over big files cheap. An alias of backend_requirement (``br``) makes
+        # every later expression worth visiting.
+        self.token_lines = token_lines
+        self.every_expression = False
+        self.package = package_of(facts.module, facts.is_package)
+        self.scope = MODULE
+        self.functions: list = []  # enclosing def qualnames
+        self.qualname: list = []  # enclosing def/class names
+        self.raw_decorators: dict = {}  # qualname -> [raw dotted]
+        self.pending_calls: list = []  # (raw func dotted, node)
+
+    def visit(self, node: ast.AST):
+        if isinstance(node, ast.expr) and not self.every_expression:
+            at = bisect.bisect_left(self.token_lines, node.lineno)
+            if at == len(self.token_lines) or self.token_lines[at] > (node.end_lineno or node.lineno):
+                return None
+        return super().visit(node)
+
+    # positions -------------------------------------------------------------
+    def _pos(self, node: ast.AST) -> tuple:
+        return node.lineno, self.columns.column(node.lineno, node.col_offset)
+
+    def _add_import(self, module, names, node, dynamic=False):
+        line, column = self._pos(node)
+        self.facts.imports.append(
+            Import(module, tuple(names), line, column, self.scope, tuple(self.functions), dynamic)
+        )
+
+    def _bind(self, name: str, binding: Binding) -> None:
+        if self.scope != FUNCTION and not self.qualname:
+            self.facts.bindings[name] = binding
+
+    # imports ---------------------------------------------------------------
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            self._add_import(alias.name, (), node)
+            if alias.asname:
+                self._bind(alias.asname, ("module", alias.name))
+            else:
+                top = alias.name.partition(".")[0]
+                self._bind(top, ("module", top))
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        module = resolve_relative(self.package, node.level, node.module)
+        names = [(a.name, a.asname or a.name) for a in node.names]
+        self._add_import(module, names, node)
+        for name, bound in names:
+            if name in self.call_names and bound != name:
+                self.call_names = self.call_names | {bound}  # `import ... as br`
+                self.every_expression = True
+            if module is not None and name != "*":
+                self._bind(bound, ("from", module, name))
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = dotted_name(node.func)
+        if func is not None:
+            self._dynamic_import(func, node)
+            if func.rpartition(".")[2] in self.call_names or func in self.call_names:
+                self.pending_calls.append((func, node))
+        self.generic_visit(node)
+
+    def _dynamic_import(self, func: str, node: ast.Call) -> None:
+        short = func.rpartition(".")[2]
+        if short not in ("import_module", "__import__") or not node.args:
+            return
+        name = _literal_str(node.args[0])
+        if name is None:
+            return
+        keywords = {k.arg: k.value for k in node.keywords if k.arg}
+        if short == "import_module":
+            package = keywords.get("package", node.args[1] if len(node.args) > 1 else None)
+            level = len(name) - len(name.lstrip("."))
+            if level:
+                base = _literal_str(package)
+                if base is None and dotted_name(package) in ("__package__", "__name__"):
+                    base = self.package
+                if base is None:
+                    return
+                module = resolve_relative(base, level, name[level:] or None)
+            else:
+                module = name
+        else:
+            level_node = keywords.get("level", node.args[4] if len(node.args) > 4 else None)
+            level = level_node.value if isinstance(level_node, ast.Constant) else 0
+            if not isinstance(level, int):
+                return
+            module = resolve_relative(self.package, level, name or None) if level else name
+        self._add_import(module, (), node, dynamic=True)
+
+    # scopes ----------------------------------------------------------------
+    def _visit_def(self, node, kind: str) -> None:
+        for decorator in node.decorator_list:
+            self.visit(decorator)
+        qualname = ".".join(self.qualname + [node.name])
+        line, column = self._pos(node)
+        self.raw_decorators[qualname] = [
+            dotted_name(d.func if isinstance(d, ast.Call) else d) or "" for d in node.decorator_list
+        ]
+        self.facts.definitions[qualname] = Definition(qualname, kind, line, column, ())
+        self._bind(node.name, ("def", qualname))
+        if kind == "function":
+            args = node.args
+            for default in args.defaults + [d for d in args.kw_defaults if d is not None]:
+                self.visit(default)
+            saved = self.scope
+            self.scope = FUNCTION
+            self.functions.append(qualname)
+            self.qualname.append(node.name)
+            for stmt in node.body:
+                self.visit(stmt)
+            self.qualname.pop()
+            self.functions.pop()
+            self.scope = saved
+        else:
+            for base in node.bases + [k.value for k in node.keywords]:
+                self.visit(base)
+            self.qualname.append(node.name)
+            for stmt in node.body:
+                self.visit(stmt)
+            self.qualname.pop()
+
+    def visit_FunctionDef(self, node) -> None:
+        self._visit_def(node, "function")
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_ClassDef(self, node) -> None:
+        self._visit_def(node, "class")
+
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        for default in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
+            self.visit(default)
+        saved, self.scope = self.scope, FUNCTION
+        self.visit(node.body)
+        self.scope = saved
+
+    def visit_If(self, node: ast.If) -> None:
+        test = dotted_name(node.test)
+        if self.scope == MODULE and test and test.rpartition(".")[2] == "TYPE_CHECKING":
+            self.scope = TYPE_CHECKING
+            for stmt in node.body:
+                self.visit(stmt)
+            self.scope = MODULE
+            for stmt in node.orelse:
+                self.visit(stmt)
+        else:
+            self.generic_visit(node)
+
+    # module-level values ---------------------------------------------------
+    def visit_Assign(self, node: ast.Assign) -> None:
+        self.generic_visit(node)
+        if self.scope == FUNCTION or self.qualname:
+            return
+        for target in node.targets:
+            if isinstance(target, ast.Name):
+                self._bind_value(target.id, node.value, node)
+            elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+                self._add_dict_item(target.value.id, target.slice, node.value)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self.generic_visit(node)
+        if node.value is not None and isinstance(node.target, ast.Name):
+            if self.scope != FUNCTION and not self.qualname:
+                self._bind_value(node.target.id, node.value, node)
+
+    def _bind_value(self, name: str, value: ast.AST, node: ast.AST) -> None:
+        dotted = dotted_name(value)
+        if dotted is not None:
+            self._bind(name, ("alias", dotted))
+            if dotted.rpartition(".")[2] in self.call_names:
+                self.call_names = self.call_names | {name}  # `br = backend_requirement`
+                self.every_expression = True
+            return
+        entries = self._dict_entries(value)
+        if entries is not None:
+            self._bind(name, ("dict", DictValue(tuple(entries), node.lineno)))
+        else:
+            self.facts.bindings.pop(name, None)  # rebound to something we do not follow
+
+    def _add_dict_item(self, name: str, key: ast.AST, value: ast.AST) -> None:
+        binding = self.facts.bindings.get(name)
+        if binding and binding[0] == "dict":
+            old = binding[1]
+            entry = (_literal_str(key), self._ref(value))
+            self.facts.bindings[name] = ("dict", DictValue(old.entries + (entry,), old.line))
+
+    def _dict_entries(self, value: ast.AST) -> Optional[list]:
+        if isinstance(value, ast.Dict):
+            return [
+                (_literal_str(k), self._ref(v)) if k is not None else (None, self._ref(v))
+                for k, v in zip(value.keys, value.values)
+            ]
+        if isinstance(value, ast.Call) and dotted_name(value.func) == "dict" and not value.args:
+            return [(k.arg, self._ref(k.value)) for k in value.keywords]
+        return None
+
+    def _ref(self, node: ast.AST) -> Ref:
+        dotted = dotted_name(node)
+        if dotted is not None:
+            return ("name", dotted)
+        entries = self._dict_entries(node)
+        if entries is not None:
+            return ("dict", tuple(entries))
+        if isinstance(node, ast.Call):
+            func = dotted_name(node.func)
+            inner = self._ref(node.func) if func is None else None
+            args = tuple(self._ref(a) for a in node.args)
+            if inner is not None and inner[0] == "call":
+                return ("call", inner[1], inner[2] + args)  # f(x)(checker): keep both
+            return ("call", func or "", args)
+        text = _literal_str(node)
+        if text is not None:
+            return ("str", text)
+        return ("other",)
+
+    # post-pass: resolve what needed the complete top-level bindings --------
+    def finish(self) -> None:
+        facts = self.facts
+        for qualname, raw in self.raw_decorators.items():
+            d = facts.definitions[qualname]
+            facts.definitions[qualname] = d._replace(
+                decorators=tuple(facts.resolve_local(r) if r else "" for r in raw)
+            )
+        for func, node in self.pending_calls:
+            if facts.resolve_local(func).rpartition(".")[2] != "backend_requirement":
+                continue
+            keywords = {k.arg: k.value for k in node.keywords if k.arg}
+            checks = keywords.get("backend_checks", node.args[0] if node.args else None)
+            line, column = self._pos(node)
+            facts.backend_calls.append(
+                BackendCall(self._ref(checks) if checks is not None else None, line, column)
+            )
+
+
+def extract(source: bytes, module: str, is_package: bool, call_names=frozenset()) -> FileFacts:
+    """Facts of one file. A file that does not parse gets only `syntax_error` set.
+
+    `call_names` are extra local names that may be bound to ``backend_requirement``
+    in this file (aliases found in other modules); the literal name always counts.
+    """
+    facts = FileFacts(module, is_package)
+    tree = _parse(source, facts)
+    if tree is not None:
+        names = frozenset(call_names) | {"backend_requirement"}
+        extractor = _Extractor(facts, _Columns(source), names, _token_lines(source, names))
+        try:
+            extractor.visit(tree)
+            extractor.finish()
+        except RecursionError:
+            facts.syntax_error = (1, 1, "too deeply nested to analyse")
+    if b"policy:" in source:
+        facts.suppressions = python_suppressions(source)
+    return facts
+
+
+CALL_TOKENS = (b"import_module", b"__import__")
+
+
+def _token_lines(source: bytes, names) -> list:
+    """Sorted numbers of the lines naming a call the facts record."""
+    lines = set()
+    for token in CALL_TOKENS + tuple(n.encode() for n in names):
+        at = source.find(token)
+        while at >= 0:
+            lines.add(source.count(b"\n", 0, at) + 1)
+            at = source.find(token, at + len(token))
+    return sorted(lines)
+
+
+def _parse(source: bytes, facts: FileFacts) -> Optional[ast.AST]:
+    try:
+        return ast.parse(source)
+    except SyntaxError as error:
+        facts.syntax_error = _error_position(error)
+    except (ValueError, UnicodeDecodeError, RecursionError, MemoryError) as error:
+        facts.syntax_error = (1, 1, f"{type(error).__name__}: {error}")
+    return None
+
+
+def syntax_error(source: bytes) -> Optional[tuple]:
+    """`(line, column, message)` if `source` is not valid Python, else None.
+
+    Cheaper than `extract`: the C parser and symbol table run, no Python-level AST
+    objects are built. Used for files no rule needs facts of (EXP000 only).
+    """
+    try:
+        symtable.symtable(source, "<checked>", "exec")
+    except SyntaxError as error:
+        return _error_position(error)
+    except (ValueError, UnicodeDecodeError, RecursionError, MemoryError) as error:
+        return (1, 1, f"{type(error).__name__}: {error}")
+    return None
+
+
+def _error_position(error: SyntaxError) -> tuple:
+    return (error.lineno or 1, max(error.offset or 1, 1), f"{type(error).__name__}: {error.msg}")
+
+
+# suppressions -------------------------------------------------------------------
+
+_SUPPRESSION = re.compile(r"policy\s*:\s*ignore\b(?P<rest>.*)$")
+_BRACKETS = re.compile(r"\s*\[(?P<ids>[^\]]*)\]\s*(?P<reason>.*)$")
+_RULE_ID = re.compile(r"^[A-Z]{3}\d{3}$")
+
+
+def parse_suppression(comment: str, line: int, column: int) -> Optional[Suppression]:
+    """A `Suppression` if `comment` holds ``policy: ignore...``, else None."""
+    match = _SUPPRESSION.search(comment)
+    if match is None:
+        return None
+    text = comment[match.start():].strip()
+    brackets = _BRACKETS.match(match.group("rest"))
+    if brackets is None:
+        return Suppression(line, column, (), "", text, "names no rule id: write `policy: ignore[EXP00N] reason`")
+    ids = tuple(i.strip() for i in brackets.group("ids").split(",") if i.strip())
+    reason = brackets.group("reason").strip()
+    problem = None
+    bad = [i for i in ids if not _RULE_ID.match(i)]
+    if not ids:
+        problem = "names no rule id: write `policy: ignore[EXP00N] reason`"
+    elif bad:
+        problem = f"names an invalid rule id {bad[0]!r}"
+    elif not reason:
+        problem = "gives no reason: write the reason after the brackets"
+    return Suppression(line, column, ids, reason, text, problem)
+
+
+def python_suppressions(source: bytes) -> list:
+    """Suppressions in the comments of a Python file (strings do not count)."""
+    found = []
+    try:
+        for token in tokenize.tokenize(io.BytesIO(source).readline):
+            if token.type == tokenize.COMMENT:
+                s = parse_suppression(token.string, token.start[0], token.start[1] + 1)
+                if s is not None:
+                    found.append(s)
+    except (tokenize.TokenError, SyntaxError, UnicodeDecodeError, ValueError):
+        return text_suppressions(source.decode("utf-8", "replace"), ("#",))
+    return found
+
+
+def text_suppressions(text: str, markers: tuple) -> list:
+    """Suppressions in a non-Python file: a comment marker then ``policy: ignore``."""
+    found = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if "policy" not in line:
+            continue
+        for marker in markers:
+            at = line.find(marker)
+            if at >= 0:
+                s = parse_suppression(line[at + len(marker):], number, at + 1)
+                if s is not None:
+                    found.append(s._replace(text=line[at:].strip()))
+                    break
+    return found
+
+
+
+def syntax_only(source: bytes, module: str, is_package: bool) -> FileFacts:
+    """Facts of a file no rule inspects: its syntax error (EXP000) and suppressions."""
+    facts = FileFacts(module, is_package, complete=False)
+    facts.syntax_error = syntax_error(source)
+    if b"policy:" in source:
+        facts.suppressions = python_suppressions(source)
+    return facts

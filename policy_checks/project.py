@@ -1,0 +1,307 @@
+"""The project model: which files exist, their module names, their facts, and
+name resolution across modules (imports, re-exports, lazy exports).
+
+Facts of a file are loaded on first use (`Project.facts`), from the cache or by
+parsing, so a rule may follow a re-export into any module. The runner computes,
+in parallel and up front, the facts of the files some rule must inspect
+(`needs_facts`); every other file is only syntax-checked unless a rule asks.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator, Optional
+
+from .config import Settings
+from .facts import FileFacts, Import
+
+_GLOB_CHARS = set("*?[")
+
+
+@dataclass
+class SourceFile:
+    rel: str  # path relative to the root, "/" separators
+    module: str  # absolute module name ("tests.x.test_y" for tests)
+    is_package: bool
+    size: int
+
+
+def is_excluded(rel: str, patterns) -> bool:
+    """A pattern without glob characters excludes that path and everything below it;
+    a glob is matched against the path and each of its parent directories."""
+    for pattern in patterns:
+        pattern = pattern.strip("/")
+        if not _GLOB_CHARS & set(pattern):
+            if rel == pattern or rel.startswith(pattern + "/"):
+                return True
+            continue
+        parts = rel.split("/")
+        if any(fnmatch.fnmatchcase("/".join(parts[:i]), pattern) for i in range(1, len(parts) + 1)):
+            return True
+    return False
+
+
+def module_name(rel: str) -> tuple:
+    """``("a.b", is_package)`` for ``a/b.py`` or ``a/b/__init__.py``."""
+    parts = rel[:-3].split("/")
+    is_package = parts[-1] == "__init__"
+    if is_package:
+        parts.pop()
+    return ".".join(parts), is_package
+
+
+def walk_python_files(root: Path, top: str, exclude, problems: list) -> Iterator[SourceFile]:
+    """Python files below `root/top`; symlinked directories are not followed (no
+    loops), entries that are not regular files are recorded in `problems`."""
+    base = root / top
+    if not base.is_dir():
+        return
+    stack = [base]
+    while stack:
+        directory = stack.pop()
+        try:
+            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+        except OSError as error:
+            problems.append((_rel(root, Path(directory)), f"cannot list directory: {error.strerror or error}"))
+            continue
+        for entry in entries:
+            rel = _rel(root, Path(entry.path))
+            if is_excluded(rel, exclude) or entry.name == "__pycache__":
+                continue
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                    continue
+            except OSError:
+                pass
+            if not entry.name.endswith(".py"):
+                continue
+            try:
+                info = entry.stat()  # follows symlinks: a broken one raises
+            except OSError as error:
+                problems.append((rel, f"cannot read: {error.strerror or error}"))
+                continue
+            if not stat.S_ISREG(info.st_mode):
+                problems.append((rel, "cannot read: not a regular file"))
+                continue
+            module, is_package = module_name(rel)
+            yield SourceFile(rel, module, is_package, info.st_size)
+
+
+def _rel(root: Path, path: Path) -> str:
+    return path.relative_to(root).as_posix()
+
+
+class Project:
+    """Files of one project and lazy access to their facts."""
+
+    def __init__(self, root: Path, settings: Settings, load_facts: Callable[[SourceFile], FileFacts]):
+        self.root = root
+        self.settings = settings
+        self._load_facts = load_facts
+        self.read_problems: list = []  # (rel, message) for EXP000
+        self.files: dict = {}  # rel -> SourceFile
+        self.by_module: dict = {}  # module -> rel (package files only)
+        self._facts: dict = {}
+        self.primary: set = set()  # rels whose complete facts were computed up front
+        self._docs = None
+        self._examples = None
+        for top in (settings.package.replace(".", "/"), settings.stable_tests):
+            for source in walk_python_files(root, top, settings.exclude, self.read_problems):
+                if source.rel in self.files:
+                    continue
+                self.files[source.rel] = source
+                if source.module.startswith(settings.package + ".") or source.module == settings.package:
+                    self.by_module[source.module] = source.rel
+
+    # non-Python files ------------------------------------------------------------
+    def excluded(self, rel: str) -> bool:
+        return is_excluded(rel, self.settings.exclude)
+
+    def docs_pages(self) -> list:
+        """``(rel, text)`` of the docs pages the settings name (EXP006)."""
+        if self._docs is None:
+            pages = {}
+            for pattern in self.settings.docs:
+                for path in sorted(self.root.glob(pattern)):
+                    rel = _rel(self.root, path)
+                    if rel in pages or self.excluded(rel) or not path.is_file():
+                        continue
+                    text = _read_text(path)
+                    if text is None:
+                        self.read_problems.append((rel, "cannot read"))
+                    else:
+                        pages[rel] = text
+            self._docs = sorted(pages.items())
+        return self._docs
+
+    def example_texts(self) -> dict:
+        """rel -> text of the example scripts that parse (EXP009)."""
+        if self._examples is None:
+            found = {}
+            base = self.root / self.settings.examples
+            for path in sorted(base.rglob("*.py")) if base.is_dir() else ():
+                text = _read_text(path)
+                if text is None:
+                    continue
+                try:
+                    compile(text, str(path), "exec", dont_inherit=True)
+                except (SyntaxError, ValueError):
+                    continue
+                found[_rel(self.root, path)] = text
+            self._examples = found
+        return self._examples
+
+    # facts -------------------------------------------------------------------
+    def set_facts(self, rel: str, facts: FileFacts) -> None:
+        self._facts[rel] = facts
+
+    def facts(self, rel: str) -> FileFacts:
+        """Complete facts of `rel` (parsed on demand)."""
+        facts = self._facts.get(rel)
+        if facts is None or not facts.complete:
+            facts = self._load_facts(self.files[rel])
+            self._facts[rel] = facts
+        return facts
+
+    def known_facts(self, rel: str) -> Optional[FileFacts]:
+        """Whatever facts were computed for `rel` (maybe syntax-only), without parsing."""
+        return self._facts.get(rel)
+
+    def module_facts(self, module: str) -> Optional[FileFacts]:
+        rel = self.by_module.get(module)
+        if rel is None:
+            return None
+        facts = self.facts(rel)
+        return None if facts.syntax_error else facts
+
+    # classification ------------------------------------------------------------
+    def is_module(self, module: Optional[str]) -> bool:
+        return module in self.by_module
+
+    def is_stable_test(self, rel: str) -> bool:
+        s = self.settings
+        return _under(rel, s.stable_tests) and not _under(rel, s.experimental_tests)
+
+    def import_targets(self, imp: Import) -> list:
+        """Absolute modules an import runs: the named module, plus each imported name
+        that is a submodule in this project (``from pkg import subpackage``)."""
+        if imp.module is None:
+            return []
+        targets = [imp.module]
+        for name, _ in imp.names:
+            candidate = f"{imp.module}.{name}"
+            if name != "*" and self.is_module(candidate):
+                targets.append(candidate)
+        return targets
+
+    # resolution ----------------------------------------------------------------
+    def resolve(self, module: str, name: str, _seen: Optional[set] = None):
+        """What `name` (possibly dotted) means in `module`, following re-exports.
+
+        Returns ``("module", name)``, ``("def", module, Definition)``,
+        ``("dict", module, DictValue)`` or ``("external", dotted)`` for things
+        outside the project or not statically known.
+        """
+        seen = _seen if _seen is not None else set()
+        if (module, name) in seen or len(seen) > 50:
+            return ("external", f"{module}.{name}")
+        seen.add((module, name))
+        first, _, rest = name.partition(".")
+        facts = self.module_facts(module)
+        if facts is None:
+            return ("external", f"{module}.{name}")
+        definition = facts.definitions.get(name)
+        if definition is not None:
+            return ("def", module, definition)
+        binding = facts.bindings.get(first)
+        target = None
+        if binding is None:
+            if self.is_module(f"{module}.{first}"):
+                target = ("module", f"{module}.{first}")
+            else:
+                lazy = self._lazy_export(facts, first)
+                if lazy is not None:
+                    return self._descend(self.resolve(lazy, first, seen), rest, seen)
+                return ("external", f"{module}.{name}")
+        elif binding[0] == "def":
+            return ("def", module, facts.definitions[binding[1]])
+        elif binding[0] == "module":
+            target = ("module", binding[1]) if self.is_module(binding[1]) else ("external", binding[1])
+        elif binding[0] == "from":
+            source, attribute = binding[1], binding[2]
+            if self.is_module(f"{source}.{attribute}"):
+                target = ("module", f"{source}.{attribute}")
+            elif self.is_module(source):
+                target = self.resolve(source, attribute, seen)
+            else:
+                target = ("external", f"{source}.{attribute}")
+        elif binding[0] == "alias":
+            target = self.resolve(module, binding[1], seen)
+        elif binding[0] == "dict":
+            target = ("dict", module, binding[1])
+        return self._descend(target, rest, seen)
+
+    def _descend(self, target, rest: str, seen: set):
+        if not rest or target is None:
+            return target
+        if target[0] == "module":
+            return self.resolve(target[1], rest, seen)
+        if target[0] == "def":
+            # a method: Class.method
+            facts = self.module_facts(target[1])
+            qualname = f"{target[2].qualname}.{rest}"
+            if facts is not None and qualname in facts.definitions:
+                return ("def", target[1], facts.definitions[qualname])
+            return ("external", f"{target[1]}.{qualname}")
+        if target[0] == "external":
+            return ("external", f"{target[1]}.{rest}")
+        return ("external", rest)
+
+    def _lazy_export(self, facts: FileFacts, name: str) -> Optional[str]:
+        """The submodule a PEP 562 lazy export table in a package ``__init__`` maps
+        `name` to (a module-level dict of string keys to module-name strings, in a
+        module that defines ``__getattr__``), or None."""
+        if not facts.is_package or "__getattr__" not in facts.definitions:
+            return None
+        for binding in facts.bindings.values():
+            if binding[0] != "dict":
+                continue
+            for key, ref in binding[1].entries:
+                if key == name and ref[0] == "str":
+                    value = ref[1]
+                    for candidate in (f"{facts.module}.{value.lstrip('.')}", value):
+                        if self.is_module(candidate):
+                            return candidate
+        return None
+
+    def decorated_with(self, module: str, definition, marker: str) -> bool:
+        """Does `definition` (in `module`) carry a decorator whose resolved name ends in `marker`?"""
+        for decorator in definition.decorators:
+            if decorator.rpartition(".")[2] == marker:
+                return True
+            target = self.resolve(module, decorator) if decorator else None
+            if target and target[0] in ("def",) and target[2].qualname.rpartition(".")[2] == marker:
+                return True
+            if target and target[0] == "external" and target[1].rpartition(".")[2] == marker:
+                return True
+        return False
+
+
+def _read_text(path: Path) -> Optional[str]:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def _under(rel: str, top: str) -> bool:
+    return rel == top or rel.startswith(top.rstrip("/") + "/")
+
+
+under = _under
+

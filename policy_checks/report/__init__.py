@@ -1,0 +1,13 @@
+"""Output formats. Each formatter turns a `Result` into the text printed on stdout.
+
+All formats carry the same findings; `FORMATS` maps the ``--format`` name to it.
+"""
+
+from __future__ import annotations
+
+from .github import github
+from .json_report import json_report
+from .sarif import sarif
+from .text import text
+
+FORMATS = {"text": text, "json": json_report, "github": github, "sarif": sarif}

@@ -1,0 +1,30 @@
+"""The JSON object of SPEC §2.1."""
+
+from __future__ import annotations
+
+import json
+
+
+def json_report(result, rule_names: dict, statistics: bool = False) -> str:
+    document = {
+        "version": 1,
+        "findings": [
+            {
+                "rule": f.rule,
+                "name": rule_names.get(f.rule, ""),
+                "path": f.path,
+                "line": f.line,
+                "column": f.column,
+                "message": f.message,
+                "severity": "error",
+            }
+            for f in result.findings
+        ],
+        "files_checked": result.files_checked,
+    }
+    if statistics:
+        counts = {}
+        for f in result.findings:
+            counts[f.rule] = counts.get(f.rule, 0) + 1
+        document["statistics"] = counts
+    return json.dumps(document, indent=2) + "\n"

@@ -1,0 +1,16 @@
+"""``path:line:col: EXP00N message`` lines, then an optional per-rule count."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+
+def text(result, rule_names: dict, statistics: bool = False) -> str:
+    lines = [f"{f.path}:{f.line}:{f.column}: {f.rule} {f.message}" for f in result.findings]
+    if statistics:
+        counts = Counter(f.rule for f in result.findings)
+        lines += [f"{count:6d}  {rule}  {rule_names.get(rule, '')}" for rule, count in sorted(counts.items())]
+    noun = "file" if result.files_checked == 1 else "files"
+    summary = f"{len(result.findings)} finding(s) in {result.files_checked} {noun} checked"
+    lines.append(summary if result.findings else f"All clear: {result.files_checked} {noun} checked")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,42 @@
+"""EXP000 parse-error."""
+
+from __future__ import annotations
+
+from .base import Example, Rule
+
+
+class ParseError(Rule):
+    """A file the checker reads could not be read or parsed.
+
+    Every other rule reasons about what a file imports and defines; a file that does
+    not parse cannot be reasoned about, so a violation could hide in it. The finding
+    says so instead of silently passing the file. The rest of the tree is still
+    checked. Files whose bytes cannot concern any other rule are syntax-checked
+    with the compiler's parser and symbol table only; no syntax tree is built.
+    """
+
+    id = "EXP000"
+    name = "parse-error"
+    summary = "a file could not be read or parsed; the others are still checked"
+
+    VALID = [Example({"flashinfer/__init__.py": "", "flashinfer/ok.py": "x = 1\n"})]
+    INVALID = [
+        Example(
+            {"flashinfer/__init__.py": "", "flashinfer/bad.py": "x = 1\ndef broken(:\n    pass\n"},
+            expect=(("flashinfer/bad.py", 2),),
+        ),
+        Example(
+            {"flashinfer/__init__.py": "", "flashinfer/latin.py": b"s = '\xff\xfe'\n"},
+            expect=(("flashinfer/latin.py", 1),),
+            note="undecodable bytes",
+        ),
+    ]
+
+    def check(self, project):
+        for rel, message in project.read_problems:
+            yield self.finding(rel, 1, 1, message)
+        for rel in project.files:
+            facts = project.known_facts(rel)
+            if facts is not None and facts.syntax_error is not None:
+                line, column, message = facts.syntax_error
+                yield self.finding(rel, line, column, f"cannot parse: {message}")

@@ -1,0 +1,124 @@
+"""EXP001 core-imports-experimental."""
+
+from __future__ import annotations
+
+from .base import Example, Rule, checker_import, core_primary, experimental_targets, is_aot, is_init, runs_at_import
+
+_CHECKER = (
+    "from flashinfer.utils import experimental_backend\n\n"
+    "@experimental_backend\ndef fast_check(x):\n    return True\n"
+)
+
+
+class CoreImportsExperimental(Rule):
+    """A core module imports ``flashinfer.experimental...`` at module level.
+
+    Core (everything in the package outside ``flashinfer/experimental/``) must not
+    execute experimental code when it is imported: importing a stable module would
+    otherwise pull in unreviewed kernels and JIT code, and removing a feature would
+    break stable imports. Hand-offs to experimental code are deferred imports inside
+    a sanctioned entry point (see EXP007).
+
+    The one exception: ``from <support module> import checker, ...`` where every
+    imported name is an ``@experimental_backend`` checker; ``backend_requirement``
+    needs its checkers when the decorated API is defined. What a support module may
+    import is then EXP003's business.
+
+    Every import form counts (``import a.b``, ``from a import b`` with ``b`` a
+    subpackage, relative forms at any depth, ``importlib.import_module`` and
+    ``__import__`` with literal arguments), at module level (the body, including
+    module-level ``if``/``try``/``with``/``for`` and class bodies, decorators and
+    default values; not function bodies, not ``if TYPE_CHECKING:``).
+    ``flashinfer/__init__.py`` is EXP002's and AOT modules are EXP005's.
+    """
+
+    id = "EXP001"
+    name = "core-imports-experimental"
+    summary = "a core module imports flashinfer.experimental... at module level"
+
+    VALID = [
+        Example(
+            {
+                "flashinfer/__init__.py": "",
+                "flashinfer/experimental/__init__.py": "",
+                "flashinfer/experimental/feat/__init__.py": "",
+                "flashinfer/experimental/feat/support.py": _CHECKER,
+                "flashinfer/gemm.py": (
+                    "from .experimental.feat.support import fast_check\n"
+                    "def mm(x):\n    from flashinfer.experimental.feat import kernels\n"
+                ),
+            },
+            note="support-module checker import; deferred import",
+        ),
+        Example(
+            {
+                "flashinfer/__init__.py": "",
+                "flashinfer/gdn_kernels/__init__.py": "",
+                "flashinfer/gdn_kernels/experimental/__init__.py": "",
+                "flashinfer/gdn.py": (
+                    "from .gdn_kernels.experimental import thing\n"
+                    "from .gdn_kernels import experimental\n"
+                    "import cutlass.experimental\nfrom cuda.core.experimental import Device\n"
+                    "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                    "    import flashinfer.experimental.feat\n"
+                ),
+            },
+            note="a directory merely named experimental; third-party; TYPE_CHECKING",
+        ),
+    ]
+    INVALID = [
+        Example(
+            {
+                "flashinfer/__init__.py": "",
+                "flashinfer/experimental/__init__.py": "",
+                "flashinfer/experimental/feat/__init__.py": "",
+                "flashinfer/experimental/feat/kernels.py": "def run(): pass\n",
+                "flashinfer/experimental/feat/support.py": _CHECKER + "HEAVY = 1\n",
+                "flashinfer/ops/__init__.py": "",
+                "flashinfer/ops/a.py": (
+                    "import flashinfer.experimental.feat.kernels\n"  # 1
+                    "import flashinfer.experimental.feat as f\n"  # 2
+                    "from flashinfer.experimental.feat.kernels import run\n"  # 3
+                    "from flashinfer.experimental import feat\n"  # 4
+                    "from ..experimental.feat import kernels\n"  # 5
+                    "from .. import experimental\n"  # 6
+                    "import importlib\n"
+                    "importlib.import_module('flashinfer.experimental.feat')\n"  # 8
+                    "importlib.import_module('..experimental.feat', package='flashinfer.ops')\n"  # 9
+                    "__import__('flashinfer.experimental.feat.kernels')\n"  # 10
+                    "try:\n    from ..experimental.feat.support import fast_check, HEAVY\n"  # 12
+                    "except ImportError:\n    pass\n"
+                    "class C:\n    from flashinfer.experimental.feat import kernels\n"  # 16
+                    "def f(x=importlib.import_module('flashinfer.experimental.feat')):\n    pass\n"  # 17
+                ),
+            },
+            expect=tuple(("flashinfer/ops/a.py", n) for n in (1, 2, 3, 4, 5, 6, 8, 9, 10, 12, 16, 17)),
+        ),
+        Example(
+            {
+                "flashinfer/__init__.py": "",
+                "flashinfer/experimental/__init__.py": "",
+                "flashinfer/experimental/feat/__init__.py": "",
+                "flashinfer/gemm.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import flashinfer.experimental.feat\n",
+            },
+            expect=(("flashinfer/gemm.py", 3),),
+            settings={"type-checking-imports": True},
+            note="TYPE_CHECKING imports count when configured",
+        ),
+    ]
+
+    def check(self, project):
+        for rel, facts in core_primary(project):
+            if is_init(project, facts) or is_aot(project, facts):
+                continue
+            for imp in facts.imports:
+                if not runs_at_import(project, imp.scope):
+                    continue
+                targets = experimental_targets(project, imp)
+                if targets and not checker_import(project, imp):
+                    yield self.finding(
+                        rel, imp.line, imp.column,
+                        f"core module imports {targets[-1]} at module level; defer the import "
+                        "into a sanctioned entry point (only @experimental_backend checkers "
+                        "may be imported from a support module)",
+                    )

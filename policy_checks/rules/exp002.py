@@ -1,0 +1,61 @@
+"""EXP002 init-imports-experimental."""
+
+from __future__ import annotations
+
+from .base import Example, Rule, core_primary, experimental_targets, is_init, runs_at_import
+
+
+class InitImportsExperimental(Rule):
+    """The package's ``__init__.py`` imports from ``flashinfer.experimental`` at module level.
+
+    ``import flashinfer`` must never import the experimental package: it is what
+    every user runs, and it must stay fast and free of unreviewed code. Unlike
+    EXP001 there is no support-module exception here; a name the package wants to
+    export from experimental code is exported lazily (a module ``__getattr__``).
+    """
+
+    id = "EXP002"
+    name = "init-imports-experimental"
+    summary = "flashinfer/__init__.py imports flashinfer.experimental at module level"
+
+    VALID = [
+        Example(
+            {
+                "flashinfer/__init__.py": (
+                    "def __getattr__(name):\n"
+                    "    from .experimental.feat import api\n    return api\n"
+                ),
+                "flashinfer/experimental/__init__.py": "",
+                "flashinfer/experimental/feat/__init__.py": "",
+            }
+        )
+    ]
+    INVALID = [
+        Example(
+            {
+                "flashinfer/__init__.py": (
+                    "from .experimental import experimental_backend\n"
+                    "from .experimental.feat.support import check\n"
+                ),
+                "flashinfer/experimental/__init__.py": "",
+                "flashinfer/experimental/feat/__init__.py": "",
+                "flashinfer/experimental/feat/support.py": (
+                    "from flashinfer.utils import experimental_backend\n"
+                    "@experimental_backend\ndef check(x):\n    return True\n"
+                ),
+            },
+            expect=(("flashinfer/__init__.py", 1), ("flashinfer/__init__.py", 2)),
+        )
+    ]
+
+    def check(self, project):
+        for rel, facts in core_primary(project):
+            if not is_init(project, facts):
+                continue
+            for imp in facts.imports:
+                if runs_at_import(project, imp.scope) and experimental_targets(project, imp):
+                    yield self.finding(
+                        rel, imp.line, imp.column,
+                        f"{project.settings.package}/__init__.py imports from "
+                        f"{imp.module} at module level; export it lazily from __getattr__",
+                    )

@@ -1,0 +1,119 @@
+"""EXP003 heavy-support-module."""
+
+from __future__ import annotations
+
+from .base import STDLIB, Example, Rule, checker_import, core_primary, memo, runs_at_import
+
+
+def support_modules(project) -> dict:
+    """Support modules (module -> first core importer "path:line"): the modules core
+    imports ``@experimental_backend`` checkers from at module level, and the
+    feature packages above them (importing a module runs its packages' ``__init__``)."""
+    s = project.settings
+    found = {}
+    for rel, facts in core_primary(project):
+        for imp in facts.imports:
+            if runs_at_import(project, imp.scope) and s.is_experimental(imp.module) and checker_import(project, imp):
+                parts = imp.module.split(".")
+                top = len(s.experimental_package.split("."))
+                for depth in range(top + 1, len(parts) + 1):
+                    found.setdefault(".".join(parts[:depth]), f"{rel}:{imp.line}")
+    return found
+
+
+class HeavySupportModule(Rule):
+    """A support module imports something heavy at module level.
+
+    Core imports ``@experimental_backend`` checkers from a *support module* at module
+    level (EXP001's one exception), so whatever the support module imports at
+    module level is imported by stable code too. It may import only the standard
+    library, ``torch``, ``typing_extensions``, the ``flashinfer.experimental``
+    package itself (its re-exported primitives), and core modules outside
+    ``flashinfer.jit``: no kernels, no JIT, no other experimental modules, no
+    other third-party packages. The feature packages between
+    ``flashinfer.experimental`` and the support module count as support modules
+    too, since importing the module runs their ``__init__.py``.
+    """
+
+    id = "EXP003"
+    name = "heavy-support-module"
+    summary = "a support module imports more than stdlib, torch and light core modules"
+
+    _TREE = {
+        "flashinfer/__init__.py": "",
+        "flashinfer/utils.py": "",
+        "flashinfer/jit/__init__.py": "",
+        "flashinfer/experimental/__init__.py": "",
+        "flashinfer/experimental/feat/__init__.py": "",
+        "flashinfer/experimental/feat/kernels.py": "",
+        "flashinfer/gemm.py": "from .experimental.feat.support import check\n",
+    }
+    _CHECK = "\n@experimental_backend\ndef check(x):\n    return True\n"
+
+    VALID = [
+        Example(
+            {
+                **_TREE,
+                "flashinfer/experimental/feat/support.py": (
+                    "from __future__ import annotations\nimport os\nimport torch.nn\n"
+                    "import typing_extensions\nfrom flashinfer.experimental import experimental_backend\n"
+                    "from ... import utils\nfrom ...utils import supported_compute_capability\n"
+                    "def later():\n    import numpy\n    from . import kernels\n" + _CHECK
+                ),
+            }
+        )
+    ]
+    INVALID = [
+        Example(
+            {
+                **_TREE,
+                "flashinfer/experimental/feat/support.py": (
+                    "from flashinfer.utils import experimental_backend\n"
+                    "import numpy\n"  # 2
+                    "from . import kernels\n"  # 3
+                    "from .kernels import run\n"  # 4
+                    "from flashinfer.jit import gen\n"  # 5
+                    "import flashinfer.jit.core as jc\n" + _CHECK  # 6
+                ),
+            },
+            expect=tuple(("flashinfer/experimental/feat/support.py", n) for n in (2, 3, 4, 5, 6)),
+        ),
+        Example(
+            {
+                **_TREE,
+                "flashinfer/experimental/feat/__init__.py": "from . import kernels\n",
+                "flashinfer/experimental/feat/support.py": "from flashinfer.utils import experimental_backend\n" + _CHECK,
+            },
+            expect=(("flashinfer/experimental/feat/__init__.py", 1),),
+            note="the feature package's __init__ runs too",
+        ),
+    ]
+
+    def check(self, project):
+        s = project.settings
+        jit = s.package + ".jit"
+        for module, importer in sorted(memo(project, "support_modules", support_modules).items()):
+            rel = project.by_module.get(module)
+            facts = project.module_facts(module)
+            if facts is None:
+                continue
+            for imp in facts.imports:
+                if not runs_at_import(project, imp.scope) or imp.module is None:
+                    continue
+                for target in project.import_targets(imp):
+                    top = target.partition(".")[0]
+                    allowed = (
+                        top in STDLIB
+                        or top in ("torch", "typing_extensions")
+                        or target == s.experimental_package
+                        or (s.is_core(target) and not (target == jit or target.startswith(jit + ".")))
+                    )
+                    if not allowed:
+                        yield self.finding(
+                            rel, imp.line, imp.column,
+                            f"support module {module} (imported by core at {importer}) imports "
+                            f"{target} at module level; a support module may import only the "
+                            "standard library, torch, typing_extensions, the experimental package "
+                            "and core modules outside the JIT",
+                        )
+                        break

@@ -1,0 +1,162 @@
+"""EXP004 unmarked-experimental-checker."""
+
+from __future__ import annotations
+
+from .base import EXPERIMENTAL_BACKEND, Example, Rule
+
+
+class UnmarkedExperimentalChecker(Rule):
+    """A checker defined under ``flashinfer/experimental/`` lacks ``@experimental_backend``.
+
+    ``backend_requirement`` keeps experimental backends out of automatic selection
+    by reading the marker on their checkers; an unmarked checker from experimental
+    code would make its backend eligible for ``backend="auto"`` without the gate.
+    (The runtime refuses such a checker at decoration time; this rule catches it
+    before anything runs.) Checkers are found as values of the ``backend_checks``
+    mapping of every ``backend_requirement`` call (decorator or plain call), written
+    inline or through a module-level dict (also one imported from another module,
+    ``dict(...)``, ``**`` merges and later ``D["k"] = v``), following imports and
+    re-exports to the defining function. The marker counts under any alias or
+    attribute path (``@experimental_backend``, ``@eb``, ``@fe.experimental_backend``),
+    and so does wrapping the value inline in ``experimental_backend(...)``.
+    The finding is reported at the checker's ``def`` line.
+    """
+
+    id = "EXP004"
+    name = "unmarked-experimental-checker"
+    summary = "an experimental backend checker lacks @experimental_backend"
+
+    _TREE = {
+        "flashinfer/__init__.py": "",
+        "flashinfer/experimental/__init__.py": "",
+        "flashinfer/experimental/feat/__init__.py": "",
+    }
+    VALID = [
+        Example(
+            {
+                **_TREE,
+                "flashinfer/experimental/feat/support.py": (
+                    "import flashinfer.utils as fu\n"
+                    "from flashinfer.utils import experimental_backend as eb, supported_compute_capability\n"
+                    "@eb\n@supported_compute_capability([90])\ndef a(x):\n    return True\n"
+                    "@fu.experimental_backend\ndef b(x):\n    return True\n"
+                    "def c(x):\n    return True\n"
+                ),
+                "flashinfer/gemm.py": (
+                    "from flashinfer.utils import backend_requirement, experimental_backend\n"
+                    "from .experimental.feat.support import a, b, c\n"
+                    "def stable_check(x):\n    return True\n"
+                    "@backend_requirement({'a': a, 'b': b, 'c': experimental_backend(c), 's': stable_check})\n"
+                    "def mm(x, backend='auto'):\n    pass\n"
+                ),
+            }
+        )
+    ]
+    INVALID = [
+        Example(
+            {
+                **_TREE,
+                "flashinfer/experimental/feat/support.py": (
+                    "from flashinfer.utils import supported_compute_capability\n"
+                    "def a(x):\n    return True\n"  # 2
+                    "@supported_compute_capability([90])\ndef b(x):\n    return True\n"  # 5
+                    "def c(x):\n    return True\n"  # 7
+                ),
+                "flashinfer/checks.py": "from .experimental.feat.support import c as renamed\n",
+                "flashinfer/gemm.py": (
+                    "import flashinfer.utils\n"
+                    "from .experimental.feat import support\n"
+                    "from .checks import renamed\n"
+                    "CHECKS = {'a': support.a}\n"
+                    "CHECKS['c'] = renamed\n"
+                    "@flashinfer.utils.backend_requirement(backend_checks={**CHECKS, 'b': support.b})\n"
+                    "def mm(x, backend='auto'):\n    pass\n"
+                ),
+            },
+            expect=tuple(("flashinfer/experimental/feat/support.py", n) for n in (2, 5, 7)),
+            note="module-level dict, spread, subscript assignment, re-export, attribute path",
+        ),
+        Example(
+            {
+                **_TREE,
+                "flashinfer/experimental/feat/impl.py": (
+                    "from flashinfer.utils import backend_requirement as br\n"
+                    "def k(x):\n    return True\n"
+                    "run = br(dict(k=k))(lambda x: x)\n"
+                ),
+            },
+            expect=(("flashinfer/experimental/feat/impl.py", 2),),
+            note="a plain call under an alias, dict(...) form, inside the experimental package",
+        ),
+    ]
+
+    def check(self, project):
+        s = project.settings
+        reported = set()
+        for rel in sorted(project.primary):
+            module = project.files[rel].module
+            if project.by_module.get(module) != rel:
+                continue
+            facts = project.facts(rel)
+            if facts.syntax_error is not None:
+                continue
+            for call in facts.backend_calls:
+                for key, where, ref in self._values(project, module, call.checks, None, set()):
+                    target = self._function(project, where, ref)
+                    if target is None:
+                        continue
+                    def_module, definition = target
+                    if not s.is_experimental(def_module) or definition.kind != "function":
+                        continue
+                    if project.decorated_with(def_module, definition, EXPERIMENTAL_BACKEND):
+                        continue
+                    def_rel = project.by_module[def_module]
+                    if (def_rel, definition.line) in reported:
+                        continue
+                    reported.add((def_rel, definition.line))
+                    label = f" for backend {key!r}" if key else ""
+                    yield self.finding(
+                        def_rel, definition.line, definition.column,
+                        f"checker {definition.qualname} is defined under the experimental package "
+                        f"and used{label} by backend_requirement at {rel}:{call.line} but lacks "
+                        "@experimental_backend",
+                    )
+
+    def _values(self, project, module, ref, key, seen):
+        """Yield ``(backend key, module the ref is written in, ref)`` for each mapping value."""
+        if ref is None:
+            return
+        kind = ref[0]
+        if kind == "dict":
+            for entry_key, value in ref[1]:
+                if entry_key is None:  # **spread
+                    yield from self._values(project, module, value, None, seen)
+                else:
+                    yield entry_key, module, value
+        elif kind == "name":
+            target = project.resolve(module, ref[1])
+            if target and target[0] == "dict" and (target[1], ref[1]) not in seen:
+                seen.add((target[1], ref[1]))
+                yield from self._values(project, target[1], ("dict", target[2].entries), key, seen)
+
+    def _function(self, project, module, ref):
+        """The ``(module, Definition)`` a value ref names, or None (also for values
+        wrapped inline in ``experimental_backend(...)``)."""
+        if ref[0] == "name":
+            target = project.resolve(module, ref[1])
+            if target and target[0] == "def":
+                return target[1], target[2]
+        elif ref[0] == "call":
+            func = project.resolve(module, ref[1]) if ref[1] else None
+            name = ""
+            if func and func[0] == "def":
+                name = func[2].qualname
+            elif func:
+                name = func[1]
+            if name.rpartition(".")[2] == EXPERIMENTAL_BACKEND or ref[1].rpartition(".")[2] == EXPERIMENTAL_BACKEND:
+                return None
+            for arg in ref[2]:
+                found = self._function(project, module, arg)
+                if found is not None:
+                    return found
+        return None

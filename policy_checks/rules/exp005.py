@@ -1,0 +1,72 @@
+"""EXP005 aot-registers-experimental."""
+
+from __future__ import annotations
+
+from .base import Example, Rule, experimental_targets
+
+
+class AotRegistersExperimental(Rule):
+    """An AOT module imports from ``flashinfer.experimental`` or uses a JIT spec defined there.
+
+    Experimental kernels are JIT-only: pre-building them into the AOT package would
+    ship them as if they were stable, and removing a feature would break the AOT
+    build. So an AOT module (``flashinfer/aot.py`` by default) may not import the
+    experimental package at any scope (module level, function bodies,
+    ``TYPE_CHECKING``), nor import a name that, followed through re-exports, is
+    defined under it (a spec generator re-exported by a core module). In AOT modules
+    this rule replaces EXP001 and EXP007.
+    """
+
+    id = "EXP005"
+    name = "aot-registers-experimental"
+    summary = "the AOT module imports or registers experimental JIT specs"
+
+    _TREE = {
+        "flashinfer/__init__.py": "",
+        "flashinfer/experimental/__init__.py": "",
+        "flashinfer/experimental/feat/__init__.py": "",
+        "flashinfer/experimental/feat/jit.py": "def gen_feat_module():\n    return 'spec'\n",
+        "flashinfer/gemm.py": (
+            "def gen_gemm_module():\n    return 'spec'\n"
+            "from .experimental.feat.jit import gen_feat_module as gen_fast\n"
+        ),
+    }
+    VALID = [Example({**_TREE, "flashinfer/aot.py": "from .gemm import gen_gemm_module\nSPECS = [gen_gemm_module()]\n"})]
+    INVALID = [
+        Example(
+            {
+                **_TREE,
+                "flashinfer/aot.py": (
+                    "from .gemm import gen_fast\n"  # 1
+                    "def specs():\n"
+                    "    from .experimental.feat.jit import gen_feat_module\n"  # 3
+                    "    return [gen_feat_module()]\n"
+                ),
+            },
+            expect=(("flashinfer/aot.py", 1), ("flashinfer/aot.py", 3)),
+        )
+    ]
+
+    def check(self, project):
+        for module in project.settings.aot_modules:
+            rel = project.by_module.get(module)
+            facts = project.module_facts(module) if rel else None
+            if facts is None:
+                continue
+            for imp in facts.imports:
+                targets = experimental_targets(project, imp)
+                if targets:
+                    yield self.finding(
+                        rel, imp.line, imp.column,
+                        f"AOT module imports {targets[-1]}; experimental kernels are JIT-only",
+                    )
+                    continue
+                for name, _ in imp.names:
+                    target = project.resolve(imp.module, name) if name != "*" and imp.module else None
+                    if target and target[0] == "def" and project.settings.is_experimental(target[1]):
+                        yield self.finding(
+                            rel, imp.line, imp.column,
+                            f"AOT module uses {name}, defined in {target[1]}; experimental "
+                            "kernels are JIT-only",
+                        )
+                        break

@@ -1,0 +1,96 @@
+"""EXP007 deferred-import-outside-entry-point."""
+
+from __future__ import annotations
+
+from .base import (
+    BACKEND_REQUIREMENT, EXPERIMENTAL_API, PUBLIC_API, Example, Rule, core_primary,
+    experimental_targets, is_aot,
+)
+from ..facts import MODULE
+
+
+def sanctioned(project, facts, functions) -> bool:
+    """Is any enclosing def a sanctioned entry point?"""
+    for qualname in functions:
+        if qualname == "__getattr__" and facts.is_package:
+            return True
+        definition = facts.definitions.get(qualname)
+        if definition is None:
+            continue
+        for marker in (EXPERIMENTAL_API, PUBLIC_API, BACKEND_REQUIREMENT):
+            if project.decorated_with(facts.module, definition, marker):
+                return True
+    return False
+
+
+class DeferredImportOutsideEntryPoint(Rule):
+    """A core function imports ``flashinfer.experimental...`` but is not an entry point.
+
+    Deferred imports are how core hands off to experimental code, and the hand-off
+    must happen only in the thin entry points the SPEC allows, so that deleting a
+    feature means deleting its directory plus its tagged entry points: an
+    ``@flashinfer_experimental_api`` function, a public API (``@flashinfer_api`` or
+    ``@backend_requirement``) selecting an experimental backend, or the module
+    ``__getattr__`` of a package ``__init__.py`` (a lazy export). A helper that
+    imports experimental code spreads the feature through core. A nested function
+    or a method counts as inside its enclosing entry point.
+    """
+
+    id = "EXP007"
+    name = "deferred-import-outside-entry-point"
+    summary = "a core function that is not an entry point imports experimental code"
+
+    _TREE = {
+        "flashinfer/__init__.py": "",
+        "flashinfer/experimental/__init__.py": "",
+        "flashinfer/experimental/feat/__init__.py": "",
+    }
+    VALID = [
+        Example(
+            {
+                **_TREE,
+                "flashinfer/ops/__init__.py": "def __getattr__(name):\n    from ..experimental import feat\n    return feat\n",
+                "flashinfer/ops/norm.py": (
+                    "from ..api_logging import flashinfer_api, flashinfer_experimental_api as fea\n"
+                    "from .. import utils\n"
+                    "@fea(feature='feat')\ndef fast(x):\n    from ..experimental.feat import run\n    return run(x)\n"
+                    "@flashinfer_api\ndef stable(x, backend='auto'):\n"
+                    "    def inner():\n        import flashinfer.experimental.feat\n    return inner()\n"
+                    "@utils.backend_requirement({})\ndef other(x, backend='auto'):\n"
+                    "    import importlib\n    return importlib.import_module('flashinfer.experimental.feat')\n"
+                ),
+            }
+        )
+    ]
+    INVALID = [
+        Example(
+            {
+                **_TREE,
+                "flashinfer/norm.py": (
+                    "def helper(x):\n"
+                    "    from .experimental.feat import run\n"  # 2
+                    "    return run(x)\n"
+                    "class Runner:\n    def go(self):\n"
+                    "        __import__('flashinfer.experimental.feat')\n"  # 6
+                    "def __getattr__(name):\n    from . import experimental\n"  # 8: not a package
+                ),
+            },
+            expect=(("flashinfer/norm.py", 2), ("flashinfer/norm.py", 6), ("flashinfer/norm.py", 8)),
+        )
+    ]
+
+    def check(self, project):
+        for rel, facts in core_primary(project):
+            if is_aot(project, facts):
+                continue
+            for imp in facts.imports:
+                if imp.scope == MODULE or not imp.functions:
+                    continue
+                targets = experimental_targets(project, imp)
+                if targets and not sanctioned(project, facts, imp.functions):
+                    yield self.finding(
+                        rel, imp.line, imp.column,
+                        f"{imp.functions[-1]} imports {targets[-1]} but is not an entry point "
+                        "(@flashinfer_experimental_api, @flashinfer_api / @backend_requirement, "
+                        "or a package's module __getattr__)",
+                    )

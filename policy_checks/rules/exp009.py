@@ -1,0 +1,206 @@
+"""EXP009 feature-record-incomplete."""
+
+from __future__ import annotations
+
+import datetime
+import re
+
+from .base import Example, Rule
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
+MAX_TERM = datetime.timedelta(weeks=4)
+_LOGIN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}$")
+_ISSUE_REF = re.compile(r"^[\w.-]+/[\w.-]+#[1-9]\d*$")
+_VERSION = re.compile(r"^\d+\.\d+\.\d+\S*$")
+_DOTTED = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)+$")
+_PAIR = re.compile(r"^[A-Za-z_][\w.]*:[\w.-]+$")
+
+# README items (SPEC §3.1) -> pattern a heading (or a bold lead-in) must match
+README_ITEMS = {
+    "what is experimental": re.compile(r"what|experimental|scope", re.I),
+    "supported cases and limits": re.compile(r"support|limit", re.I),
+    "the gates": re.compile(r"gate|gating|opt[- ]?in", re.I),
+    "automatic-routing participation": re.compile(r"auto", re.I),
+}
+_HEADING = re.compile(r"^\s{0,3}(?:#{1,6}\s+(?P<h>.+)|\*\*(?P<b>[^*]+)\*\*)")
+
+
+def _is_date(value) -> bool:
+    return isinstance(value, datetime.date) and not isinstance(value, datetime.datetime)
+
+
+def record_problems(data: dict) -> list:
+    """``(key, problem)`` for every field of FEATURE.toml that is missing or wrong."""
+    problems = []
+
+    def need(key, ok, what):
+        if key not in data:
+            problems.append((key, f"missing field {key!r} ({what})"))
+        elif not ok(data[key]):
+            problems.append((key, f"field {key!r} must be {what}, not {data[key]!r}"))
+
+    need("kind", lambda v: v in ("api", "backend", "both"), '"api", "backend" or "both"')
+    need("owner", lambda v: isinstance(v, str) and bool(_LOGIN.match(v.lstrip("@"))), "a GitHub login")
+    need(
+        "tracking_issue",
+        lambda v: (isinstance(v, int) and not isinstance(v, bool) and v > 0) or (isinstance(v, str) and bool(_ISSUE_REF.match(v))),
+        'an issue number or "owner/repo#N"',
+    )
+    need("admitted", _is_date, "a TOML date")
+    need("target_release", lambda v: isinstance(v, str) and bool(_VERSION.match(v)), 'a version "X.Y.Z"')
+    need("target_date", _is_date, "a TOML date")
+    need("apis", lambda v: isinstance(v, list) and all(isinstance(a, str) and _DOTTED.match(a) for a in v), "a list of dotted paths")
+    need("backends", lambda v: isinstance(v, list) and all(isinstance(b, str) and _PAIR.match(b) for b in v), 'a list of "api:backend" strings')
+    need("auto_routing", lambda v: isinstance(v, bool), "true or false")
+    bad = {key for key, _ in problems}
+    if not bad & {"admitted", "target_date"}:
+        admitted, due = data["admitted"], data["target_date"]
+        if due < admitted:
+            problems.append(("target_date", f"target_date {due} is before admitted {admitted}"))
+        elif due - admitted > MAX_TERM:
+            problems.append(("target_date", f"target_date {due} is more than four weeks after admitted {admitted}"))
+    kind = data.get("kind")
+    if "apis" not in bad and kind in ("api", "both") and not data.get("apis"):
+        problems.append(("apis", f'kind "{kind}" needs at least one entry in apis'))
+    if "backends" not in bad and kind in ("backend", "both") and not data.get("backends"):
+        problems.append(("backends", f'kind "{kind}" needs at least one entry in backends'))
+    return problems
+
+
+def missing_readme_items(text: str) -> list:
+    headings = []
+    for line in text.splitlines():
+        match = _HEADING.match(line)
+        if match:
+            headings.append(match.group("h") or match.group("b"))
+    return [item for item, pattern in README_ITEMS.items() if not any(pattern.search(h) for h in headings)]
+
+
+_GOOD_TOML = (
+    'kind = "backend"\nowner = "octocat"\ntracking_issue = 12\nadmitted = 2026-11-02\n'
+    'target_release = "0.8.0"\ntarget_date = 2026-11-30\napis = []\n'
+    'backends = ["mm_bf16:splitk"]\nauto_routing = true\n'
+)
+_GOOD_README = (
+    "# splitk\n\n## What is experimental\nx\n## Supported cases and limits\nx\n"
+    "## Gates\nx\n## Automatic routing\nx\n"
+)
+
+
+class FeatureRecordIncomplete(Rule):
+    """An experimental feature directory lacks its record.
+
+    Every feature under ``flashinfer/experimental/<feature>/`` is admitted for a
+    bounded time with a named owner; the bot and the reviewers read that from its
+    record: ``FEATURE.toml`` with every field of SPEC §3.1 (types checked, and
+    ``target_date`` at most four weeks after ``admitted``), a ``README.md`` whose
+    headings (``#`` lines or ``**bold**`` lead-ins) cover the four user-contract
+    items (what is experimental; supported cases and limits; the gates; automatic
+    routing), tests under ``tests/experimental/<feature>/`` and a runnable example
+    under ``examples/`` (a Python file that parses and mentions the feature). The
+    tests and example are checked only in a source checkout (one that has the
+    stable test directory): an unpacked wheel ships neither.
+
+    A missing part is reported at ``FEATURE.toml`` (or the feature's
+    ``__init__.py`` when there is no ``FEATURE.toml``), line 1; a bad field at its line.
+    """
+
+    id = "EXP009"
+    name = "feature-record-incomplete"
+    summary = "an experimental feature lacks FEATURE.toml, README.md, tests or an example"
+
+    _TREE = {
+        "flashinfer/__init__.py": "",
+        "flashinfer/experimental/__init__.py": "",
+        "flashinfer/experimental/splitk/__init__.py": "",
+    }
+    VALID = [
+        Example(
+            {
+                **_TREE,
+                "flashinfer/experimental/splitk/FEATURE.toml": _GOOD_TOML,
+                "flashinfer/experimental/splitk/README.md": _GOOD_README,
+                "tests/experimental/splitk/test_splitk.py": "def test():\n    pass\n",
+                "examples/splitk_gemm.py": "import flashinfer  # splitk\nif __name__ == '__main__':\n    pass\n",
+            }
+        ),
+        Example({**_TREE, "flashinfer/experimental/splitk/FEATURE.toml": _GOOD_TOML,
+                 "flashinfer/experimental/splitk/README.md": _GOOD_README},
+                note="no tests/ directory: an unpacked wheel"),
+    ]
+    INVALID = [
+        Example(
+            {**_TREE, "tests/test_x.py": ""},
+            expect=(("flashinfer/experimental/splitk/__init__.py", 1),),
+        ),
+        Example(
+            {
+                **_TREE,
+                "flashinfer/experimental/splitk/FEATURE.toml": _GOOD_TOML.replace("2026-11-30", "2027-01-30").replace(
+                    'owner = "octocat"\n', ""
+                ),
+                "flashinfer/experimental/splitk/README.md": "# splitk\n## Gates\n",
+            },
+            expect=(
+                ("flashinfer/experimental/splitk/FEATURE.toml", 1),
+                ("flashinfer/experimental/splitk/FEATURE.toml", 1),
+                ("flashinfer/experimental/splitk/FEATURE.toml", 5),
+            ),
+            note="missing owner (line 1), late target_date (line 5), README items (line 1)",
+        ),
+    ]
+
+    def check(self, project):
+        s = project.settings
+        base = project.root / s.experimental_dir
+        if not base.is_dir():
+            return
+        checkout = (project.root / s.stable_tests).is_dir()
+        examples = project.example_texts() if checkout else {}
+        for directory in sorted(base.iterdir(), key=lambda p: p.name):
+            rel_dir = f"{s.experimental_dir}/{directory.name}"
+            if directory.name.startswith((".", "_")) or not directory.is_dir() or project.excluded(rel_dir):
+                continue
+            if not any(p.suffix == ".py" or p.name == "FEATURE.toml" for p in directory.iterdir()):
+                continue
+            yield from self._check_feature(project, directory, rel_dir, checkout, examples)
+
+    def _check_feature(self, project, directory, rel_dir, checkout, examples):
+        s = project.settings
+        feature = directory.name
+        toml_path = directory / "FEATURE.toml"
+        anchor = f"{rel_dir}/FEATURE.toml" if toml_path.is_file() else f"{rel_dir}/__init__.py"
+        missing = []
+        if toml_path.is_file():
+            try:
+                text = toml_path.read_text(encoding="utf-8")
+                data = tomllib.loads(text)
+            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+                yield self.finding(anchor, 1, 1, f"FEATURE.toml of {feature} cannot be read: {error}")
+            else:
+                for key, problem in record_problems(data):
+                    line = next(
+                        (n for n, l in enumerate(text.splitlines(), 1) if re.match(rf"^\s*{key}\s*=", l)), 1
+                    )
+                    yield self.finding(anchor, line, 1, f"FEATURE.toml of {feature}: {problem}")
+        else:
+            missing.append("FEATURE.toml")
+        readme = directory / "README.md"
+        if not readme.is_file():
+            missing.append("README.md")
+        else:
+            absent = missing_readme_items(readme.read_text(encoding="utf-8", errors="replace"))
+            if absent:
+                missing.append("README.md sections on " + ", ".join(absent))
+        if checkout:
+            tests = project.root / s.experimental_tests / feature
+            if not (tests.is_dir() and any(tests.rglob("test_*.py"))):
+                missing.append(f"tests under {s.experimental_tests}/{feature}/")
+            if not any(feature in text for text in examples.values()):
+                missing.append(f"a runnable example under {s.examples}/ that mentions {feature}")
+        if missing:
+            yield self.finding(anchor, 1, 1, f"experimental feature {feature} lacks " + "; ".join(missing))

@@ -1,0 +1,287 @@
+"""One run of the checker: files -> facts (cache or parallel parse) -> rules ->
+suppressions -> sorted findings.
+
+Which files get a full fact extraction up front is decided by `needs_facts`, a
+byte-level prefilter; every other file is only syntax-checked (EXP000), and any
+rule that follows a reference into it gets its facts on demand. The prefilter is
+sound for what the rules inspect as *primary* files (the proof is in its
+docstring); `tests/policy_checks/test_runner.py` checks it by running with and
+without the prefilter over trees holding every import form and comparing.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import multiprocessing
+import os
+import re
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from . import cache as cache_module
+from .config import Settings
+from .facts import FileFacts, extract, syntax_only, text_suppressions
+from .project import Project, SourceFile, under
+from .rules import RULES
+from .rules.exp008 import pytest_config
+from .suppressions import META_RULES, apply
+
+ALL_IDS = {**{i: r for i, r in RULES.items()}, **META_RULES}
+_POOL_THRESHOLD = 48  # fewer files to parse than this: not worth starting processes
+
+
+@dataclass
+class Result:
+    findings: list
+    files_checked: int
+    warnings: list = field(default_factory=list)
+    parsed: int = 0  # files whose facts were computed this run (not from the cache)
+
+
+def needs_facts(project: Project, source: SourceFile, data: bytes) -> bool:
+    """Must this file's facts be computed up front (is it a *primary* file)?
+
+    Proof sketch, rule by rule (the rules iterate over primary files only):
+
+    - EXP001/EXP002/EXP007 look at core modules that import a module under the
+      experimental package. Every import form names its target literally: absolute
+      forms spell each dotted component, so ``experimental`` appears; a relative
+      form in a core module can only reach the experimental package by spelling it
+      (``from . import experimental``, ``from ..experimental.x import``), because
+      core lies outside it and a relative import only climbs. Dynamic imports are
+      recognised only by the names ``import_module`` / ``__import__``; a file
+      containing either is primary, so string escapes and implicit concatenation
+      in their literal cannot hide a target.
+    - EXP002 and EXP005: the package ``__init__`` and the AOT modules are always primary.
+    - EXP004 starts from ``backend_requirement`` calls; the extractor recognises a
+      call by that name or by an alias bound in the same file, whose binding
+      spells ``backend_requirement``.
+    - EXP008 looks at stable tests importing below the experimental package; tests
+      are not in the package, so the import is absolute and spells ``experimental``.
+    - EXP003, EXP006 and EXP009 reach other files through references from primary
+      files, docs pages or directories, and load their facts on demand.
+    """
+    s = project.settings
+    if b"import_module" in data or b"__import__" in data:
+        return True
+    if project.is_stable_test(source.rel):
+        return names_experimental(data, s.package)
+    if project.by_module.get(source.module) != source.rel:
+        return False
+    if b"backend_requirement" in data:
+        return True
+    if s.is_experimental(source.module):
+        return False
+    return source.module == s.package or source.module in s.aot_modules or names_experimental(data, s.package)
+
+
+_WORD = re.compile(rb"(?<!\w)experimental(?!\w)")
+_THIRD_PARTY_CHAIN = re.compile(rb"(?<![\w.])(?P<head>[A-Za-z_]\w*)(?:\.[A-Za-z_]\w*)*\.experimental(?!\w)")
+
+
+def names_experimental(data: bytes, package: str) -> bool:
+    """Could `data` name a module called ``experimental`` of this project?
+
+    In an import, the experimental package is a dotted-name component, so the
+    word ``experimental`` stands alone: ``flashinfer_experimental_api`` cannot name
+    it. An occurrence inside an absolute dotted chain whose head is another
+    top-level name (``cutlass.cute.experimental``, ``cuda.core.experimental``)
+    names a third-party module. Any other occurrence (in code, a string or a
+    comment alike) makes the file a candidate; that over-approximation is what keeps
+    the filter sound.
+    """
+    words = len(_WORD.findall(data))
+    if not words:
+        return False
+    head = package.partition(".")[0].encode()
+    harmless = sum(1 for m in _THIRD_PARTY_CHAIN.finditer(data) if m.group("head") != head)
+    return words > harmless
+
+
+def _compute(task) -> tuple:
+    """Worker: ``(rel, cache key, facts)`` of one file."""
+    rel, path, module, is_package, complete = task
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError as error:
+        facts = FileFacts(module, is_package)
+        facts.syntax_error = (1, 1, f"cannot read: {error.strerror or error}")
+        return rel, None, facts
+    make = extract if complete else syntax_only
+    return rel, cache_module.key(rel, data), make(data, module, is_package)
+
+
+class _Progress:
+    """A progress line on a terminal, only once a run has taken over a second."""
+
+    def __init__(self, total: int, enabled: bool):
+        self.total, self.enabled = total, enabled and sys.stderr.isatty()
+        self.start = time.monotonic()
+        self.shown = False
+
+    def update(self, done: int) -> None:
+        if self.enabled and (done % 16 == 0 or done == self.total) and time.monotonic() - self.start > 1.0:
+            sys.stderr.write(f"\rpolicy-check: parsed {done}/{self.total} files")
+            sys.stderr.flush()
+            self.shown = True
+
+    def close(self) -> None:
+        if self.shown:
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
+
+
+def run(
+    root: Path,
+    settings: Settings,
+    paths=(),
+    select=None,
+    ignore=(),
+    jobs: Optional[int] = None,
+    use_cache: bool = True,
+    prefilter: bool = True,
+    progress: bool = True,
+) -> Result:
+    root = Path(root).resolve()
+    facts_cache = cache_module.FactsCache(root, enabled=use_cache)
+    warnings = []
+    parsed = [0]
+
+    def load(source: SourceFile) -> FileFacts:
+        """Complete facts of a file a rule reached on demand."""
+        try:
+            data = (root / source.rel).read_bytes()
+        except OSError as error:
+            facts = FileFacts(source.module, source.is_package)
+            facts.syntax_error = (1, 1, f"cannot read: {error.strerror or error}")
+            return facts
+        key = cache_module.key(source.rel, data)
+        facts = facts_cache.get(key, complete=True)
+        if facts is None:
+            facts = extract(data, source.module, source.is_package)
+            facts_cache.put(key, facts)
+            parsed[0] += 1
+        return facts
+
+    project = Project(root, settings, load)
+    tasks = []
+    for rel, source in list(project.files.items()):
+        try:
+            data = (root / rel).read_bytes()
+        except OSError as error:
+            project.read_problems.append((rel, f"cannot read: {error.strerror or error}"))
+            del project.files[rel]
+            project.by_module.pop(source.module, None)
+            continue
+        complete = needs_facts(project, source, data) if prefilter else True
+        if complete:
+            project.primary.add(rel)
+        cached = facts_cache.get(cache_module.key(rel, data), complete=complete)
+        if cached is not None:
+            project.set_facts(rel, cached)
+        else:
+            tasks.append((rel, str(root / rel), source.module, source.is_package, complete))
+    parsed[0] += len(tasks)
+    _compute_all(project, facts_cache, tasks, jobs, progress)
+
+    selected = _selected_ids(settings, select, ignore)
+    findings = []
+    for rule_id, rule in RULES.items():
+        if rule_id in selected:
+            findings.extend(f for f in rule.check(project) if f.rule in selected)
+    findings = apply(findings, _suppressions(project), set(ALL_IDS), selected)
+    findings = [f for f in findings if f.rule in selected and not _ignored_for_file(settings, f)]
+    rel_paths = _relative_paths(root, paths)
+    if rel_paths:
+        findings = [f for f in findings if any(under(f.path, p) for p in rel_paths)]
+    checked = list(project.files) + [rel for rel, _ in project.docs_pages()]
+    if rel_paths:
+        checked = [c for c in checked if any(under(c, p) for p in rel_paths)]
+    facts_cache.save()
+    if facts_cache.warning:
+        warnings.append(facts_cache.warning)
+    return Result(sorted(set(findings)), len(checked), warnings, parsed[0])
+
+
+def _compute_all(project, facts_cache, tasks, jobs, progress) -> None:
+    jobs = jobs or os.cpu_count() or 1
+    tasks.sort(key=lambda t: -project.files[t[0]].size)  # big files first: even load
+    bar = _Progress(len(tasks), progress)
+    if jobs > 1 and len(tasks) >= _POOL_THRESHOLD:
+        context = multiprocessing.get_context("fork" if sys.platform != "win32" else "spawn")
+        with context.Pool(min(jobs, len(tasks))) as pool:
+            results = pool.imap_unordered(_compute, tasks, chunksize=4)
+            _collect(project, facts_cache, results, bar)
+    else:
+        _collect(project, facts_cache, map(_compute, tasks), bar)
+    bar.close()
+
+
+def _collect(project, facts_cache, results, bar) -> None:
+    for done, (rel, key, facts) in enumerate(results, 1):
+        if key is not None:
+            facts_cache.put(key, facts)
+        project.set_facts(rel, facts)
+        bar.update(done)
+
+
+def _matches(rule_id: str, patterns) -> bool:
+    return any(rule_id.startswith(p) for p in patterns)
+
+
+def _selected_ids(settings: Settings, select, ignore) -> set:
+    select = tuple(select) if select else settings.select
+    ignore = tuple(ignore) + settings.ignore
+    return {i for i in ALL_IDS if (not select or _matches(i, select)) and not _matches(i, ignore)}
+
+
+def _ignored_for_file(settings: Settings, finding) -> bool:
+    for pattern, ids in settings.per_file_ignores:
+        if (fnmatch.fnmatchcase(finding.path, pattern) or under(finding.path, pattern)) and _matches(finding.rule, ids):
+            return True
+    return False
+
+
+def _relative_paths(root: Path, paths) -> list:
+    result = []
+    for path in paths:
+        absolute = Path(path).resolve()
+        try:
+            rel = absolute.relative_to(root).as_posix()
+        except ValueError:
+            raise ValueError(f"{path} is outside the project root {root}") from None
+        result.append("" if rel == "." else rel)
+    return [] if "" in result else result
+
+
+def _suppressions(project: Project) -> dict:
+    """path -> suppressions, from Python files and the non-Python files findings point at."""
+    found = {}
+    for rel in project.files:
+        facts = project.known_facts(rel)
+        if facts is not None and facts.suppressions:
+            found[rel] = facts.suppressions
+    for rel, text in project.docs_pages():
+        items = text_suppressions(text, ("..", "#"))
+        if items:
+            found[rel] = items
+    others = []
+    config = pytest_config(project)
+    if config is not None:
+        others.append(config[0])
+    experimental_dir = project.root / project.settings.experimental_dir
+    if experimental_dir.is_dir():
+        others += [p.relative_to(project.root).as_posix() for p in experimental_dir.glob("*/FEATURE.toml")]
+    for rel in others:
+        try:
+            text = (project.root / rel).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        items = text_suppressions(text, ("#", ";"))
+        if items:
+            found[rel] = items
+    return found
