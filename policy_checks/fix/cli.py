@@ -61,9 +61,8 @@ def run_fix(
             for file_fix in fixes:
                 if diff:
                     click.echo(file_fix.diff(), nl=False)
-                elif file_fix.changed and not write(project, file_fix, before_replace):
-                    file_fix.left[:0] = [(f, "the file changed on disk during the run; nothing written") for f in file_fix.fixed]
-                    file_fix.fixed, file_fix.after = [], file_fix.before
+                elif file_fix.changed:
+                    _write(project, file_fix, before_replace)
                 for finding in file_fix.fixed:
                     click.echo(f"{verb}: {_where(finding)} {finding.message}", err=diff)
                 fixed += len(file_fix.fixed)
@@ -78,6 +77,18 @@ def run_fix(
         click.echo(f"needs a person: {_where(finding)} {reason}", err=diff)
     click.echo(f"{verb} {fixed} finding(s) in {len(changed_files)} file(s); {len(left)} need(s) a person", err=diff)
     return 1 if left else 0
+
+
+def _write(project, file_fix, before_replace) -> None:
+    """Write one file; when that cannot be done, its findings all become leftovers."""
+    try:
+        problem = None if write(project, file_fix, before_replace) else "the file changed on disk during the run"
+    except OSError as error:
+        problem = f"cannot write the file: {error.strerror or error}"
+    if problem:
+        every = file_fix.fixed + [finding for finding, _ in file_fix.left]
+        file_fix.left = [(finding, f"{problem}; nothing written") for finding in every]
+        file_fix.fixed, file_fix.after = [], file_fix.before
 
 
 def _where(finding) -> str:

@@ -133,7 +133,7 @@ def test_diff_shows_the_changes_and_writes_nothing(project):
     assert result.exit_code == 1
 
 
-def test_nothing_is_written_over_a_file_that_changed_during_the_run(project):
+def test_nothing_is_written_over_a_file_that_changed_during_the_run(project, capsys):
     edited = project.root / "fxpkg/gemm.py"
 
     def someone_edits(path):
@@ -143,6 +143,9 @@ def test_nothing_is_written_over_a_file_that_changed_during_the_run(project):
     assert run_fix([], root=str(project.root), rules=["EXP001"], before_replace=someone_edits) == 1
     assert edited.read_bytes() == GEMM + b"# edited meanwhile\r\n"
     assert not [p for p in edited.parent.iterdir() if p.name.endswith(".fix")]  # no temporary left
+    out = capsys.readouterr().out
+    assert "needs a person: fxpkg/gemm.py:4:1: EXP001 the file changed on disk during the run; nothing written" in out
+    assert "fixed 0 finding(s) in 0 file(s)" in out
 
 
 def test_select_limits_the_rules_and_rejects_rules_without_a_fix(project):
@@ -158,3 +161,9 @@ def test_a_bad_setting_is_a_clear_error(tree):
     (tree.root / "pyproject.toml").write_text('[tool.policy-check]\npackage = "not a module"\n')
     result = CliRunner().invoke(fix, ["--root", str(tree.root)])
     assert result.exit_code == 2 and "package" in result.output
+
+
+def test_a_path_outside_the_project_is_a_clear_error(tree, tmp_path_factory):
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    result = CliRunner().invoke(fix, ["--root", str(tree.root), str(elsewhere)])
+    assert result.exit_code == 2 and "outside the project root" in result.output
