@@ -54,10 +54,12 @@ def list_comments(thread, where: str) -> list:
 
 
 def keep_comment(thread, marker: str, body: str, identity: BotIdentity, writes: Writes, where: str,
-                 comments: list | None = None) -> str:
+                 comments: list | None = None, recheck: bool = True) -> str:
     """Make the bot's comment on ``thread`` read ``body``; return "unchanged", "updated" or "created".
 
     ``body`` must start with ``marker``. ``comments`` saves a listing when the caller has one.
+    ``recheck=False`` skips the listing after a create, for callers whose runs never overlap
+    (a duplicate left by an overlap would still be removed by the next run).
     """
     assert body.startswith(marker)
     if comments is None:
@@ -74,6 +76,7 @@ def keep_comment(thread, marker: str, body: str, identity: BotIdentity, writes: 
     created = writes.perform(f"create a bot comment on {where}", lambda: thread.create_comment(body), preview=body)
     if created is not None:
         identity.learn(created.user.login)
+    if created is not None and recheck:
         # A concurrent run may have created one too: keep the oldest, delete ours that are newer.
         ours = _ours(list_comments(thread, where), marker, identity)
         for duplicate in ours[1:]:

@@ -4,8 +4,10 @@ Reads every ``flashinfer/experimental/*/FEATURE.toml`` at the default branch, ma
 with its tracking issue, and classifies it. Requests: one directory listing, one
 ``FEATURE.toml`` per feature, the issues labelled ``experimental`` (100 per page; issues
 outside that list are read one by one), the collaborator list, and a feature's comments
-only when its issue has any. Writes: one review comment per tracking issue per weekly
-cycle, and the ``graduation-overdue`` label. It never closes an issue.
+only when its issue has any. Writes: at most one review comment per tracking issue per
+weekly cycle (ISO week), and the ``graduation-overdue`` label. A feature that is simply on
+track gets no comment (the run summary lists it), so that owners hear from the bot when
+something needs them. It never closes an issue.
 """
 
 from __future__ import annotations
@@ -242,7 +244,17 @@ def _write_to_issue(issue, review: FeatureReview, comments: list, identity: BotI
     where = f"#{issue.number}"
     marker = review_marker(review.name, cycle)
     body = _render(review, marker, today, cycle, target_release)
-    review.comment = keep_comment(issue, marker, body, identity, writes, where, comments=comments)
+    # The workflow's concurrency group keeps reviews from overlapping: no re-listing after a create.
+    review.comment = keep_comment(issue, marker, body, identity, writes, where, comments=comments, recheck=False)
+    _fix_overdue_label(issue, review, writes)
+
+
+def _has_cycle_comment(comments: list, marker: str) -> bool:
+    return any((c.body or "").startswith(marker) for c in comments)
+
+
+def _fix_overdue_label(issue, review: FeatureReview, writes: Writes) -> None:
+    where = f"#{issue.number}"
     labels = {label.name for label in issue.labels}
     if OVERDUE in review.states and OVERDUE_LABEL not in labels:
         writes.perform(f"add the label `{OVERDUE_LABEL}` to {where}", lambda: issue.add_to_labels(OVERDUE_LABEL))
@@ -274,7 +286,11 @@ def run_review(gh, repo_name: str, today: dt.date, writes: Writes, identity: Bot
         comments = _comments_of(issue, review.tracking) if issue is not None and issue.pull_request is None else []
         _classify(record, issue, comments, permissions, today, review)
         if issue is not None and issue.pull_request is None:
-            _write_to_issue(issue, review, comments, identity, writes, today, cycle, record.target_release)
+            quiet = review.states == [ON_TRACK] and not review.problems
+            if quiet and not _has_cycle_comment(comments, review_marker(record.name, cycle)):
+                _fix_overdue_label(issue, review, writes)  # nothing to say: the summary lists it
+            else:
+                _write_to_issue(issue, review, comments, identity, writes, today, cycle, record.target_release)
 
     for number, issue in sorted(issues.labelled.items()):
         if number in referenced or issue.state != "open" or not issue.comments:
