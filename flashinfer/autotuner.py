@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import datetime
+import gc
 import importlib
 import inspect
 import json
@@ -89,36 +90,50 @@ def _dtype_name(dtype: torch.dtype) -> str:
 
 
 def _device_type(tensor: Tensor) -> str:
-    if tensor.is_cuda:
+    if tensor.is_cuda:  # the flags are several times cheaper than tensor.device.type
         return "cuda"
     return "cpu" if tensor.is_cpu else tensor.device.type
 
 
-def default_problem_key(arguments: Dict[str, Any]) -> tuple:
-    """``((name, shape, dtype, device type), ...)`` of the call's tensor arguments.
+# Argument types that are never tensors: skipped without the (slow) isinstance
+# check that torch.Tensor's metaclass makes of them.
+_PLAIN_TYPES = frozenset({type(None), str, int, float, bool})
 
-    ``arguments`` maps the API's parameter names to the call's values. Non-tensor
+# Key functions run on every tuned lookup, so they read each tensor attribute
+# once and call no helpers on the common path (each costs ~50-100 ns).
+
+
+def default_problem_key(arguments: Dict[str, Any]) -> tuple:
+    """``(device type, (name, shape, dtype), ...)`` of the call's tensor arguments.
+
+    ``arguments`` maps the API's parameter names to the call's values. The device
+    type is the first tensor's (a call's tensors share a device). Non-tensor
     arguments (scalars, ``None``, ``backend``) are not part of the key.
     """
-    return tuple(
-        [
-            (name, value.shape, _dtype_name(value.dtype), _device_type(value))
-            for name, value in arguments.items()
-            if isinstance(value, Tensor)
-        ]
-    )
+    key: list = [None]
+    for name, value in arguments.items():
+        kind = value.__class__
+        if kind is Tensor or (kind not in _PLAIN_TYPES and isinstance(value, Tensor)):
+            dtype = value.dtype
+            key.append((name, value.shape, _DTYPE_NAMES.get(dtype) or _dtype_name(dtype)))
+            if key[0] is None:
+                key[0] = _device_type(value)
+    return tuple(key)
 
 
 def _mm_bf16_key(arguments: Dict[str, Any]) -> tuple:
     """``(M, N, K, dtype, device type)`` of ``a`` (M x K) times ``b`` (K x N)."""
-    a, b = arguments["a"], arguments["b"]
-    return (a.shape[0], b.shape[-1], a.shape[-1], _dtype_name(a.dtype), _device_type(a))
+    a = arguments["a"]
+    m, k = a.shape  # 2-D: the dispatch checked the arguments before the lookup
+    dtype = a.dtype
+    return (m, arguments["b"].shape[1], k, _DTYPE_NAMES.get(dtype) or _dtype_name(dtype), _device_type(a))
 
 
 def _rmsnorm_key(arguments: Dict[str, Any]) -> tuple:
     """``(rows, hidden, dtype, device type)``; rows is the product of the leading dims."""
     x = arguments["x"]
-    return (math.prod(x.shape[:-1]), x.shape[-1], _dtype_name(x.dtype), _device_type(x))
+    shape, dtype = x.shape, x.dtype
+    return (math.prod(shape[:-1]), shape[-1], _DTYPE_NAMES.get(dtype) or _dtype_name(dtype), _device_type(x))
 
 
 # The stable ops' keys; other APIs use `default_problem_key` unless registered.
@@ -150,8 +165,8 @@ def register_problem_key(api: Any, key_function: Callable[[Dict[str, Any]], tupl
 
 def freeze_key(value: Any) -> Any:
     """A problem key read from JSON or TOML (lists) as the hashable tuple form."""
-    if isinstance(value, list):
-        return tuple([freeze_key(item) for item in value])
+    if value.__class__ is list:
+        return tuple([freeze_key(item) if item.__class__ is list else item for item in value])
     return value
 
 
@@ -579,7 +594,26 @@ def load_autotune_cache(path: str | os.PathLike) -> LoadSummary:
     When the file and memory hold the same (API, problem key), the newer wins.
     """
     summary = LoadSummary(os.fspath(path))
-    document = read_document(path, summary)
+    with _gc_paused():
+        _load_document(read_document(path, summary), summary)
+    summary.warn("autotune cache")
+    return summary
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """No cyclic GC meanwhile: a load allocates many acyclic objects, and the passes
+    they trigger over a large heap would otherwise triple a large load's time."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _load_document(document: Optional[dict], summary: LoadSummary) -> None:
     if document is not None:
         if document.get("format") != CACHE_FORMAT:
             summary.error = f"not a FlashInfer autotune cache (format {document.get('format')!r})"
@@ -594,8 +628,6 @@ def load_autotune_cache(path: str | os.PathLike) -> LoadSummary:
             gate_set = experimental_auto_backends_allowed()
             for record in document["entries"]:
                 _load_entry(record, gate_set, summary)
-    summary.warn("autotune cache")
-    return summary
 
 
 def _load_entry(record: Any, gate_set: bool, summary: LoadSummary) -> None:

@@ -210,8 +210,8 @@ def test_a_broken_key_function_never_raises_in_the_call():
 def test_default_problem_key_and_problem_key_helper():
     api, _ = make_toy_api()
     key = autotuner.problem_key(api, torch.ones(4, 8, dtype=torch.bfloat16))
-    assert key == (("x", (4, 8), "bfloat16", "cpu"),)
-    assert json.loads(json.dumps(key)) == [["x", [4, 8], "bfloat16", "cpu"]]
+    assert key == ("cpu", ("x", (4, 8), "bfloat16"))
+    assert json.loads(json.dumps(key)) == ["cpu", ["x", [4, 8], "bfloat16"]]
     autotuner.register_problem_key(API, lambda arguments: (arguments["x"].shape[0],))
     assert autotuner.problem_key(api, torch.ones(4, 8)) == (4,)
 
@@ -229,7 +229,7 @@ def test_save_and_load_round_trip(tmp_path):
     assert document["flashinfer_version"]
     (entry,) = document["entries"]
     assert entry["api"] == API
-    assert entry["key"] == [["x", [4, 8], "float32", "cpu"]]
+    assert entry["key"] == ["cpu", ["x", [4, 8], "float32"]]
     assert (entry["backend"], entry["tactic"], entry["experimental"], entry["feature"]) == (
         "medium",
         None,
@@ -260,7 +260,7 @@ def test_load_merges_and_the_newer_entry_wins(tmp_path):
     def write(name, rows, backend, tuned_at):
         entry = {
             "api": API,
-            "key": [["x", [rows, 8], "float32", "cpu"]],
+            "key": ["cpu", ["x", [rows, 8], "float32"]],
             "backend": backend,
             "tactic": None,
             "experimental": False,
@@ -310,7 +310,7 @@ def test_concurrent_saves_from_two_processes_leave_a_valid_file(tmp_path):
     make_toy_api()
     document = json.loads(path.read_text())
     (entry,) = document["entries"]
-    assert entry["key"] in ([["x", [1, 8], "float32", "cpu"]], [["x", [2, 8], "float32", "cpu"]])
+    assert entry["key"] in (["cpu", ["x", [1, 8], "float32"]], ["cpu", ["x", [2, 8], "float32"]])
     assert [p.name for p in tmp_path.iterdir()] == ["cache.json"]  # no temporary left
     summary = load_autotune_cache(path)
     assert summary.loaded == 1 and summary.error is None
@@ -496,7 +496,7 @@ ENV_SCRIPT = textwrap.dedent(
 
 
 def test_cache_named_by_environment_variable_is_loaded_on_first_auto_call(tmp_path):
-    entry = {"api": "__main__.toy", "key": [["x", [2], "float32", "cpu"]], "backend": "medium", "tactic": None, "experimental": False, "feature": None, "tuned_at": "2026-01-01"}
+    entry = {"api": "__main__.toy", "key": ["cpu", ["x", [2], "float32"]], "backend": "medium", "tactic": None, "experimental": False, "feature": None, "tuned_at": "2026-01-01"}
     (tmp_path / "cache.json").write_text(json.dumps({"format": "flashinfer-autotune-cache", "schema_version": 1, "entries": [entry]}))
     environment = {**os.environ, "PYTHONPATH": REPO, autotuner.AUTOTUNE_CACHE_ENV_VAR: str(tmp_path / "cache.json")}
     environment.pop(EXPERIMENTAL_AUTO_ENV_VAR, None)

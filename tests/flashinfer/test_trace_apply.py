@@ -95,7 +95,7 @@ def test_pin_of_an_experimental_backend_runs_it_without_the_gate_and_warns_once(
         f"""
         [[pin]]
         api = "{API}"
-        key = [["x", [4, 8], "float32", "cpu"]]
+        key = ["cpu", ["x", [4, 8], "float32"]]
         backend = "fast"
         """,
     )
@@ -123,7 +123,7 @@ def test_pin_without_key_covers_every_problem_and_a_keyed_pin_wins(tmp_path):
                 "version": 1,
                 "pin": [
                     {"api": API, "backend": "alt"},
-                    {"api": API, "key": [["x", [1, 8], "float32", "cpu"]], "backend": "ref"},
+                    {"api": API, "key": ["cpu", ["x", [1, 8], "float32"]], "backend": "ref"},
                 ],
             }
         )
