@@ -1,0 +1,124 @@
+"""mm_bf16 on the CPU: the torch backend against float64, validation, and dispatch choices.
+
+Kernel launches are covered by test_kernels_gpu.py (GPU only); the experimental
+split-K backend by tests/experimental/splitk_gemm/.
+"""
+
+import pytest
+import torch
+
+from flashinfer import BackendSupportedError, ExperimentalWarning, gemm, mm_bf16
+from flashinfer.api_logging import EXPERIMENTAL_AUTO_ENV_VAR
+
+
+def operands(m, k, n, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    a = torch.randn(m, k, generator=gen).to(torch.bfloat16)
+    b = torch.randn(k, n, generator=gen).to(torch.bfloat16)
+    return a, b
+
+
+@pytest.mark.parametrize("m,k,n", [(1, 1, 1), (5, 37, 3), (64, 128, 96), (33, 1000, 17)])
+def test_torch_backend_matches_float64(m, k, n):
+    a, b = operands(m, k, n, seed=m + k + n)
+    out = mm_bf16(a, b, backend="torch")
+    ref = a.double() @ b.double()
+    assert out.dtype == torch.bfloat16 and out.shape == (m, n)
+    assert ((out.double() - ref).norm() / ref.norm()).item() < 1e-2
+
+
+def test_out_is_written_and_returned():
+    a, b = operands(4, 8, 6)
+    out = torch.full((4, 6), float("nan"), dtype=torch.bfloat16)
+    assert mm_bf16(a, b, out=out) is out
+    assert torch.isfinite(out).all()
+
+
+def test_auto_on_cpu_picks_torch_and_gate_unset_drops_splitk():
+    a, b = operands(4, 2048, 16)  # a decode shape: split-K would apply
+    mm_bf16(a, b)
+    assert mm_bf16.suitable_auto_backends == ["torch"]
+    assert mm_bf16.dropped_experimental_backends == ["splitk"]
+
+
+def test_gate_set_on_cpu_still_prefers_torch(monkeypatch):
+    monkeypatch.setenv(EXPERIMENTAL_AUTO_ENV_VAR, "1")
+    a, b = operands(4, 2048, 16)
+    with pytest.warns(ExperimentalWarning, match="splitk"):
+        mm_bf16(a, b)
+    assert mm_bf16.suitable_auto_backends == ["torch", "splitk"]
+    assert mm_bf16.dropped_experimental_backends == []
+
+
+def test_gate_set_large_m_excludes_splitk(monkeypatch):
+    monkeypatch.setenv(EXPERIMENTAL_AUTO_ENV_VAR, "1")
+    a, b = operands(64, 32, 16)
+    mm_bf16(a, b)
+    assert mm_bf16.suitable_auto_backends == ["torch"]
+
+
+def test_experimental_backends_and_heuristic_order():
+    assert mm_bf16.experimental_backends == frozenset({"splitk"})
+    a, b = operands(4, 2048, 16)
+    assert gemm._order_backends(["torch", "nvrtc", "splitk"], a, b) == ["torch", "splitk", "nvrtc"]
+
+
+def test_nvrtc_backend_refuses_cpu_tensors():
+    a, b = operands(4, 8, 8)
+    with pytest.raises(BackendSupportedError, match="nvrtc"):
+        mm_bf16(a, b, backend="nvrtc")
+
+
+@pytest.mark.parametrize(
+    "a,b,message",
+    [
+        (torch.zeros(4, 8), torch.zeros(8, 2, dtype=torch.bfloat16), "a must be torch.bfloat16"),
+        (torch.zeros(4, 8, dtype=torch.bfloat16), torch.zeros(8, dtype=torch.bfloat16), "b must be 2-D"),
+        (torch.zeros(4, 8, dtype=torch.bfloat16), torch.zeros(7, 2, dtype=torch.bfloat16), r"a.shape\[1\] must equal"),
+    ],
+)
+def test_bad_operands_are_named(a, b, message):
+    with pytest.raises(ValueError, match=message):
+        mm_bf16(a, b)
+
+
+def test_bad_out_is_named():
+    a, b = operands(4, 8, 6)
+    with pytest.raises(ValueError, match="out must be a"):
+        mm_bf16(a, b, out=torch.empty(4, 5, dtype=torch.bfloat16))
+
+
+def test_unknown_backend_lists_the_available_ones():
+    a, b = operands(2, 8, 8)
+    with pytest.raises(BackendSupportedError, match="nvrtc, splitk, torch"):
+        mm_bf16(a, b, backend="cutlass")
+
+
+class FakeProps:
+    def __init__(self, major, minor, optin=None):
+        self.major, self.minor = major, minor
+        if optin is not None:
+            self.shared_memory_per_block_optin = optin
+
+
+@pytest.mark.parametrize(
+    "props,expected",
+    [
+        (FakeProps(9, 0, 227 * 1024), (64, 4)),
+        (FakeProps(8, 0, 163 * 1024), (64, 3)),
+        (FakeProps(8, 6, 99 * 1024), (32, 3)),
+        (FakeProps(8, 9), (32, 3)),  # no attribute: the per-arch table, 99 KB by default
+        (FakeProps(9, 0), (64, 4)),
+    ],
+)
+def test_pipeline_fits_the_device_shared_memory(monkeypatch, props, expected):
+    monkeypatch.setattr(gemm, "_pipelines", {})
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda index: props)
+    assert gemm.pipeline_for(torch.device("cuda", 0)) == expected
+    assert gemm.gemm_shared_bytes(*expected) <= getattr(props, "shared_memory_per_block_optin", 227 * 1024)
+
+
+def test_every_pipeline_spec_is_stable_and_distinct():
+    specs = [gemm.gemm_bf16_spec(*p) for p in gemm.GEMM_PIPELINES]
+    assert len({s.name for s in specs}) == len({s.digest for s in specs}) == len(specs)
+    assert not any(s.experimental for s in specs)
