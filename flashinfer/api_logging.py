@@ -221,6 +221,9 @@ def flashinfer_experimental_api(
     API is the opt-in: no environment variable is needed.
     """
 
+    if feature is not None and (not isinstance(feature, str) or not feature):
+        raise TypeError(f"feature must be a non-empty string, got {feature!r}")
+
     def decorate(f: Callable) -> Callable:
         f.is_experimental = True  # type: ignore[attr-defined]
         inner = flashinfer_api(f, trace=trace)

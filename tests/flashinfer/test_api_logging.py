@@ -225,6 +225,12 @@ def test_experimental_api_with_arguments():
         assert fused(5) == 5
 
 
+@pytest.mark.parametrize("feature", ["", 3, ["name"]])
+def test_experimental_api_rejects_a_bad_feature_name(feature):
+    with pytest.raises(TypeError, match="feature must be a non-empty string"):
+        flashinfer_experimental_api(feature=feature)
+
+
 def test_experimental_api_warns_once_per_api():
     @flashinfer_experimental_api
     def first(x):
