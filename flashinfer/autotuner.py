@@ -116,8 +116,8 @@ def default_problem_key(arguments: Dict[str, Any]) -> tuple:
         if kind is Tensor or (kind not in _PLAIN_TYPES and isinstance(value, Tensor)):
             dtype = value.dtype
             key.append((name, value.shape, _DTYPE_NAMES.get(dtype) or _dtype_name(dtype)))
-            if key[0] is None:
-                key[0] = _device_type(value)
+            if key[0] is None:  # `_device_type`, inlined
+                key[0] = "cuda" if value.is_cuda else ("cpu" if value.is_cpu else value.device.type)
     return tuple(key)
 
 
@@ -342,14 +342,13 @@ def tuned_choice(dispatch: BackendDispatch, candidates: tuple, arguments: dict) 
     Never raises: any failure means "no tuned choice" and the heuristic order stands.
     """
     try:
-        table = _tables.get(dispatch)
-        if table is None:
-            table = _table(dispatch)
+        table = _tables.get(dispatch) or _table(dispatch)
+        entries = table.entries
         tuning = _tuning.get()
-        if not table.entries and not tuning:
+        if not entries and not tuning:
             return None
         key = table.key_function(arguments)
-        entry = table.entries.get(key)
+        entry = entries.get(key)
         if entry is not None:
             if entry.backend in candidates:
                 return entry.backend

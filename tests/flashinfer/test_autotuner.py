@@ -592,3 +592,21 @@ def test_mm_bf16_cache_with_splitk_winner_loaded_without_the_gate_in_a_fresh_pro
     (warning,) = report["warnings"]
     assert warning.startswith("TuningConfigWarning: autotune cache")
     assert "skipped 1" in warning and "flashinfer.gemm.mm_bf16:splitk" in warning
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_mm_bf16_tuning_on_cuda_times_with_events_and_respects_the_gate(tmp_path):
+    from flashinfer.gemm import mm_bf16
+
+    a = torch.randn(4, 4096, dtype=BF16, device="cuda")
+    b = torch.randn(4096, 4096, dtype=BF16, device="cuda")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TuningConfigWarning)  # a candidate may fail to compile
+        with autotune(cache=tmp_path / "cache.json"):
+            out = mm_bf16(a, b)
+    torch.testing.assert_close(out.float(), (a.float() @ b.float()), rtol=2e-2, atol=2e-1)
+    (entry,) = json.loads((tmp_path / "cache.json").read_text())["entries"]
+    assert entry["key"] == [4, 4096, 4096, "bfloat16", "cuda"]
+    assert entry["backend"] in ("nvrtc", "torch")  # the gate kept split-K out of tuning
+    mm_bf16(a, b)
+    assert mm_bf16.suitable_auto_backends[0] == entry["backend"]
