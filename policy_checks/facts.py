@@ -142,8 +142,8 @@ def resolve_relative(package: str, level: int, name: Optional[str]) -> Optional[
     if level == 0:
         return name
     parts = package.split(".") if package else []
-    if level - 1 > len(parts) or (level - 1 == len(parts) and not name):
-        return None
+    if level - 1 >= len(parts):
+        return None  # beyond the top-level package: ImportError at run time
     base = parts[: len(parts) - (level - 1)]
     if name:
         base.append(name)

@@ -1,0 +1,165 @@
+"""Fact extraction: every import form, scopes, positions, suppressions."""
+
+from __future__ import annotations
+
+from policy_checks.facts import FUNCTION, MODULE, TYPE_CHECKING, extract, parse_suppression, resolve_relative, syntax_error
+
+
+def imports_of(source, module="flashinfer.ops.a", is_package=False):
+    facts = extract(source.encode() if isinstance(source, str) else source, module, is_package)
+    assert facts.syntax_error is None, facts.syntax_error
+    return [(i.module, i.names, i.line, i.column, i.scope) for i in facts.imports]
+
+
+def test_resolve_relative_at_any_depth():
+    assert resolve_relative("flashinfer.ops", 1, "x") == "flashinfer.ops.x"
+    assert resolve_relative("flashinfer.ops", 2, "experimental.f") == "flashinfer.experimental.f"
+    assert resolve_relative("flashinfer.ops", 2, None) == "flashinfer"
+    assert resolve_relative("flashinfer.ops", 3, "x") is None  # climbs above the top
+    assert resolve_relative("flashinfer", 0, "a.b") == "a.b"
+
+
+def test_every_static_form():
+    got = imports_of(
+        "import a.b\nimport a.b as c\nfrom a.b import c\nfrom . import x\nfrom .. import experimental\n"
+        "from ..experimental.f import g as h\nfrom .y import *\n"
+    )
+    assert got == [
+        ("a.b", (), 1, 1, MODULE),
+        ("a.b", (), 2, 1, MODULE),
+        ("a.b", (("c", "c"),), 3, 1, MODULE),
+        ("flashinfer.ops", (("x", "x"),), 4, 1, MODULE),
+        ("flashinfer", (("experimental", "experimental"),), 5, 1, MODULE),
+        ("flashinfer.experimental.f", (("g", "h"),), 6, 1, MODULE),
+        ("flashinfer.ops.y", (("*", "*"),), 7, 1, MODULE),
+    ]
+
+
+def test_relative_import_in_package_init_is_relative_to_the_package():
+    got = imports_of("from .experimental import f\n", module="flashinfer", is_package=True)
+    assert got[0][0] == "flashinfer.experimental"
+
+
+def test_dynamic_imports_with_literal_arguments():
+    got = imports_of(
+        "import importlib\nfrom importlib import import_module as im\n"
+        "importlib.import_module('flashinfer.experimental.f')\n"
+        "importlib.import_module('..experimental', package='flashinfer.ops')\n"
+        "importlib.import_module('.z', __package__)\n"
+        "__import__('a.b')\n"
+        "__import__('experimental', globals(), locals(), [], 2)\n"
+        "import_module(name)\n"  # not a literal: not followed
+        "x = ('flashinfer.exp' 'erimental')\nimportlib.import_module('flashinfer.exp' 'erimental.g')\n"
+    )
+    dynamic = [g[0] for g in got[1:] if g[0] != "importlib"]
+    assert dynamic == [
+        "flashinfer.experimental.f",
+        "flashinfer.experimental",
+        "flashinfer.ops.z",
+        "a.b",
+        "flashinfer.experimental",
+        "flashinfer.experimental.g",
+    ]
+
+
+def test_scopes():
+    facts = extract(
+        (
+            "from typing import TYPE_CHECKING\n"
+            "if TYPE_CHECKING:\n    import t1\nelse:\n    import t2\n"
+            "try:\n    import t3\nexcept ImportError:\n    import t4\n"
+            "with ctx():\n    import t5\n"
+            "for _ in []:\n    import t6\n"
+            "class C:\n    import t7\n    def m(self):\n        import t8\n"
+            "def f(x=__import__('t9')):\n    import t10\n    def g():\n        import t11\n"
+            "lam = lambda: __import__('t12')\n"
+            "@deco(__import__('t13'))\ndef h():\n    pass\n"
+            "if typing.TYPE_CHECKING:\n    import t14\n"
+        ).encode(),
+        "flashinfer.a",
+        False,
+    )
+    scopes = {i.module: (i.scope, i.functions) for i in facts.imports}
+    assert scopes["t1"] == (TYPE_CHECKING, ())
+    assert scopes["t2"] == (MODULE, ())
+    for name in ("t3", "t4", "t5", "t6", "t7", "t9", "t13"):
+        assert scopes[name] == (MODULE, ()), name
+    assert scopes["t8"] == (FUNCTION, ("C.m",))
+    assert scopes["t10"] == (FUNCTION, ("f",))
+    assert scopes["t11"] == (FUNCTION, ("f", "f.g"))
+    assert scopes["t12"][0] == FUNCTION
+    assert scopes["t14"] == (TYPE_CHECKING, ())
+
+
+def test_positions_with_bom_crlf_tabs_form_feed_and_non_ascii():
+    source = (
+        b"\xef\xbb\xbf# coding: utf-8\r\n"
+        b"x = '\xc3\xa9t\xc3\xa9'; import a\r\n"
+        b"if x:\r\n\timport b\r\n"
+        b"\x0cimport c\r\n"
+        b"y = 1\n"
+    )
+    got = imports_of(source)
+    assert [(g[0], g[2], g[3]) for g in got] == [("a", 2, 12), ("b", 4, 2), ("c", 5, 2)]
+
+
+def test_decorators_are_resolved_through_aliases():
+    facts = extract(
+        (
+            "import flashinfer.utils as fu\nfrom flashinfer.utils import experimental_backend as eb\n"
+            "mark = eb\n"
+            "@eb\ndef a(): pass\n@fu.experimental_backend\ndef b(): pass\n@mark\ndef c(): pass\n"
+            "@supported_compute_capability([90])\ndef d(): pass\n"
+        ).encode(),
+        "flashinfer.experimental.f.support",
+        False,
+    )
+    decorators = {q: d.decorators for q, d in facts.definitions.items()}
+    assert decorators["a"] == ("flashinfer.utils.experimental_backend",)
+    assert decorators["b"] == ("flashinfer.utils.experimental_backend",)
+    assert decorators["c"] == ("flashinfer.utils.experimental_backend",)
+    assert decorators["d"] == ("supported_compute_capability",)
+
+
+def test_backend_calls_and_module_level_dicts():
+    facts = extract(
+        (
+            "from flashinfer.utils import backend_requirement as br\n"
+            "CHECKS = {'a': x.a, **OTHER}\nCHECKS['b'] = b\n"
+            "@br(backend_checks=CHECKS)\ndef f(): pass\n"
+            "g = br({'c': experimental_backend(c)})(h)\n"
+        ).encode(),
+        "flashinfer.gemm",
+        False,
+    )
+    assert facts.bindings["CHECKS"][0] == "dict"
+    assert facts.bindings["CHECKS"][1].entries == (("a", ("name", "x.a")), (None, ("name", "OTHER")), ("b", ("name", "b")))
+    assert [(c.checks, c.line) for c in facts.backend_calls] == [
+        (("name", "CHECKS"), 4),
+        (("dict", (("c", ("call", "experimental_backend", (("name", "c"),))),)), 6),
+    ]
+
+
+def test_syntax_errors_and_bad_bytes_are_reported_not_raised():
+    assert syntax_error(b"def f(:\n") [0] == 1
+    assert syntax_error(b"x = 1\n") is None
+    assert syntax_error(b"s = '\xff'\n") is not None
+    assert syntax_error(b"x = 1\0\n") is not None
+    assert extract(b"(" * 300 + b")" * 300, "m", False).syntax_error is not None
+    facts = extract(b"def f(:\n", "m", False)
+    assert facts.syntax_error[0] == 1 and facts.imports == []
+
+
+def test_suppression_comments():
+    ok = parse_suppression("# policy: ignore[EXP001, EXP007] hand-off is reviewed", 3, 5)
+    assert ok.ids == ("EXP001", "EXP007") and ok.reason == "hand-off is reviewed" and ok.problem is None
+    assert "no rule id" in parse_suppression("# policy: ignore because", 1, 1).problem
+    assert "no rule id" in parse_suppression("# policy: ignore[] because", 1, 1).problem
+    assert "no reason" in parse_suppression("# policy: ignore[EXP001]", 1, 1).problem
+    assert "invalid rule id" in parse_suppression("# policy: ignore[exp1] x", 1, 1).problem
+    assert parse_suppression("# nothing here", 1, 1) is None
+
+
+def test_suppressions_in_strings_do_not_count():
+    facts = extract(b"s = '# policy: ignore[EXP001] x'\nimport a  # policy: ignore[EXP001] why\n", "m", False)
+    assert [(s.line, s.column) for s in facts.suppressions] == [(2, 11)]

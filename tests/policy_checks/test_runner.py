@@ -1,0 +1,227 @@
+"""The runner: the prefilter's soundness, the cache never changing a result,
+parallel and serial runs agreeing, and robustness against bad input."""
+
+from __future__ import annotations
+
+import os
+import pickle
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from policy_checks import cache as cache_module
+from policy_checks.config import Settings
+from policy_checks.runner import names_experimental, run
+
+from .conftest import located, write_tree
+
+BASE = {
+    "flashinfer/__init__.py": "",
+    "flashinfer/experimental/__init__.py": "from ..utils import experimental_backend\n",
+    "flashinfer/experimental/feat/__init__.py": "",
+    "flashinfer/experimental/feat/kernels.py": "def run():\n    pass\n",
+    "flashinfer/experimental/feat/support.py": (
+        "from flashinfer.utils import experimental_backend\n@experimental_backend\ndef chk(x):\n    return True\n"
+    ),
+    "flashinfer/ops/__init__.py": "",
+    "flashinfer/ops/deep/__init__.py": "",
+    "flashinfer/gdn_kernels/__init__.py": "",
+    "flashinfer/gdn_kernels/experimental/__init__.py": "x = 1\n",
+}
+
+
+def test_names_experimental():
+    assert names_experimental(b"from .experimental import f", "flashinfer")
+    assert names_experimental(b"import flashinfer.experimental.f", "flashinfer")
+    assert names_experimental(b"from flashinfer . experimental import f", "flashinfer")
+    assert names_experimental(b"from cutlass import experimental", "flashinfer")
+    assert names_experimental(b"import cutlass.experimental, flashinfer.experimental", "flashinfer")
+    assert not names_experimental(b"from .api_logging import flashinfer_experimental_api", "flashinfer")
+    assert not names_experimental(b"import cutlass.cute.experimental as ce", "flashinfer")
+    assert not names_experimental(b"from cuda.core.experimental import Device", "flashinfer")
+    assert not names_experimental(b"is_cute_dsl_experimental_available()", "flashinfer")
+
+
+# Import statements a core module might contain; {} is where a module path goes.
+FORMS = [
+    "import {abs}",
+    "import {abs} as alias",
+    "from {abs} import run",
+    "from {parent} import {leaf}",
+    "from {rel} import run",
+    "from {relparent} import {leaf}",
+    "importlib.import_module('{abs}')",
+    "importlib.import_module('{rel}', package='flashinfer.ops.deep')",
+    "__import__('{abs}')",
+]
+TARGETS = [
+    "flashinfer.experimental.feat.kernels",
+    "flashinfer.experimental.feat",
+    "flashinfer.experimental",
+    "flashinfer.gdn_kernels.experimental",
+    "cutlass.cute.experimental",
+    "flashinfer.ops",
+]
+PLACES = ["{stmt}\n", "try:\n    {stmt}\nexcept Exception:\n    pass\n", "def helper():\n    {stmt}\n",
+          "if TYPE_CHECKING:\n    {stmt}\n", "class K:\n    {stmt}\n"]
+
+
+def _render(form: str, target: str) -> str:
+    parent, _, leaf = target.rpartition(".")
+    # relative forms from flashinfer/ops/deep/mod.py: three dots reach flashinfer
+    if target.startswith("flashinfer."):
+        rel = "..." + target[len("flashinfer."):]
+        relparent = "..." + parent[len("flashinfer."):] if parent != "flashinfer" else "..."
+    else:
+        rel, relparent = target, parent
+    return form.format(abs=target, parent=parent or target, leaf=leaf, rel=rel, relparent=relparent)
+
+
+statements = st.lists(
+    st.tuples(st.sampled_from(FORMS), st.sampled_from(TARGETS), st.sampled_from(PLACES)), min_size=1, max_size=4
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(statements)
+def test_prefilter_is_sound(tmp_path_factory, chosen):
+    """Whatever import forms a core module uses, the prefiltered run finds exactly
+    what a run that parses every file finds."""
+    body = "import importlib\nfrom typing import TYPE_CHECKING\n"
+    body += "".join(place.format(stmt=_render(form, target)) for form, target, place in chosen)
+    root = write_tree(tmp_path_factory.mktemp("tree"), {**BASE, "flashinfer/ops/deep/mod.py": body})
+    fast = run(root, Settings(), use_cache=False, jobs=1, progress=False)
+    full = run(root, Settings(), use_cache=False, jobs=1, progress=False, prefilter=False)
+    assert fast.findings == full.findings
+
+
+def test_traps_are_not_reported(check):
+    result = check({
+        **BASE,
+        "flashinfer/gdn.py": (
+            "from .gdn_kernels.experimental import x\nfrom .gdn_kernels import experimental\n"
+            "import flashinfer.gdn_kernels.experimental\nimport cutlass.experimental\n"
+            "from cuda.core.experimental import Device\nfrom .api_logging import flashinfer_experimental_api\n"
+            "from .experimental.feat.support import chk\n"
+        ),
+    })
+    assert [f for f in result.findings if f.rule != "EXP009"] == []
+
+
+def _tree_for_consistency():
+    return {
+        **BASE,
+        "flashinfer/gemm.py": "from .experimental.feat import kernels\ndef f():\n    import flashinfer.experimental.feat\n",
+        "flashinfer/bad.py": "def broken(:\n",
+        "flashinfer/ok.py": "x = 1  # policy: ignore[EXP001] nothing to silence\n",
+        "docs/api/gemm.rst": ".. automodule:: flashinfer.experimental.feat\n",
+    }
+
+
+def test_cache_never_changes_a_result(tmp_path):
+    root = write_tree(tmp_path, _tree_for_consistency())
+    cold = run(root, Settings(), use_cache=True, jobs=1, progress=False)
+    assert (root / cache_module.DIRECTORY).is_dir()
+    warm = run(root, Settings(), use_cache=True, jobs=1, progress=False)
+    nocache = run(root, Settings(), use_cache=False, jobs=1, progress=False)
+    assert cold.findings == warm.findings == nocache.findings
+    assert len(cold.findings) >= 5 and warm.parsed == 0 and cold.parsed > 0
+    # one file changed: only it is parsed again, and the result follows the change
+    (root / "flashinfer/gemm.py").write_text("x = 1\n")
+    changed = run(root, Settings(), use_cache=True, jobs=1, progress=False)
+    assert changed.parsed == 1
+    assert not any(f.path == "flashinfer/gemm.py" for f in changed.findings)
+    assert changed.findings == run(root, Settings(), use_cache=False, jobs=1, progress=False).findings
+
+
+def test_parallel_and_serial_runs_agree(tmp_path):
+    files = _tree_for_consistency()
+    files.update({f"flashinfer/many/m{n}.py": f"from ..experimental.feat import kernels as k{n}\n" for n in range(60)})
+    files["flashinfer/many/__init__.py"] = ""
+    root = write_tree(tmp_path, files)
+    serial = run(root, Settings(), use_cache=False, jobs=1, progress=False)
+    parallel = run(root, Settings(), use_cache=False, jobs=2, progress=False)
+    assert serial.findings == parallel.findings and len(serial.findings) > 60
+
+
+def test_corrupt_cache_is_ignored_with_a_warning(tmp_path):
+    root = write_tree(tmp_path, _tree_for_consistency())
+    expected = run(root, Settings(), use_cache=False, jobs=1, progress=False).findings
+    cache_file = root / cache_module.DIRECTORY / cache_module._FILE
+    cache_file.parent.mkdir()
+    cache_file.write_bytes(b"\x80\x04garbage")
+    result = run(root, Settings(), use_cache=True, jobs=1, progress=False)
+    assert result.findings == expected
+    assert any("ignoring unreadable cache" in w for w in result.warnings)
+    # the run rewrote a good cache
+    assert isinstance(pickle.loads(cache_file.read_bytes()), dict)
+
+
+def test_two_runs_sharing_a_cache(tmp_path):
+    """Concurrent runs each write a complete cache file atomically."""
+    import multiprocessing
+
+    root = write_tree(tmp_path, _tree_for_consistency())
+    expected = run(root, Settings(), use_cache=False, jobs=1, progress=False).findings
+    context = multiprocessing.get_context("fork")
+    with context.Pool(2) as pool:
+        results = pool.starmap(_run_findings, [(str(root),)] * 4)
+    assert all(r == expected for r in results)
+    assert run(root, Settings(), use_cache=True, jobs=1, progress=False).findings == expected
+
+
+def _run_findings(root):
+    return run(root, Settings(), use_cache=True, jobs=1, progress=False).findings
+
+
+def test_robustness(tmp_path, monkeypatch):
+    files = {
+        **BASE,
+        "flashinfer/syntax.py": "def f(:\n",
+        "flashinfer/latin1.py": b"s = '\xe9'\n",
+        "flashinfer/nul.py": b"x = 1\x00\n",
+        "flashinfer/bom.py": b"\xef\xbb\xbfimport flashinfer.experimental.feat\n",
+        "flashinfer/crlf.py": b"x = 1\r\nfrom .experimental import feat\r\n",
+        "flashinfer/ff.py": b"\x0cfrom .experimental import feat\n",
+        "flashinfer/tabs.py": "if True:\n\tfrom .experimental import feat\n",
+        "flashinfer/huge.py": "".join(f"VALUE_{n} = {n}  # generated\n" for n in range(700_000))
+        + "from .experimental import feat\n",
+    }
+    root = write_tree(tmp_path, files)
+    os.symlink(root / "flashinfer", root / "flashinfer" / "loop")  # a symlink loop
+    os.symlink(root / "missing.py", root / "flashinfer" / "dangling.py")
+    os.mkfifo(root / "flashinfer" / "fifo.py")
+    result = run(root, Settings(), use_cache=True, jobs=2, progress=False)
+    by_path = {(f.path, f.rule) for f in result.findings}
+    for path in ("syntax", "latin1", "nul", "dangling", "fifo"):
+        assert (f"flashinfer/{path}.py", "EXP000") in by_path, path
+    for path in ("bom", "crlf", "ff", "tabs", "huge"):
+        assert (f"flashinfer/{path}.py", "EXP001") in by_path, path
+    assert ("flashinfer/huge.py", 700_001) in located(result, "EXP001")
+    assert (tmp_path / "flashinfer/huge.py").stat().st_size > 20_000_000
+
+
+def test_read_error_while_running_is_exp000(tmp_path, monkeypatch):
+    """A file that disappears or fails to read mid-run is an EXP000 finding."""
+    root = write_tree(tmp_path, {**BASE, "flashinfer/gone.py": "x = 1\n"})
+    from pathlib import Path
+
+    real = Path.read_bytes
+
+    def failing(self):
+        if self.name == "gone.py":
+            raise PermissionError(13, "Permission denied")
+        return real(self)
+
+    monkeypatch.setattr(Path, "read_bytes", failing)
+    result = run(root, Settings(), select=["EXP000"], use_cache=False, jobs=1, progress=False)
+    assert [(f.path, f.rule) for f in result.findings] == [("flashinfer/gone.py", "EXP000")]
+    assert "Permission denied" in result.findings[0].message
+
+
+def test_paths_restrict_the_report(tmp_path):
+    root = write_tree(tmp_path, _tree_for_consistency())
+    only = run(root, Settings(), paths=[str(root / "flashinfer/gemm.py")], use_cache=False, jobs=1, progress=False)
+    assert {f.path for f in only.findings} == {"flashinfer/gemm.py"} and only.files_checked == 1
+    with pytest.raises(ValueError):
+        run(root, Settings(), paths=["/"], use_cache=False, jobs=1, progress=False)
