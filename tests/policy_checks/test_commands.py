@@ -1,0 +1,149 @@
+"""The CLI: exit codes, the four formats, rules, explain, settings errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from policy_checks.cli import main
+
+from .conftest import write_tree
+
+TREE = {
+    "pyproject.toml": "[tool.policy-check]\nexclude = ['build']\n",
+    "flashinfer/__init__.py": "",
+    "flashinfer/experimental/__init__.py": "",
+    "flashinfer/gemm.py": "import os\nfrom .experimental import feat\n",
+    "flashinfer/experimental/feat/__init__.py": "",
+    "flashinfer/experimental/feat/FEATURE.toml": (
+        'kind = "api"\nowner = "octocat"\ntracking_issue = 1\nadmitted = 2026-11-02\n'
+        'target_release = "0.8.0"\ntarget_date = 2026-11-30\napis = ["flashinfer.feat"]\n'
+        "backends = []\nauto_routing = false\n"
+    ),
+    "flashinfer/experimental/feat/README.md": "# feat\n## What is experimental\n## Supported cases and limits\n## Gates\n## Auto routing\n",
+}
+
+
+def invoke(root, *args):
+    return CliRunner().invoke(main, ["run", "--root", str(root), "--no-cache", *args])
+
+
+@pytest.fixture
+def tree(tmp_path):
+    return write_tree(tmp_path, TREE)
+
+
+def test_text_output_and_exit_codes(tree):
+    result = invoke(tree)
+    assert result.exit_code == 1, result.output
+    assert result.output.splitlines()[0].startswith("flashinfer/gemm.py:2:1: EXP001 core module imports flashinfer.experimental.feat")
+    assert invoke(tree, "--exit-zero").exit_code == 0
+    (tree / "flashinfer/gemm.py").write_text("import os\n")
+    clean = invoke(tree)
+    assert clean.exit_code == 0 and "All clear" in clean.output
+
+
+def test_json_output_follows_the_spec(tree):
+    result = invoke(tree, "--format", "json")
+    document = json.loads(result.output)
+    assert document["version"] == 1 and document["files_checked"] == 4
+    assert document["findings"] == [{
+        "rule": "EXP001", "name": "core-imports-experimental", "path": "flashinfer/gemm.py",
+        "line": 2, "column": 1, "message": document["findings"][0]["message"], "severity": "error",
+    }]
+
+
+def test_github_and_sarif_carry_the_same_findings(tree):
+    github = invoke(tree, "--format", "github").output.splitlines()
+    assert len(github) == 1
+    assert github[0].startswith("::error file=flashinfer/gemm.py,line=2,col=1,title=EXP001 core-imports-experimental::EXP001 ")
+    sarif = json.loads(invoke(tree, "--format", "sarif").output)
+    assert sarif["version"] == "2.1.0"
+    (run,) = sarif["runs"]
+    (finding,) = run["results"]
+    assert finding["ruleId"] == "EXP001"
+    assert run["tool"]["driver"]["rules"][finding["ruleIndex"]]["id"] == "EXP001"
+    region = finding["locations"][0]["physicalLocation"]
+    assert region["artifactLocation"]["uri"] == "flashinfer/gemm.py"
+    assert region["region"] == {"startLine": 2, "startColumn": 1}
+
+
+def test_select_ignore_and_statistics(tree):
+    assert invoke(tree, "--ignore", "EXP001").exit_code == 0
+    assert invoke(tree, "--select", "EXP002,EXP003").exit_code == 0
+    assert invoke(tree, "--select", "EXP").exit_code == 1
+    stats = invoke(tree, "--statistics").output
+    assert "     1  EXP001  core-imports-experimental" in stats
+    bad = invoke(tree, "--select", "EXP099")
+    assert bad.exit_code == 2 and "EXP099" in bad.output
+
+
+def test_jobs_option_and_paths(tree):
+    assert invoke(tree, "--jobs", "2").exit_code == 1
+    only = invoke(tree, str(tree / "flashinfer/experimental"))
+    assert only.exit_code == 0, only.output
+
+
+@pytest.mark.parametrize(
+    "setting,key",
+    [
+        ("package = 3", "package"),
+        ("typo = 1", "typo"),
+        ("select = ['nope']", "select"),
+        ("type-checking-imports = 'yes'", "type-checking-imports"),
+        ("per-file-ignores = ['x']", "per-file-ignores"),
+        ("experimental-package = 'other.experimental'", "experimental-package"),
+        ("aot-modules = ['not a module']", "aot-modules"),
+    ],
+)
+def test_invalid_setting_is_a_clear_error(tree, setting, key):
+    (tree / "pyproject.toml").write_text(f"[tool.policy-check]\n{setting}\n")
+    result = invoke(tree)
+    assert result.exit_code == 2
+    assert key in result.output and "Traceback" not in result.output
+
+
+def test_unparsable_pyproject_is_exit_2(tree):
+    (tree / "pyproject.toml").write_text("[tool.policy-check\n")
+    assert invoke(tree).exit_code == 2
+
+
+def test_settings_change_the_layout(tree):
+    (tree / "pyproject.toml").write_text(
+        "[tool.policy-check]\nper-file-ignores = {'flashinfer/gemm.py' = ['EXP001']}\n"
+    )
+    assert invoke(tree).exit_code == 0
+    write_tree(tree, {"pyproject.toml": "[tool.policy-check]\nexclude = ['flashinfer/gemm.py']\n"})
+    assert invoke(tree).exit_code == 0
+
+
+def test_rules_and_explain():
+    runner = CliRunner()
+    table = runner.invoke(main, ["rules"]).output
+    for n in range(10):
+        assert f"EXP00{n}" in table
+    assert "SUP001" in table and "SUP002" in table
+    explained = runner.invoke(main, ["explain", "exp004"])
+    assert explained.exit_code == 0 and "unmarked-experimental-checker" in explained.output
+    assert "Invalid example" in explained.output
+    assert runner.invoke(main, ["explain", "EXP042"]).exit_code == 2
+    assert "0.1.0" in runner.invoke(main, ["--version"]).output
+
+
+def test_root_is_found_from_the_working_directory(tree, monkeypatch):
+    monkeypatch.chdir(tree / "flashinfer")
+    result = CliRunner().invoke(main, ["run", "--no-cache"])
+    assert result.exit_code == 1 and "flashinfer/gemm.py:2:1" in result.output
+
+
+def test_python_dash_m_entry_point(tree):
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "policy_checks", "run", "--root", str(tree), "--format", "json", "--no-cache"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 1 and json.loads(done.stdout)["findings"][0]["rule"] == "EXP001"

@@ -1,0 +1,73 @@
+"""The project model: module names, excludes, cross-module resolution."""
+
+from __future__ import annotations
+
+from policy_checks.config import Settings
+from policy_checks.facts import extract
+from policy_checks.project import Project, is_excluded, module_name
+
+from .conftest import write_tree
+
+
+def test_module_names():
+    assert module_name("flashinfer/gemm.py") == ("flashinfer.gemm", False)
+    assert module_name("flashinfer/ops/__init__.py") == ("flashinfer.ops", True)
+    assert module_name("tests/x/test_y.py") == ("tests.x.test_y", False)
+
+
+def test_excludes():
+    assert is_excluded("flashinfer/data/cutlass/x.py", ["flashinfer/data"])
+    assert not is_excluded("flashinfer/database.py", ["flashinfer/data"])
+    assert is_excluded("flashinfer/a/gen_b.py", ["*/gen_*.py"])
+    assert is_excluded("flashinfer/build/x.py", ["flashinfer/build"])
+    assert is_excluded("flashinfer/deep/generated/x.py", ["flashinfer/*/generated"])
+
+
+def _project(tmp_path, files):
+    root = write_tree(tmp_path, files)
+
+    def load(source):
+        return extract((root / source.rel).read_bytes(), source.module, source.is_package)
+
+    return Project(root, Settings(), load)
+
+
+def test_resolution_follows_re_exports_and_lazy_exports(tmp_path):
+    project = _project(tmp_path, {
+        "flashinfer/__init__.py": (
+            "from .norm import fast as fused\nfrom . import norm\nimport flashinfer.norm as nm\n"
+            "_LAZY = {'fast': 'norm'}\ndef __getattr__(name):\n    pass\n"
+        ),
+        "flashinfer/norm.py": "from .impl.core import fast\nclass K:\n    def m(self):\n        pass\n",
+        "flashinfer/impl/__init__.py": "",
+        "flashinfer/impl/core.py": "def fast():\n    pass\n",
+        "flashinfer/data/skipped.py": "",
+    })
+    assert "flashinfer/data/skipped.py" not in project.files
+    kind, module, definition = project.resolve("flashinfer", "fused")
+    assert (kind, module, definition.qualname) == ("def", "flashinfer.impl.core", "fast")
+    assert project.resolve("flashinfer", "norm.fast")[1] == "flashinfer.impl.core"
+    assert project.resolve("flashinfer", "nm.K.m")[2].qualname == "K.m"
+    assert project.resolve("flashinfer", "fast")[1] == "flashinfer.impl.core"
+    assert project.resolve("flashinfer", "impl") == ("module", "flashinfer.impl")
+    assert project.resolve("flashinfer", "missing")[0] == "external"
+
+
+def test_resolution_survives_import_cycles(tmp_path):
+    project = _project(tmp_path, {
+        "flashinfer/__init__.py": "",
+        "flashinfer/a.py": "from .b import x\n",
+        "flashinfer/b.py": "from .a import x\n",
+    })
+    assert project.resolve("flashinfer.a", "x")[0] == "external"
+
+
+def test_from_package_import_subpackage_is_an_import_of_the_subpackage(tmp_path):
+    project = _project(tmp_path, {
+        "flashinfer/__init__.py": "",
+        "flashinfer/experimental/__init__.py": "",
+        "flashinfer/experimental/feat/__init__.py": "",
+        "flashinfer/gemm.py": "from flashinfer.experimental import feat, experimental_backend\n",
+    })
+    (imp,) = project.facts("flashinfer/gemm.py").imports
+    assert project.import_targets(imp) == ["flashinfer.experimental", "flashinfer.experimental.feat"]
