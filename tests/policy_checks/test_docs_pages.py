@@ -29,6 +29,6 @@ def test_autosummary_blocks_directives_and_currentmodule():
         (12, 6, "flashinfer.gemm.mm", "flashinfer.norm"),
         (18, 6, "nested", "flashinfer.norm"),
         (20, 16, "Wrapper", "flashinfer.norm"),
-        (23, 18, "flashinfer.fast", None),
-        (24, 16, "flashinfer.experimental", None),
+        (23, 19, "flashinfer.fast", None),
+        (24, 17, "flashinfer.experimental", None),
     ]
