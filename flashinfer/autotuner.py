@@ -164,9 +164,19 @@ def register_problem_key(api: Any, key_function: Callable[[Dict[str, Any]], tupl
 
 
 def freeze_key(value: Any) -> Any:
-    """A problem key read from JSON or TOML (lists) as the hashable tuple form."""
+    """A problem key read from JSON or TOML (lists) as the hashable tuple form.
+
+    Raises `TypeError` for a key holding a table (a dict), which no key function
+    returns; loaders count such an entry as malformed.
+    """
+    frozen = _freeze(value)
+    hash(frozen)
+    return frozen
+
+
+def _freeze(value: Any) -> Any:
     if value.__class__ is list:
-        return tuple([freeze_key(item) if item.__class__ is list else item for item in value])
+        return tuple([_freeze(item) if item.__class__ is list else item for item in value])
     return value
 
 
@@ -641,6 +651,11 @@ def _load_entry(record: Any, gate_set: bool, summary: LoadSummary) -> None:
         return
     name, backend = record["api"], record["backend"]
     what = f"{name}:{backend}"
+    try:
+        key = freeze_key(record["key"])
+    except TypeError:
+        summary.skip("malformed entries", what)
+        return
     dispatch = resolve_api(name)
     if dispatch is None:
         summary.skip("of an unknown API", what)
@@ -649,10 +664,10 @@ def _load_entry(record: Any, gate_set: bool, summary: LoadSummary) -> None:
         summary.skip("of a backend that no longer exists", what)
         return
     feature = backend_feature(dispatch, backend)
-    if record["experimental"] and feature is not None and feature != record["feature"]:
+    recorded = record["feature"]
+    if record["experimental"] and isinstance(recorded, str) and feature not in (None, recorded):
         summary.skip("of an experimental feature that no longer exists", what)
         return
-    key = freeze_key(record["key"])
     if feature is not None and not gate_set:
         _dormant[(name, key)] = record
         summary.skip(f"experimental, while {EXPERIMENTAL_AUTO_ENV_VAR} is unset", what)

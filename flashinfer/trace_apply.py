@@ -50,6 +50,7 @@ __all__ = ["TRACE_APPLY_ENV_VAR", "apply_trace_config"]
 TRACE_APPLY_ENV_VAR = "FLASHINFER_TRACE_APPLY"
 CONFIG_VERSION = 1
 _PIN_FIELDS = frozenset({"api", "key", "backend"})
+_ANY_KEY = object()  # a pin without "key": every problem of its API
 
 
 class _Pins:
@@ -104,6 +105,11 @@ def _add_pin(entry: Any, summary: LoadSummary) -> None:
         summary.skip("malformed entries (need api and backend, optional key)", repr(entry)[:60])
         return
     name, backend = entry["api"], entry["backend"]
+    try:
+        key = freeze_key(entry["key"]) if "key" in entry else _ANY_KEY
+    except TypeError:
+        summary.skip("malformed entries (need api and backend, optional key)", f"{name}:{backend}")
+        return
     dispatch = resolve_api(name)
     if dispatch is None:
         summary.skip("of an unknown API", f"{name}:{backend}")
@@ -114,10 +120,10 @@ def _add_pin(entry: Any, summary: LoadSummary) -> None:
     pins = _pins.get(dispatch)
     if pins is None:
         pins = _pins[dispatch] = _Pins(name)
-    if "key" in entry:
-        pins.by_key[freeze_key(entry["key"])] = backend
-    else:
+    if key is _ANY_KEY:
         pins.any_key = backend
+    else:
+        pins.by_key[key] = backend
     summary.loaded += 1
 
 

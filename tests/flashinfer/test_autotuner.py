@@ -377,6 +377,7 @@ def test_entries_of_unknown_apis_and_malformed_entries_are_skipped_in_one_warnin
         {**good, "api": "flashinfer.no_such_module.op"},
         {**good, "api": "flashinfer.experimental.toy_fast.op"},  # never imported
         {**good, "tactic": {"tile": 128}},
+        {**good, "key": [{"not": "hashable"}]},
         {"api": API},
         "not an entry",
     ]
@@ -386,9 +387,9 @@ def test_entries_of_unknown_apis_and_malformed_entries_are_skipped_in_one_warnin
         warnings.simplefilter("always")
         summary = load_autotune_cache(path)
     (warning,) = tuning_warnings(record)
-    assert "loaded 1 entries, skipped 6" in str(warning.message)
+    assert "loaded 1 entries, skipped 7" in str(warning.message)
     assert len(summary.skipped["of an unknown API"]) == 3
-    assert len(summary.skipped["malformed entries"]) == 2
+    assert len(summary.skipped["malformed entries"]) == 3
     assert summary.skipped["with a tactic the backend does not take"] == [f"{API}:medium"]
     assert "flashinfer.experimental.toy_fast" not in sys.modules
 

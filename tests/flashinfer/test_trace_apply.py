@@ -220,9 +220,14 @@ def test_malformed_pins_are_skipped(tmp_path):
         api = "{API}"
         backend = "alt"
         keys = [1]
+
+        [[pin]]
+        api = "{API}"
+        backend = "alt"
+        key = [{{ rows = 4 }}]
         """,
     )
-    with pytest.warns(TuningConfigWarning, match="skipped 2"):
+    with pytest.warns(TuningConfigWarning, match="skipped 3"):
         assert apply_trace_config(path).loaded == 0
 
 
