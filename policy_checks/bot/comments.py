@@ -41,7 +41,8 @@ def _age(comment) -> tuple:
     return (comment.created_at, comment.id)
 
 
-def _ours(comments: list, marker: str, identity: BotIdentity) -> list:
+def own_comments(comments: list, marker: str, identity: BotIdentity) -> list:
+    """The bot's comments starting with ``marker``, oldest first (the login is asked only if needed)."""
     marked = [c for c in comments if (c.body or "").startswith(marker)]
     if not marked:
         return []  # no need to learn the login
@@ -64,7 +65,7 @@ def keep_comment(thread, marker: str, body: str, identity: BotIdentity, writes: 
     assert body.startswith(marker)
     if comments is None:
         comments = list_comments(thread, where)
-    ours = _ours(comments, marker, identity)
+    ours = own_comments(comments, marker, identity)
     if ours:
         keep, extra = ours[0], ours[1:]
         for duplicate in extra:
@@ -78,7 +79,7 @@ def keep_comment(thread, marker: str, body: str, identity: BotIdentity, writes: 
         identity.learn(created.user.login)
     if created is not None and recheck:
         # A concurrent run may have created one too: keep the oldest, delete ours that are newer.
-        ours = _ours(list_comments(thread, where), marker, identity)
+        ours = own_comments(list_comments(thread, where), marker, identity)
         for duplicate in ours[1:]:
             _delete(duplicate, writes, where)
     return "created"

@@ -11,8 +11,9 @@ import datetime as dt
 from dataclasses import dataclass
 
 import github
+import requests
 
-from .client import call
+from .client import BotError, call, describe_failure, is_forbidden
 from .deadlines import utc_date
 from .parsers import normalise_reason, parse_extend_command
 
@@ -26,22 +27,31 @@ class Permissions:
         self._repo = repo
         self._levels: dict[str, str] | None = None
         self._asked: dict[str, str] = {}
+        self.unavailable = ""  # why permissions could not be read, when they could not
 
     def preload(self) -> None:
-        """One listing (100 per page) instead of a request per login; needed for the orphan check."""
+        """One listing (100 per page) instead of a request per login; needed for the orphan check.
 
-        def load():
-            levels = {}
-            for user in self._repo.get_collaborators():
-                levels[user.login.lower()] = _level(user)
-            return levels
-
-        self._levels = call("list the repository's collaborators", load)
+        A token that may not list collaborators leaves every permission unknown (reported
+        in ``unavailable``) rather than stopping the review.
+        """
+        try:
+            self._levels = {user.login.lower(): _level(user) for user in self._repo.get_collaborators()}
+        except github.GithubException as exc:
+            if not is_forbidden(exc):
+                raise BotError(describe_failure(exc, "list the repository's collaborators")) from None
+            self.unavailable = describe_failure(exc, "list the repository's collaborators")
+        except requests.RequestException as exc:
+            raise BotError(describe_failure(exc, "list the repository's collaborators")) from None
 
     def is_collaborator(self, login: str) -> bool:
-        return self.level(login) not in ("none", "")
+        """False only when the login is known not to be one."""
+        return self.level(login) != "none"
 
     def level(self, login: str) -> str:
+        """``admin``, ``maintain``, ``write``, ``triage``, ``read``, ``none``, or ``unknown``."""
+        if self.unavailable:
+            return "unknown"
         key = login.lower()
         if self._levels is not None:
             return self._levels.get(key, "none")
@@ -51,6 +61,10 @@ class Permissions:
                     return self._repo.get_collaborator_permission(login)
                 except github.UnknownObjectException:
                     return "none"
+                except github.GithubException as exc:
+                    if is_forbidden(exc):
+                        return "unknown"
+                    raise
 
             self._asked[key] = call(f"read the permission of {login}", ask)
         return self._asked[key]
@@ -95,9 +109,11 @@ def read_extensions(comments: list, permissions: Permissions, bot_marker_prefix:
         if command is None:
             out.append(Extension(author, date, 0, "", False, problem))
             continue
-        if permissions.level(author) not in WRITE_LEVELS:
-            out.append(Extension(author, date, command.weeks, command.reason, False,
-                                 "refused: only users with write permission can extend"))
+        level = permissions.level(author)
+        if level not in WRITE_LEVELS:
+            why = ("not counted: the bot could not read permissions" if level == "unknown"
+                   else "refused: only users with write permission can extend")
+            out.append(Extension(author, date, command.weeks, command.reason, False, why))
             continue
         note = ""
         if previous_reason is not None and normalise_reason(command.reason) == previous_reason:

@@ -15,7 +15,7 @@ import github
 
 from . import deadlines
 from .client import BotError, call, describe_failure
-from .comments import BotIdentity, keep_comment, list_comments
+from .comments import BotIdentity, keep_comment, list_comments, own_comments
 from .extensions import Permissions, extended_weeks, read_extensions
 from .markdown import bullet_list, code
 from .parsers import TrackingRef, parse_pr_body, parse_tracking_issue
@@ -201,7 +201,6 @@ def run_pr_check(gh, repo_name: str, number: int, writes: Writes, identity: BotI
     thread = gh.get_repo(repo_name).get_issue(number)  # lazy: no request
     # The PR's comment count is free; an empty thread needs no listing (the keeper re-lists after creating).
     comments = list_comments(thread, where) if pull.comments else []
-    has_ours = any((c.body or "").startswith(PR_MARKER) for c in comments)
 
     needs_label = verdict.declared and verdict.touches_experimental and EXPERIMENTAL_LABEL not in {l.name for l in pull.labels}
     if needs_label:
@@ -209,9 +208,10 @@ def run_pr_check(gh, repo_name: str, number: int, writes: Writes, identity: BotI
         verdict.label_requested = any(r.outcome == FORBIDDEN for r in writes.records[-1:])
 
     body = render(verdict)
-    if wants_comment or has_ours:
+    existing = _existing_body(comments, identity)
+    if wants_comment or existing is not None:
         # The comment is written last: an unchanged comment means the status was set too.
-        unchanged = has_ours and _existing_body(comments, identity) == body.rstrip()
+        unchanged = existing == body.rstrip()
         if not unchanged:
             _set_status(gh, repo_name, verdict, writes)
         keep_comment(thread, PR_MARKER, body, identity, writes, where, comments=comments)
@@ -221,9 +221,7 @@ def run_pr_check(gh, repo_name: str, number: int, writes: Writes, identity: BotI
 
 
 def _existing_body(comments: list, identity: BotIdentity) -> str | None:
-    login = identity.login.lower()
-    ours = sorted((c for c in comments if (c.body or "").startswith(PR_MARKER) and c.user and c.user.login.lower() == login),
-                  key=lambda c: (c.created_at, c.id))
+    ours = own_comments(comments, PR_MARKER, identity)
     return (ours[0].body or "").rstrip() if ours else None
 
 

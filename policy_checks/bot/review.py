@@ -20,7 +20,7 @@ import github
 
 from . import deadlines
 from .client import BotError, call, describe_failure
-from .comments import BotIdentity, keep_comment, list_comments
+from .comments import BotIdentity, keep_comment, list_comments, own_comments
 from .extensions import Extension, Permissions, extended_weeks, read_extensions
 from .markdown import bullet_list, code
 from .parsers import FeatureRecord, TrackingRef, parse_feature_toml, parse_tracking_issue
@@ -81,12 +81,14 @@ class ReviewResult:
     cycle: str
     features: list[FeatureReview]
     writes: Writes
+    notes: list[str] = field(default_factory=list)  # run-level limits, e.g. permissions unreadable
 
     def as_json(self) -> dict:
         return {
             "repo": self.repo,
             "today": self.today.isoformat(),
             "cycle": self.cycle,
+            "notes": self.notes,
             "features": [f.as_json(self.today) for f in self.features],
             "writes": [{"write": r.description, "outcome": r.outcome} for r in self.writes.records],
         }
@@ -104,6 +106,8 @@ class ReviewResult:
             problems = [(f.name, p) for f in self.features for p in f.problems]
             if problems:
                 lines += ["", "**Problems**", ""] + bullet_list([f"{code(n)}: {p}" for n, p in problems], 100)
+        if self.notes:
+            lines += ["", "**Notes**", ""] + bullet_list(self.notes)
         extra = self.writes.summary_lines()
         if extra:
             lines += [""] + extra
@@ -305,7 +309,10 @@ def run_review(gh, repo_name: str, today: dt.date, writes: Writes, identity: Bot
                                owner=parse_tracking_issue(issue.body).owner)
         reviews.append(review)
         _write_to_issue(issue, review, comments, identity, writes, today, cycle, None)
-    return ReviewResult(repo_name, today, cycle, reviews, writes)
+    notes = []
+    if permissions.unavailable:
+        notes.append(f"{permissions.unavailable}: orphan checks were skipped and extensions not counted")
+    return ReviewResult(repo_name, today, cycle, reviews, writes, notes)
 
 
 _REVIEWED_RE = re.compile(re.escape(REVIEW_MARKER_PREFIX) + r"(\S+) cycle=")
@@ -313,13 +320,5 @@ _REVIEWED_RE = re.compile(re.escape(REVIEW_MARKER_PREFIX) + r"(\S+) cycle=")
 
 def _reviewed_features(comments: list, identity: BotIdentity) -> list[str]:
     """Feature names of the bot's earlier review comments on a thread, oldest first."""
-    marked = [c for c in comments if (c.body or "").startswith(REVIEW_MARKER_PREFIX)]
-    if not marked:
-        return []
-    login = identity.login.lower()
-    names = []
-    for comment in sorted(marked, key=lambda c: (c.created_at, c.id)):
-        match = _REVIEWED_RE.match(comment.body)
-        if match and comment.user is not None and comment.user.login.lower() == login:
-            names.append(match.group(1))
-    return names
+    ours = own_comments(comments, REVIEW_MARKER_PREFIX, identity)
+    return [m.group(1) for m in (_REVIEWED_RE.match(c.body) for c in ours) if m]

@@ -259,3 +259,12 @@ def test_feature_record_problems(change, problem):
 def test_invalid_toml_is_a_problem():
     record = parse_feature_toml("x", "owner = ")
     assert record.owner is None and "not valid TOML" in record.problems[0]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(st.none(), st.text()))
+def test_any_issue_body_or_comment_parses_without_an_exception(text):
+    issue = parse_tracking_issue(text)
+    assert issue.owner is None or issue.owner == issue.owner.strip()
+    command, problem = parse_extend_command(text)
+    assert command is None or (1 <= command.weeks <= 52 and command.reason)

@@ -302,3 +302,19 @@ def test_bad_token_is_reported_without_the_token(repo, bot_cli):
 def test_missing_pr_is_reported(repo, bot_cli):
     result = check(bot_cli, 999)
     assert result.exit_code == 2 and "read pull request #999 of acme/widgets: not found" in result.output
+
+
+def test_label_refused_is_asked_for_in_the_comment(repo, bot_cli):
+    pr = repo.add_pull(REPO, BODY, [EXPERIMENTAL_FILE])
+    repo.inject("POST", r"/labels$", 403, body={"message": "Resource not accessible by integration"})
+    assert check(bot_cli, pr).exit_code == 0
+    assert "a maintainer, please add the `experimental` label" in bot_comments(repo, pr)[0]["body"]
+    assert status_of(repo, pr)["state"] == "success"
+
+
+def test_tracking_issue_in_another_repository(repo, bot_cli):
+    repo.add_issue("acme/roadmap", ISSUE, number=5)
+    pr = repo.add_pull(REPO, BODY.replace("#1", "acme/roadmap#5"), [EXPERIMENTAL_FILE])
+    assert check(bot_cli, pr).exit_code == 0
+    assert "Tracking issue: acme/roadmap#5 (open)" in bot_comments(repo, pr)[0]["body"]
+    assert repo.count("GET", r"^/repos/acme/roadmap/issues/5$") == 1

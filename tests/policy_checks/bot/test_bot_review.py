@@ -221,3 +221,15 @@ def test_review_worst_case_request_counts(g, bot_cli):
     print(f"review of 50 overdue features, next cycle: {reads} reads + {writes} writes")
     assert reads <= 2 * 50 + 3  # FEATURE.toml and comments per feature; listing, issues, collaborators
     assert writes == 50  # one new review comment each; the label is already there
+
+
+def test_unreadable_permissions_do_not_stop_the_review(g, bot_cli):
+    number = add_feature(g, "late", owner="gone-dev", admitted="2026-10-25", target="2026-11-20")
+    g.add_comment(REPO, number, "/experimental extend 2 blocked", "maint")
+    g.inject("GET", r"/collaborators$", 403, body={"message": "Must have push access to view repository collaborators."})
+    report = review(bot_cli)
+    [feature] = report["features"]
+    assert feature["states"] == ["overdue"]  # not called orphaned: it cannot be told
+    assert feature["extensions"][0]["accepted"] is False
+    assert "could not read permissions" in feature["extensions"][0]["note"]
+    assert "orphan checks were skipped" in report["notes"][0]
