@@ -1,5 +1,9 @@
 """NVRTC compilation without a GPU: cubins, the PTX fallback, compile errors, ELF symbols."""
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from flashinfer.jit import JitSpec, NvrtcCompileError, compile_spec, supported_archs
@@ -57,3 +61,15 @@ def test_unknown_arch_compiles_to_ptx_with_the_entry_point():
 def test_function_symbols_rejects_non_elf():
     with pytest.raises(ValueError, match="ELF"):
         function_symbols(b"not an elf image at all")
+
+
+def test_importing_the_kernel_modules_loads_no_nvrtc_and_compiles_nothing():
+    code = (
+        "import sys, flashinfer, flashinfer.aot; flashinfer.mm_bf16; flashinfer.rmsnorm\n"
+        "from flashinfer.jit import cache\n"
+        "print('cuda.bindings.nvrtc' in sys.modules, 'flashinfer.jit.launch' in sys.modules, len(cache._memo))\n"
+    )
+    repo = Path(__file__).resolve().parents[3]
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                            env={"PYTHONPATH": str(repo), "PATH": ""})
+    assert result.stdout.split() == ["False", "False", "0"]
