@@ -18,6 +18,7 @@ from .client import DEFAULT_API_URL, BotError, connect
 from .comments import BotIdentity
 from .writes import FAILED, Writes
 
+
 class BotFailure(click.ClickException):
     """An API or configuration failure, already worded for the log."""
 

@@ -146,6 +146,12 @@ def is_forbidden(exc: BaseException) -> bool:
     )
 
 
+def fetched(obj):
+    """Complete a lazy PyGithub object now (one GET), so that a failure surfaces here."""
+    _ = obj.raw_data
+    return obj
+
+
 def call(action: str, fn, *args, **kwargs):
     """Run one API call; turn any GitHub or transport failure into a `BotError` naming ``action``."""
     try:

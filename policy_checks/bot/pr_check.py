@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import github
 
 from . import deadlines
-from .client import BotError, call, describe_failure
+from .client import BotError, call, describe_failure, fetched
 from .comments import BotIdentity, keep_comment, list_comments, own_comments
 from .extensions import Permissions, extended_weeks, read_extensions
 from .markdown import bullet_list, code
@@ -77,19 +77,13 @@ def adds_decorator(patch: str | None) -> bool:
     )
 
 
-def _fetch(action: str, obj):
-    """Complete a lazy PyGithub object now, so its failure is reported as ``action``."""
-    call(action, lambda: obj.raw_data)
-    return obj
-
-
 def _examine_tracking_issue(gh, repo, repo_name: str, ref: TrackingRef, admission: dt.date,
                             known_users: set[str], verdict: PrVerdict) -> None:
     where = ref.render(repo_name)
-    issue_repo = repo if ref.repo is None or ref.repo.lower() == repo_name.lower() else gh.get_repo(ref.repo)
+    here = ref.repo is None or ref.repo.lower() == repo_name.lower()
+    issue_repo = repo if here else gh.get_repo(ref.repo)
     try:
-        issue = issue_repo.get_issue(ref.number)
-        issue.raw_data
+        issue = fetched(issue_repo.get_issue(ref.number))
     except github.UnknownObjectException:
         verdict.problems.append(f"the tracking issue {where} does not exist (or the bot cannot see it)")
         return
@@ -130,7 +124,7 @@ def _examine_tracking_issue(gh, repo, repo_name: str, ref: TrackingRef, admissio
 
 def _user_exists(gh, login: str) -> bool:
     try:
-        gh.get_user(login).raw_data
+        fetched(gh.get_user(login))
         return True
     except github.UnknownObjectException:
         return False
@@ -142,7 +136,7 @@ def examine(gh, repo_name: str, number: int) -> tuple[PrVerdict, object]:
     """Read the PR and everything it points at; return the verdict and the PR object."""
     repo = gh.get_repo(repo_name)
     pull = repo.get_pull(number)
-    _fetch(f"read pull request #{number} of {repo_name}", pull)
+    call(f"read pull request #{number} of {repo_name}", fetched, pull)
     files = call(f"list the files of #{number}", lambda: list(pull.get_files()))
     declaration = parse_pr_body(pull.body)
     verdict = PrVerdict(number=number, head_sha=pull.head.sha, declared=declaration.ticked)
@@ -158,10 +152,11 @@ def examine(gh, repo_name: str, number: int) -> tuple[PrVerdict, object]:
             )
         return verdict, pull
     verdict.problems.extend(declaration.problems)
-    if declaration.tracking is None:
-        if not declaration.problems:
-            verdict.problems.append("the box is ticked but there is no `Tracking issue:` reference (#N, owner/repo#N or an issue URL)")
-    else:
+    if declaration.tracking is None and not declaration.problems:
+        verdict.problems.append(
+            "the box is ticked but there is no `Tracking issue:` reference (#N, owner/repo#N or an issue URL)"
+        )
+    elif declaration.tracking is not None:
         admission = deadlines.utc_date(pull.created_at)
         known = {pull.user.login.lower()}
         _examine_tracking_issue(gh, repo, repo_name, declaration.tracking, admission, known, verdict)
@@ -202,10 +197,11 @@ def run_pr_check(gh, repo_name: str, number: int, writes: Writes, identity: BotI
     # The PR's comment count is free; an empty thread needs no listing (the keeper re-lists after creating).
     comments = list_comments(thread, where) if pull.comments else []
 
-    needs_label = verdict.declared and verdict.touches_experimental and EXPERIMENTAL_LABEL not in {l.name for l in pull.labels}
+    labels = {label.name for label in pull.labels}
+    needs_label = verdict.declared and verdict.touches_experimental and EXPERIMENTAL_LABEL not in labels
     if needs_label:
         writes.perform(f"add the label `{EXPERIMENTAL_LABEL}` to {where}", lambda: pull.add_to_labels(EXPERIMENTAL_LABEL))
-        verdict.label_requested = any(r.outcome == FORBIDDEN for r in writes.records[-1:])
+        verdict.label_requested = writes.records[-1].outcome == FORBIDDEN
 
     body = render(verdict)
     existing = _existing_body(comments, identity)

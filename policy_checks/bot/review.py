@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import github
 
 from . import deadlines
-from .client import BotError, call, describe_failure
+from .client import BotError, call, describe_failure, fetched
 from .comments import BotIdentity, keep_comment, list_comments, own_comments
 from .extensions import Extension, Permissions, extended_weeks, read_extensions
 from .markdown import bullet_list, code
@@ -158,9 +158,7 @@ class _Issues:
             return self.labelled[ref.number]
         repo = self._repo if here else self._gh.get_repo(ref.repo)
         try:
-            issue = repo.get_issue(ref.number)
-            issue.raw_data
-            return issue
+            return fetched(repo.get_issue(ref.number))
         except github.UnknownObjectException:
             return None
         except github.GithubException as exc:
@@ -189,7 +187,8 @@ def _classify(record: FeatureRecord, issue, comments: list, permissions: Permiss
         if record.owner and body.owner and record.owner.lower() != body.owner.lower():
             mismatches.append(f"owner {code(record.owner)} in the record, {code(body.owner)} in the issue")
         if record.target_release and body.target_release and record.target_release != body.target_release:
-            mismatches.append(f"target release {code(record.target_release)} in the record, {code(body.target_release)} in the issue")
+            mismatches.append(f"target release {code(record.target_release)} in the record, "
+                              f"{code(body.target_release)} in the issue")
         if record.target_date and body.target_date and record.target_date != body.target_date:
             mismatches.append(f"target date {record.target_date} in the record, {body.target_date} in the issue")
         if mismatches:
