@@ -277,7 +277,18 @@ def prepend_statements(function: cst.FunctionDef, statements: Sequence[cst.Simpl
         smalls = [s.body[0].with_changes(semicolon=cst.Semicolon(whitespace_after=cst.SimpleWhitespace(" "))) for s in statements]
         return function.with_changes(body=body.with_changes(body=[*smalls, *body.body]))
     at = body_start(body)
-    return function.with_changes(body=body.with_changes(body=[*body.body[:at], *statements, *body.body[at:]]))
+    rest = list(body.body[at:])
+    if rest and _is_import_line(statements[-1]) and not _is_import_line(rest[0]):
+        first = rest[0]  # imports, then a blank line, then the code
+        if not (first.leading_lines and first.leading_lines[0].comment is None):
+            rest[0] = first.with_changes(leading_lines=[cst.EmptyLine(indent=False), *first.leading_lines])
+    return function.with_changes(body=body.with_changes(body=[*body.body[:at], *statements, *rest]))
+
+
+def _is_import_line(statement: cst.BaseStatement) -> bool:
+    return isinstance(statement, cst.SimpleStatementLine) and all(
+        isinstance(s, (cst.Import, cst.ImportFrom)) for s in statement.body
+    )
 
 
 class _Rewriter(cst.CSTTransformer):

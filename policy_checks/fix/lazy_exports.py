@@ -72,7 +72,7 @@ def _check_movable(file: PythonFile, statement, alias: cst.ImportAlias, name: st
 def _branch(statement, alias: cst.ImportAlias) -> str:
     name = bound_name(alias, statement)
     source = _code(fresh_import(statement, [alias])).strip()
-    return f'if {{param}} == "{name}":\n    {source}\n    return {name}\n'
+    return f'if {{param}} == "{name}":\n    {source}\n\n    return {name}\n'
 
 
 def _export_lazily(module: cst.Module, branches: Sequence[str], names: Sequence[str]) -> cst.Module:

@@ -66,12 +66,14 @@ def test_from_import_moves_into_each_entry_point_and_everything_else_stays(tree)
         def mm(x):
             """Docstring stays first."""
             from .experimental.feat.kernels import run
+
             return run(x)
 
 
         @flashinfer_api(trace=None)
         def mm_scaled(x):
             from .experimental.feat.kernels import run, scale as times_ten
+
             # comment inside
             return times_ten(run(x))
         '''
@@ -113,7 +115,7 @@ def test_every_import_form_moves_and_the_module_still_works(tree, statement, use
     assert result.left == []
     text = tree.read("fxpkg/ops/linear.py").decode()
     assert text.splitlines()[1] == ""  # the statement's line is gone, the blank lines stay
-    assert f"    def apply(self, x):\n        {moved}\n        return {use}\n" in text
+    assert f"    def apply(self, x):\n        {moved}\n\n        return {use}\n" in text
     linear = tree.imported("fxpkg.ops.linear")
     assert KERNELS not in sys.modules
     assert linear.Ops().apply(4) == 5
@@ -156,6 +158,7 @@ def test_split_import_moves_what_it_can_and_keeps_the_rest(tree):
         @flashinfer_api
         def norm(x):
             from .experimental.feat.kernels import run, scale
+
             return scale(run(x)) + DEFAULT
         """
     )
@@ -227,6 +230,7 @@ def test_crlf_one_line_bodies_and_semicolons_keep_their_bytes(tree):
         b"@flashinfer_api\r\n"
         b"def other(x):\r\n"
         b"\tfrom .experimental.feat.kernels import run\r\n"
+        b"\r\n"
         b"\tif x:\r\n"
         b"\t\treturn run(x)\r\n"
         b"\treturn os.sep\r\n"

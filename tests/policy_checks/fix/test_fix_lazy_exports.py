@@ -37,9 +37,11 @@ def test_a_new_getattr_and_dir_export_the_names_lazily(tree):
         def __getattr__(name):
             if name == "feat_run":
                 from .experimental.feat.kernels import run as feat_run
+
                 return feat_run
             if name == "scale":
                 from .experimental.feat.kernels import scale
+
                 return scale
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
@@ -105,12 +107,15 @@ def test_an_existing_getattr_and_dir_are_extended(tree):
             """Lazy exports."""
             if attribute == "run":
                 from .experimental.feat.kernels import run
+
                 return run
             if attribute == "feat_kernels":
                 from .experimental.feat import kernels as feat_kernels
+
                 return feat_kernels
             if attribute == "LIMIT_IS_NOT_HERE":
                 from .experimental.feat import LIMIT_IS_NOT_HERE
+
                 return LIMIT_IS_NOT_HERE
             module = _LAZY.get(attribute)
             if module is None:
