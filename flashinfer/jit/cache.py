@@ -28,7 +28,7 @@ CACHE_DIR_ENV_VAR = "FLASHINFER_JIT_CACHE_DIR"
 _MAGIC = b"FIJIT1"
 _KIND_TAGS = {"cubin": b"C", "ptx": b"P"}
 _TAG_KINDS = {v: k for k, v in _KIND_TAGS.items()}
-_HEADER_SIZE = len(_MAGIC) + 1 + 32  # magic, kind tag, sha256 of the payload
+_HEADER_SIZE = len(_MAGIC) + 1 + 32  # magic, kind tag, sha256 of tag + payload
 
 _logger = logging.getLogger("flashinfer.jit")
 
@@ -77,16 +77,18 @@ def entry_path(spec: JitSpec, arch: int, root: Optional[Path] = None) -> Path:
 
 
 def encode_entry(kind: str, image: bytes) -> bytes:
-    return _MAGIC + _KIND_TAGS[kind] + hashlib.sha256(image).digest() + image
+    tag = _KIND_TAGS[kind]
+    return _MAGIC + tag + hashlib.sha256(tag + image).digest() + image
 
 
 def decode_entry(data: bytes) -> Optional[Tuple[str, bytes]]:
     """(kind, image), or None when the bytes are not an intact entry."""
     if len(data) <= _HEADER_SIZE or not data.startswith(_MAGIC):
         return None
-    kind = _TAG_KINDS.get(data[len(_MAGIC):len(_MAGIC) + 1])
+    tag = data[len(_MAGIC):len(_MAGIC) + 1]
+    kind = _TAG_KINDS.get(tag)
     digest, image = data[len(_MAGIC) + 1:_HEADER_SIZE], data[_HEADER_SIZE:]
-    if kind is None or hashlib.sha256(image).digest() != digest:
+    if kind is None or hashlib.sha256(tag + image).digest() != digest:
         return None
     return kind, image
 

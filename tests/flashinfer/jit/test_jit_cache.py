@@ -7,6 +7,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from flashinfer.jit import JitSpec, cache
 from flashinfer.jit.elf import function_symbols
@@ -134,3 +136,21 @@ def test_two_processes_compiling_the_same_spec_both_succeed(jit_cache_dir, tmp_p
     assert [p.name for p in entries] == [Path(paths.pop()).name]
     kind, image = cache.decode_entry(entries[0].read_bytes())
     assert kind == "cubin" and "add_one" in function_symbols(image)
+
+
+@given(image=st.binary(min_size=1, max_size=512), kind=st.sampled_from(["cubin", "ptx"]), data=st.data())
+@settings(max_examples=200, deadline=None)
+def test_entry_round_trips_and_any_single_byte_change_is_caught(image, kind, data):
+    entry = cache.encode_entry(kind, image)
+    assert cache.decode_entry(entry) == (kind, image)
+    position = data.draw(st.integers(0, len(entry) - 1))
+    flip = data.draw(st.integers(1, 255))
+    damaged = bytearray(entry)
+    damaged[position] ^= flip
+    assert cache.decode_entry(bytes(damaged)) is None
+
+
+def test_kind_tag_is_covered_by_the_checksum():
+    entry = bytearray(cache.encode_entry("cubin", b"image"))
+    entry[len(b"FIJIT1")] = ord("P")  # a valid tag, but not the one that was written
+    assert cache.decode_entry(bytes(entry)) is None
