@@ -354,18 +354,13 @@ def tuned_choice(dispatch: BackendDispatch, candidates: tuple, arguments: dict) 
     try:
         table = _tables.get(dispatch) or _table(dispatch)
         entries = table.entries
-        tuning = _tuning.get()
-        if not entries and not tuning:
-            return None
+        if not entries and not _tuning.get():
+            return None  # the common case: nothing tuned for this API
         key = table.key_function(arguments)
         entry = entries.get(key)
         if entry is not None:
-            if entry.backend in candidates:
-                return entry.backend
-            return _skip_at_use(table, entry)
-        if tuning:
-            return _tune(table, key, candidates, arguments)
-        return None
+            return entry.backend if entry.backend in candidates else _skip_at_use(table, entry)
+        return _tune(table, key, candidates, arguments) if _tuning.get() else None
     except Exception as error:  # the hot path never raises
         _warn_once(
             ("lookup", dispatch),
@@ -375,7 +370,7 @@ def tuned_choice(dispatch: BackendDispatch, candidates: tuple, arguments: dict) 
         return None
 
 
-def _skip_at_use(table: _TunedApi, entry: _Entry) -> None:
+def _skip_at_use(table: _TunedApi, entry: _Entry) -> Optional[str]:
     """A remembered winner that is not a candidate now: say why once, use the default."""
     backend = entry.backend
     if backend in table.dispatch.experimental_backends and not experimental_auto_backends_allowed():
