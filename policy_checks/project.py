@@ -57,20 +57,22 @@ def module_name(rel: str) -> tuple:
 def walk_python_files(root: Path, top: str, exclude, problems: list) -> Iterator[SourceFile]:
     """Python files below `root/top`; symlinked directories are not followed (no
     loops), entries that are not regular files are recorded in `problems`."""
-    base = root / top
-    if not base.is_dir():
+    base = os.path.join(root, top)
+    if not os.path.isdir(base):
         return
+    prefix = len(str(root)) + 1
     stack = [base]
     while stack:
         directory = stack.pop()
         try:
-            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+            with os.scandir(directory) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
         except OSError as error:
-            problems.append((_rel(root, Path(directory)), f"cannot list directory: {error.strerror or error}"))
+            problems.append((directory[prefix:].replace(os.sep, "/"), f"cannot list directory: {error.strerror or error}"))
             continue
         for entry in entries:
-            rel = _rel(root, Path(entry.path))
-            if is_excluded(rel, exclude) or entry.name == "__pycache__":
+            rel = entry.path[prefix:].replace(os.sep, "/")
+            if entry.name == "__pycache__" or (exclude and is_excluded(rel, exclude)):
                 continue
             try:
                 if entry.is_dir(follow_symlinks=False):

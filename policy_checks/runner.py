@@ -14,7 +14,6 @@ from __future__ import annotations
 import fnmatch
 import multiprocessing
 import os
-import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -78,8 +77,8 @@ def needs_facts(project: Project, source: SourceFile, data: bytes) -> bool:
     return source.module == s.package or source.module in s.aot_modules or names_experimental(data, s.package)
 
 
-_WORD = re.compile(rb"(?<!\w)experimental(?!\w)")
-_THIRD_PARTY_CHAIN = re.compile(rb"(?<![\w.])(?P<head>[A-Za-z_]\w*)(?:\.[A-Za-z_]\w*)*\.experimental(?!\w)")
+_WORD = b"experimental"
+_IDENTIFIER = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
 
 def names_experimental(data: bytes, package: str) -> bool:
@@ -93,12 +92,34 @@ def names_experimental(data: bytes, package: str) -> bool:
     comment alike) makes the file a candidate; that over-approximation is what keeps
     the filter sound.
     """
-    words = len(_WORD.findall(data))
-    if not words:
-        return False
     head = package.partition(".")[0].encode()
-    harmless = sum(1 for m in _THIRD_PARTY_CHAIN.finditer(data) if m.group("head") != head)
-    return words > harmless
+    at = data.find(_WORD)
+    while at >= 0:
+        end = at + len(_WORD)
+        standalone = (at == 0 or data[at - 1] not in _IDENTIFIER) and (end == len(data) or data[end] not in _IDENTIFIER)
+        if standalone and _chain_head(data, at) in (None, head):
+            return True
+        at = data.find(_WORD, end)
+    return False
+
+
+def _chain_head(data: bytes, at: int):
+    """The first name of the absolute dotted chain ending in ``.experimental`` at
+    `at` (``b"cutlass"`` for ``cutlass.cute.experimental``), or None when the word
+    is not such a chain's last component (or the chain is relative)."""
+    position = at
+    head = None
+    while position > 0 and data[position - 1] == ord("."):
+        end = position - 1
+        start = end
+        while start > 0 and data[start - 1] in _IDENTIFIER:
+            start -= 1
+        if start == end or data[start] in b"0123456789":
+            return None  # ".experimental" after a non-name: relative or odd, keep it
+        head, position = data[start:end], start
+    if head is None or (position > 0 and data[position - 1] == ord(".")):
+        return None
+    return head
 
 
 def _compute(task) -> tuple:
