@@ -122,6 +122,14 @@ def require_experimental_auto_backends(feature: str) -> None:
         raise RuntimeError(experimental_auto_backends_message(feature))
 
 
+def backend_warning_key(api_name: str, backend: str) -> tuple:
+    """The once-registry key of an (API, experimental backend) warning.
+
+    Hot paths precompute it and skip the call while ``key in _warned_seen``.
+    """
+    return ("backend", api_name, backend)
+
+
 def warn_experimental_backend_once(
     api_name: str, backend: str, *, automatic: bool = False, stacklevel: int = 2
 ) -> None:
@@ -130,7 +138,7 @@ def warn_experimental_backend_once(
     ``stacklevel`` counts from the function calling this one (1 = that function,
     2 = its caller, usually the user's code calling the API).
     """
-    key = ("backend", api_name, backend)
+    key = backend_warning_key(api_name, backend)
     if key in _warned_seen or not _warned.first(key):  # the first test skips a call
         return
     how = "may be selected automatically for" if automatic else "selected for"

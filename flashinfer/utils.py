@@ -31,6 +31,7 @@ from typing import Any, Callable, Dict, Iterable, Mapping, Optional
 import torch
 from torch import Tensor
 
+from . import api_logging
 from .api_logging import (
     EXPERIMENTAL_AUTO_ENV_VAR,
     experimental_auto_backends_allowed,
@@ -162,26 +163,40 @@ def _is_under_experimental(module: str) -> bool:
 # -- the generated __call__ --------------------------------------------------------
 # Each API gets a subclass of BackendDispatch whose __call__ is generated with the
 # API's own parameter list: the interpreter binds the arguments (no `inspect` per
-# call), checkers get them as keywords without building a dict, and the explicit
-# path runs without a method call. `_fi_viable` runs the checks of ``"auto"``.
-# `_fi_` names come from the namespace built in `_generated_call`; the rarer paths
-# are methods of BackendDispatch, which get the arguments as a dict.
+# call), checkers and the heuristic get them as keywords without building a dict,
+# and the explicit and auto paths run without method calls. `_fi_auto` collects
+# the candidates of ``"auto"``: viable backends, minus experimental ones unless the
+# gate is set, in heuristic order. `_fi_` names come from the namespace built in
+# `_generated_call`; errors, warnings and hooks are methods of BackendDispatch.
 
 _CALL_TEMPLATE = """\
-def _fi_viable(_fi_cc, {params}):
+def _fi_auto(_fi_cc, {params}):
     {prologue}
     if _fi_common is not None and not _fi_common({keywords}):
-        return []
-    _fi_names = []
+        return [], ()
+    _fi_viable = []
     for _fi_backend, _fi_check, _fi_supported in _fi_table:
         if _fi_cc is not None and (_fi_supported is None or not _fi_supported(_fi_cc)):
             continue
         try:
             if _fi_check({keywords}):
-                _fi_names.append(_fi_backend)
+                _fi_viable.append(_fi_backend)
         except ValueError:  # a checker may reject by raising, as in FlashInfer
             continue
-    return _fi_names
+    _fi_dropped = ()
+    if _fi_experimental and not _fi_experimental.isdisjoint(_fi_viable) and not _fi_gate():
+        _fi_kept, _fi_removed = [], []
+        for _fi_backend in _fi_viable:
+            (_fi_removed if _fi_backend in _fi_experimental else _fi_kept).append(_fi_backend)
+        _fi_viable, _fi_dropped = _fi_kept, tuple(_fi_removed)
+    if _fi_heuristic is not None and _fi_viable:
+        # the heuristic may reorder or shorten the list, never add to it
+        _fi_ordered = []
+        for _fi_backend in _fi_heuristic(_fi_viable, {keywords}):
+            if _fi_backend in _fi_viable and _fi_backend not in _fi_ordered:
+                _fi_ordered.append(_fi_backend)
+        _fi_viable = _fi_ordered
+    return _fi_viable, _fi_dropped
 
 def __call__(_fi_self, {call_params}):
     {prologue}
@@ -194,34 +209,43 @@ def __call__(_fi_self, {call_params}):
     _fi_cc = None
     for _fi_value in {scan}:
         if isinstance(_fi_value, _fi_Tensor):
-            _fi_cc = _fi_capability(_fi_value) if _fi_value.is_cuda else 0
+            _fi_cc = _fi_capability(_fi_value) if _fi_value.is_cuda else 0  # CPU: 0
             break
     _fi_entry = _fi_explicit.get(_fi_backend)
     if _fi_entry is not None:
         _fi_set(_fi_NO_STATE)
-        _fi_check, _fi_supported, _fi_is_experimental = _fi_entry
+        _fi_check, _fi_supported, _fi_warning_key = _fi_entry
         if _fi_cc is not None and (_fi_supported is None or not _fi_supported(_fi_cc)):
             raise _fi_self._capability_error(_fi_backend, _fi_cc)
         if not ((_fi_common is None or _fi_common({keywords})) and _fi_check({keywords})):
             raise ValueError(_fi_size_message)
-        if _fi_is_experimental:
-            _fi_warn(_fi_name, _fi_backend)
+        if _fi_warning_key is not None and _fi_warning_key not in _fi_warned:
+            _fi_warn(_fi_name, _fi_backend)  # experimental, first time
     elif _fi_backend == "auto" and _fi_table:
-        _fi_set(_fi_NO_STATE)  # until _select_auto records this call's candidates
-        _fi_bound = {bound}
-        _fi_pin = _fi_hooks.pinned_backend_hook
-        if _fi_pin is not None and not skip_check:
-            _fi_pin = _fi_pin(_fi_self, _fi_bound)
+        _fi_set(_fi_NO_STATE)  # until this call's candidates are known
+        if _fi_hooks.pinned_backend_hook is not None and not skip_check:
+            _fi_bound = {bound}
+            _fi_pin = _fi_hooks.pinned_backend_hook(_fi_self, _fi_bound)
             if _fi_pin is not None:  # a trace-apply pin: explicit, so no gate
                 return _fi_self._run_pinned(_fi_pin, _fi_cc, _fi_bound, {args}, {kwargs})
-        _fi_self._select_auto(_fi_viable(_fi_cc, {call}), _fi_bound, skip_check)
+        _fi_viable, _fi_dropped = _fi_auto(_fi_cc, {call})
+        if _fi_hooks.tuned_choice_hook is not None and len(_fi_viable) > 1:
+            _fi_viable = _fi_self._tuned_first(_fi_viable, {bound})
+        _fi_set((tuple(_fi_viable), _fi_dropped))
+        if not _fi_viable:
+            if not skip_check:
+                raise _fi_self._no_auto_backend(_fi_dropped)
+        elif _fi_experimental and not _fi_experimental.isdisjoint(_fi_viable):
+            for _fi_backend in _fi_viable:  # the gate is set: warn once per backend
+                if _fi_backend in _fi_experimental and _fi_warning_keys[_fi_backend] not in _fi_warned:
+                    _fi_self._warn_automatic(_fi_backend)
     else:
         _fi_self._dispatch_other(_fi_backend, _fi_cc, {bound})
     return _fi_func({call})
 """
 
 
-def _template_parts(sig: inspect.Signature, namespace: dict) -> Dict[str, str]:
+def _template_parts(name: str, sig: inspect.Signature, namespace: dict) -> Dict[str, str]:
     """The pieces of `_CALL_TEMPLATE` for one signature (defaults go into `namespace`).
 
     Signatures with ``*args``/``**kwargs`` (or parameter names that clash with the
@@ -231,7 +255,9 @@ def _template_parts(sig: inspect.Signature, namespace: dict) -> Dict[str, str]:
     params = list(sig.parameters.values())
     names = [p.name for p in params]
     if "skip_check" in names:
-        raise ValueError("the parameter name 'skip_check' is reserved by backend_requirement")
+        raise ValueError(
+            f"@backend_requirement on {name}: the parameter name 'skip_check' is reserved"
+        )
     generic = any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params) or any(
         n.startswith("_fi_") for n in names
     )
@@ -293,25 +319,33 @@ def _template_parts(sig: inspect.Signature, namespace: dict) -> Dict[str, str]:
 def _generated_call(dispatch: "BackendDispatch") -> Callable:
     """Build the `__call__` for one API (see `_CALL_TEMPLATE`)."""
     func = dispatch._func
+    warning_keys = {
+        name: api_logging.backend_warning_key(dispatch._name, name)
+        for name in dispatch.experimental_backends
+    }
     namespace: Dict[str, Any] = {
         "_fi_func": func,
-        "_fi_hooks": sys.modules[__name__],  # reads the current pinned_backend_hook
+        "_fi_hooks": sys.modules[__name__],  # the hooks as currently installed
         "_fi_table": dispatch._checker_table,
         "_fi_Tensor": Tensor,
         "_fi_capability": compute_capability,
-        "_fi_explicit": {
-            name: (checker, supported, name in dispatch.experimental_backends)
+        "_fi_explicit": {  # name -> (checker, capability test, warning key if experimental)
+            name: (checker, supported, warning_keys.get(name))
             for name, checker, supported in dispatch._checker_table
         },
         "_fi_common": dispatch._common,
+        "_fi_heuristic": dispatch._heuristic,
+        "_fi_gate": experimental_auto_backends_allowed,
         "_fi_experimental": dispatch.experimental_backends,
         "_fi_warn": warn_experimental_backend_once,
+        "_fi_warned": api_logging._warned_seen,
+        "_fi_warning_keys": warning_keys,
         "_fi_name": dispatch._name,
         "_fi_set": dispatch._state.set,
         "_fi_NO_STATE": _NO_STATE,
         "_fi_size_message": f"Problem size is not supported for {dispatch._name}",
     }
-    parts = _template_parts(inspect.signature(func), namespace)
+    parts = _template_parts(dispatch._name, inspect.signature(func), namespace)
     exec(_CALL_TEMPLATE.format(**parts), namespace)
     call = namespace["__call__"]
     # Binding errors (missing or unexpected arguments) name the API.
@@ -451,48 +485,17 @@ class BackendDispatch:
 
     # -- dispatch beyond the explicit path (see _CALL_TEMPLATE) -------------------
 
-    def _select_auto(self, viable: list, bound: dict, skip_check: bool) -> None:
-        """Gate filter, heuristic order and tuned choice of an ``"auto"`` call.
+    def _tuned_first(self, candidates: list, bound: dict) -> list:
+        """The candidates with the autotuner's winner first, if it is one of them."""
+        winner = tuned_choice_hook(self, tuple(candidates), bound)
+        if winner is not None and winner != candidates[0] and winner in candidates:
+            candidates.remove(winner)
+            candidates.insert(0, winner)
+        return candidates
 
-        Records the call's state (also when it then fails) and warns for the
-        experimental candidates the gate let through. The heuristic may only
-        reorder or shorten the viable list: a name it adds (say, an experimental
-        backend the gate just dropped) is ignored. Plain loops, not comprehensions
-        or `filter`: for a handful of names they are the fastest, and this runs on
-        every auto call.
-        """
-        dropped: tuple = ()
-        experimental = self.experimental_backends
-        if (
-            experimental
-            and not experimental.isdisjoint(viable)
-            and not experimental_auto_backends_allowed()
-        ):
-            kept, removed = [], []
-            for name in viable:
-                (removed if name in experimental else kept).append(name)
-            viable, dropped = kept, tuple(removed)
-        if self._heuristic is not None and viable:
-            ordered = []
-            for name in self._heuristic(viable, **bound):
-                if name in viable and name not in ordered:
-                    ordered.append(name)
-            viable = ordered
-        hook = tuned_choice_hook
-        if hook is not None and len(viable) > 1:
-            winner = hook(self, tuple(viable), bound)
-            if winner is not None and winner != viable[0] and winner in viable:
-                viable.remove(winner)
-                viable.insert(0, winner)
-        self._state.set((tuple(viable), dropped))
-        if not viable and not skip_check:
-            raise self._no_auto_backend(dropped)
-        if experimental and not experimental.isdisjoint(viable):  # the gate is set
-            for name in viable:
-                if name in experimental:
-                    warn_experimental_backend_once(
-                        self._name, name, automatic=True, stacklevel=3
-                    )
+    def _warn_automatic(self, backend: str) -> None:
+        """An experimental backend the gate let into an ``"auto"`` call's candidates."""
+        warn_experimental_backend_once(self._name, backend, automatic=True, stacklevel=3)
 
     def _dispatch_other(self, backend: Any, cc: Optional[int], bound: dict) -> None:
         """A call without backend choices (common check only), or an unknown backend."""
