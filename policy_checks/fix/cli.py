@@ -57,7 +57,7 @@ def run_fix(
     try:
         project = load_project(Path(root) if root else None, Path(paths[0]) if paths else None)
         for _ in range(1 if diff else MAX_ROUNDS):
-            fixes = plan(project, collect(project, paths, rules))
+            fixes = plan(project, collect(project, paths, rules, use_cache=not diff))
             for file_fix in fixes:
                 if diff:
                     click.echo(file_fix.diff(), nl=False)

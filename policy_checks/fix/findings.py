@@ -78,14 +78,15 @@ def load_project(root: Optional[Path], start: Optional[Path] = None) -> Project:
     return Project(root, settings.package, settings.experimental_package, settings)
 
 
-def collect(project: Project, paths: Sequence[str], rules: Iterable[str]) -> List[Finding]:
+def collect(project: Project, paths: Sequence[str], rules: Iterable[str], use_cache: bool) -> List[Finding]:
     """Run the checker over `paths` (all of the project when empty), keeping `rules`.
 
-    No cache: ``fix --diff`` must leave the checked tree exactly as it was.
+    The checker's cache lives in the project, so ``fix --diff``, which must leave the
+    tree exactly as it was, runs without it.
     """
     try:
         result = runner.run(
-            project.root, project.settings, paths=tuple(paths), select=tuple(rules), use_cache=False, progress=False
+            project.root, project.settings, paths=tuple(paths), select=tuple(rules), use_cache=use_cache, progress=False
         )
     except (config.ConfigError, ValueError) as error:
         raise FixError(str(error)) from error

@@ -85,7 +85,7 @@ def _snapshot(root):
 
 
 def _checker_findings(tree, rules=FIXABLE_RULES + ("EXP007",)):
-    return {(f.rule, f.path, f.line) for f in collect(tree.project, [], rules)}
+    return {(f.rule, f.path, f.line) for f in collect(tree.project, [], rules, use_cache=False)}
 
 
 @pytest.fixture
