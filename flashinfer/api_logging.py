@@ -245,7 +245,7 @@ def flashinfer_experimental_api(
 
         @functools.wraps(inner)
         def wrapper(*args, **kwargs):
-            if _warned.first(key):
+            if key not in _warned_seen and _warned.first(key):
                 warnings.warn(message, ExperimentalWarning, stacklevel=2)
             return inner(*args, **kwargs)
 
