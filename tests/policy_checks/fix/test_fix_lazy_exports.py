@@ -154,3 +154,23 @@ def test_import_of_the_bare_package_name_is_left_for_a_person(tree):
     assert [r for _, r in result.left] == [
         "'fxpkg' binds the package name 'fxpkg'; import the module under a name instead"
     ]
+
+
+def test_generated_code_follows_the_modules_newlines_and_indentation(tree):
+    tree.write({"fxpkg/__init__.py": b"from .experimental.feat.kernels import run\r\n\r\ndef __getattr__(n):\r\n\traise AttributeError(n)\r\n"})
+    result = tree.fix("EXP002", "fxpkg/__init__.py", 1)
+    assert result.after == (
+        b"\r\n"
+        b"def __getattr__(n):\r\n"
+        b'\tif n == "run":\r\n'
+        b"\t\tfrom .experimental.feat.kernels import run\r\n"
+        b"\r\n"
+        b"\t\treturn run\r\n"
+        b"\traise AttributeError(n)\r\n"
+        b"\r\n"
+        b"\r\n"
+        b"def __dir__():\r\n"
+        b'\treturn sorted(set(globals()) | {"run"})\r\n'
+    )
+    assert write(tree.project, result)
+    assert tree.imported("fxpkg").run(1) == 2
