@@ -48,11 +48,13 @@ class PythonFile:
 
 
 def parse(source: bytes, module_name: str, is_package: bool) -> PythonFile:
-    """Parse `source`; raises `Unfixable` when libcst cannot."""
+    """Parse `source`; raises `Unfixable` when libcst cannot, or cannot print it back unchanged."""
     try:
         tree = cst.parse_module(source)
     except cst.ParserSyntaxError as error:
         raise Unfixable(f"cannot parse: {error.message}") from error
+    if tree.bytes != source:  # e.g. libcst 1.x drops a blank line before a final form feed
+        raise Unfixable("libcst does not reproduce this file byte for byte; fix it by hand")
     return PythonFile(MetadataWrapper(tree, unsafe_skip_copy=True), module_name, is_package)
 
 
