@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import inspect
 import sys
+import traceback
 from pathlib import Path
 
 import click
@@ -51,6 +52,9 @@ def run(paths, output_format, select, ignore, jobs, no_cache, exit_zero, statist
         )
     except (ConfigError, ValueError) as error:
         click.echo(f"policy-check: error: {error}", err=True)
+        sys.exit(EXIT_ERROR)
+    except Exception:  # a bug: exit 2, never 1 (which means "findings")
+        click.echo(f"policy-check: internal error:\n{traceback.format_exc()}", err=True)
         sys.exit(EXIT_ERROR)
     for warning in result.warnings:
         click.echo(f"policy-check: warning: {warning}", err=True)

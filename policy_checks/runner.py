@@ -168,6 +168,9 @@ def run(
     progress: bool = True,
 ) -> Result:
     root = Path(root).resolve()
+    package_dir = root / settings.package.replace(".", "/")
+    if not package_dir.is_dir():
+        raise ValueError(f"no package {settings.package!r} at {package_dir}; pass --root or set [tool.policy-check] package")
     facts_cache = cache_module.FactsCache(root, enabled=use_cache)
     warnings = []
     parsed = [0]

@@ -147,3 +147,19 @@ def test_python_dash_m_entry_point(tree):
         capture_output=True, text=True, timeout=120,
     )
     assert done.returncode == 1 and json.loads(done.stdout)["findings"][0]["rule"] == "EXP001"
+
+
+def test_a_root_without_the_package_is_an_error(tmp_path):
+    result = CliRunner().invoke(main, ["run", "--root", str(tmp_path)])
+    assert result.exit_code == 2 and "no package 'flashinfer'" in result.output
+
+
+def test_an_internal_error_exits_2(tree, monkeypatch):
+    from policy_checks.rules import RULES
+
+    def broken(project):
+        raise RuntimeError("bug")
+
+    monkeypatch.setattr(RULES["EXP005"], "check", broken)
+    result = invoke(tree)
+    assert result.exit_code == 2 and "internal error" in result.output and "RuntimeError: bug" in result.output
