@@ -53,6 +53,9 @@ FORMS = [
     "importlib.import_module('{abs}')",
     "importlib.import_module('{rel}', package='flashinfer.ops.deep')",
     "__import__('{abs}')",
+    "importlib.import_module('{escaped}')",  # a string escape hides the bytes
+    "importlib.import_module('{split_a}' '{split_b}')",  # implicit concatenation
+    "from {spaced} import run",  # whitespace around the dots
 ]
 TARGETS = [
     "flashinfer.experimental.feat.kernels",
@@ -74,7 +77,10 @@ def _render(form: str, target: str) -> str:
         relparent = "..." + parent[len("flashinfer."):] if parent != "flashinfer" else "..."
     else:
         rel, relparent = target, parent
-    return form.format(abs=target, parent=parent or target, leaf=leaf, rel=rel, relparent=relparent)
+    escaped = target.replace("e", "\\x65")
+    half = len(target) // 2
+    return form.format(abs=target, parent=parent or target, leaf=leaf, rel=rel, relparent=relparent,
+                       escaped=escaped, split_a=target[:half], split_b=target[half:], spaced=target.replace(".", " . "))
 
 
 statements = st.lists(
