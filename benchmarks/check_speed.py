@@ -68,7 +68,7 @@ def main() -> None:
 
     print(f"tree: {root}  jobs: {args.jobs}  CPUs: {os.cpu_count()}")
     print(f"files checked: {cold[1]}  findings: {cold[2]}")
-    for label, (seconds, files, findings) in (
+    for label, (seconds, _, findings) in (
         ("cold (no cache dir)", cold), ("warm (nothing changed)", warm),
         ("one file changed", one), ("--no-cache", no_cache),
     ):

@@ -187,7 +187,7 @@ class Project:
 
     def is_stable_test(self, rel: str) -> bool:
         s = self.settings
-        return _under(rel, s.stable_tests) and not _under(rel, s.experimental_tests)
+        return under(rel, s.stable_tests) and not under(rel, s.experimental_tests)
 
     def import_targets(self, imp: Import) -> list:
         """Absolute modules an import runs: the named module, plus each imported name
@@ -301,9 +301,7 @@ def _read_text(path: Path) -> Optional[str]:
         return None
 
 
-def _under(rel: str, top: str) -> bool:
+def under(rel: str, top: str) -> bool:
+    """Is the relative path `rel` `top` itself or below it?"""
     return rel == top or rel.startswith(top.rstrip("/") + "/")
-
-
-under = _under
 

@@ -116,7 +116,3 @@ def core_primary(project) -> Iterator:
             facts = project.facts(rel)
             if facts.syntax_error is None:
                 yield rel, facts
-
-
-def short(module: str, name: str = "") -> str:
-    return f"{module}.{name}" if name else module
