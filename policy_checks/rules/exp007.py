@@ -9,18 +9,32 @@ from .base import (
 from ..facts import MODULE
 
 
+_MARKERS = (EXPERIMENTAL_API, PUBLIC_API, BACKEND_REQUIREMENT)
+
+
 def sanctioned(project, facts, functions) -> bool:
-    """Is any enclosing def a sanctioned entry point?"""
+    """Is any enclosing def a sanctioned entry point, or a method of an
+    experimental API class (one decorated itself, or with an
+    ``@flashinfer_experimental_api`` method)?"""
     for qualname in functions:
         if qualname == "__getattr__" and facts.is_package:
             return True
         definition = facts.definitions.get(qualname)
-        if definition is None:
-            continue
-        for marker in (EXPERIMENTAL_API, PUBLIC_API, BACKEND_REQUIREMENT):
-            if project.decorated_with(facts.module, definition, marker):
+        if definition is not None and _marked(project, facts, definition, _MARKERS):
+            return True
+        owner = qualname.rpartition(".")[0]
+        cls = facts.definitions.get(owner)
+        if cls is not None and cls.kind == "class":
+            if _marked(project, facts, cls, _MARKERS):
                 return True
+            for name, method in facts.definitions.items():
+                if name.rpartition(".")[0] == owner and _marked(project, facts, method, (EXPERIMENTAL_API,)):
+                    return True
     return False
+
+
+def _marked(project, facts, definition, markers) -> bool:
+    return any(project.decorated_with(facts.module, definition, m) for m in markers)
 
 
 class DeferredImportOutsideEntryPoint(Rule):
@@ -33,7 +47,10 @@ class DeferredImportOutsideEntryPoint(Rule):
     ``@backend_requirement``) selecting an experimental backend, or the module
     ``__getattr__`` of a package ``__init__.py`` (a lazy export). A helper that
     imports experimental code spreads the feature through core. A nested function
-    or a method counts as inside its enclosing entry point.
+    counts as inside its enclosing entry point, and a method as inside its class
+    when the class is an experimental API (decorated itself, or with an
+    ``@flashinfer_experimental_api`` method such as ``run``): the class is then
+    the tagged entry point, removed with the feature.
     """
 
     id = "EXP007"
@@ -58,6 +75,8 @@ class DeferredImportOutsideEntryPoint(Rule):
                     "    def inner():\n        import flashinfer.experimental.feat\n    return inner()\n"
                     "@utils.backend_requirement({})\ndef other(x, backend='auto'):\n"
                     "    import importlib\n    return importlib.import_module('flashinfer.experimental.feat')\n"
+                    "class Wrapper:\n    def __init__(self):\n        from ..experimental.feat import Planner\n"
+                    "    @fea\n    def run(self):\n        pass\n"
                 ),
             }
         )
@@ -73,9 +92,11 @@ class DeferredImportOutsideEntryPoint(Rule):
                     "class Runner:\n    def go(self):\n"
                     "        __import__('flashinfer.experimental.feat')\n"  # 6
                     "def __getattr__(name):\n    from . import experimental\n"  # 8: not a package
+                    "class Plain:\n    def __init__(self):\n        from .experimental import feat\n"  # 11
+                    "    @flashinfer_api\n    def run(self):\n        pass\n"
                 ),
             },
-            expect=(("flashinfer/norm.py", 2), ("flashinfer/norm.py", 6), ("flashinfer/norm.py", 8)),
+            expect=(("flashinfer/norm.py", 2), ("flashinfer/norm.py", 6), ("flashinfer/norm.py", 8), ("flashinfer/norm.py", 11)),
         )
     ]
 
