@@ -231,3 +231,23 @@ def test_paths_restrict_the_report(tmp_path):
     assert {f.path for f in only.findings} == {"flashinfer/gemm.py"} and only.files_checked == 1
     with pytest.raises(ValueError):
         run(root, Settings(), paths=["/"], use_cache=False, jobs=1, progress=False)
+
+
+def test_progress_shows_only_on_a_terminal_after_a_second(monkeypatch, capsys):
+    import io
+    import sys
+
+    from policy_checks import runner
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    for tty, elapsed, shown in ((True, 5.0, True), (True, 0.1, False), (False, 5.0, False)):
+        stream = Terminal() if tty else io.StringIO()
+        monkeypatch.setattr(sys, "stderr", stream)
+        bar = runner._Progress(32, enabled=True)
+        bar.start -= elapsed
+        bar.update(16)
+        bar.close()
+        assert ("parsed 16/32 files" in stream.getvalue()) == shown, (tty, elapsed)
