@@ -219,6 +219,16 @@ def test_default_problem_key_and_problem_key_helper():
 # -- the cache: round trip, merge, atomic save ------------------------------------------
 
 
+def test_saving_a_key_that_is_not_json_names_the_problem(tmp_path):
+    api, _ = make_toy_api()
+    autotuner.register_problem_key(api, lambda arguments: (arguments["x"].dtype,))
+    with autotune():
+        api(torch.ones(4, 8))
+    with pytest.raises(TypeError, match="problem key is not made of JSON values"):
+        save_autotune_cache(tmp_path / "cache.json")
+    assert list(tmp_path.iterdir()) == []  # nothing half-written
+
+
 def test_save_and_load_round_trip(tmp_path):
     api, runs = make_toy_api()
     with autotune(cache=tmp_path / "cache.json"):
