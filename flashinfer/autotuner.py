@@ -99,8 +99,8 @@ def _device_type(tensor: Tensor) -> str:
 # check that torch.Tensor's metaclass makes of them.
 _PLAIN_TYPES = frozenset({type(None), str, int, float, bool})
 
-# Key functions run on every tuned lookup, so they read each tensor attribute
-# once and call no helpers on the common path (each costs ~50-100 ns).
+# Key functions run on every tuned lookup: each tensor attribute read costs
+# 40-80 ns (``tensor.device`` over 200 ns), so they read each one once.
 
 
 def default_problem_key(arguments: Dict[str, Any]) -> tuple:
@@ -509,6 +509,8 @@ def save_autotune_cache(path: str | os.PathLike) -> int:
         prefix=os.path.basename(path) + ".", suffix=".tmp", dir=directory
     )
     try:
+        if hasattr(os, "fchmod"):  # mkstemp makes the file private (0600); a cache is shared
+            os.fchmod(descriptor, os.stat(path).st_mode & 0o777 if os.path.exists(path) else 0o644)
         with os.fdopen(descriptor, "w", encoding="utf-8") as file:
             file.write(text)
             file.flush()

@@ -247,6 +247,7 @@ def test_save_and_load_round_trip(tmp_path):
         None,
     )
     assert entry["tuned_at"].endswith("+00:00")
+    assert (tmp_path / "cache.json").stat().st_mode & 0o777 == 0o644  # not mkstemp's 0600
 
     autotuner._reset_for_tests()
     api, runs = make_toy_api()
