@@ -502,7 +502,6 @@ ENV_SCRIPT = textwrap.dedent(
         print("ran", backend)
 
     toy(torch.ones(2))
-    import flashinfer.autotuner
     """
 )
 
