@@ -210,7 +210,7 @@ def run(
         else:
             tasks.append((rel, str(root / rel), source.module, source.is_package, complete))
     parsed[0] += len(tasks)
-    _compute_all(project, facts_cache, tasks, jobs, progress)
+    _compute_all(project, facts_cache, tasks, jobs, progress, lambda: _prefetch(project))
 
     selected = _selected_ids(settings, select, ignore)
     findings = []
@@ -231,18 +231,43 @@ def run(
     return Result(sorted(set(findings)), len(checked), warnings, parsed[0])
 
 
-def _compute_all(project, facts_cache, tasks, jobs, progress) -> None:
+def _compute_all(project, facts_cache, tasks, jobs, progress, follow_up) -> None:
+    """Compute `tasks` (in a pool when worth it), then the tasks `follow_up()`
+    names once the first results are in."""
     jobs = jobs or os.cpu_count() or 1
     tasks.sort(key=lambda t: -project.files[t[0]].size)  # big files first: even load
     bar = _Progress(len(tasks), progress)
     if jobs > 1 and len(tasks) >= _POOL_THRESHOLD:
         context = multiprocessing.get_context("fork" if sys.platform != "win32" else "spawn")
         with context.Pool(min(jobs, len(tasks))) as pool:
-            results = pool.imap_unordered(_compute, tasks, chunksize=4)
-            _collect(project, facts_cache, results, bar)
+            _collect(project, facts_cache, pool.imap_unordered(_compute, tasks, chunksize=4), bar)
+            _collect(project, facts_cache, pool.imap_unordered(_compute, follow_up()), None)
     else:
         _collect(project, facts_cache, map(_compute, tasks), bar)
+        _collect(project, facts_cache, map(_compute, follow_up()), None)
     bar.close()
+
+
+def _prefetch(project) -> list:
+    """Tasks for facts EXP005 will certainly ask for: the package modules the AOT
+    modules import names from (it follows each name to its definition). Computing
+    them in the pool beats parsing them one by one later."""
+    wanted = set()
+    for module in project.settings.aot_modules:
+        facts = project.known_facts(project.by_module.get(module, ""))
+        if facts is None or not facts.complete:
+            continue
+        for imp in facts.imports:
+            for target in project.import_targets(imp):
+                if project.is_module(target):
+                    wanted.add(project.by_module[target])
+    tasks = []
+    for rel in sorted(wanted):
+        known = project.known_facts(rel)
+        if known is None or not known.complete:
+            source = project.files[rel]
+            tasks.append((rel, str(project.root / rel), source.module, source.is_package, True))
+    return tasks
 
 
 def _collect(project, facts_cache, results, bar) -> None:
@@ -250,7 +275,8 @@ def _collect(project, facts_cache, results, bar) -> None:
         if key is not None:
             facts_cache.put(key, facts)
         project.set_facts(rel, facts)
-        bar.update(done)
+        if bar is not None:
+            bar.update(done)
 
 
 def _matches(rule_id: str, patterns) -> bool:
