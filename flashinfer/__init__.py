@@ -33,6 +33,7 @@ _LAZY_EXPORTS = {
     "gated_rmsnorm": "norm",
     # autotuning and trace-apply
     "autotune": "autotuner",
+    "TuningConfigWarning": "autotuner",
     "load_autotune_cache": "autotuner",
     "save_autotune_cache": "autotuner",
     "apply_trace_config": "trace_apply",

@@ -137,7 +137,7 @@ def _fits(dispatch: BackendDispatch, backend: str, arguments: dict) -> bool:
             if not dispatch.is_backend_supported(backend, utils.compute_capability(value)):
                 return False
             break
-    common = dispatch._common  # the API's common_check, applied to every backend
+    common = dispatch.common_check  # applied to every backend
     try:
         return bool((common is None or common(**arguments)) and dispatch.backend_checks[backend](**arguments))
     except ValueError:

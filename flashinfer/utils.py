@@ -393,6 +393,7 @@ class BackendDispatch:
         self._checks: Dict[str, Callable] = dict(backend_checks)
         self._common = common_check
         self._heuristic = heuristic_func
+        self.common_check = common_check  # public: trace-apply validates pins with it
         for role, value in (("common_check", common_check), ("heuristic_func", heuristic_func)):
             if value is not None and not callable(value):
                 raise TypeError(
