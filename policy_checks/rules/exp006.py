@@ -11,9 +11,13 @@ _DIRECTIVE = re.compile(r"^(?P<indent>\s*)\.\.\s+(?:py:)?(?P<name>auto\w+)::[ \t
 _ENTRY = re.compile(r"[~!]?(?P<name>[A-Za-z_][\w.]*)")
 
 
+_OPTION = re.compile(r"^\s*:(?P<key>[\w-]+):\s*(?P<value>.*)$")
+
+
 def listed_names(text: str):
-    """Yield ``(line, column, name, current module)`` for every object an ``.rst``
-    page lists: ``auto*`` directive arguments and ``autosummary`` entries."""
+    """Yield ``(line, column, name, current module, options)`` for every object an
+    ``.rst`` page lists: ``auto*`` directive arguments (with the directive's options,
+    such as ``members``) and ``autosummary`` entries (options empty)."""
     current = None
     lines = text.splitlines()
     number = 0
@@ -27,12 +31,13 @@ def listed_names(text: str):
         match = _DIRECTIVE.match(line)
         if not match:
             continue
+        indent = len(match.group("indent").expandtabs())
         if match.group("name") != "autosummary":
             entry = _ENTRY.match(match.group("arg"))
             if entry:
-                yield number, match.start("arg") + entry.start("name") + 1, entry.group("name"), current
+                options = _options(lines, number, indent)
+                yield number, match.start("arg") + entry.start("name") + 1, entry.group("name"), current, options
             continue
-        indent = len(match.group("indent").expandtabs())
         while number < len(lines):
             body = lines[number]
             if body.strip() and len(body) - len(body.lstrip()) <= indent:
@@ -44,7 +49,22 @@ def listed_names(text: str):
             entry = _ENTRY.match(stripped)
             if entry:
                 offset = len(body) - len(body.lstrip())
-                yield number, offset + entry.start("name") + 1, entry.group("name"), current
+                yield number, offset + entry.start("name") + 1, entry.group("name"), current, {}
+
+
+def _options(lines: list, start: int, indent: int) -> dict:
+    """The ``:key: value`` options right below a directive."""
+    options = {}
+    for body in lines[start:]:
+        match = _OPTION.match(body)
+        if not body.strip() or len(body) - len(body.lstrip()) <= indent or not match:
+            break
+        options[match.group("key")] = match.group("value").strip()
+    return options
+
+
+def _names(value: str) -> list:
+    return [n.strip() for n in value.split(",") if n.strip()]
 
 
 class ExperimentalApiInDocs(Rule):
@@ -56,7 +76,9 @@ class ExperimentalApiInDocs(Rule):
     relative to; ``.. autosummary::`` blocks (options, blank lines, ``~`` prefixes,
     the end of the block at the first line indented no deeper than the directive),
     ``.. autofunction::`` / ``.. autoclass::`` (and the other ``auto*`` directives)
-    with dotted or bare names, and ``.. automodule::``. A name is resolved through
+    with dotted or bare names, and ``.. automodule::``; an ``automodule`` or
+    ``autoclass`` with ``:members:`` lists the public members it would document
+    (minus ``:exclude-members:``). A name is resolved through
     re-exports (``from .x import f as g`` in a package ``__init__``) and lazy-export
     tables to the function that defines it, which is experimental when it carries
     ``@flashinfer_experimental_api`` or is defined under the experimental package.
@@ -85,6 +107,8 @@ class ExperimentalApiInDocs(Rule):
                     "Norm\n====\n\n.. currentmodule:: flashinfer\n\n.. autosummary::\n"
                     "   :toctree: _generate\n\n   rmsnorm\n\nfused_norm is experimental, see elsewhere.\n"
                     ".. autofunction:: flashinfer.norm.rmsnorm\n"
+                    ".. automodule:: flashinfer.norm\n   :members:\n   :exclude-members: fast_norm\n"
+                    ".. automodule:: flashinfer.norm\n   :members: rmsnorm\n"
                 ),
             }
         )
@@ -102,43 +126,86 @@ class ExperimentalApiInDocs(Rule):
                     ".. autofunction:: fast_norm\n"  # 16
                     ".. automodule:: flashinfer.experimental.feat\n"  # 17
                     ".. autofunction:: flashinfer.experimental.feat.run\n"  # 18
+                    ".. automodule:: flashinfer.norm\n   :members:\n"  # 19
+                    ".. automodule:: flashinfer.norm\n   :members: rmsnorm, fast_norm\n"  # 21
                 ),
             },
-            expect=tuple(("docs/api/norm.rst", n) for n in (12, 14, 16, 17, 18)),
+            expect=tuple(("docs/api/norm.rst", n) for n in (12, 14, 16, 17, 18, 19, 21)),
         )
     ]
 
     def check(self, project):
         for rel, text in project.docs_pages():
-            for line, column, name, current in listed_names(text):
-                reason = self._experimental(project, name, current)
+            for line, column, name, current, options in listed_names(text):
+                target = self._target(project, name, current)
+                reason = self._experimental(project, target)
                 if reason:
                     yield self.finding(rel, line, column, f"stable API page lists {name}: {reason}")
+                elif "members" in options and target and target[0] in ("module", "def"):
+                    hidden = self._experimental_members(project, target, options)
+                    if hidden:
+                        yield self.finding(
+                            rel, line, column,
+                            f"stable API page lists the members of {name}, which include "
+                            f"{', '.join(hidden)} (@{EXPERIMENTAL_API}); exclude them",
+                        )
 
-    def _experimental(self, project, name: str, current):
+    def _target(self, project, name: str, current):
+        """What a listed name resolves to, as `Project.resolve` returns it; names
+        are tried relative to the current module first, as Sphinx does."""
         s = project.settings
         candidates = [f"{current}.{name}", name] if current else [name]
         for dotted in candidates:
             if s.is_experimental(dotted):
-                return f"it is under {s.experimental_package}"
+                return ("external", dotted)
             parts = dotted.split(".")
             for cut in range(len(parts), 0, -1):
                 module = ".".join(parts[:cut])
                 if not project.is_module(module):
                     continue
                 if cut == len(parts):
-                    return None  # a stable module
+                    return ("module", module)
                 target = project.resolve(module, ".".join(parts[cut:]))
-                if target is None or target[0] == "external" and not s.is_experimental(target[1]):
-                    break  # not found here: try the next candidate
-                if target[0] == "external":
-                    return f"it is defined under {s.experimental_package}"
-                if target[0] == "module":
-                    return f"it is under {s.experimental_package}" if s.is_experimental(target[1]) else None
-                if target[0] == "def":
-                    if s.is_experimental(target[1]):
-                        return f"{target[1]}.{target[2].qualname} is defined under {s.experimental_package}"
-                    if project.decorated_with(target[1], target[2], EXPERIMENTAL_API):
-                        return f"{target[1]}.{target[2].qualname} is @{EXPERIMENTAL_API}"
-                return None
+                if target[0] != "external" or s.is_experimental(target[1]):
+                    return target
+                break  # not found here: try the next candidate
         return None
+
+    def _experimental(self, project, target):
+        s = project.settings
+        if target is None:
+            return None
+        if target[0] in ("external", "module"):
+            return f"it is under {s.experimental_package}" if s.is_experimental(target[1]) else None
+        if target[0] == "def":
+            where = f"{target[1]}.{target[2].qualname}"
+            if s.is_experimental(target[1]):
+                return f"{where} is defined under {s.experimental_package}"
+            if project.decorated_with(target[1], target[2], EXPERIMENTAL_API):
+                return f"{where} is @{EXPERIMENTAL_API}"
+        return None
+
+    def _experimental_members(self, project, target, options) -> list:
+        """Public members an ``auto*`` directive's ``:members:`` option documents
+        that are experimental APIs (module-level defs, or a class's methods)."""
+        if target[0] == "module":
+            module, prefix = target[1], ""
+        elif target[2].kind == "class":
+            module, prefix = target[1], target[2].qualname + "."
+        else:
+            return []
+        facts = project.module_facts(module)
+        if facts is None:
+            return []
+        chosen = set(_names(options.get("members", "")))
+        excluded = set(_names(options.get("exclude-members", "")))
+        hidden = []
+        for qualname, definition in facts.definitions.items():
+            if not qualname.startswith(prefix) or "." in qualname[len(prefix):]:
+                continue
+            short = qualname[len(prefix):]
+            if short in excluded or (chosen and short not in chosen) or (not chosen and short.startswith("_")):
+                continue
+            if project.decorated_with(module, definition, EXPERIMENTAL_API):
+                hidden.append(short)
+        return hidden

@@ -24,7 +24,7 @@ def test_autosummary_blocks_directives_and_currentmodule():
         ".. autofunction:: flashinfer.fast(x, y)\n"
         ".. automodule:: flashinfer.experimental\n"
     )
-    assert list(listed_names(page)) == [
+    assert [entry[:4] for entry in listed_names(page)] == [
         (10, 5, "rmsnorm", "flashinfer.norm"),
         (12, 6, "flashinfer.gemm.mm", "flashinfer.norm"),
         (18, 6, "nested", "flashinfer.norm"),
@@ -32,3 +32,9 @@ def test_autosummary_blocks_directives_and_currentmodule():
         (23, 19, "flashinfer.fast", None),
         (24, 17, "flashinfer.experimental", None),
     ]
+
+
+def test_directive_options_are_read():
+    page = ".. automodule:: flashinfer.norm\n   :members: a, b\n   :exclude-members: c\n\n   text\n"
+    ((line, column, name, current, options),) = listed_names(page)
+    assert options == {"members": "a, b", "exclude-members": "c"}
