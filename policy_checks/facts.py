@@ -112,11 +112,11 @@ class FileFacts:
     suppressions: list = field(default_factory=list)
     complete: bool = True  # False: only syntax_error and suppressions were computed
 
-    def resolve_local(self, dotted: str) -> str:
+    def resolve_local(self, dotted: str, _depth: int = 0) -> str:
         """Rewrite the first component of `dotted` through this module's top-level bindings."""
         first, dot, rest = dotted.partition(".")
         binding = self.bindings.get(first)
-        if binding is None:
+        if binding is None or _depth > 20:  # unbound, or a cycle of aliases
             return dotted
         kind = binding[0]
         if kind == "module":
@@ -126,7 +126,7 @@ class FileFacts:
         elif kind == "def":
             base = f"{self.module}.{binding[1]}"
         elif kind == "alias" and binding[1].partition(".")[0] != first:
-            return self.resolve_local(binding[1] + dot + rest)
+            return self.resolve_local(binding[1] + dot + rest, _depth + 1)
         else:
             return dotted
         return base + dot + rest

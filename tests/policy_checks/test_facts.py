@@ -163,3 +163,8 @@ def test_suppression_comments():
 def test_suppressions_in_strings_do_not_count():
     facts = extract(b"s = '# policy: ignore[EXP001] x'\nimport a  # policy: ignore[EXP001] why\n", "m", False)
     assert [(s.line, s.column) for s in facts.suppressions] == [(2, 11)]
+
+
+def test_alias_cycles_do_not_recurse_forever():
+    facts = extract(b"a = b\nb = a\n@a\ndef f(): pass\n", "m", False)
+    assert facts.syntax_error is None and len(facts.definitions["f"].decorators) == 1
