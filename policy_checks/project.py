@@ -281,13 +281,25 @@ class Project:
                             return candidate
         return None
 
+    def resolve_absolute(self, dotted: str):
+        """`resolve` for an absolute dotted name (``flashinfer.norm.fast``): the
+        longest prefix that is a project module, then the rest inside it. None
+        when no prefix is a project module."""
+        parts = dotted.split(".")
+        for cut in range(len(parts), 0, -1):
+            module = ".".join(parts[:cut])
+            if self.is_module(module):
+                return ("module", module) if cut == len(parts) else self.resolve(module, ".".join(parts[cut:]))
+        return None
+
     def decorated_with(self, module: str, definition, marker: str) -> bool:
-        """Does `definition` (in `module`) carry a decorator whose resolved name ends in `marker`?"""
+        """Does `definition` (in `module`) carry a decorator whose name, followed
+        through aliases and re-exports, ends in `marker`?"""
         for decorator in definition.decorators:
             if decorator.rpartition(".")[2] == marker:
                 return True
-            target = self.resolve(module, decorator) if decorator else None
-            if target and target[0] in ("def",) and target[2].qualname.rpartition(".")[2] == marker:
+            target = self.resolve_absolute(decorator) if decorator else None
+            if target and target[0] == "def" and target[2].qualname.rpartition(".")[2] == marker:
                 return True
             if target and target[0] == "external" and target[1].rpartition(".")[2] == marker:
                 return True

@@ -158,18 +158,10 @@ class ExperimentalApiInDocs(Rule):
         for dotted in candidates:
             if s.is_experimental(dotted):
                 return ("external", dotted)
-            parts = dotted.split(".")
-            for cut in range(len(parts), 0, -1):
-                module = ".".join(parts[:cut])
-                if not project.is_module(module):
-                    continue
-                if cut == len(parts):
-                    return ("module", module)
-                target = project.resolve(module, ".".join(parts[cut:]))
-                if target[0] != "external" or s.is_experimental(target[1]):
-                    return target
-                break  # not found here: try the next candidate
-        return None
+            target = project.resolve_absolute(dotted)
+            if target is not None and (target[0] != "external" or s.is_experimental(target[1])):
+                return target
+        return None  # not found: try the next candidate
 
     def _experimental(self, project, target):
         s = project.settings

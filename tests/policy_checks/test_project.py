@@ -71,3 +71,16 @@ def test_from_package_import_subpackage_is_an_import_of_the_subpackage(tmp_path)
     })
     (imp,) = project.facts("flashinfer/gemm.py").imports
     assert project.import_targets(imp) == ["flashinfer.experimental", "flashinfer.experimental.feat"]
+
+
+def test_decorators_are_followed_through_aliases_in_other_modules(tmp_path):
+    project = _project(tmp_path, {
+        "flashinfer/__init__.py": "",
+        "flashinfer/markers.py": "from .api_logging import flashinfer_experimental_api\nexp_api = flashinfer_experimental_api\n",
+        "flashinfer/norm.py": "from .markers import exp_api\n@exp_api\ndef fast():\n    pass\ndef plain():\n    pass\n",
+    })
+    facts = project.facts("flashinfer/norm.py")
+    assert project.decorated_with("flashinfer.norm", facts.definitions["fast"], "flashinfer_experimental_api")
+    assert not project.decorated_with("flashinfer.norm", facts.definitions["plain"], "flashinfer_experimental_api")
+    assert project.resolve_absolute("flashinfer.norm.fast")[2].qualname == "fast"
+    assert project.resolve_absolute("numpy.linalg") is None
