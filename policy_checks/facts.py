@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple, Optional
 
 # Bump when the shape or meaning of facts changes: it invalidates every cache entry.
-FACTS_VERSION = "1"
+FACTS_VERSION = "2"
 
 # import scopes (SPEC §2 "module level")
 MODULE = "module"  # runs at import time
