@@ -267,8 +267,11 @@ class _Extractor(ast.NodeVisitor):
             level = len(name) - len(name.lstrip("."))
             if level:
                 base = _literal_str(package)
-                if base is None and dotted_name(package) in ("__package__", "__name__"):
+                anchor = dotted_name(package) if package is not None else None
+                if base is None and anchor == "__package__":
                     base = self.package
+                elif base is None and anchor == "__name__":
+                    base = self.facts.module  # import_module anchors at the named package
                 if base is None:
                     return
                 module = resolve_relative(base, level, name[level:] or None)

@@ -46,6 +46,7 @@ def test_dynamic_imports_with_literal_arguments():
         "importlib.import_module('flashinfer.experimental.f')\n"
         "importlib.import_module('..experimental', package='flashinfer.ops')\n"
         "importlib.import_module('.z', __package__)\n"
+        "importlib.import_module('.w', __name__)\n"
         "__import__('a.b')\n"
         "__import__('experimental', globals(), locals(), [], 2)\n"
         "import_module(name)\n"  # not a literal: not followed
@@ -56,6 +57,7 @@ def test_dynamic_imports_with_literal_arguments():
         "flashinfer.experimental.f",
         "flashinfer.experimental",
         "flashinfer.ops.z",
+        "flashinfer.ops.a.w",
         "a.b",
         "flashinfer.experimental",
         "flashinfer.experimental.g",
