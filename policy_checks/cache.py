@@ -1,7 +1,8 @@
 """Facts by content hash, kept under the project root between runs.
 
-One pickle file maps a key (hash of the facts version, the file's path and its
-bytes) to that file's facts. A key never outlives the bytes it was computed from,
+One JSON file maps a key (hash of the facts version, the file's path and its
+bytes) to that file's facts. JSON, not pickle: the cache lives in the checked tree,
+where a pull request could plant one, and loading JSON runs no code. A key never outlives the bytes it was computed from,
 so the cache cannot change a result, only skip work. Writes go to a temporary
 file renamed into place, so two runs sharing the cache never see a half-written
 file (the last writer wins, and both versions are valid). An unreadable or
@@ -12,14 +13,14 @@ from __future__ import annotations
 
 import hashlib
 import os
-import pickle
+import json
 import tempfile
 from pathlib import Path
 
-from .facts import FACTS_VERSION
+from .facts import FACTS_VERSION, FileFacts, from_data, to_data
 
 DIRECTORY = ".policy-check-cache"
-_FILE = f"facts-v{FACTS_VERSION}.pickle"
+_FILE = f"facts-v{FACTS_VERSION}.json"
 
 
 def key(rel: str, data: bytes) -> bytes:
@@ -43,18 +44,27 @@ class FactsCache:
     def _load(self) -> None:
         try:
             with open(self.path, "rb") as handle:
-                entries = pickle.load(handle)
-            if not isinstance(entries, dict):
+                stored = json.load(handle)
+            if not isinstance(stored, dict):
                 raise ValueError("not a mapping")
-            self.entries = entries
+            self.entries = {bytes.fromhex(k): v for k, v in stored.items()}
         except FileNotFoundError:
             pass
         except Exception as error:  # any corruption: start afresh
             self.warning = f"ignoring unreadable cache {self.path}: {type(error).__name__}: {error}"
 
     def get(self, k: bytes, complete: bool = False):
+        """Facts stored under `k` (complete ones if `complete`), or None."""
         facts = self.entries.get(k)
-        if facts is None or (complete and not facts.complete):
+        if facts is None:
+            return None
+        if not isinstance(facts, FileFacts):
+            try:
+                facts = self.entries[k] = from_data(facts)
+            except (TypeError, ValueError, KeyError, IndexError):
+                del self.entries[k]  # a damaged entry: recompute
+                return None
+        if complete and not facts.complete:
             return None
         self.used.add(k)
         return facts
@@ -78,8 +88,9 @@ class FactsCache:
                 gitignore.write_text("*\n")
             fd, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=".tmp-")
             try:
-                with os.fdopen(fd, "wb") as handle:
-                    pickle.dump(entries, handle, protocol=pickle.HIGHEST_PROTOCOL)
+                stored = {k.hex(): to_data(v) if isinstance(v, FileFacts) else v for k, v in entries.items()}
+                with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                    json.dump(stored, handle, separators=(",", ":"))
                 os.replace(temporary, self.path)
             except BaseException:
                 os.unlink(temporary)

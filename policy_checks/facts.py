@@ -561,3 +561,43 @@ def syntax_only(source: bytes, module: str, is_package: bool) -> FileFacts:
     if b"policy:" in source:
         facts.suppressions = python_suppressions(source)
     return facts
+
+
+# plain data (for the cache) -------------------------------------------------------
+# The cache is JSON, not pickle: it lives in the checked tree, and a pull request
+# could plant one; loading JSON runs no code.
+
+
+def _tuples(value):
+    """JSON arrays back to the tuples the facts hold (recursively)."""
+    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
+
+
+def to_data(facts: FileFacts) -> list:
+    bindings = {
+        name: (["dict", list(b[1].entries), b[1].line] if b[0] == "dict" else list(b))
+        for name, b in facts.bindings.items()
+    }
+    return [
+        facts.module, facts.is_package, facts.complete, facts.syntax_error,
+        [list(i) for i in facts.imports],
+        [list(d) for d in facts.definitions.values()],
+        bindings,
+        [list(c) for c in facts.backend_calls],
+        [list(s) for s in facts.suppressions],
+    ]
+
+
+def from_data(data: list) -> FileFacts:
+    module, is_package, complete, error, imports, definitions, bindings, calls, suppressions = data
+    facts = FileFacts(module, is_package, complete=complete)
+    facts.syntax_error = _tuples(error)
+    facts.imports = [Import(*_tuples(i)) for i in imports]
+    facts.definitions = {d[0]: Definition(*_tuples(d)) for d in definitions}
+    facts.bindings = {
+        name: ("dict", DictValue(_tuples(b[1]), b[2])) if b[0] == "dict" else _tuples(b)
+        for name, b in bindings.items()
+    }
+    facts.backend_calls = [BackendCall(*_tuples(c)) for c in calls]
+    facts.suppressions = [Suppression(*_tuples(s)) for s in suppressions]
+    return facts

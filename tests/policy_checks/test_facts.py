@@ -170,3 +170,21 @@ def test_suppressions_in_strings_do_not_count():
 def test_alias_cycles_do_not_recurse_forever():
     facts = extract(b"a = b\nb = a\n@a\ndef f(): pass\n", "m", False)
     assert facts.syntax_error is None and len(facts.definitions["f"].decorators) == 1
+
+
+def test_facts_survive_the_json_round_trip():
+    import json
+
+    from policy_checks.facts import from_data, to_data
+
+    source = (
+        "from flashinfer.utils import backend_requirement as br, experimental_backend\n"
+        "import importlib\nCHECKS = {'a': x.a, **OTHER, 'c': experimental_backend(c)}\nCHECKS['b'] = b\nalias = br\n"
+        "@br(backend_checks=CHECKS)\ndef f():\n    importlib.import_module('.m', __package__)\n"
+        "class K:\n    @staticmethod\n    def g(): pass\n"
+        "x = 1  # policy: ignore[EXP001] reason\n"
+    ).encode()
+    facts = extract(source, "flashinfer.gemm", False)
+    assert from_data(json.loads(json.dumps(to_data(facts)))) == facts
+    broken = extract(b"def (:\n", "m", False)
+    assert from_data(json.loads(json.dumps(to_data(broken)))) == broken

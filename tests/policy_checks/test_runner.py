@@ -4,7 +4,7 @@ parallel and serial runs agreeing, and robustness against bad input."""
 from __future__ import annotations
 
 import os
-import pickle
+import json
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -155,12 +155,16 @@ def test_corrupt_cache_is_ignored_with_a_warning(tmp_path):
     expected = run(root, Settings(), use_cache=False, jobs=1, progress=False).findings
     cache_file = root / cache_module.DIRECTORY / cache_module._FILE
     cache_file.parent.mkdir()
-    cache_file.write_bytes(b"\x80\x04garbage")
+    cache_file.write_bytes(b"{not json")
     result = run(root, Settings(), use_cache=True, jobs=1, progress=False)
     assert result.findings == expected
     assert any("ignoring unreadable cache" in w for w in result.warnings)
     # the run rewrote a good cache
-    assert isinstance(pickle.loads(cache_file.read_bytes()), dict)
+    assert isinstance(json.loads(cache_file.read_bytes()), dict)
+    # a damaged entry inside a valid file is recomputed, not trusted
+    stored = json.loads(cache_file.read_bytes())
+    cache_file.write_text(json.dumps({key: ["truncated"] for key in stored}))
+    assert run(root, Settings(), use_cache=True, jobs=1, progress=False).findings == expected
 
 
 def test_two_runs_sharing_a_cache(tmp_path):
