@@ -1,11 +1,12 @@
-"""The real ``pre-commit`` program runs the ``policy-check`` hook from this
+"""The real ``pre-commit`` program runs the ``policy-check`` hook defined by this
 checkout's ``.pre-commit-hooks.yaml`` on a scratch repository: it fails on a
 violation and passes once it is fixed.
 
-pre-commit clones this checkout at HEAD (a local clone, no network) and reads the
-hook manifest from it. The consumer config overrides ``language: system`` and the
-entry so that nothing is pip-installed (CI and this machine are offline); the
-manifest's id, pass_filenames and always_run are the ones under test.
+The hook source is a scratch git repository holding this checkout's manifest
+(pre-commit clones it locally, no network), so the test does not depend on how CI
+checked this repository out. The consumer config overrides ``language: system``
+and the entry so that nothing is pip-installed (CI and this machine are offline);
+the manifest's id, pass_filenames and always_run are the ones under test.
 """
 
 from __future__ import annotations
@@ -23,26 +24,36 @@ from .conftest import write_tree
 CHECKOUT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.skipif(
-    shutil.which("pre-commit") is None or shutil.which("git") is None or not (CHECKOUT / ".git").exists(),
-    reason="needs git, pre-commit and a git checkout of this repository",
+    shutil.which("pre-commit") is None or shutil.which("git") is None,
+    reason="needs git and pre-commit",
 )
+IDENTITY = ["-c", "user.name=policy-check test", "-c", "user.email=test@example.invalid"]
 
 
 def _git(cwd, *args):
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
+    return subprocess.run(["git", *IDENTITY, *args], cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
+
+
+def _hook_source(tmp_path) -> tuple:
+    """A git repository holding this checkout's hook manifest: (path, commit)."""
+    source = write_tree(tmp_path / "hook-source", {
+        ".pre-commit-hooks.yaml": (CHECKOUT / ".pre-commit-hooks.yaml").read_text(),
+    })
+    _git(source, "init", "-q")
+    _git(source, "add", "-A")
+    _git(source, "commit", "-q", "-m", "hook manifest")
+    return source, _git(source, "rev-parse", "HEAD")
 
 
 def test_hook_fails_on_a_violation_then_passes(tmp_path):
-    head = _git(CHECKOUT, "rev-parse", "HEAD")
-    manifest = _git(CHECKOUT, "show", "HEAD:.pre-commit-hooks.yaml")
-    assert "id: policy-check" in manifest
+    source, head = _hook_source(tmp_path)
     scratch = write_tree(tmp_path / "scratch", {
         "flashinfer/__init__.py": "",
         "flashinfer/experimental/__init__.py": "",
         "flashinfer/gemm.py": "from .experimental import splitk\n\ndef mm(x):\n    return x\n",
         ".pre-commit-config.yaml": (
             "repos:\n"
-            f"  - repo: {CHECKOUT}\n"
+            f"  - repo: {source}\n"
             f"    rev: {head}\n"
             "    hooks:\n"
             "      - id: policy-check\n"
