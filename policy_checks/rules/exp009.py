@@ -105,7 +105,9 @@ class FeatureRecordIncomplete(Rule):
     tests and example are checked only in a source checkout (one that has the
     stable test directory): an unpacked wheel ships neither.
 
-    A missing part is reported at ``FEATURE.toml`` (or the feature's
+    A feature is a direct subdirectory of the experimental package holding Python
+    files or a ``FEATURE.toml``; one whose name starts with ``_`` or ``.`` is shared
+    code, not a feature. A missing part is reported at ``FEATURE.toml`` (or the feature's
     ``__init__.py`` when there is no ``FEATURE.toml``), line 1; a bad field at its line.
     """
 
