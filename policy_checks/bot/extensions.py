@@ -18,6 +18,8 @@ from .deadlines import utc_date
 from .parsers import normalise_reason, parse_extend_command
 
 WRITE_LEVELS = frozenset({"admin", "maintain", "write"})
+# ``author_association`` values of a comment that rule out write permission: no request needed.
+NO_ACCESS_ASSOCIATIONS = frozenset({"NONE", "CONTRIBUTOR", "FIRST_TIME_CONTRIBUTOR", "FIRST_TIMER", "MANNEQUIN"})
 
 
 class Permissions:
@@ -48,13 +50,19 @@ class Permissions:
         """False only when the login is known not to be one."""
         return self.level(login) != "none"
 
-    def level(self, login: str) -> str:
-        """``admin``, ``maintain``, ``write``, ``triage``, ``read``, ``none``, or ``unknown``."""
+    def level(self, login: str, association: str | None = None) -> str:
+        """``admin``, ``maintain``, ``write``, ``triage``, ``read``, ``none``, or ``unknown``.
+
+        ``association`` (a comment's ``author_association``) saves the per-user request when
+        it already says the login has no write access; only members and collaborators are asked.
+        """
         if self.unavailable:
             return "unknown"
         key = login.lower()
         if self._levels is not None:
             return self._levels.get(key, "none")
+        if association in NO_ACCESS_ASSOCIATIONS:
+            return "none"
         if key not in self._asked:
             def ask():
                 try:
@@ -109,7 +117,7 @@ def read_extensions(comments: list, permissions: Permissions, bot_marker_prefix:
         if command is None:
             out.append(Extension(author, date, 0, "", False, problem))
             continue
-        level = permissions.level(author)
+        level = permissions.level(author, getattr(comment, "author_association", None))
         if level not in WRITE_LEVELS:
             why = ("not counted: the bot could not read permissions" if level == "unknown"
                    else "refused: only users with write permission can extend")

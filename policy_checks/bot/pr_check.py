@@ -1,17 +1,23 @@
 """``policy-check bot pr``: check one pull request against the Experimental Track contract.
 
-Reads (lazily, each at most once): the PR, its files (100 per page), the tracking issue,
-the owner's user record when the owner is not already known from the PR or the issue,
-and the PR's comments. Writes, only when something changed: the ``experimental-track``
-commit status, the ``experimental`` label, and the one bot comment.
+Request budget (at most 8 for a PR of up to 100 files). Reads: the PR, its files (100 per
+page), the tracking issue (with its rendered HTML, whose user-mention links prove that an
+@-mentioned Owner exists), the PR's comments only when it has any, and the tracking issue's
+comments only when a late target date needs an extension. The Owner's user record is asked
+for only when nothing already read proves the login. Writes, only when something changed:
+the ``experimental`` label, the ``experimental-track`` commit status (whose answer names the
+bot, so ``GET /user`` is rarely needed), and the one bot comment.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass, field
 
 import github
+import github.Issue
+import requests
 
 from . import deadlines
 from .client import BotError, call, describe_failure, fetched
@@ -27,6 +33,9 @@ STATUS_CONTEXT = "experimental-track"
 EXPERIMENTAL_LABEL = "experimental"
 EXPERIMENTAL_PREFIXES = ("flashinfer/experimental/", "tests/experimental/")
 DECORATOR = "@flashinfer_experimental_api"
+FULL_JSON = "application/vnd.github.full+json"  # the issue with ``body_html`` beside ``body``
+# GitHub renders ``@login`` as this link only when the user exists.
+_USER_MENTION_RE = re.compile(r'<a\b[^>]*\bclass="[^"]*\buser-mention\b[^"]*"[^>]*>@([A-Za-z0-9-]+)</a>')
 
 
 @dataclass
@@ -77,17 +86,29 @@ def adds_decorator(patch: str | None) -> bool:
     )
 
 
+def _read_issue(gh, issue_repo, number: int):
+    """The issue with its rendered HTML too: one request either way."""
+    headers, data = gh.requester.requestJsonAndCheck(
+        "GET", f"{issue_repo.url}/issues/{number}", headers={"Accept": FULL_JSON})
+    return github.Issue.Issue(gh.requester, headers, data, completed=True)
+
+
+def mentioned_users(body_html: str | None) -> set[str]:
+    """Logins GitHub rendered as user-mention links, lower-cased: users that exist."""
+    return {login.lower() for login in _USER_MENTION_RE.findall(body_html or "")}
+
+
 def _examine_tracking_issue(gh, repo, repo_name: str, ref: TrackingRef, admission: dt.date,
                             known_users: set[str], verdict: PrVerdict) -> None:
     where = ref.render(repo_name)
     here = ref.repo is None or ref.repo.lower() == repo_name.lower()
     issue_repo = repo if here else gh.get_repo(ref.repo)
     try:
-        issue = fetched(issue_repo.get_issue(ref.number))
+        issue = _read_issue(gh, issue_repo, ref.number)
     except github.UnknownObjectException:
         verdict.problems.append(f"the tracking issue {where} does not exist (or the bot cannot see it)")
         return
-    except github.GithubException as exc:
+    except (github.GithubException, requests.RequestException) as exc:
         raise BotError(describe_failure(exc, f"read the tracking issue {where}")) from None
     if issue.pull_request is not None:
         verdict.problems.append(f"the tracking reference {where} is a pull request, not an issue")
@@ -97,6 +118,13 @@ def _examine_tracking_issue(gh, repo, repo_name: str, ref: TrackingRef, admissio
     body = parse_tracking_issue(issue.body)
     verdict.problems.extend(body.problems)
     known_users |= {issue.user.login.lower()} | {a.login.lower() for a in issue.assignees}
+    known_users |= mentioned_users(issue.raw_data.get("body_html"))
+    extensions_weeks = 0
+    if body.target_date is not None and body.target_date > deadlines.default_deadline(admission) and issue.comments:
+        # Only now is the thread worth reading: a maintainer may have extended the deadline.
+        comments = list_comments(issue, where)
+        known_users |= {c.user.login.lower() for c in comments if c.user is not None}
+        extensions_weeks = extended_weeks(read_extensions(comments, Permissions(issue_repo), BOT_MARKER_PREFIX))
     if body.owner is not None:
         if body.owner.lower() not in known_users and not _user_exists(gh, body.owner):
             verdict.problems.append(f"the tracking issue's Owner {code(body.owner)} is not a GitHub user")
@@ -104,12 +132,7 @@ def _examine_tracking_issue(gh, repo, repo_name: str, ref: TrackingRef, admissio
     if body.target_release:
         verdict.tracking_lines.append(f"Target release: {code(body.target_release)}")
     if body.target_date is not None:
-        allowed = deadlines.default_deadline(admission)
-        if body.target_date > allowed:
-            # Only now is the thread worth reading: a maintainer may have extended the deadline.
-            comments = list_comments(issue, where)
-            extensions = read_extensions(comments, Permissions(issue_repo), BOT_MARKER_PREFIX)
-            allowed += dt.timedelta(weeks=extended_weeks(extensions))
+        allowed = deadlines.default_deadline(admission) + dt.timedelta(weeks=extensions_weeks)
         if body.target_date > allowed:
             verdict.problems.append(
                 f"the target date {body.target_date.isoformat()} is more than four weeks after admission "
@@ -128,16 +151,19 @@ def _user_exists(gh, login: str) -> bool:
         return True
     except github.UnknownObjectException:
         return False
-    except github.GithubException as exc:
+    except (github.GithubException, requests.RequestException) as exc:
         raise BotError(describe_failure(exc, f"look up the user {login}")) from None
 
 
-def examine(gh, repo_name: str, number: int) -> tuple[PrVerdict, object]:
-    """Read the PR and everything it points at; return the verdict and the PR object."""
+def examine(gh, repo_name: str, number: int) -> tuple[PrVerdict, object, list]:
+    """Read the PR and everything it points at; return the verdict, the PR and its comments."""
     repo = gh.get_repo(repo_name)
     pull = repo.get_pull(number)
     call(f"read pull request #{number} of {repo_name}", fetched, pull)
     files = call(f"list the files of #{number}", lambda: list(pull.get_files()))
+    # The PR's comment count is free; an empty thread needs no listing.
+    thread = repo.get_issue(number)  # lazy: no request
+    comments = list_comments(thread, f"#{number}") if pull.comments else []
     declaration = parse_pr_body(pull.body)
     verdict = PrVerdict(number=number, head_sha=pull.head.sha, declared=declaration.ticked)
     for changed in files:
@@ -150,7 +176,7 @@ def examine(gh, repo_name: str, number: int) -> tuple[PrVerdict, object]:
                 "this PR touches experimental code but does not declare it: tick the box in the "
                 "`## Experimental Track` section and link the tracking issue"
             )
-        return verdict, pull
+        return verdict, pull, comments
     verdict.problems.extend(declaration.problems)
     if declaration.tracking is None and not declaration.problems:
         verdict.problems.append(
@@ -158,14 +184,16 @@ def examine(gh, repo_name: str, number: int) -> tuple[PrVerdict, object]:
         )
     elif declaration.tracking is not None:
         admission = deadlines.utc_date(pull.created_at)
-        known = {pull.user.login.lower()}
+        # Logins proven to exist by what was already read: no user lookup for them.
+        known = {pull.user.login.lower()} | {a.login.lower() for a in pull.assignees}
+        known |= {c.user.login.lower() for c in comments if c.user is not None}
         _examine_tracking_issue(gh, repo, repo_name, declaration.tracking, admission, known, verdict)
     if not verdict.touches_experimental:
         verdict.notes.append(
             "the box is ticked, but this PR touches no experimental path and adds no "
             f"`{DECORATOR}`: untick it if the PR is not experimental"
         )
-    return verdict, pull
+    return verdict, pull, comments
 
 
 def render(verdict: PrVerdict) -> str:
@@ -190,12 +218,9 @@ def render(verdict: PrVerdict) -> str:
 
 
 def run_pr_check(gh, repo_name: str, number: int, writes: Writes, identity: BotIdentity) -> PrVerdict:
-    verdict, pull = examine(gh, repo_name, number)
+    verdict, pull, comments = examine(gh, repo_name, number)
     where = f"#{number}"
-    wants_comment = verdict.declared or verdict.touches_experimental
     thread = gh.get_repo(repo_name).get_issue(number)  # lazy: no request
-    # The PR's comment count is free; an empty thread needs no listing (the keeper re-lists after creating).
-    comments = list_comments(thread, where) if pull.comments else []
 
     labels = {label.name for label in pull.labels}
     needs_label = verdict.declared and verdict.touches_experimental and EXPERIMENTAL_LABEL not in labels
@@ -204,21 +229,20 @@ def run_pr_check(gh, repo_name: str, number: int, writes: Writes, identity: BotI
         verdict.label_requested = writes.records[-1].outcome == FORBIDDEN
 
     body = render(verdict)
-    existing = _existing_body(comments, identity)
-    if wants_comment or existing is not None:
-        # The comment is written last: an unchanged comment means the status was set too.
-        unchanged = existing == body.rstrip()
-        if not unchanged:
-            _set_status(gh, repo_name, verdict, writes)
-        keep_comment(thread, PR_MARKER, body, identity, writes, where, comments=comments)
-    elif not _status_is(gh, repo_name, verdict):
-        _set_status(gh, repo_name, verdict, writes)
+    marked = [c for c in comments if (c.body or "").startswith(PR_MARKER)]
+    if not (verdict.declared or verdict.touches_experimental) and not own_comments(marked, PR_MARKER, identity):
+        # No comment wanted and none to keep up to date: only the status, read before it is written.
+        if not _status_is(gh, repo_name, verdict):
+            _set_status(gh, repo_name, verdict, writes, identity)
+        return verdict
+    # The comment is written last: an unchanged comment means the status was set too. Only a
+    # marked comment that already reads ``body`` needs the bot's login to tell whose it is.
+    same = [c for c in marked if (c.body or "").rstrip() == body.rstrip()]
+    if same and own_comments(same, PR_MARKER, identity):
+        return verdict
+    _set_status(gh, repo_name, verdict, writes, identity)
+    keep_comment(thread, PR_MARKER, body, identity, writes, where, comments=comments)
     return verdict
-
-
-def _existing_body(comments: list, identity: BotIdentity) -> str | None:
-    ours = own_comments(comments, PR_MARKER, identity)
-    return (ours[0].body or "").rstrip() if ours else None
 
 
 def _status_payload(verdict: PrVerdict) -> dict:
@@ -241,9 +265,13 @@ def _status_is(gh, repo_name: str, verdict: PrVerdict) -> bool:
     return current is not None and all(current.get(k) == v for k, v in wanted.items())
 
 
-def _set_status(gh, repo_name: str, verdict: PrVerdict, writes: Writes) -> None:
+def _set_status(gh, repo_name: str, verdict: PrVerdict, writes: Writes, identity: BotIdentity) -> None:
+    """Write the status; its answer names the bot (``creator``), which saves asking ``GET /user``."""
     payload = _status_payload(verdict)
-    writes.perform(
+    answer = writes.perform(
         f"set the commit status `{STATUS_CONTEXT}` of {verdict.head_sha[:12]} to {payload['state']}: {payload['description']}",
         lambda: gh.requester.requestJsonAndCheck("POST", f"/repos/{repo_name}/statuses/{verdict.head_sha}", input=payload),
     )
+    creator = answer[1].get("creator") if answer is not None and isinstance(answer[1], dict) else None
+    if isinstance(creator, dict) and creator.get("login"):
+        identity.learn(creator["login"])

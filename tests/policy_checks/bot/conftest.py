@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import html
 import json
 import logging
 import re
@@ -127,7 +128,7 @@ class FakeGitHub:
         comment = {"id": self.next_id, "body": body, "user": self._user(author),
                    "created_at": created or self._tick(), "updated_at": _iso(self.clock),
                    "html_url": f"https://example.invalid/{repo}/issues/{number}#c{self.next_id}",
-                   "_issue": number}
+                   "_issue": number, "_repo": repo}
         comment["url"] = f"{self.url}/repos/{repo}/issues/comments/{comment['id']}"
         r.comments[number].append(comment)
         r.issues[number]["updated_at"] = comment["created_at"]
@@ -148,7 +149,8 @@ class FakeGitHub:
         return sum(1 for m, p in self.requests if (method is None or m == method) and re.search(path, p))
 
     def writes(self) -> list[tuple[str, str]]:
-        return [(m, p) for m, p in self.requests if m != "GET"]
+        """Requests that change state (a GraphQL query is a POST but only reads)."""
+        return [(m, p) for m, p in self.requests if m != "GET" and p != "/graphql"]
 
     # ----- HTTP ------------------------------------------------------------------------
     def __call__(self, environ, start_response):
@@ -201,7 +203,7 @@ class FakeGitHub:
         if token not in self.tokens:
             return self._json({"message": "Bad credentials"}, 401)
         login, can_write = self.tokens[token]
-        if request.method != "GET" and not can_write:
+        if request.method != "GET" and request.path != "/graphql" and not can_write:
             return self._json({"message": "Resource not accessible by integration"}, 403)
         for method, pattern, handler in self._ROUTES:
             match = re.fullmatch(pattern, request.path)
@@ -234,8 +236,31 @@ class FakeGitHub:
         out["pull_request"] = {"url": f"{self.url}/repos/{repo}/pulls/{n}"} if issue.get("is_pull") else None
         return out
 
+    def association(self, repo: str, login: str) -> str:
+        """GitHub's ``author_association`` of a login with a repository (owner, collaborator or none)."""
+        if login.lower() == repo.split("/")[0].lower():
+            return "OWNER"
+        return "COLLABORATOR" if login in self.repos[repo].collaborators else "NONE"
+
     def _comment_json(self, comment: dict) -> dict:
-        return {k: v for k, v in comment.items() if not k.startswith("_")}
+        out = {k: v for k, v in comment.items() if not k.startswith("_")}
+        out["author_association"] = self.association(comment["_repo"], comment["user"]["login"])
+        return out
+
+    _MENTION_RE = re.compile(r"(?<![\w@/])@([A-Za-z0-9](?:[A-Za-z0-9-]{0,38}))")
+
+    def _render_html(self, body: str | None) -> str:
+        """Markdown as GitHub renders mentions: ``@login`` becomes a user-mention link only for a real user."""
+        def mention(match):
+            login = match.group(1)
+            if login not in self.users:
+                return match.group(0)
+            return (f'<a class="user-mention notranslate" data-hovercard-type="user" '
+                    f'href="https://github.com/{login}">@{login}</a>')
+
+        parts = re.split(r"(`[^`]*`)", html.escape(body or ""))  # no mentions inside code spans
+        return "<p>" + "".join(part if part.startswith("`") else self._MENTION_RE.sub(mention, part)
+                               for part in parts) + "</p>"
 
     def get_me(self, request, me):
         return self._json(self._user(me))
@@ -270,7 +295,13 @@ class FakeGitHub:
 
     def get_issue(self, request, repo, n, **_):
         issue = self.repos[repo].issues.get(int(n))
-        return self._json(self._issue_json(repo, issue)) if issue else self._json({"message": "Not Found"}, 404)
+        if not issue:
+            return self._json({"message": "Not Found"}, 404)
+        data = self._issue_json(repo, issue)
+        accept = request.headers.get("Accept", "")
+        if "full+json" in accept or "html+json" in accept:
+            data["body_html"] = self._render_html(issue["body"])
+        return self._json(data)
 
     def list_comments(self, request, repo, n, **_):
         if int(n) not in self.repos[repo].issues:

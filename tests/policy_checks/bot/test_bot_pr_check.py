@@ -192,12 +192,19 @@ def test_closed_tracking_issue_fails(repo, bot_cli):
     assert "tracking issue #1 is closed" in status_of(repo, pr)["description"]
 
 
-def test_owner_who_is_a_third_party_user_is_looked_up(repo, bot_cli):
+def test_mentioned_owner_is_proven_by_the_rendered_issue(repo, bot_cli):
     repo.add_user("carol")
     repo.repo(REPO).issues[1]["body"] = ISSUE.replace("@octocat", "@carol")
     pr = repo.add_pull(REPO, BODY, [EXPERIMENTAL_FILE])
-    result = check(bot_cli, pr)
-    assert result.exit_code == 0
+    assert check(bot_cli, pr).exit_code == 0
+    assert repo.count("GET", r"^/users/") == 0  # GitHub linked the mention: carol exists
+
+
+def test_owner_not_proven_otherwise_is_looked_up(repo, bot_cli):
+    repo.add_user("carol")
+    repo.repo(REPO).issues[1]["body"] = ISSUE.replace("@octocat", "`@carol`")  # code: not linked
+    pr = repo.add_pull(REPO, BODY, [EXPERIMENTAL_FILE])
+    assert check(bot_cli, pr).exit_code == 0
     assert repo.count("GET", r"^/users/carol$") == 1
 
 
