@@ -25,11 +25,11 @@ NO_ACCESS_ASSOCIATIONS = frozenset({"NONE", "CONTRIBUTOR", "FIRST_TIME_CONTRIBUT
 class Permissions:
     """Repository permission of a login: from the collaborator list when preloaded, else asked per user."""
 
-    def __init__(self, repo):
+    def __init__(self, repo, levels: dict[str, str] | None = None, unavailable: str = ""):
         self._repo = repo
-        self._levels: dict[str, str] | None = None
+        self._levels = levels  # lower-cased login -> level, from a complete collaborator listing
         self._asked: dict[str, str] = {}
-        self.unavailable = ""  # why permissions could not be read, when they could not
+        self.unavailable = unavailable  # why permissions could not be read, when they could not
 
     def preload(self) -> None:
         """One listing (100 per page) instead of a request per login; needed for the orphan check.

@@ -16,10 +16,9 @@ import re
 from dataclasses import dataclass, field
 
 import github
-import github.Issue
 import requests
 
-from . import deadlines
+from . import deadlines, graphql
 from .client import BotError, call, describe_failure, fetched
 from .comments import BotIdentity, keep_comment, list_comments, own_comments
 from .extensions import Permissions, extended_weeks, read_extensions
@@ -33,7 +32,6 @@ STATUS_CONTEXT = "experimental-track"
 EXPERIMENTAL_LABEL = "experimental"
 EXPERIMENTAL_PREFIXES = ("flashinfer/experimental/", "tests/experimental/")
 DECORATOR = "@flashinfer_experimental_api"
-FULL_JSON = "application/vnd.github.full+json"  # the issue with ``body_html`` beside ``body``
 # GitHub renders ``@login`` as this link only when the user exists.
 _USER_MENTION_RE = re.compile(r'<a\b[^>]*\bclass="[^"]*\buser-mention\b[^"]*"[^>]*>@([A-Za-z0-9-]+)</a>')
 
@@ -86,30 +84,61 @@ def adds_decorator(patch: str | None) -> bool:
     )
 
 
-def _read_issue(gh, issue_repo, number: int):
-    """The issue with its rendered HTML too: one request either way."""
-    headers, data = gh.requester.requestJsonAndCheck(
-        "GET", f"{issue_repo.url}/issues/{number}", headers={"Accept": FULL_JSON})
-    return github.Issue.Issue(gh.requester, headers, data, completed=True)
-
-
 def mentioned_users(body_html: str | None) -> set[str]:
     """Logins GitHub rendered as user-mention links, lower-cased: users that exist."""
     return {login.lower() for login in _USER_MENTION_RE.findall(body_html or "")}
 
 
-def _examine_tracking_issue(gh, repo, repo_name: str, ref: TrackingRef, admission: dt.date,
+@dataclass
+class PrContext:
+    """What one GraphQL request brings: the PR's comments, the tracking issue, collaborators."""
+
+    comments: list
+    issue: object | None = None  # None: no tracking reference, or the issue does not exist
+    issue_comments: list | None = None  # None: more than one page, read through REST when needed
+    collaborators: graphql.Collaborators = field(default_factory=graphql.Collaborators)
+
+
+def read_context(gh, repo_name: str, pull, ref: TrackingRef | None) -> PrContext:
+    """One request for everything the PR points at; none when there is nothing to read."""
+    if ref is None and not pull.comments:
+        return PrContext(comments=[])
+    issue_repo = ref.repo if ref is not None and ref.repo else repo_name
+    owner, name = repo_name.split("/")
+    issue_owner, issue_name = issue_repo.split("/")
+    data, errors = graphql.query(gh, graphql.PR_CONTEXT, {
+        "owner": owner, "name": name, "pr": pull.number, "withIssue": ref is not None,
+        "issueOwner": issue_owner, "issueName": issue_name, "issue": ref.number if ref else 0,
+    }, f"read the comments and tracking issue of #{pull.number}")
+    thread = (((data.get("thread") or {}).get("pullRequest") or {}).get("comments")) or {"totalCount": 0, "nodes": []}
+    if len(thread["nodes"]) < thread["totalCount"]:  # more than a page: the REST listing pages through
+        comments = list_comments(gh.get_repo(repo_name).get_issue(pull.number), f"#{pull.number}")
+    else:
+        comments = graphql.comment_objects(gh, repo_name, thread["nodes"])
+    context = PrContext(comments=comments)
+    if ref is None:
+        return context
+    tracking = data.get("tracking")
+    node = (tracking or {}).get("issueOrPullRequest")
+    if node is None:
+        error = graphql.error_at(errors, "tracking")
+        if error is None or error.get("type") != "NOT_FOUND":
+            why = (error or {}).get("message", "no answer")
+            raise BotError(f"read the tracking issue {ref.render(repo_name)}: {why}")
+        return context
+    read = graphql.issue_object(gh, issue_repo, node)
+    context.issue, context.issue_comments = read.issue, read.comments
+    context.collaborators = graphql.collaborators(tracking, errors, "tracking")
+    return context
+
+
+def _examine_tracking_issue(gh, repo_name: str, ref: TrackingRef, context: PrContext, admission: dt.date,
                             known_users: set[str], verdict: PrVerdict) -> None:
     where = ref.render(repo_name)
-    here = ref.repo is None or ref.repo.lower() == repo_name.lower()
-    issue_repo = repo if here else gh.get_repo(ref.repo)
-    try:
-        issue = _read_issue(gh, issue_repo, ref.number)
-    except github.UnknownObjectException:
+    issue = context.issue
+    if issue is None:
         verdict.problems.append(f"the tracking issue {where} does not exist (or the bot cannot see it)")
         return
-    except (github.GithubException, requests.RequestException) as exc:
-        raise BotError(describe_failure(exc, f"read the tracking issue {where}")) from None
     if issue.pull_request is not None:
         verdict.problems.append(f"the tracking reference {where} is a pull request, not an issue")
         return
@@ -117,14 +146,21 @@ def _examine_tracking_issue(gh, repo, repo_name: str, ref: TrackingRef, admissio
         verdict.problems.append(f"the tracking issue {where} is closed")
     body = parse_tracking_issue(issue.body)
     verdict.problems.extend(body.problems)
-    known_users |= {issue.user.login.lower()} | {a.login.lower() for a in issue.assignees}
-    known_users |= mentioned_users(issue.raw_data.get("body_html"))
+    if issue.user is not None:
+        known_users.add(issue.user.login.lower())
+    known_users |= {a.login.lower() for a in issue.assignees} | mentioned_users(issue.raw_data.get("body_html"))
+    levels = context.collaborators.levels
+    known_users |= set(levels or ())
     extensions_weeks = 0
     if body.target_date is not None and body.target_date > deadlines.default_deadline(admission) and issue.comments:
-        # Only now is the thread worth reading: a maintainer may have extended the deadline.
-        comments = list_comments(issue, where)
+        # A maintainer may have extended the deadline on the tracking issue.
+        comments = context.issue_comments
+        if comments is None:
+            comments = list_comments(issue, where)
         known_users |= {c.user.login.lower() for c in comments if c.user is not None}
-        extensions_weeks = extended_weeks(read_extensions(comments, Permissions(issue_repo), BOT_MARKER_PREFIX))
+        issue_repo = gh.get_repo(ref.repo or repo_name)  # lazy: no request
+        complete = levels if levels is not None and context.collaborators.complete else None
+        extensions_weeks = extended_weeks(read_extensions(comments, Permissions(issue_repo, complete), BOT_MARKER_PREFIX))
     if body.owner is not None:
         if body.owner.lower() not in known_users and not _user_exists(gh, body.owner):
             verdict.problems.append(f"the tracking issue's Owner {code(body.owner)} is not a GitHub user")
@@ -157,26 +193,23 @@ def _user_exists(gh, login: str) -> bool:
 
 def examine(gh, repo_name: str, number: int) -> tuple[PrVerdict, object, list]:
     """Read the PR and everything it points at; return the verdict, the PR and its comments."""
-    repo = gh.get_repo(repo_name)
-    pull = repo.get_pull(number)
+    pull = gh.get_repo(repo_name).get_pull(number)
     call(f"read pull request #{number} of {repo_name}", fetched, pull)
     files = call(f"list the files of #{number}", lambda: list(pull.get_files()))
-    # The PR's comment count is free; an empty thread needs no listing.
-    thread = repo.get_issue(number)  # lazy: no request
-    comments = list_comments(thread, f"#{number}") if pull.comments else []
     declaration = parse_pr_body(pull.body)
     verdict = PrVerdict(number=number, head_sha=pull.head.sha, declared=declaration.ticked)
     for changed in files:
         (verdict.experimental_files if is_experimental_path(changed.filename) else verdict.core_files).append(changed.filename)
         if adds_decorator(changed.patch):
             verdict.decorator_files.append(changed.filename)
+    context = read_context(gh, repo_name, pull, declaration.tracking if declaration.ticked else None)
     if not declaration.ticked:
         if verdict.touches_experimental:
             verdict.problems.append(
                 "this PR touches experimental code but does not declare it: tick the box in the "
                 "`## Experimental Track` section and link the tracking issue"
             )
-        return verdict, pull, comments
+        return verdict, pull, context.comments
     verdict.problems.extend(declaration.problems)
     if declaration.tracking is None and not declaration.problems:
         verdict.problems.append(
@@ -186,14 +219,14 @@ def examine(gh, repo_name: str, number: int) -> tuple[PrVerdict, object, list]:
         admission = deadlines.utc_date(pull.created_at)
         # Logins proven to exist by what was already read: no user lookup for them.
         known = {pull.user.login.lower()} | {a.login.lower() for a in pull.assignees}
-        known |= {c.user.login.lower() for c in comments if c.user is not None}
-        _examine_tracking_issue(gh, repo, repo_name, declaration.tracking, admission, known, verdict)
+        known |= {c.user.login.lower() for c in context.comments if c.user is not None}
+        _examine_tracking_issue(gh, repo_name, declaration.tracking, context, admission, known, verdict)
     if not verdict.touches_experimental:
         verdict.notes.append(
             "the box is ticked, but this PR touches no experimental path and adds no "
             f"`{DECORATOR}`: untick it if the PR is not experimental"
         )
-    return verdict, pull, comments
+    return verdict, pull, context.comments
 
 
 def render(verdict: PrVerdict) -> str:

@@ -75,6 +75,8 @@ class FakeGitHub:
         self.next_id = 1000
         self.clock = dt.datetime(2026, 11, 2, 12, 0, 0)
         self.url = ""
+        self.graphql_log: list[tuple[str, dict]] = []  # (operation, variables) of every GraphQL query
+        self.collaborators_forbidden = False  # a token without push access may not list collaborators
 
     # ----- state helpers used by tests -------------------------------------------------
     def _tick(self) -> str:
@@ -177,6 +179,7 @@ class FakeGitHub:
         return Response(text, status=status, headers=headers or {}, content_type="application/json")
 
     _ROUTES = [
+        ("POST", r"/graphql", "graphql"),
         ("GET", r"/user", "get_me"),
         ("GET", r"/users/(?P<login>[^/]+)", "get_user"),
         ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/pulls/(?P<n>\d+)", "get_pull"),
@@ -360,6 +363,8 @@ class FakeGitHub:
         return self._page(request, self.repos[repo].statuses.get(sha, []))
 
     def list_collaborators(self, request, repo, **_):
+        if self.collaborators_forbidden:
+            return self._json({"message": "Must have push access to view repository collaborators."}, 403)
         users = []
         for login, level in sorted(self.repos[repo].collaborators.items()):
             rank = LEVELS.index(level)
@@ -392,6 +397,102 @@ class FakeGitHub:
             return self._json({"message": "Not Found"}, 404)
         return self._json([{"type": kind, "name": name, "path": f"{path}/{name}", "sha": "d" * 40,
                             "url": f"{base}/{path}/{name}"} for name, kind in sorted(children.items())])
+
+    # ----- GraphQL: the two named queries the bot sends ------------------------------------
+    def graphql(self, request, me):
+        payload = request.get_json()
+        match = re.match(r"\s*query\s+(\w+)", payload.get("query", ""))
+        operation = match.group(1) if match else ""
+        self.graphql_log.append((operation, payload.get("variables") or {}))
+        handler = {"PrContext": self._gql_pr_context, "LifecycleReview": self._gql_review}.get(operation)
+        if handler is None:
+            return self._json({"errors": [{"message": "this fake answers only PrContext and LifecycleReview"}]})
+        errors: list[dict] = []
+        data = handler(payload.get("variables") or {}, errors)
+        return self._json({"data": data, **({"errors": errors} if errors else {})})
+
+    def _gql_comments(self, repo: str, number: int) -> dict:
+        comments = self.repos[repo].comments[number]
+        return {"totalCount": len(comments), "nodes": [
+            {"databaseId": c["id"], "body": c["body"], "createdAt": c["created_at"], "author": {"login": c["user"]["login"]},
+             "authorAssociation": self.association(repo, c["user"]["login"])} for c in comments[:100]]}
+
+    def _gql_collaborators(self, repo: str, path: list, errors: list) -> dict | None:
+        if self.collaborators_forbidden:
+            errors.append({"type": "FORBIDDEN", "path": path + ["collaborators"],
+                           "message": "Must have push access to view repository collaborators."})
+            return None
+        people = sorted(self.repos[repo].collaborators.items())
+        return {"pageInfo": {"hasNextPage": len(people) > 100},
+                "edges": [{"permission": level.upper(), "node": {"login": login}} for login, level in people[:100]]}
+
+    def _gql_issue(self, repo: str, issue: dict) -> dict:
+        return {"number": issue["number"], "state": issue["state"].upper(), "body": issue["body"] or "",
+                "author": {"login": issue["user"]["login"]}, "labels": {"nodes": [{"name": label["name"]} for label in issue["labels"]]},
+                "comments": self._gql_comments(repo, issue["number"])}
+
+    def _gql_pr_context(self, v: dict, errors: list) -> dict:
+        repo = f"{v['owner']}/{v['name']}"
+        thread = {"pullRequest": {"comments": self._gql_comments(repo, v["pr"])}} if repo in self.repos else None
+        data = {"thread": thread}
+        if v.get("withIssue"):
+            other = f"{v['issueOwner']}/{v['issueName']}"
+            if other not in self.repos:
+                errors.append({"type": "NOT_FOUND", "path": ["tracking"], "message": f"Could not resolve to a Repository with the name '{other}'."})
+                data["tracking"] = None
+                return data
+            issue = self.repos[other].issues.get(v["issue"])
+            node = None
+            if issue is None:
+                errors.append({"type": "NOT_FOUND", "path": ["tracking", "issueOrPullRequest"],
+                               "message": f"Could not resolve to an issue or pull request with the number of {v['issue']}."})
+            elif issue.get("is_pull"):
+                node = {"__typename": "PullRequest", "number": issue["number"]}
+            else:
+                node = dict(self._gql_issue(other, issue), __typename="Issue", bodyHTML=self._render_html(issue["body"]),
+                            assignees={"nodes": [{"login": a["login"]} for a in issue["assignees"]]})
+            data["tracking"] = {"issueOrPullRequest": node,
+                                "collaborators": self._gql_collaborators(other, ["tracking"], errors)}
+        return data
+
+    def _gql_review(self, v: dict, errors: list) -> dict:
+        repo = f"{v['owner']}/{v['name']}"
+        if repo not in self.repos:
+            errors.append({"type": "NOT_FOUND", "path": ["repository"], "message": f"Could not resolve to a Repository with the name '{repo}'."})
+            return {"repository": None}
+        r = self.repos[repo]
+        out = {}
+        if v.get("firstPage"):
+            out["records"] = self._gql_tree(r, v["records"].split(":", 1)[1])
+            out["collaborators"] = self._gql_collaborators(repo, ["repository"], errors)
+        issues = [i for _, i in sorted(r.issues.items()) if not i.get("is_pull")
+                  and "experimental" in {label["name"] for label in i["labels"]}]
+        start = int(v.get("after") or 0)
+        page = issues[start : start + 100]
+        out["issues"] = {"pageInfo": {"hasNextPage": start + 100 < len(issues), "endCursor": str(start + 100)},
+                         "nodes": [self._gql_issue(repo, i) for i in page]}
+        return {"repository": out}
+
+    def _gql_tree(self, r: RepoState, path: str, depth: int = 2) -> dict | None:
+        """The tree at ``path`` two levels deep, blobs with their text (``None`` when not UTF-8)."""
+        children: dict[str, str] = {}
+        for name in r.files:
+            if name.startswith(path + "/"):
+                rest = name[len(path) + 1 :].split("/")
+                children[rest[0]] = "tree" if len(rest) > 1 else "blob"
+        if not children:
+            return None
+        entries = []
+        for name, kind in sorted(children.items()):
+            full = f"{path}/{name}"
+            if kind == "tree":
+                obj = self._gql_tree(r, full, depth - 1) if depth > 1 else {}
+            else:
+                text = r.files[full]
+                binary = isinstance(text, bytes)
+                obj = {"text": None if binary else text, "isBinary": binary}
+            entries.append({"name": name, "type": kind, "object": obj})
+        return {"entries": entries}
 
 
 @pytest.fixture

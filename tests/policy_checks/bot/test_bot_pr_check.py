@@ -324,4 +324,6 @@ def test_tracking_issue_in_another_repository(repo, bot_cli):
     pr = repo.add_pull(REPO, BODY.replace("#1", "acme/roadmap#5"), [EXPERIMENTAL_FILE])
     assert check(bot_cli, pr).exit_code == 0
     assert "Tracking issue: acme/roadmap#5 (open)" in bot_comments(repo, pr)[0]["body"]
-    assert repo.count("GET", r"^/repos/acme/roadmap/issues/5$") == 1
+    [(operation, variables)] = repo.graphql_log  # read with the PR's comments, in one request
+    assert operation == "PrContext" and (variables["issueOwner"], variables["issueName"], variables["issue"]) == (
+        "acme", "roadmap", 5)

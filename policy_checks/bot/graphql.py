@@ -1,0 +1,156 @@
+"""Bulk reads through GitHub's GraphQL API: one request where REST needs one per issue or file.
+
+Two named queries keep the request budgets: ``PrContext`` (the PR's comments, the tracking
+issue with its rendered body, comments and the repository's collaborators) and
+``LifecycleReview`` (every ``FEATURE.toml``, the issues labelled ``experimental`` with their
+comments and labels, and the collaborators). Their answers are turned into the PyGithub
+objects the rest of the bot already uses, so writes still go through REST.
+
+A part the token may not read (collaborators need push access) comes back as ``None`` with a
+note, not as a failure; a connection with more than 100 entries is marked incomplete and the
+caller reads the rest through REST.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import github
+import github.Issue
+import github.IssueComment
+import requests
+
+from .client import BotError, describe_failure
+
+_COMMENT_FIELDS = """
+fragment CommentFields on IssueComment { databaseId body createdAt authorAssociation author { login } }
+"""
+_COLLABORATORS = "collaborators(first: 100) { pageInfo { hasNextPage } edges { permission node { login } } }"
+
+PR_CONTEXT = """
+query PrContext($owner: String!, $name: String!, $pr: Int!,
+                $withIssue: Boolean!, $issueOwner: String!, $issueName: String!, $issue: Int!) {
+  thread: repository(owner: $owner, name: $name) {
+    pullRequest(number: $pr) { comments(first: 100) { totalCount nodes { ...CommentFields } } }
+  }
+  tracking: repository(owner: $issueOwner, name: $issueName) @include(if: $withIssue) {
+    issueOrPullRequest(number: $issue) {
+      __typename
+      ... on Issue {
+        number state body bodyHTML author { login }
+        assignees(first: 20) { nodes { login } }
+        comments(first: 100) { totalCount nodes { ...CommentFields } }
+      }
+      ... on PullRequest { number }
+    }
+    COLLABORATORS
+  }
+}
+""".replace("COLLABORATORS", _COLLABORATORS) + _COMMENT_FIELDS
+
+# Records and collaborators come with the first page of issues only ($firstPage).
+LIFECYCLE_REVIEW = """
+query LifecycleReview($owner: String!, $name: String!, $records: String!, $firstPage: Boolean!, $after: String) {
+  repository(owner: $owner, name: $name) {
+    records: object(expression: $records) @include(if: $firstPage) {
+      ... on Tree { entries { name type object { ... on Tree { entries { name type
+        object { ... on Blob { text isBinary } } } } } } }
+    }
+    COLLABORATORS
+    issues(labels: ["experimental"], states: [OPEN, CLOSED], first: 100, after: $after) {
+      pageInfo { hasNextPage endCursor }
+      nodes {
+        number state body author { login }
+        labels(first: 100) { nodes { name } }
+        comments(first: 100) { totalCount nodes { ...CommentFields } }
+      }
+    }
+  }
+}
+""".replace("COLLABORATORS", _COLLABORATORS.replace("(first: 100)", "(first: 100) @include(if: $firstPage)", 1)) + _COMMENT_FIELDS
+
+_LEVELS = {"ADMIN": "admin", "MAINTAIN": "maintain", "WRITE": "write", "TRIAGE": "triage", "READ": "read"}
+
+
+def query(gh: github.Github, text: str, variables: dict, action: str) -> tuple[dict, list[dict]]:
+    """Run one query; return its data and the errors GitHub attached to parts it could not answer."""
+    try:
+        _, answer = gh.requester.requestJsonAndCheck("POST", gh.requester.graphql_url,
+                                                     input={"query": text, "variables": variables})
+    except (github.GithubException, requests.RequestException) as exc:
+        raise BotError(describe_failure(exc, action)) from None
+    errors = answer.get("errors") or []
+    if answer.get("data") is None:
+        message = "; ".join(str(e.get("message", "")) for e in errors)[:300]
+        raise BotError(f"{action}: GitHub's GraphQL API answered with errors ({message})")
+    return answer["data"], errors
+
+
+def error_at(errors: list[dict], *path) -> dict | None:
+    """The error GitHub reported for the part of the answer at ``path`` (or below it), if any."""
+    for error in errors:
+        if tuple(error.get("path") or ())[: len(path)] == path:
+            return error
+    return None
+
+
+@dataclass
+class Collaborators:
+    """Permission levels by lower-cased login, or why they could not be read."""
+
+    levels: dict[str, str] | None = None
+    unavailable: str = ""
+    complete: bool = True
+
+
+def collaborators(node: dict | None, errors: list[dict], *path) -> Collaborators:
+    error = error_at(errors, *path, "collaborators")
+    if node is None or node.get("collaborators") is None:
+        why = (error or {}).get("message", "not answered")
+        return Collaborators(unavailable=f"list the repository's collaborators: {why}")
+    conn = node["collaborators"]
+    levels = {e["node"]["login"].lower(): _LEVELS.get(e["permission"], "read") for e in conn["edges"] if e.get("node")}
+    return Collaborators(levels=levels, complete=not conn["pageInfo"]["hasNextPage"])
+
+
+def comment_objects(gh: github.Github, repo_name: str, nodes: list[dict]) -> list:
+    """GraphQL comments as PyGithub ``IssueComment`` objects that can be edited and deleted."""
+    out = []
+    for node in nodes:
+        author = node.get("author")
+        attributes = {
+            "id": node["databaseId"], "body": node.get("body") or "", "created_at": node["createdAt"],
+            "user": {"login": author["login"]} if author else None,
+            "author_association": node.get("authorAssociation"),
+            "url": f"/repos/{repo_name}/issues/comments/{node['databaseId']}",
+        }
+        out.append(github.IssueComment.IssueComment(gh.requester, {}, attributes, completed=True))
+    return out
+
+
+@dataclass
+class IssueData:
+    """An issue read through GraphQL: the PyGithub object and its comments (``None``: read them through REST)."""
+
+    issue: object
+    comments: list | None = field(default=None)
+
+
+def issue_object(gh: github.Github, repo_name: str, node: dict) -> IssueData:
+    """A GraphQL issue (or pull request) as a completed PyGithub ``Issue``; writes go to its REST URL."""
+    number = node["number"]
+    url = f"/repos/{repo_name}/issues/{number}"
+    is_pull = node.get("__typename") == "PullRequest"
+    comments = node.get("comments") or {"totalCount": 0, "nodes": []}
+    attributes = {
+        "number": number, "url": url, "state": str(node.get("state", "open")).lower(), "body": node.get("body"),
+        "body_html": node.get("bodyHTML"),
+        "user": {"login": node["author"]["login"]} if node.get("author") else None,
+        "assignees": [{"login": a["login"]} for a in (node.get("assignees") or {}).get("nodes", [])],
+        "labels": [{"name": label["name"]} for label in (node.get("labels") or {}).get("nodes", [])],
+        "comments": comments["totalCount"],
+        "pull_request": {"url": f"/repos/{repo_name}/pulls/{number}"} if is_pull else None,
+    }
+    issue = github.Issue.Issue(gh.requester, {}, attributes, completed=True)
+    complete = len(comments["nodes"]) >= comments["totalCount"]
+    return IssueData(issue, comment_objects(gh, repo_name, comments["nodes"]) if complete else None)
