@@ -25,6 +25,13 @@ from .client import BotError, describe_failure
 _COMMENT_FIELDS = """
 fragment CommentFields on IssueComment { databaseId body createdAt authorAssociation author { login } }
 """
+_ISSUE_FIELDS = """
+fragment IssueFields on Issue {
+  number state body author { login }
+  labels(first: 100) { nodes { name } }
+  comments(first: 100) { totalCount nodes { ...CommentFields } }
+}
+""" + _COMMENT_FIELDS
 _COLLABORATORS = "collaborators(first: 100) { pageInfo { hasNextPage } edges { permission node { login } } }"
 
 PR_CONTEXT = """
@@ -50,24 +57,31 @@ query PrContext($owner: String!, $name: String!, $pr: Int!,
 
 # Records and collaborators come with the first page of issues only ($firstPage).
 LIFECYCLE_REVIEW = """
-query LifecycleReview($owner: String!, $name: String!, $records: String!, $firstPage: Boolean!, $after: String) {
+query LifecycleReview($owner: String!, $name: String!, $records: String!, $labels: [String!],
+                       $firstPage: Boolean!, $after: String) {
   repository(owner: $owner, name: $name) {
     records: object(expression: $records) @include(if: $firstPage) {
       ... on Tree { entries { name type object { ... on Tree { entries { name type
         object { ... on Blob { text isBinary } } } } } } }
     }
     COLLABORATORS
-    issues(labels: ["experimental"], states: [OPEN, CLOSED], first: 100, after: $after) {
+    issues(labels: $labels, states: [OPEN, CLOSED], first: 100, after: $after) {
       pageInfo { hasNextPage endCursor }
-      nodes {
-        number state body author { login }
-        labels(first: 100) { nodes { name } }
-        comments(first: 100) { totalCount nodes { ...CommentFields } }
-      }
+      nodes { ...IssueFields }
     }
   }
 }
-""".replace("COLLABORATORS", _COLLABORATORS.replace("(first: 100)", "(first: 100) @include(if: $firstPage)", 1)) + _COMMENT_FIELDS
+""".replace("COLLABORATORS", _COLLABORATORS.replace("(first: 100)", "(first: 100) @include(if: $firstPage)", 1)) + _ISSUE_FIELDS
+
+
+def tracking_issues_query(count: int) -> str:
+    """``TrackingIssues``: ``count`` issues by repository and number (variables ``oK``, ``nK``, ``iK``), as ``tK``."""
+    params = ", ".join(f"$o{k}: String!, $n{k}: String!, $i{k}: Int!" for k in range(count))
+    fields = "\n".join(
+        f"  t{k}: repository(owner: $o{k}, name: $n{k}) {{ issueOrPullRequest(number: $i{k}) "
+        "{ __typename ...IssueFields ... on PullRequest { number } } }"
+        for k in range(count))
+    return f"query TrackingIssues({params}) {{\n{fields}\n}}\n" + _ISSUE_FIELDS
 
 _LEVELS = {"ADMIN": "admin", "MAINTAIN": "maintain", "WRITE": "write", "TRIAGE": "triage", "READ": "read"}
 

@@ -1,11 +1,12 @@
 """``policy-check bot review``: the scheduled lifecycle review of every experimental feature.
 
 Reads every ``flashinfer/experimental/*/FEATURE.toml`` at the default branch, matches each
-with its tracking issue, and classifies it. Requests: one directory listing, one
-``FEATURE.toml`` per feature, the issues labelled ``experimental`` (100 per page; issues
-outside that list are read one by one), the collaborator list, and a feature's comments
-only when its issue has any. Writes: at most one review comment per tracking issue per
-weekly cycle (ISO week), and the ``graduation-overdue`` label. A feature that is simply on
+with its tracking issue, and classifies it. Reads: one GraphQL request brings every record,
+the collaborators and up to 100 issues labelled ``experimental`` with their comments (one
+more per further 100 issues); only a tracking issue outside that label, or with more than
+100 comments, is read through REST. Writes: at most one review comment per tracking issue
+per weekly cycle (ISO week), and the ``graduation-overdue`` label. So a review costs about
+two requests per feature at worst (comment and label), and one in a usual week. A feature that is simply on
 track gets no comment (the run summary lists it), so that owners hear from the bot when
 something needs them. It never closes an issue.
 """
@@ -16,10 +17,9 @@ import datetime as dt
 import re
 from dataclasses import dataclass, field
 
-import github
 
-from . import deadlines
-from .client import BotError, call, describe_failure, fetched
+from . import deadlines, graphql
+from .client import BotError
 from .comments import BotIdentity, keep_comment, list_comments, own_comments
 from .extensions import Extension, Permissions, extended_weeks, read_extensions
 from .markdown import bullet_list, code
@@ -114,55 +114,94 @@ class ReviewResult:
         return "\n".join(lines) + "\n"
 
 
-def _read_records(repo) -> list[FeatureRecord]:
-    """Every feature directory's record at the default branch; a missing or broken one is a problem."""
-    try:
-        entries = repo.get_contents(FEATURES_DIR)
-    except github.UnknownObjectException:
-        return []
-    except github.GithubException as exc:
-        raise BotError(describe_failure(exc, f"list {FEATURES_DIR}")) from None
+@dataclass
+class ReviewReads:
+    """Everything the review reads in bulk: records, labelled issues with their comments, collaborators."""
+
+    records: list[FeatureRecord]
+    labelled: dict[int, graphql.IssueData]
+    collaborators: graphql.Collaborators
+
+
+def read_in_bulk(gh, repo_name: str) -> ReviewReads:
+    """One GraphQL request per 100 labelled issues; the records and collaborators come with the first."""
+    owner, name = repo_name.split("/")
+    variables = {"owner": owner, "name": name, "records": f"HEAD:{FEATURES_DIR}", "labels": [EXPERIMENTAL_LABEL],
+                 "firstPage": True, "after": None}
+    labelled: dict[int, graphql.IssueData] = {}
+    while True:
+        data, errors = graphql.query(gh, graphql.LIFECYCLE_REVIEW, variables, f"read the records and issues of {repo_name}")
+        repository = data.get("repository")
+        if repository is None:
+            raise BotError(f"read {repo_name}: not found, or not visible to the token")
+        if variables["firstPage"]:
+            records = _records_from_tree(repository.get("records"))
+            collaborators = graphql.collaborators(repository, errors, "repository")
+        for node in repository["issues"]["nodes"]:
+            labelled[node["number"]] = graphql.issue_object(gh, repo_name, node)
+        page = repository["issues"]["pageInfo"]
+        if not page["hasNextPage"]:
+            return ReviewReads(records, labelled, collaborators)
+        variables.update(firstPage=False, after=page["endCursor"])
+
+
+def _records_from_tree(tree: dict | None) -> list[FeatureRecord]:
+    """Every feature directory's record; a missing or unreadable one is a problem of that feature."""
     records = []
-    for entry in sorted(entries if isinstance(entries, list) else [entries], key=lambda e: e.name):
-        if entry.type != "dir" or entry.name.startswith(("_", ".")):
+    for entry in sorted((tree or {}).get("entries") or [], key=lambda e: e["name"]):
+        if entry["type"] != "tree" or entry["name"].startswith(("_", ".")):
             continue
-        path = f"{entry.path}/FEATURE.toml"
-        try:
-            content = repo.get_contents(path)
-            text = content.decoded_content.decode("utf-8")
-        except github.UnknownObjectException:
-            records.append(FeatureRecord(name=entry.name, problems=[f"{path} is missing"]))
-            continue
-        except UnicodeDecodeError:
-            records.append(FeatureRecord(name=entry.name, problems=[f"{path} is not UTF-8 text"]))
-            continue
-        except github.GithubException as exc:
-            raise BotError(describe_failure(exc, f"read {path}")) from None
-        records.append(parse_feature_toml(entry.name, text))
+        path = f"{FEATURES_DIR}/{entry['name']}/FEATURE.toml"
+        blob = next((e.get("object") or {} for e in (entry.get("object") or {}).get("entries") or []
+                     if e["name"] == "FEATURE.toml" and e["type"] == "blob"), None)
+        if blob is None:
+            records.append(FeatureRecord(name=entry["name"], problems=[f"{path} is missing"]))
+        elif blob.get("text") is None:  # GitHub gives no text for binary (or very large) blobs
+            records.append(FeatureRecord(name=entry["name"], problems=[f"{path} is not UTF-8 text"]))
+        else:
+            records.append(parse_feature_toml(entry["name"], blob["text"]))
     return records
 
 
 class _Issues:
-    """Tracking issues: the labelled ones in bulk, any other one on demand."""
+    """Tracking issues: the labelled ones from the bulk read, the others in one more GraphQL request."""
 
-    def __init__(self, gh, repo, repo_name: str):
-        self._gh, self._repo, self._repo_name = gh, repo, repo_name
-        self.labelled: dict[int, object] = call(
-            f"list the issues labelled {EXPERIMENTAL_LABEL}",
-            lambda: {i.number: i for i in repo.get_issues(state="all", labels=[EXPERIMENTAL_LABEL]) if i.pull_request is None},
-        )
+    def __init__(self, gh, repo_name: str, labelled: dict[int, graphql.IssueData]):
+        self._gh, self._repo_name = gh, repo_name
+        self.labelled = labelled
+        self._others: dict[tuple[str, int], graphql.IssueData | None] = {}
 
-    def get(self, ref: TrackingRef):
+    def _key(self, ref: TrackingRef) -> tuple[str, int]:
+        return ((ref.repo or self._repo_name).lower(), ref.number)
+
+    def _is_labelled(self, ref: TrackingRef) -> bool:
         here = ref.repo is None or ref.repo.lower() == self._repo_name.lower()
-        if here and ref.number in self.labelled:
+        return here and ref.number in self.labelled
+
+    def read_others(self, refs: list[TrackingRef]) -> None:
+        """Read every referenced issue outside the labelled list: 50 per request."""
+        wanted = sorted({self._key(r): r for r in refs if not self._is_labelled(r)}.values(), key=self._key)
+        for start in range(0, len(wanted), 50):
+            chunk = wanted[start : start + 50]
+            variables = {}
+            for k, ref in enumerate(chunk):
+                owner, name = (ref.repo or self._repo_name).split("/")
+                variables.update({f"o{k}": owner, f"n{k}": name, f"i{k}": ref.number})
+            data, errors = graphql.query(self._gh, graphql.tracking_issues_query(len(chunk)), variables,
+                                         "read the tracking issues outside the experimental label")
+            for k, ref in enumerate(chunk):
+                node = (data.get(f"t{k}") or {}).get("issueOrPullRequest")
+                error = graphql.error_at(errors, f"t{k}")
+                if node is None and error is not None and error.get("type") != "NOT_FOUND":
+                    raise BotError(f"read the tracking issue {ref.render(self._repo_name)}: {error.get('message', '')}")
+                repo_name = ref.repo or self._repo_name
+                self._others[self._key(ref)] = graphql.issue_object(self._gh, repo_name, node) if node else None
+
+    def get(self, ref: TrackingRef) -> graphql.IssueData | None:
+        """The issue (``None``: it does not exist or is not visible); ``read_others`` came first."""
+        if self._is_labelled(ref):
             return self.labelled[ref.number]
-        repo = self._repo if here else self._gh.get_repo(ref.repo)
-        try:
-            return fetched(repo.get_issue(ref.number))
-        except github.UnknownObjectException:
-            return None
-        except github.GithubException as exc:
-            raise BotError(describe_failure(exc, f"read the tracking issue {ref.render(self._repo_name)}")) from None
+        return self._others.get(self._key(ref))
 
 
 def _classify(record: FeatureRecord, issue, comments: list, permissions: Permissions,
@@ -265,28 +304,42 @@ def _fix_overdue_label(issue, review: FeatureReview, writes: Writes) -> None:
         writes.perform(f"remove the label `{OVERDUE_LABEL}` from {where}", lambda: issue.remove_from_labels(OVERDUE_LABEL))
 
 
-def _comments_of(issue, where: str) -> list:
-    return list_comments(issue, where) if issue.comments else []
+def _comments_of(read: graphql.IssueData, where: str) -> list:
+    """The comments read in bulk, else through REST (only when the issue has any)."""
+    if read.comments is not None:
+        return read.comments
+    return list_comments(read.issue, where) if read.issue.comments else []
+
+
+def _permissions(repo, collaborators: graphql.Collaborators) -> Permissions:
+    """From the bulk read; a listing longer than a page is read again through REST."""
+    if collaborators.levels is not None and collaborators.complete:
+        return Permissions(repo, collaborators.levels)
+    permissions = Permissions(repo, unavailable=collaborators.unavailable)
+    if not collaborators.unavailable:
+        permissions.preload()
+    return permissions
 
 
 def run_review(gh, repo_name: str, today: dt.date, writes: Writes, identity: BotIdentity) -> ReviewResult:
-    repo = gh.get_repo(repo_name)
+    repo = gh.get_repo(repo_name)  # lazy: no request
     cycle = deadlines.review_cycle(today)
-    records = _read_records(repo)
-    issues = _Issues(gh, repo, repo_name)
-    permissions = Permissions(repo)
-    permissions.preload()
+    reads = read_in_bulk(gh, repo_name)
+    issues = _Issues(gh, repo_name, reads.labelled)
+    issues.read_others([r.tracking for r in reads.records if r.tracking is not None])
+    permissions = _permissions(repo, reads.collaborators)
     reviews: list[FeatureReview] = []
     referenced: set[int] = set()
-    for record in records:
+    for record in reads.records:
         review = FeatureReview(name=record.name)
         reviews.append(review)
-        issue = issues.get(record.tracking) if record.tracking else None
+        read = issues.get(record.tracking) if record.tracking else None
+        issue = read.issue if read is not None else None
         if record.tracking:
             review.tracking = record.tracking.render(repo_name)
             if record.tracking.repo is None or record.tracking.repo.lower() == repo_name.lower():
                 referenced.add(record.tracking.number)
-        comments = _comments_of(issue, review.tracking) if issue is not None and issue.pull_request is None else []
+        comments = _comments_of(read, review.tracking) if issue is not None and issue.pull_request is None else []
         _classify(record, issue, comments, permissions, today, review)
         if issue is not None and issue.pull_request is None:
             quiet = review.states == [ON_TRACK] and not review.problems
@@ -295,12 +348,13 @@ def run_review(gh, repo_name: str, today: dt.date, writes: Writes, identity: Bot
             else:
                 _write_to_issue(issue, review, comments, identity, writes, today, cycle, record.target_release)
 
-    for number, issue in sorted(issues.labelled.items()):
+    for number, read in sorted(issues.labelled.items()):
+        issue = read.issue
         if number in referenced or issue.state != "open" or not issue.comments:
             continue
         if "graduation plan" not in (issue.body or "").lower():
             continue  # a labelled issue that is not a tracking issue
-        comments = list_comments(issue, f"#{number}")
+        comments = _comments_of(read, f"#{number}")
         names = _reviewed_features(comments, identity)
         if not names:
             continue  # never admitted yet (its PR may still be open): nothing to say

@@ -404,9 +404,10 @@ class FakeGitHub:
         match = re.match(r"\s*query\s+(\w+)", payload.get("query", ""))
         operation = match.group(1) if match else ""
         self.graphql_log.append((operation, payload.get("variables") or {}))
-        handler = {"PrContext": self._gql_pr_context, "LifecycleReview": self._gql_review}.get(operation)
+        handler = {"PrContext": self._gql_pr_context, "LifecycleReview": self._gql_review,
+                   "TrackingIssues": self._gql_tracking_issues}.get(operation)
         if handler is None:
-            return self._json({"errors": [{"message": "this fake answers only PrContext and LifecycleReview"}]})
+            return self._json({"errors": [{"message": f"this fake does not answer {operation or 'that query'}"}]})
         errors: list[dict] = []
         data = handler(payload.get("variables") or {}, errors)
         return self._json({"data": data, **({"errors": errors} if errors else {})})
@@ -441,18 +442,36 @@ class FakeGitHub:
                 errors.append({"type": "NOT_FOUND", "path": ["tracking"], "message": f"Could not resolve to a Repository with the name '{other}'."})
                 data["tracking"] = None
                 return data
-            issue = self.repos[other].issues.get(v["issue"])
-            node = None
-            if issue is None:
-                errors.append({"type": "NOT_FOUND", "path": ["tracking", "issueOrPullRequest"],
-                               "message": f"Could not resolve to an issue or pull request with the number of {v['issue']}."})
-            elif issue.get("is_pull"):
-                node = {"__typename": "PullRequest", "number": issue["number"]}
-            else:
-                node = dict(self._gql_issue(other, issue), __typename="Issue", bodyHTML=self._render_html(issue["body"]),
+            node = self._gql_issue_or_pull(other, v["issue"], ["tracking"], errors)
+            if node is not None and node["__typename"] == "Issue":
+                issue = self.repos[other].issues[v["issue"]]
+                node.update(bodyHTML=self._render_html(issue["body"]),
                             assignees={"nodes": [{"login": a["login"]} for a in issue["assignees"]]})
             data["tracking"] = {"issueOrPullRequest": node,
                                 "collaborators": self._gql_collaborators(other, ["tracking"], errors)}
+        return data
+
+    def _gql_issue_or_pull(self, repo: str, number: int, path: list, errors: list) -> dict | None:
+        issue = self.repos[repo].issues.get(number)
+        if issue is None:
+            errors.append({"type": "NOT_FOUND", "path": path + ["issueOrPullRequest"],
+                           "message": f"Could not resolve to an issue or pull request with the number of {number}."})
+            return None
+        if issue.get("is_pull"):
+            return {"__typename": "PullRequest", "number": number}
+        return dict(self._gql_issue(repo, issue), __typename="Issue")
+
+    def _gql_tracking_issues(self, v: dict, errors: list) -> dict:
+        data = {}
+        k = 0
+        while f"o{k}" in v:
+            repo = f"{v[f'o{k}']}/{v[f'n{k}']}"
+            if repo not in self.repos:
+                errors.append({"type": "NOT_FOUND", "path": [f"t{k}"], "message": f"Could not resolve to a Repository with the name '{repo}'."})
+                data[f"t{k}"] = None
+            else:
+                data[f"t{k}"] = {"issueOrPullRequest": self._gql_issue_or_pull(repo, v[f"i{k}"], [f"t{k}"], errors)}
+            k += 1
         return data
 
     def _gql_review(self, v: dict, errors: list) -> dict:
@@ -466,7 +485,7 @@ class FakeGitHub:
             out["records"] = self._gql_tree(r, v["records"].split(":", 1)[1])
             out["collaborators"] = self._gql_collaborators(repo, ["repository"], errors)
         issues = [i for _, i in sorted(r.issues.items()) if not i.get("is_pull")
-                  and "experimental" in {label["name"] for label in i["labels"]}]
+                  and set(v["labels"]) <= {label["name"] for label in i["labels"]}]
         start = int(v.get("after") or 0)
         page = issues[start : start + 100]
         out["issues"] = {"pageInfo": {"hasNextPage": start + 100 < len(issues), "endCursor": str(start + 100)},

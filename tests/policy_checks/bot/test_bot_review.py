@@ -226,7 +226,7 @@ def test_review_worst_case_request_counts(g, bot_cli):
 def test_unreadable_permissions_do_not_stop_the_review(g, bot_cli):
     number = add_feature(g, "late", owner="gone-dev", admitted="2026-10-25", target="2026-11-20")
     g.add_comment(REPO, number, "/experimental extend 2 blocked", "maint")
-    g.inject("GET", r"/collaborators$", 403, body={"message": "Must have push access to view repository collaborators."})
+    g.collaborators_forbidden = True  # the token lacks push access
     report = review(bot_cli)
     [feature] = report["features"]
     assert feature["states"] == ["overdue"]  # not called orphaned: it cannot be told
