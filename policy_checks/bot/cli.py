@@ -50,16 +50,20 @@ def _write_step_summary(markdown: str) -> None:
 
 def _common(fn):
     options = [
-        click.option("--repo", required=True, callback=_repo, help="OWNER/NAME of the repository."),
+        click.option("--repo", required=True, callback=_repo, metavar="OWNER/NAME", help="The repository, e.g. flashinfer-ai/flashinfer."),
         click.option("--dry-run", is_flag=True, help="Print every write it would make and make none."),
-        click.option("--api-url", default=DEFAULT_API_URL, show_default=True, help="GitHub REST API base URL."),
-        click.option("--bot-login", envvar="BOT_LOGIN", default=None,
-                     help="The bot's login, when GET /user is not allowed (default: ask, else github-actions[bot])."),
-        click.option("--retry-budget", type=click.FloatRange(0), default=60.0, show_default=True,
+        click.option("--api-url", default=DEFAULT_API_URL, show_default=True, metavar="URL",
+                     help="GitHub API base URL (GraphQL is asked at its /graphql; for GitHub Enterprise "
+                          "give https://HOST/api/v3)."),
+        click.option("--bot-login", envvar="BOT_LOGIN", default=None, metavar="LOGIN",
+                     help="The bot's own login, to tell its comments from pasted copies [env BOT_LOGIN]. "
+                          "Default: learnt from its first write, else asked of GET /user, "
+                          "else github-actions[bot]."),
+        click.option("--retry-budget", type=click.FloatRange(0), default=60.0, show_default=True, metavar="SECONDS",
                      help="Total seconds the run may wait on rate limits and retries."),
-        click.option("--timeout", type=click.IntRange(1), default=15, show_default=True,
+        click.option("--timeout", type=click.IntRange(1), default=15, show_default=True, metavar="SECONDS",
                      help="Seconds to wait for one API answer."),
-        click.option("--write-interval", type=click.FloatRange(0), default=1.0, show_default=True,
+        click.option("--write-interval", type=click.FloatRange(0), default=1.0, show_default=True, metavar="SECONDS",
                      help="Seconds between writes (GitHub asks integrations to space them)."),
     ]
     for option in reversed(options):
@@ -67,16 +71,25 @@ def _common(fn):
     return fn
 
 
+_EPILOG = ("The token is read from GITHUB_TOKEN and never printed. Exit status: 0 fine, "
+           "1 {failed}, 2 usage, configuration or API error.")
+
+
 @click.group()
 def bot() -> None:
-    """The experimental-track bot: PR checks and the weekly lifecycle review."""
+    """The experimental-track bot: PR checks and the weekly lifecycle review (SPEC §3.2)."""
 
 
-@bot.command()
+@bot.command(epilog=_EPILOG.format(failed="the PR fails the check"))
 @_common
-@click.option("--pr", "number", type=click.IntRange(1), required=True, help="Pull request number.")
+@click.option("--pr", "number", type=click.IntRange(1), required=True, metavar="N", help="Pull request number.")
 def pr(repo, dry_run, api_url, bot_login, retry_budget, timeout, write_interval, number) -> None:
-    """Check one PR's Experimental Track declaration, tracking issue and files."""
+    """Check one pull request against the Experimental Track.
+
+    Reads the PR's `## Experimental Track` section, its tracking issue and its files; sets the
+    `experimental-track` commit status, adds the `experimental` label, and keeps one comment
+    on the PR up to date.
+    """
     from .pr_check import render, run_pr_check
 
     gh = _connect(api_url, retry_budget, timeout, write_interval)
@@ -96,15 +109,20 @@ def pr(repo, dry_run, api_url, bot_login, retry_budget, timeout, write_interval,
     raise SystemExit(0 if verdict.ok else 1)
 
 
-@bot.command()
+@bot.command(epilog=_EPILOG.format(failed="a write failed"))
 @_common
-@click.option("--today", type=click.DateTime(["%Y-%m-%d"]), default=None,
+@click.option("--today", type=click.DateTime(["%Y-%m-%d"]), default=None, metavar="YYYY-MM-DD",
               help="Review as of this UTC date (default: today in UTC).")
-@click.option("--max-writes", type=click.IntRange(0), default=None,
+@click.option("--max-writes", type=click.IntRange(0), default=None, metavar="N",
               help="Make at most this many writes; the summary lists the rest for the next run.")
 @click.option("--json", "as_json", is_flag=True, help="Print the review as JSON instead of Markdown.")
 def review(repo, dry_run, api_url, bot_login, retry_budget, timeout, write_interval, today, max_writes, as_json) -> None:
-    """Classify every experimental feature and update its tracking issue."""
+    """Review every experimental feature against its graduation deadline.
+
+    Reads each flashinfer/experimental/*/FEATURE.toml at the default branch and its tracking
+    issue; posts one review comment per tracking issue per weekly cycle where something needs
+    the owner, labels overdue ones, and never closes an issue.
+    """
     from .deadlines import today_utc
     from .review import run_review
 

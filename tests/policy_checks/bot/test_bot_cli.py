@@ -18,6 +18,7 @@ def test_bot_commands_are_reachable_from_policy_check():
     assert result.exit_code == 0 and "--max-writes" in result.output and "--dry-run" in result.output
     result = CliRunner().invoke(main, ["bot", "pr", "--help"])
     assert result.exit_code == 0 and "--api-url" in result.output
+    assert "GITHUB_TOKEN" in result.output and "never printed" in result.output
 
 
 def test_repo_must_be_owner_slash_name(bot_cli):

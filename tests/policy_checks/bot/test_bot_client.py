@@ -85,3 +85,18 @@ def test_failed_write_is_retried_then_reported_and_the_rest_goes_on(github_api, 
     result = check(bot_cli, pr, "--retry-budget", "0.2")
     assert result.exit_code == 2 and "Failed" in result.output
     assert github_api.count("PATCH", r"/issues/comments/") == 1  # the comment was still updated
+
+
+def test_graphql_failures_are_reported_without_the_token(github_api, bot_cli):
+    pr = github_api.add_pull(REPO, "## Experimental Track\n- [x] experimental\n  - Tracking issue: #7\n",
+                             [("flashinfer/experimental/x/a.py", "+x")])
+    github_api.inject("POST", r"^/graphql$", 502, times=100)
+    result = check(bot_cli, pr, "--retry-budget", "0.2")
+    assert result.exit_code == 2 and "kept failing (502)" in result.output
+    assert "read the comments and tracking issue of #" in result.output
+    github_api.faults.clear()
+    github_api.inject("POST", r"^/graphql$", 200, body={"errors": [{"message": "Something went wrong"}]})
+    result = bot_cli("review", "--repo", REPO)
+    assert result.exit_code == 2
+    assert "GraphQL API answered with errors (Something went wrong)" in result.output
+    assert github_api.token not in result.output and "Traceback" not in result.output

@@ -94,20 +94,52 @@ def test_declared_pr_passes_labels_and_comments_within_budget(repo, bot_cli):
     assert len(bot_comments(repo, pr)) == 1
 
 
-def test_worst_case_budget(repo, bot_cli):
-    """A third-party owner and a PR thread that already has comments: every optional read happens."""
-    repo.add_user("carol")
-    repo.repo(REPO).issues[1]["body"] = ISSUE.replace("@octocat", "@carol")
-    pr = repo.add_pull(REPO, BODY, [EXPERIMENTAL_FILE] * 100)
-    repo.add_comment(REPO, pr, "LGTM", "outsider")
-    repo.requests.clear()
+@pytest.mark.parametrize("owner", ["@carol", "`@carol`"], ids=["owner-mentioned", "owner-looked-up"])
+@pytest.mark.parametrize("thread", [False, True], ids=["empty-thread", "commented-thread"])
+@pytest.mark.parametrize("labelled", [False, True], ids=["no-label", "label-preset"])
+@pytest.mark.parametrize("extended", [False, True], ids=["in-window", "extension-needed"])
+@pytest.mark.parametrize("login", [False, True], ids=["login-asked", "login-configured"])
+def test_every_run_stays_within_8_requests(repo, bot_cli, owner, thread, labelled, extended, login):
+    """The budget in every combination of the optional reads and writes, on a 100-file PR."""
+    repo.add_user("carol")  # exists, but appears nowhere else: only the issue can prove it
+    body = ISSUE.replace("@octocat", owner)
+    if extended:
+        body = body.replace("2026-11-20", "2026-12-10")  # needs the maintainer's 2 weeks
+        repo.add_comment(REPO, 1, "/experimental extend 4 please", "outsider")  # refused, no request
+        repo.add_comment(REPO, 1, "/experimental extend 2 waiting for CUTLASS 4.1", "maintainer")
+    repo.repo(REPO).issues[1]["body"] = body
+    files = [EXPERIMENTAL_FILE] + [(f"tests/experimental/splitk/test_{i}.py", "+x") for i in range(99)]
+    pr = repo.add_pull(REPO, BODY, files, labels=("experimental",) if labelled else ())
+    if thread:
+        repo.add_comment(REPO, pr, "LGTM @carol", "outsider")
+    env = {"BOT_LOGIN": repo.bot_login} if login else {}
+    counts = []
+    for step in ("first run", "unchanged re-run", "new push"):
+        if step == "new push":
+            repo.repo(REPO).pulls[pr]["head"]["sha"] = "feed" * 10
+        repo.requests.clear()
+        result = check(bot_cli, pr, env=env)
+        assert result.exit_code == 0, result.output
+        assert len(repo.requests) <= 8, (step, repo.requests)
+        if step == "unchanged re-run":
+            assert repo.writes() == []
+        counts.append(len(repo.requests))
+    assert len(bot_comments(repo, pr)) == 1 and status_of(repo, pr)["state"] == "success"
+    assert "experimental" in repo.labels_of(REPO, pr)
+    assert repo.count("GET", r"^/users/carol$") <= (3 if "`" in owner else 0)
+    print(f"PR check requests (first, unchanged, new push): {counts}")
+
+
+def test_extension_counts_when_collaborators_are_unreadable(repo, bot_cli):
+    """Without the collaborator listing, only the maintainer's permission is asked (the outsider's association rules it out)."""
+    repo.collaborators_forbidden = True
+    repo.repo(REPO).issues[1]["body"] = ISSUE.replace("2026-11-20", "2026-12-10")
+    repo.add_comment(REPO, 1, "/experimental extend 4 please", "outsider")
+    repo.add_comment(REPO, 1, "/experimental extend 2 waiting for CUTLASS 4.1", "maintainer")
+    pr = repo.add_pull(REPO, BODY, [EXPERIMENTAL_FILE])
     assert check(bot_cli, pr).exit_code == 0
-    print(f"PR check, worst first run: {len(repo.requests)} requests")
-    assert len(repo.requests) <= 9, repo.requests
-    repo.requests.clear()
-    assert check(bot_cli, pr).exit_code == 0
-    print(f"PR check, worst unchanged re-run: {len(repo.requests)} requests")
-    assert len(repo.requests) <= 7 and repo.writes() == []
+    assert repo.count("GET", r"/collaborators/maintainer/permission$") == 1
+    assert repo.count("GET", r"/collaborators/outsider/permission$") == 0
 
 
 def test_undeclared_experimental_paths_fail(repo, bot_cli):
@@ -153,6 +185,7 @@ def test_ticked_box_without_experimental_code_is_said(repo, bot_cli):
         (BODY.replace("#1", "#77"), "does not exist"),
         (BODY.replace("  - Tracking issue: #1\n", ""), "no `Tracking issue:` reference"),
         (BODY.replace("#1", "https://github.com/acme/widgets/pull/1"), "pull request, not an issue"),
+        (BODY.replace("#1", "acme/nowhere#3"), "acme/nowhere#3 does not exist"),
     ],
 )
 def test_bad_tracking_references_fail(repo, bot_cli, body, problem):
