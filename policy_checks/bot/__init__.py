@@ -7,6 +7,8 @@ Layout, one concern per module:
 - ``deadlines``    calendar arithmetic and the "N days left" wording.
 - ``markdown``     escaping of user text quoted in comments.
 - ``client``       PyGithub connection with a bounded retry budget, error wording.
+- ``graphql``      the bulk reads (one request where REST needs one per issue or file),
+                   answered as PyGithub objects.
 - ``writes``       the single gate every write goes through (dry run, write budget,
                    read-only tokens).
 - ``comments``     one bot comment per thread, found by marker and login.

@@ -1,9 +1,10 @@
 """Bulk reads through GitHub's GraphQL API: one request where REST needs one per issue or file.
 
-Two named queries keep the request budgets: ``PrContext`` (the PR's comments, the tracking
-issue with its rendered body, comments and the repository's collaborators) and
+Three named queries keep the request budgets: ``PrContext`` (the PR's comments, the tracking
+issue with its rendered body, comments and the repository's collaborators),
 ``LifecycleReview`` (every ``FEATURE.toml``, the issues labelled ``experimental`` with their
-comments and labels, and the collaborators). Their answers are turned into the PyGithub
+comments and labels, and the collaborators) and ``TrackingIssues`` (any other issues, by
+number). Their answers are turned into the PyGithub
 objects the rest of the bot already uses, so writes still go through REST.
 
 A part the token may not read (collaborators need push access) comes back as ``None`` with a
@@ -13,7 +14,7 @@ caller reads the rest through REST.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import github
 import github.Issue
@@ -32,7 +33,6 @@ fragment IssueFields on Issue {
   comments(first: 100) { totalCount nodes { ...CommentFields } }
 }
 """ + _COMMENT_FIELDS
-_COLLABORATORS = "collaborators(first: 100) { pageInfo { hasNextPage } edges { permission node { login } } }"
 
 PR_CONTEXT = """
 query PrContext($owner: String!, $name: String!, $pr: Int!,
@@ -50,10 +50,10 @@ query PrContext($owner: String!, $name: String!, $pr: Int!,
       }
       ... on PullRequest { number }
     }
-    COLLABORATORS
+    collaborators(first: 100) { pageInfo { hasNextPage } edges { permission node { login } } }
   }
 }
-""".replace("COLLABORATORS", _COLLABORATORS) + _COMMENT_FIELDS
+""" + _COMMENT_FIELDS
 
 # Records and collaborators come with the first page of issues only ($firstPage).
 LIFECYCLE_REVIEW = """
@@ -64,14 +64,16 @@ query LifecycleReview($owner: String!, $name: String!, $records: String!, $label
       ... on Tree { entries { name type object { ... on Tree { entries { name type
         object { ... on Blob { text isBinary } } } } } } }
     }
-    COLLABORATORS
+    collaborators(first: 100) @include(if: $firstPage) {
+      pageInfo { hasNextPage } edges { permission node { login } }
+    }
     issues(labels: $labels, states: [OPEN, CLOSED], first: 100, after: $after) {
       pageInfo { hasNextPage endCursor }
       nodes { ...IssueFields }
     }
   }
 }
-""".replace("COLLABORATORS", _COLLABORATORS.replace("(first: 100)", "(first: 100) @include(if: $firstPage)", 1)) + _ISSUE_FIELDS
+""" + _ISSUE_FIELDS
 
 
 def tracking_issues_query(count: int) -> str:
@@ -82,6 +84,7 @@ def tracking_issues_query(count: int) -> str:
         "{ __typename ...IssueFields ... on PullRequest { number } } }"
         for k in range(count))
     return f"query TrackingIssues({params}) {{\n{fields}\n}}\n" + _ISSUE_FIELDS
+
 
 _LEVELS = {"ADMIN": "admin", "MAINTAIN": "maintain", "WRITE": "write", "TRIAGE": "triage", "READ": "read"}
 
@@ -147,7 +150,7 @@ class IssueData:
     """An issue read through GraphQL: the PyGithub object and its comments (``None``: read them through REST)."""
 
     issue: object
-    comments: list | None = field(default=None)
+    comments: list | None = None
 
 
 def issue_object(gh: github.Github, repo_name: str, node: dict) -> IssueData:

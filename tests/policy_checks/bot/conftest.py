@@ -1,8 +1,9 @@
 """A fake GitHub REST API on 127.0.0.1, served by the test suite over real HTTP.
 
 It keeps state for repositories, pulls and their files, issues, comments, labels,
-statuses, collaborators and permissions, contents and users; it counts every request
-it answers, and it can inject faults (error answers, rate limits, slow answers, a
+statuses, collaborators and permissions, contents and users; it answers the bot's three
+named GraphQL queries from the same state (rendering ``@mentions`` of real users as
+GitHub does); it counts every request it answers, and it can inject faults (error answers, rate limits, slow answers, a
 barrier that makes two clients meet). The bot talks to it through PyGithub unchanged.
 """
 

@@ -267,6 +267,17 @@ def test_comment_is_found_by_marker_and_login(repo, bot_cli):
     assert repo.count("PATCH") == 1 and repo.count("POST", "/comments$") == 0
 
 
+def test_a_leftover_duplicate_is_removed_even_when_the_newer_copy_is_current(repo, bot_cli):
+    pr = repo.add_pull(REPO, BODY, [EXPERIMENTAL_FILE])
+    assert check(bot_cli, pr).exit_code == 0
+    [current] = bot_comments(repo, pr)
+    repo.add_comment(REPO, pr, PR_MARKER + "\nstale", repo.bot_login, created="2026-11-01T00:00:00Z")
+    repo.repo(REPO).comments[pr].sort(key=lambda c: c["created_at"])  # GitHub lists oldest first
+    assert check(bot_cli, pr).exit_code == 0
+    [kept] = bot_comments(repo, pr)
+    assert kept["id"] != current["id"] and kept["body"] == current["body"]  # the oldest, brought up to date
+
+
 def test_user_text_is_escaped(repo, bot_cli):
     weird = "flashinfer/experimental/x/@everyone `` [a](b) <b>.py"
     pr = repo.add_pull(REPO, BODY, [(weird, "+x")])
