@@ -24,7 +24,7 @@ import requests
 from .client import BotError, describe_failure
 
 _COMMENT_FIELDS = """
-fragment CommentFields on IssueComment { databaseId body createdAt authorAssociation author { login } }
+fragment CommentFields on IssueComment { fullDatabaseId body createdAt authorAssociation author { login } }
 """
 _ISSUE_FIELDS = """
 fragment IssueFields on Issue {
@@ -104,9 +104,10 @@ def query(gh: github.Github, text: str, variables: dict, action: str) -> tuple[d
 
 
 def error_at(errors: list[dict], *path) -> dict | None:
-    """The error GitHub reported for the part of the answer at ``path`` (or below it), if any."""
+    """The error GitHub reported for the part of the answer at ``path``, above it or below it."""
     for error in errors:
-        if tuple(error.get("path") or ())[: len(path)] == path:
+        where = tuple(error.get("path") or ())
+        if where[: len(path)] == path or path[: len(where)] == where:
             return error
     return None
 
@@ -135,11 +136,12 @@ def comment_objects(gh: github.Github, repo_name: str, nodes: list[dict]) -> lis
     out = []
     for node in nodes:
         author = node.get("author")
+        comment_id = int(node["fullDatabaseId"])  # the REST id (a BigInt, sent as a string)
         attributes = {
-            "id": node["databaseId"], "body": node.get("body") or "", "created_at": node["createdAt"],
+            "id": comment_id, "body": node.get("body") or "", "created_at": node["createdAt"],
             "user": {"login": author["login"]} if author else None,
             "author_association": node.get("authorAssociation"),
-            "url": f"/repos/{repo_name}/issues/comments/{node['databaseId']}",
+            "url": f"/repos/{repo_name}/issues/comments/{comment_id}",
         }
         out.append(github.IssueComment.IssueComment(gh.requester, {}, attributes, completed=True))
     return out

@@ -121,7 +121,7 @@ def read_context(gh, repo_name: str, pull, ref: TrackingRef | None) -> PrContext
     tracking = data.get("tracking")
     node = (tracking or {}).get("issueOrPullRequest")
     if node is None:
-        error = graphql.error_at(errors, "tracking")
+        error = graphql.error_at(errors, "tracking", "issueOrPullRequest")
         if error is None or error.get("type") != "NOT_FOUND":
             why = (error or {}).get("message", "no answer")
             raise BotError(f"read the tracking issue {ref.render(repo_name)}: {why}")

@@ -191,7 +191,7 @@ class _Issues:
                                          "read the tracking issues outside the experimental label")
             for k, ref in enumerate(chunk):
                 node = (data.get(f"t{k}") or {}).get("issueOrPullRequest")
-                error = graphql.error_at(errors, f"t{k}")
+                error = graphql.error_at(errors, f"t{k}", "issueOrPullRequest")
                 if node is None and error is not None and error.get("type") != "NOT_FOUND":
                     raise BotError(f"read the tracking issue {ref.render(self._repo_name)}: {error.get('message', '')}")
                 repo_name = ref.repo or self._repo_name

@@ -416,7 +416,7 @@ class FakeGitHub:
     def _gql_comments(self, repo: str, number: int) -> dict:
         comments = self.repos[repo].comments[number]
         return {"totalCount": len(comments), "nodes": [
-            {"databaseId": c["id"], "body": c["body"], "createdAt": c["created_at"], "author": {"login": c["user"]["login"]},
+            {"fullDatabaseId": str(c["id"]), "body": c["body"], "createdAt": c["created_at"], "author": {"login": c["user"]["login"]},
              "authorAssociation": self.association(repo, c["user"]["login"])} for c in comments[:100]]}
 
     def _gql_collaborators(self, repo: str, path: list, errors: list) -> dict | None:
@@ -443,13 +443,14 @@ class FakeGitHub:
                 errors.append({"type": "NOT_FOUND", "path": ["tracking"], "message": f"Could not resolve to a Repository with the name '{other}'."})
                 data["tracking"] = None
                 return data
+            collaborators = self._gql_collaborators(other, ["tracking"], errors)
             node = self._gql_issue_or_pull(other, v["issue"], ["tracking"], errors)
             if node is not None and node["__typename"] == "Issue":
                 issue = self.repos[other].issues[v["issue"]]
                 node.update(bodyHTML=self._render_html(issue["body"]),
                             assignees={"nodes": [{"login": a["login"]} for a in issue["assignees"]]})
             data["tracking"] = {"issueOrPullRequest": node,
-                                "collaborators": self._gql_collaborators(other, ["tracking"], errors)}
+                                "collaborators": collaborators}
         return data
 
     def _gql_issue_or_pull(self, repo: str, number: int, path: list, errors: list) -> dict | None:

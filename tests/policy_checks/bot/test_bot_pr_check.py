@@ -189,6 +189,7 @@ def test_ticked_box_without_experimental_code_is_said(repo, bot_cli):
     ],
 )
 def test_bad_tracking_references_fail(repo, bot_cli, body, problem):
+    repo.collaborators_forbidden = True  # an error on another part of the answer changes nothing
     pr = repo.add_pull(REPO, body, [EXPERIMENTAL_FILE])
     result = check(bot_cli, pr)
     assert result.exit_code == 1 and problem in bot_comments(repo, pr)[0]["body"]
