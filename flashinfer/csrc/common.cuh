@@ -58,6 +58,36 @@ __device__ __forceinline__ float block_sum(float v) {
   return warp_sum(lane < warps ? partial[lane] : 0.f);
 }
 
+// The two passes of an RMSNorm-style kernel over one row of `hidden_vecs` 16-byte
+// vectors, one block per row: pass one sums x^2 (keeping each thread's first CACHED
+// vectors in registers), pass two calls `apply(xv, v, scale)` for every vector v with
+// scale = rsqrt(mean(x^2) + eps). Shared by rmsnorm and its experimental variants.
+template <int CACHED, typename Apply>
+__device__ __forceinline__ void rmsnorm_row(const uint4* __restrict__ xr, int hidden_vecs,
+                                            float inv_hidden, float eps, Apply apply) {
+  uint4 cached[CACHED];
+  float ss = 0.f;
+#pragma unroll
+  for (int i = 0; i < CACHED; ++i) {
+    const int v = threadIdx.x + i * blockDim.x;
+    if (v < hidden_vecs) {
+      cached[i] = xr[v];
+      ss += sum_squares_bf16x8(cached[i]);
+    }
+  }
+  for (int v = threadIdx.x + CACHED * blockDim.x; v < hidden_vecs; v += blockDim.x)
+    ss += sum_squares_bf16x8(xr[v]);
+
+  const float scale = rsqrtf(block_sum(ss) * inv_hidden + eps);
+#pragma unroll
+  for (int i = 0; i < CACHED; ++i) {
+    const int v = threadIdx.x + i * blockDim.x;
+    if (v < hidden_vecs) apply(cached[i], v, scale);
+  }
+  for (int v = threadIdx.x + CACHED * blockDim.x; v < hidden_vecs; v += blockDim.x)
+    apply(xr[v], v, scale);
+}
+
 // D += A * B for one m16n8k16 tile: bf16 operands, fp32 accumulators.
 __device__ __forceinline__ void mma_bf16_16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
   asm volatile(

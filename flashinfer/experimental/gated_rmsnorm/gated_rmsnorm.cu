@@ -13,26 +13,10 @@ fi_gated_rmsnorm_bf16(const uint4* __restrict__ x, const uint4* __restrict__ z,
                       const uint4* __restrict__ weight, uint4* __restrict__ y,
                       int hidden_vecs, float inv_hidden, float eps) {
   const size_t row_offset = (size_t)blockIdx.x * hidden_vecs;
-  const uint4* xr = x + row_offset;
   const uint4* zr = z + row_offset;
   uint4* yr = y + row_offset;
-
-  uint4 cached[CACHED_VECS];
-  float ss = 0.f;
-#pragma unroll
-  for (int i = 0; i < CACHED_VECS; ++i) {
-    const int v = threadIdx.x + i * blockDim.x;
-    if (v < hidden_vecs) {
-      cached[i] = xr[v];
-      ss += sum_squares_bf16x8(cached[i]);
-    }
-  }
-  for (int v = threadIdx.x + CACHED_VECS * blockDim.x; v < hidden_vecs; v += blockDim.x)
-    ss += sum_squares_bf16x8(xr[v]);
-
-  const float scale = rsqrtf(block_sum(ss) * inv_hidden + eps);
-
-  auto gate = [&](const uint4& xv, int v) {
+  rmsnorm_row<CACHED_VECS>(x + row_offset, hidden_vecs, inv_hidden, eps,
+                           [&](const uint4& xv, int v, float scale) {
     float xf[8], zf[8], wf[8];
     unpack_bf16x8(xv, xf);
     unpack_bf16x8(zr[v], zf);
@@ -43,12 +27,5 @@ fi_gated_rmsnorm_bf16(const uint4* __restrict__ x, const uint4* __restrict__ z,
       xf[j] = xf[j] * scale * wf[j] * silu;
     }
     yr[v] = pack_bf16x8(xf);
-  };
-#pragma unroll
-  for (int i = 0; i < CACHED_VECS; ++i) {
-    const int v = threadIdx.x + i * blockDim.x;
-    if (v < hidden_vecs) gate(cached[i], v);
-  }
-  for (int v = threadIdx.x + CACHED_VECS * blockDim.x; v < hidden_vecs; v += blockDim.x)
-    gate(xr[v], v);
+  });
 }
