@@ -69,28 +69,33 @@ CACHE_SCHEMA_VERSION = 1
 WARMUP_RUNS = 2
 TIMED_RUNS = 5
 
-_PACKAGE = "flashinfer"
-_EXPERIMENTAL_PACKAGE = utils.EXPERIMENTAL_PACKAGE
-
 
 class TuningConfigWarning(UserWarning):
     """An autotune cache or trace-apply configuration (or an entry of it) was skipped."""
 
 
 # -- problem keys ---------------------------------------------------------------
+# Key functions run on every tuned lookup, where each tensor attribute read costs
+# 40-80 ns (``tensor.device`` over 200 ns), so they read each attribute once. A
+# key holds ``tensor.shape`` as is: a ``torch.Size`` is a tuple, equal to and
+# hashing like the plain tuple that the same key read back from JSON holds, so
+# keys computed for calls and keys loaded from files match without conversion.
 
-_DTYPE_NAMES: Dict[Any, str] = {}
+
+class _DtypeNames(dict):
+    """``torch.bfloat16 -> "bfloat16"``, remembered per dtype (``str(dtype)`` is slow)."""
+
+    def __missing__(self, dtype: torch.dtype) -> str:
+        name = self[dtype] = str(dtype).rpartition(".")[2]
+        return name
 
 
-def _dtype_name(dtype: torch.dtype) -> str:
-    name = _DTYPE_NAMES.get(dtype)
-    if name is None:
-        name = _DTYPE_NAMES[dtype] = str(dtype).rpartition(".")[2]
-    return name
+_DTYPE_NAMES = _DtypeNames()
 
 
 def _device_type(tensor: Tensor) -> str:
-    if tensor.is_cuda:  # the flags are several times cheaper than tensor.device.type
+    """``tensor.device.type``, from flags that are several times cheaper to read."""
+    if tensor.is_cuda:
         return "cuda"
     return "cpu" if tensor.is_cpu else tensor.device.type
 
@@ -98,9 +103,6 @@ def _device_type(tensor: Tensor) -> str:
 # Argument types that are never tensors: skipped without the (slow) isinstance
 # check that torch.Tensor's metaclass makes of them.
 _PLAIN_TYPES = frozenset({type(None), str, int, float, bool})
-
-# Key functions run on every tuned lookup: each tensor attribute read costs
-# 40-80 ns (``tensor.device`` over 200 ns), so they read each one once.
 
 
 def default_problem_key(arguments: Dict[str, Any]) -> tuple:
@@ -110,14 +112,13 @@ def default_problem_key(arguments: Dict[str, Any]) -> tuple:
     type is the first tensor's (a call's tensors share a device). Non-tensor
     arguments (scalars, ``None``, ``backend``) are not part of the key.
     """
-    key: list = [None]
+    key: list = []
     for name, value in arguments.items():
         kind = value.__class__
         if kind is Tensor or (kind not in _PLAIN_TYPES and isinstance(value, Tensor)):
-            dtype = value.dtype
-            key.append((name, value.shape, _DTYPE_NAMES.get(dtype) or _dtype_name(dtype)))
-            if key[0] is None:  # `_device_type`, inlined
-                key[0] = "cuda" if value.is_cuda else ("cpu" if value.is_cpu else value.device.type)
+            if not key:
+                key.append(_device_type(value))
+            key.append((name, value.shape, _DTYPE_NAMES[value.dtype]))
     return tuple(key)
 
 
@@ -125,15 +126,14 @@ def _mm_bf16_key(arguments: Dict[str, Any]) -> tuple:
     """``(M, N, K, dtype, device type)`` of ``a`` (M x K) times ``b`` (K x N)."""
     a = arguments["a"]
     m, k = a.shape  # 2-D: the dispatch checked the arguments before the lookup
-    dtype = a.dtype
-    return (m, arguments["b"].shape[1], k, _DTYPE_NAMES.get(dtype) or _dtype_name(dtype), _device_type(a))
+    return (m, arguments["b"].shape[1], k, _DTYPE_NAMES[a.dtype], _device_type(a))
 
 
 def _rmsnorm_key(arguments: Dict[str, Any]) -> tuple:
     """``(rows, hidden, dtype, device type)``; rows is the product of the leading dims."""
     x = arguments["x"]
-    shape, dtype = x.shape, x.dtype
-    return (math.prod(shape[:-1]), shape[-1], _DTYPE_NAMES.get(dtype) or _dtype_name(dtype), _device_type(x))
+    shape = x.shape
+    return (math.prod(shape[:-1]), shape[-1], _DTYPE_NAMES[x.dtype], _device_type(x))
 
 
 # The stable ops' keys; other APIs use `default_problem_key` unless registered.
@@ -142,11 +142,6 @@ _BUILTIN_KEY_FUNCTIONS = {
     "flashinfer.norm.rmsnorm": _rmsnorm_key,
 }
 _key_functions: Dict[str, Callable[[Dict[str, Any]], tuple]] = dict(_BUILTIN_KEY_FUNCTIONS)
-
-
-def api_name(dispatch: BackendDispatch) -> str:
-    """The dotted name an API is known by in caches and trace configs."""
-    return f"{dispatch.__module__}.{dispatch.__qualname__}"
 
 
 def register_problem_key(api: Any, key_function: Callable[[Dict[str, Any]], tuple]) -> None:
@@ -164,25 +159,30 @@ def register_problem_key(api: Any, key_function: Callable[[Dict[str, Any]], tupl
 
 
 def freeze_key(value: Any) -> Any:
-    """A problem key read from JSON or TOML (lists) as the hashable tuple form.
+    """A problem key read from JSON or TOML (lists) in the hashable tuple form.
 
     Raises `TypeError` for a key holding a table (a dict), which no key function
     returns; loaders count such an entry as malformed.
     """
-    frozen = _freeze(value)
+    frozen = _tuples(value)
     hash(frozen)
     return frozen
 
 
-def _freeze(value: Any) -> Any:
+def _tuples(value: Any) -> Any:
     if value.__class__ is list:
-        return tuple([_freeze(item) if item.__class__ is list else item for item in value])
+        return tuple([_tuples(item) if item.__class__ is list else item for item in value])
     return value
 
 
-# -- the API registry ---------------------------------------------------------------
+# -- APIs by name ---------------------------------------------------------------------
 
 _registered: Dict[str, BackendDispatch] = {}
+
+
+def api_name(dispatch: BackendDispatch) -> str:
+    """The dotted name an API is known by in caches and trace configs."""
+    return f"{dispatch.__module__}.{dispatch.__qualname__}"
 
 
 def register_api(dispatch: BackendDispatch) -> None:
@@ -211,9 +211,9 @@ def resolve_api(name: str) -> Optional[BackendDispatch]:
     found = _registered.get(name)
     if found is not None:
         return found
-    importable = name.startswith(_PACKAGE + ".") and not utils._is_under_experimental(name)
+    importable = name.startswith("flashinfer.") and not utils._is_under_experimental(name)
     parts = name.split(".")
-    for split in range(len(parts) - 1, 0, -1):
+    for split in range(len(parts) - 1, 0, -1):  # the longest module prefix first
         module_name = ".".join(parts[:split])
         obj: Any = sys.modules.get(module_name)
         if obj is None and importable:
@@ -243,28 +243,19 @@ def backend_feature(dispatch: BackendDispatch, backend: str) -> Optional[str]:
     if backend not in dispatch.experimental_backends:
         return None
     module = getattr(dispatch.backend_checks[backend], "__module__", None) or ""
-    prefix = _EXPERIMENTAL_PACKAGE + "."
+    prefix = utils.EXPERIMENTAL_PACKAGE + "."
     if module.startswith(prefix):
         return module[len(prefix):].split(".", 1)[0]
     return module or None
 
 
-# -- tuned winners ------------------------------------------------------------------
-
-
-@dataclass
-class _Entry:
-    """One remembered winner; its API and problem key are where it is stored."""
-
-    backend: str
-    tactic: Any
-    experimental: bool
-    feature: Optional[str]
-    tuned_at: str
+# -- remembered winners -----------------------------------------------------------------
+# A winner is kept as its cache-file record (a dict with the fields of
+# `_CACHE_FIELDS`), so that saving writes the records as they are.
 
 
 class _TunedApi:
-    """What the tuner holds for one API: its key function and its winners by key."""
+    """What the tuner holds for one API: its key function and its records by key."""
 
     __slots__ = ("dispatch", "name", "key_function", "entries")
 
@@ -272,7 +263,53 @@ class _TunedApi:
         self.dispatch = dispatch
         self.name = api_name(dispatch)
         self.key_function = _key_functions.get(self.name, default_problem_key)
-        self.entries: Dict[Any, _Entry] = {}
+        self.entries: Dict[Any, dict] = {}
+
+
+_tables: Dict[BackendDispatch, _TunedApi] = {}
+# Records skipped at load only because the gate was unset, by (API, key): written
+# back on save, so that saving in a gate-unset process does not lose them.
+_dormant: Dict[Tuple[str, Any], dict] = {}
+# True inside `with autotune():` in this thread / task (False while timing).
+_tuning: contextvars.ContextVar = contextvars.ContextVar("flashinfer_autotuning", default=False)
+_warned = _OnceRegistry()
+
+
+def _table(dispatch: BackendDispatch) -> _TunedApi:
+    table = _tables.get(dispatch)
+    if table is None:
+        table = _tables[dispatch] = _TunedApi(dispatch)
+        _registered[table.name] = dispatch  # the latest definition of a name wins
+    return table
+
+
+def _remember(table: _TunedApi, key: Any, backend: str, tuned_at: str) -> None:
+    dispatch = table.dispatch
+    table.entries[key] = {
+        "api": table.name,
+        "key": key,
+        "backend": backend,
+        "tactic": None,  # no backend takes tactics yet
+        "experimental": backend in dispatch.experimental_backends,
+        "feature": backend_feature(dispatch, backend),
+        "tuned_at": tuned_at,
+    }
+    _dormant.pop((table.name, key), None)
+
+
+def key_of(dispatch: BackendDispatch, arguments: Dict[str, Any]) -> tuple:
+    """The problem key of a call of ``dispatch`` with bound ``arguments``."""
+    return _table(dispatch).key_function(arguments)
+
+
+def problem_key(api: BackendDispatch, *args: Any, **kwargs: Any) -> tuple:
+    """The problem key of calling ``api(*args, **kwargs)``, as caches and pins spell it.
+
+    Handy for writing a trace-apply config: ``problem_key(flashinfer.mm_bf16, a, b)``.
+    """
+    bound = inspect.signature(api.__wrapped__).bind(*args, **kwargs)
+    bound.apply_defaults()
+    return key_of(api, dict(bound.arguments))
 
 
 # API -> its parameters as (name, kind), for `call_with_backend`.
@@ -304,39 +341,6 @@ def call_with_backend(dispatch: BackendDispatch, arguments: Dict[str, Any], back
     return dispatch.__wrapped__(*args, **kwargs)
 
 
-_tables: Dict[BackendDispatch, _TunedApi] = {}
-# Entries skipped at load only because the gate was unset: written back on save,
-# so that saving in a gate-unset process does not lose them.
-_dormant: Dict[Tuple[str, Any], dict] = {}
-
-# True inside `with autotune():` in this thread / task (False while timing).
-_tuning: contextvars.ContextVar = contextvars.ContextVar("flashinfer_autotuning", default=False)
-_warned = _OnceRegistry()
-
-
-def _table(dispatch: BackendDispatch) -> _TunedApi:
-    table = _tables.get(dispatch)
-    if table is None:
-        table = _tables[dispatch] = _TunedApi(dispatch)
-        _registered[table.name] = dispatch  # the latest definition of a name wins
-    return table
-
-
-def key_of(dispatch: BackendDispatch, arguments: Dict[str, Any]) -> tuple:
-    """The problem key of a call of ``dispatch`` with bound ``arguments``."""
-    return _table(dispatch).key_function(arguments)
-
-
-def problem_key(api: BackendDispatch, *args: Any, **kwargs: Any) -> tuple:
-    """The problem key of calling ``api(*args, **kwargs)``, as caches and pins spell it.
-
-    Handy for writing a trace-apply config: ``problem_key(flashinfer.mm_bf16, a, b)``.
-    """
-    bound = inspect.signature(api.__wrapped__).bind(*args, **kwargs)
-    bound.apply_defaults()
-    return key_of(api, dict(bound.arguments))
-
-
 def _now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
@@ -346,20 +350,25 @@ def _warn_once(key: Any, message: str) -> None:
         warnings.warn(message, TuningConfigWarning, stacklevel=4)
 
 
+# -- the lookup and tuning -----------------------------------------------------------
+
+
 def tuned_choice(dispatch: BackendDispatch, candidates: tuple, arguments: dict) -> Optional[str]:
     """`flashinfer.utils.tuned_choice_hook`: the winner to run first, or None.
 
     Never raises: any failure means "no tuned choice" and the heuristic order stands.
     """
     try:
-        table = _tables.get(dispatch) or _table(dispatch)
-        entries = table.entries
-        if not entries and not _tuning.get():
-            return None  # the common case: nothing tuned for this API
+        table = _tables.get(dispatch)
+        if table is None or not table.entries:  # nothing remembered for this API
+            if not _tuning.get():
+                return None
+            table = _table(dispatch)
         key = table.key_function(arguments)
-        entry = entries.get(key)
+        entry = table.entries.get(key)
         if entry is not None:
-            return entry.backend if entry.backend in candidates else _skip_at_use(table, entry)
+            backend = entry["backend"]
+            return backend if backend in candidates else _skip_at_use(table, backend)
         return _tune(table, key, candidates, arguments) if _tuning.get() else None
     except Exception as error:  # the hot path never raises
         _warn_once(
@@ -370,9 +379,8 @@ def tuned_choice(dispatch: BackendDispatch, candidates: tuple, arguments: dict) 
         return None
 
 
-def _skip_at_use(table: _TunedApi, entry: _Entry) -> Optional[str]:
+def _skip_at_use(table: _TunedApi, backend: str) -> None:
     """A remembered winner that is not a candidate now: say why once, use the default."""
-    backend = entry.backend
     if backend in table.dispatch.experimental_backends and not experimental_auto_backends_allowed():
         why = f"it is experimental and {EXPERIMENTAL_AUTO_ENV_VAR} is not set"
     else:
@@ -382,14 +390,37 @@ def _skip_at_use(table: _TunedApi, entry: _Entry) -> Optional[str]:
         f"autotuner: tuned backend '{backend}' for {table.name} skipped because {why}; "
         f"using the stable automatic choice",
     )
-    return None
 
 
-def _time_backend(table: _TunedApi, arguments: dict, backend: str) -> float:
+def _tune(table: _TunedApi, key: Any, candidates: tuple, arguments: dict) -> Optional[str]:
+    """Time every candidate, remember and return the fastest."""
+    token = _tuning.set(False)  # APIs called by a candidate are not tuned meanwhile
+    try:
+        timings, failures = {}, []
+        for backend in candidates:
+            try:
+                timings[backend] = _time_backend(table.dispatch, arguments, backend)
+            except Exception as error:
+                failures.append(f"{backend}: {type(error).__name__}: {error}")
+    finally:
+        _tuning.reset(token)
+    if failures:
+        _warn_once(
+            ("tune", table.name, key),
+            f"autotuner: while tuning {table.name}, candidates failed and were left out: "
+            + "; ".join(failures),
+        )
+    if not timings:
+        return None
+    winner = min(timings, key=timings.__getitem__)
+    _remember(table, key, winner, _now())
+    return winner
+
+
+def _time_backend(dispatch: BackendDispatch, arguments: dict, backend: str) -> float:
     """Median seconds of one call of ``backend`` on copies of the tensor arguments."""
     copies = {k: v.clone() if isinstance(v, Tensor) else v for k, v in arguments.items()}
     on_cuda = any(isinstance(v, Tensor) and v.is_cuda for v in copies.values())
-    dispatch = table.dispatch
     for _ in range(WARMUP_RUNS):
         call_with_backend(dispatch, copies, backend)
     times = []
@@ -406,39 +437,6 @@ def _time_backend(table: _TunedApi, arguments: dict, backend: str) -> float:
             call_with_backend(dispatch, copies, backend)
             times.append(time.perf_counter() - began)
     return statistics.median(times)
-
-
-def _tune(table: _TunedApi, key: Any, candidates: tuple, arguments: dict) -> Optional[str]:
-    """Time every candidate, remember and return the fastest."""
-    token = _tuning.set(False)  # APIs called by a candidate are not tuned meanwhile
-    try:
-        timings, failures = {}, []
-        for backend in candidates:
-            try:
-                timings[backend] = _time_backend(table, arguments, backend)
-            except Exception as error:
-                failures.append(f"{backend}: {type(error).__name__}: {error}")
-    finally:
-        _tuning.reset(token)
-    if failures:
-        _warn_once(
-            ("tune", table.name, key),
-            f"autotuner: while tuning {table.name}, candidates failed and were left out: "
-            + "; ".join(failures),
-        )
-    if not timings:
-        return None
-    winner = min(timings, key=timings.__getitem__)
-    dispatch = table.dispatch
-    table.entries[key] = _Entry(
-        backend=winner,
-        tactic=None,
-        experimental=winner in dispatch.experimental_backends,
-        feature=backend_feature(dispatch, winner),
-        tuned_at=_now(),
-    )
-    _dormant.pop((table.name, key), None)
-    return winner
 
 
 @contextlib.contextmanager
@@ -462,65 +460,7 @@ def autotune(tune_mode: bool = True, cache: Optional[str | os.PathLike] = None) 
             save_autotune_cache(cache)
 
 
-# -- the cache file -------------------------------------------------------------------
-
-
-def _entry_records() -> List[dict]:
-    records = dict(_dormant)
-    for table in list(_tables.values()):
-        for key, entry in list(table.entries.items()):
-            records[(table.name, key)] = {
-                "api": table.name,
-                "key": key,
-                "backend": entry.backend,
-                "tactic": entry.tactic,
-                "experimental": entry.experimental,
-                "feature": entry.feature,
-                "tuned_at": entry.tuned_at,
-            }
-    return list(records.values())
-
-
-def save_autotune_cache(path: str | os.PathLike) -> int:
-    """Write every remembered winner to ``path``, atomically; returns the entry count.
-
-    The file is written beside ``path`` under a temporary name and renamed over
-    it, so readers and concurrent writers only ever see a complete file.
-    """
-    from . import __version__
-
-    document = {
-        "format": CACHE_FORMAT,
-        "schema_version": CACHE_SCHEMA_VERSION,
-        "flashinfer_version": __version__,
-        "saved_at": _now(),
-        "entries": _entry_records(),
-    }
-    try:
-        text = json.dumps(document, indent=1)
-    except TypeError as error:
-        raise TypeError(
-            f"cannot save the autotune cache: a problem key is not made of JSON values ({error}); "
-            f"see register_problem_key"
-        ) from None
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    descriptor, temporary = tempfile.mkstemp(
-        prefix=os.path.basename(path) + ".", suffix=".tmp", dir=directory
-    )
-    try:
-        if hasattr(os, "fchmod"):  # mkstemp makes the file private (0600); a cache is shared
-            os.fchmod(descriptor, os.stat(path).st_mode & 0o777 if os.path.exists(path) else 0o644)
-        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
-            file.write(text)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-    return len(document["entries"])
+# -- reading cache files and trace configs (shared with trace_apply) -------------------
 
 
 @dataclass
@@ -566,8 +506,9 @@ def read_document(path: str | os.PathLike, summary: LoadSummary) -> Optional[dic
     except OSError as error:
         summary.error = f"cannot be read ({error.strerror or error})"
         return None
+    is_toml = os.fspath(path).endswith(".toml")
     try:
-        if os.fspath(path).endswith(".toml"):
+        if is_toml:
             try:
                 import tomllib
             except ImportError:  # Python 3.10
@@ -577,8 +518,7 @@ def read_document(path: str | os.PathLike, summary: LoadSummary) -> Optional[dic
         else:
             document = json.loads(data)
     except ValueError as error:  # JSON, TOML and UTF-8 decoding errors alike
-        kind = "TOML" if os.fspath(path).endswith(".toml") else "JSON"
-        summary.error = f"not valid {kind} (truncated or corrupt?): {error}"
+        summary.error = f"not valid {'TOML' if is_toml else 'JSON'} (truncated or corrupt?): {error}"
         return None
     if not isinstance(document, dict):
         summary.error = f"expected a JSON object at the top level, found {type(document).__name__}"
@@ -586,7 +526,80 @@ def read_document(path: str | os.PathLike, summary: LoadSummary) -> Optional[dic
     return document
 
 
+def resolve_entry(name: str, backend: str, summary: LoadSummary) -> Optional[BackendDispatch]:
+    """The API an entry names, or None (the reason counted) when it or its backend is gone."""
+    dispatch = resolve_api(name)
+    if dispatch is None:
+        summary.skip("of an unknown API", f"{name}:{backend}")
+    elif not dispatch.has_backend(backend):
+        summary.skip("of a backend that no longer exists", f"{name}:{backend}")
+    else:
+        return dispatch
+    return None
+
+
+def load_from_environment(env_var: str, load: Callable[[str], Any]) -> None:
+    """``load(path)`` for the path in ``env_var``, if set; reached from a dispatch, so never raises."""
+    path = os.environ.get(env_var)
+    if path:
+        try:
+            load(path)
+        except Exception as error:
+            warnings.warn(
+                f"{env_var}={path!r} ignored: {type(error).__name__}: {error}",
+                TuningConfigWarning,
+                stacklevel=2,
+            )
+
+
+# -- the cache file -------------------------------------------------------------------
+
 _CACHE_FIELDS = ("api", "key", "backend", "tactic", "experimental", "feature", "tuned_at")
+
+
+def save_autotune_cache(path: str | os.PathLike) -> int:
+    """Write every remembered winner to ``path``, atomically; returns the entry count.
+
+    The file is written beside ``path`` under a temporary name and renamed over
+    it, so readers and concurrent writers only ever see a complete file.
+    """
+    from . import __version__
+
+    records = dict(_dormant)
+    for table in list(_tables.values()):
+        for key, record in list(table.entries.items()):
+            records[(table.name, key)] = record
+    document = {
+        "format": CACHE_FORMAT,
+        "schema_version": CACHE_SCHEMA_VERSION,
+        "flashinfer_version": __version__,
+        "saved_at": _now(),
+        "entries": list(records.values()),
+    }
+    try:
+        text = json.dumps(document, indent=1)
+    except TypeError as error:
+        raise TypeError(
+            f"cannot save the autotune cache: a problem key is not made of JSON values ({error}); "
+            f"see register_problem_key"
+        ) from None
+    path = os.fspath(path)
+    descriptor, temporary = tempfile.mkstemp(
+        prefix=os.path.basename(path) + ".", suffix=".tmp", dir=os.path.dirname(os.path.abspath(path))
+    )
+    try:
+        if hasattr(os, "fchmod"):  # mkstemp makes the file private (0600); a cache is shared
+            os.fchmod(descriptor, os.stat(path).st_mode & 0o777 if os.path.exists(path) else 0o644)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+            file.write(text)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    return len(records)
 
 
 def load_autotune_cache(path: str | os.PathLike) -> LoadSummary:
@@ -601,7 +614,13 @@ def load_autotune_cache(path: str | os.PathLike) -> LoadSummary:
     """
     summary = LoadSummary(os.fspath(path))
     with _gc_paused():
-        _load_document(read_document(path, summary), summary)
+        document = read_document(path, summary)
+        if document is not None:
+            summary.error = _cache_header_problem(document)
+        if summary.error is None:
+            gate_set = experimental_auto_backends_allowed()
+            for record in document["entries"]:
+                _load_entry(record, gate_set, summary)
     summary.warn("autotune cache")
     return summary
 
@@ -619,21 +638,18 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _load_document(document: Optional[dict], summary: LoadSummary) -> None:
-    if document is not None:
-        if document.get("format") != CACHE_FORMAT:
-            summary.error = f"not a FlashInfer autotune cache (format {document.get('format')!r})"
-        elif document.get("schema_version") != CACHE_SCHEMA_VERSION:
-            summary.error = (
-                f"schema version {document.get('schema_version')!r} is not supported "
-                f"(this FlashInfer reads version {CACHE_SCHEMA_VERSION})"
-            )
-        elif not isinstance(document.get("entries"), list):
-            summary.error = "its 'entries' is not a list"
-        else:
-            gate_set = experimental_auto_backends_allowed()
-            for record in document["entries"]:
-                _load_entry(record, gate_set, summary)
+def _cache_header_problem(document: dict) -> Optional[str]:
+    """Why a parsed file is not a cache this version reads, or None."""
+    if document.get("format") != CACHE_FORMAT:
+        return f"not a FlashInfer autotune cache (format {document.get('format')!r})"
+    if document.get("schema_version") != CACHE_SCHEMA_VERSION:
+        return (
+            f"schema version {document.get('schema_version')!r} is not supported "
+            f"(this FlashInfer reads version {CACHE_SCHEMA_VERSION})"
+        )
+    if not isinstance(document.get("entries"), list):
+        return "its 'entries' is not a list"
+    return None
 
 
 def _load_entry(record: Any, gate_set: bool, summary: LoadSummary) -> None:
@@ -646,38 +662,31 @@ def _load_entry(record: Any, gate_set: bool, summary: LoadSummary) -> None:
     ):
         summary.skip("malformed entries", repr(record)[:60])
         return
-    name, backend = record["api"], record["backend"]
+    name, backend, tuned_at = record["api"], record["backend"], record["tuned_at"]
     what = f"{name}:{backend}"
     try:
         key = freeze_key(record["key"])
     except TypeError:
         summary.skip("malformed entries", what)
         return
-    dispatch = resolve_api(name)
+    dispatch = resolve_entry(name, backend, summary)
     if dispatch is None:
-        summary.skip("of an unknown API", what)
-        return
-    if not dispatch.has_backend(backend):
-        summary.skip("of a backend that no longer exists", what)
         return
     feature = backend_feature(dispatch, backend)
     recorded = record["feature"]
     if record["experimental"] and isinstance(recorded, str) and feature not in (None, recorded):
         summary.skip("of an experimental feature that no longer exists", what)
-        return
-    if feature is not None and not gate_set:
+    elif backend in dispatch.experimental_backends and not gate_set:
         _dormant[(name, key)] = record
         summary.skip(f"experimental, while {EXPERIMENTAL_AUTO_ENV_VAR} is unset", what)
-        return
-    if record["tactic"] is not None:
+    elif record["tactic"] is not None:
         summary.skip("with a tactic the backend does not take", what)
-        return
-    table = _table(dispatch)
-    current = table.entries.get(key)
-    if current is None or current.tuned_at <= record["tuned_at"]:
-        table.entries[key] = _Entry(backend, None, feature is not None, feature, record["tuned_at"])
-        _dormant.pop((name, key), None)
-    summary.loaded += 1
+    else:
+        table = _table(dispatch)
+        current = table.entries.get(key)
+        if current is None or current["tuned_at"] <= tuned_at:
+            _remember(table, key, backend, tuned_at)
+        summary.loaded += 1
 
 
 def _reset_for_tests() -> None:
@@ -691,18 +700,5 @@ def _reset_for_tests() -> None:
     _warned.clear()
 
 
-def _load_from_environment() -> None:
-    path = os.environ.get(AUTOTUNE_CACHE_ENV_VAR)
-    if path:
-        try:
-            load_autotune_cache(path)
-        except Exception as error:  # reached from a dispatch: never raise there
-            warnings.warn(
-                f"{AUTOTUNE_CACHE_ENV_VAR}={path!r} ignored: {type(error).__name__}: {error}",
-                TuningConfigWarning,
-                stacklevel=2,
-            )
-
-
 utils.tuned_choice_hook = tuned_choice
-_load_from_environment()
+load_from_environment(AUTOTUNE_CACHE_ENV_VAR, load_autotune_cache)

@@ -40,8 +40,9 @@ from .autotuner import (
     TuningConfigWarning,
     freeze_key,
     key_of,
+    load_from_environment,
     read_document,
-    resolve_api,
+    resolve_entry,
 )
 from .utils import BackendDispatch
 
@@ -110,12 +111,8 @@ def _add_pin(entry: Any, summary: LoadSummary) -> None:
     except TypeError:
         summary.skip("malformed entries (need api and backend, optional key)", f"{name}:{backend}")
         return
-    dispatch = resolve_api(name)
+    dispatch = resolve_entry(name, backend, summary)
     if dispatch is None:
-        summary.skip("of an unknown API", f"{name}:{backend}")
-        return
-    if not dispatch.has_backend(backend):
-        summary.skip("of a backend that no longer exists", f"{name}:{backend}")
         return
     pins = _pins.get(dispatch)
     if pins is None:
@@ -180,18 +177,5 @@ def _reset_for_tests() -> None:
     _warned.clear()
 
 
-def _apply_from_environment() -> None:
-    path = os.environ.get(TRACE_APPLY_ENV_VAR)
-    if path:
-        try:
-            apply_trace_config(path)
-        except Exception as error:  # reached from a dispatch: never raise there
-            warnings.warn(
-                f"{TRACE_APPLY_ENV_VAR}={path!r} ignored: {type(error).__name__}: {error}",
-                TuningConfigWarning,
-                stacklevel=2,
-            )
-
-
 utils.pinned_backend_hook = pinned_backend
-_apply_from_environment()
+load_from_environment(TRACE_APPLY_ENV_VAR, apply_trace_config)

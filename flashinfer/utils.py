@@ -223,6 +223,7 @@ def __call__(_fi_self, {call_params}):
             _fi_warn(_fi_name, _fi_backend)  # experimental, first time
     elif _fi_backend == "auto" and _fi_table:
         _fi_set(_fi_NO_STATE)  # until this call's candidates are known
+        _fi_bound = None  # the arguments by name, built once if a hook wants them
         if _fi_hooks.pinned_backend_hook is not None and not skip_check:
             _fi_bound = {bound}
             _fi_pin = _fi_hooks.pinned_backend_hook(_fi_self, _fi_bound)
@@ -230,7 +231,11 @@ def __call__(_fi_self, {call_params}):
                 return _fi_self._run_pinned(_fi_pin, _fi_cc, _fi_bound, {args}, {kwargs})
         _fi_viable, _fi_dropped = _fi_auto(_fi_cc, {call})
         if _fi_hooks.tuned_choice_hook is not None and len(_fi_viable) > 1:
-            _fi_viable = _fi_self._tuned_first(_fi_viable, {bound})
+            # the autotuner's winner runs first, if it is one of the candidates
+            _fi_winner = _fi_hooks.tuned_choice_hook(_fi_self, tuple(_fi_viable), _fi_bound or {bound})
+            if _fi_winner is not None and _fi_winner != _fi_viable[0] and _fi_winner in _fi_viable:
+                _fi_viable.remove(_fi_winner)
+                _fi_viable.insert(0, _fi_winner)
         _fi_set((tuple(_fi_viable), _fi_dropped))
         if not _fi_viable:
             if not skip_check:
@@ -485,14 +490,6 @@ class BackendDispatch:
         return f"<backend_requirement {self.__module__}.{self.__qualname__}>"
 
     # -- dispatch beyond the explicit path (see _CALL_TEMPLATE) -------------------
-
-    def _tuned_first(self, candidates: list, bound: dict) -> list:
-        """The candidates with the autotuner's winner first, if it is one of them."""
-        winner = tuned_choice_hook(self, tuple(candidates), bound)
-        if winner is not None and winner != candidates[0] and winner in candidates:
-            candidates.remove(winner)
-            candidates.insert(0, winner)
-        return candidates
 
     def _warn_automatic(self, backend: str) -> None:
         """An experimental backend the gate let into an ``"auto"`` call's candidates."""

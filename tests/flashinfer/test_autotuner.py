@@ -216,6 +216,20 @@ def test_default_problem_key_and_problem_key_helper():
     assert autotuner.problem_key(api, torch.ones(4, 8)) == (4,)
 
 
+def test_default_problem_key_of_subclasses_other_devices_and_rare_dtypes():
+    arguments = {
+        "w": torch.nn.Parameter(torch.ones(2, 3)),  # a Tensor subclass counts as a tensor
+        "scale": 2.0,
+        "x": torch.empty(5, dtype=torch.float8_e4m3fn),
+        "out": None,
+        "backend": "auto",
+    }
+    assert autotuner.default_problem_key(arguments) == ("cpu", ("w", (2, 3), "float32"), ("x", (5,), "float8_e4m3fn"))
+    meta = {"x": torch.empty(2, 2, device="meta", dtype=torch.float16)}
+    assert autotuner.default_problem_key(meta) == ("meta", ("x", (2, 2), "float16"))
+    assert autotuner.default_problem_key({"n": 3, "backend": "auto"}) == ()
+
+
 # -- the cache: round trip, merge, atomic save ------------------------------------------
 
 
@@ -257,6 +271,29 @@ def test_save_and_load_round_trip(tmp_path):
     assert (summary.loaded, summary.skipped, summary.error) == (1, {}, None)
     api(torch.ones(4, 8))
     assert runs == Counter(medium=1)
+
+
+def test_keys_in_memory_and_in_the_saved_file_agree_after_a_round_trip(tmp_path):
+    api, runs = make_toy_api()
+    x = torch.ones(4, 8, dtype=torch.bfloat16)
+    with autotune(cache=tmp_path / "cache.json"):
+        api(x)
+    in_memory = autotuner.problem_key(api, x)
+    assert type(in_memory[1][1]) is torch.Size  # kept as read from the tensor
+    (saved,) = json.loads((tmp_path / "cache.json").read_text())["entries"]
+    assert saved["key"] == ["cpu", ["x", [4, 8], "bfloat16"]]
+
+    autotuner._reset_for_tests()
+    api, runs = make_toy_api()
+    assert load_autotune_cache(tmp_path / "cache.json").loaded == 1
+    (loaded,) = autotuner._tables[api].entries
+    assert type(loaded[1][1]) is tuple  # read back from JSON
+    assert loaded == in_memory and hash(loaded) == hash(in_memory)
+    api(x)  # so the lookup finds the loaded winner
+    assert runs == Counter(medium=1)
+    save_autotune_cache(tmp_path / "again.json")
+    (saved_again,) = json.loads((tmp_path / "again.json").read_text())["entries"]
+    assert saved_again["key"] == saved["key"] and saved_again["backend"] == "medium"
 
 
 def test_experimental_winner_records_its_feature(tmp_path, monkeypatch):

@@ -147,6 +147,18 @@ def test_pin_beats_the_tuned_choice_and_explicit_backend_beats_the_pin(tmp_path)
     assert backends_run(runs)[-2:] == [other, tuned]
 
 
+def test_tuned_choice_applies_to_problems_without_a_pin(tmp_path):
+    api, runs = make_toy_api()
+    entry = {"api": API, "key": ["cpu", ["x", [4, 8], "float32"]], "backend": "alt", "tactic": None, "experimental": False, "feature": None, "tuned_at": "2026-01-01"}
+    (tmp_path / "cache.json").write_text(json.dumps({"format": "flashinfer-autotune-cache", "schema_version": 1, "entries": [entry]}))
+    assert autotuner.load_autotune_cache(tmp_path / "cache.json").loaded == 1
+    apply_trace_config(write_toml(tmp_path, f'[[pin]]\napi = "{API}"\nkey = ["cpu", ["x", [1, 8], "float32"]]\nbackend = "ref"\n'))
+    api(torch.ones(4, 8))  # no pin for this problem: the tuned winner runs first
+    api(torch.ones(1, 8))  # pinned
+    api(torch.ones(2, 8))  # neither: the heuristic order
+    assert runs == [("alt", ["alt", "ref"]), ("ref", ["ref"]), ("ref", ["ref", "alt"])]
+
+
 def test_pin_of_a_removed_backend_is_skipped_and_calls_fall_back(tmp_path):
     api, runs = make_toy_api(with_fast=False)
     path = write_toml(
