@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple, Optional
 
 # Bump when the shape or meaning of facts changes: it invalidates every cache entry.
-FACTS_VERSION = "2"
+FACTS_VERSION = "3"
 
 # import scopes (SPEC §2 "module level")
 MODULE = "module"  # runs at import time
@@ -168,20 +168,42 @@ def _literal_str(node: Optional[ast.AST]) -> Optional[str]:
     return None
 
 
+def _module_literal(node: Optional[ast.AST]) -> Optional[str]:
+    """The module a dynamic import's name argument certainly imports: a literal, or
+    the dotted prefix an f-string starts with (``f"a.b.{x}"`` imports ``a.b``)."""
+    text = _literal_str(node)
+    if text is not None or not isinstance(node, ast.JoinedStr) or not node.values:
+        return text
+    prefix = _literal_str(node.values[0])
+    package = prefix.rpartition(".")[0] if prefix else ""
+    return package if package.strip(".") else None
+
+
 class _Columns:
-    """Converts ast's UTF-8 byte offsets to 1-based character columns."""
+    """Converts ast's column offsets (UTF-8 bytes of the decoded line) to 1-based
+    character columns. Lines end as Python's tokenizer ends them (``\\n``,
+    ``\\r\\n`` or a lone ``\\r``); a file in another declared encoding (PEP 263) is
+    decoded with it."""
 
     def __init__(self, source: bytes):
-        self.lines = source.split(b"\n")
+        self.source = source
+        self.lines = source.splitlines()  # bytes: only \n, \r\n and \r end a line
+        self.encoding = None  # found on first need
 
     def column(self, line: int, col_offset: int) -> int:
         raw = self.lines[line - 1] if 0 < line <= len(self.lines) else b""
+        if raw[:col_offset].isascii():
+            return col_offset + 1
+        if self.encoding is None:
+            try:
+                self.encoding = tokenize.detect_encoding(io.BytesIO(self.source).readline)[0]
+            except SyntaxError:
+                self.encoding = "utf-8"
         if line == 1 and raw.startswith(b"\xef\xbb\xbf"):
             raw = raw[3:]
-        prefix = raw[:col_offset]
-        if prefix.isascii():
-            return col_offset + 1
-        return len(prefix.decode("utf-8", "replace")) + 1
+        text = raw.decode(self.encoding, "replace").encode("utf-8")
+        return len(text[:col_offset].decode("utf-8", "replace")) + 1
+
 
 
 class _Extractor(ast.NodeVisitor):
@@ -203,6 +225,8 @@ class _Extractor(ast.NodeVisitor):
         self.qualname: list = []  # enclosing def/class names
         self.raw_decorators: dict = {}  # qualname -> [raw dotted]
         self.pending_calls: list = []  # (raw func dotted, node)
+        self.import_functions = {"import_module": "import_module", "__import__": "__import__"}  # local name -> which
+        self.postponed_annotations = False  # `from __future__ import annotations`
 
     def visit(self, node: ast.AST):
         if isinstance(node, ast.expr) and not self.every_expression:
@@ -239,7 +263,11 @@ class _Extractor(ast.NodeVisitor):
         module = resolve_relative(self.package, node.level, node.module)
         names = [(a.name, a.asname or a.name) for a in node.names]
         self._add_import(module, names, node)
+        if module == "__future__" and ("annotations", "annotations") in names:
+            self.postponed_annotations = True
         for name, bound in names:
+            if module in ("importlib", "builtins") and name in ("import_module", "__import__"):
+                self._alias_import_function(bound, name)
             if name in self.call_names and bound != name:
                 self.call_names = self.call_names | {bound}  # `import ... as br`
                 self.every_expression = True
@@ -254,14 +282,20 @@ class _Extractor(ast.NodeVisitor):
                 self.pending_calls.append((func, node))
         self.generic_visit(node)
 
+    def _alias_import_function(self, name: str, which: str) -> None:
+        """`name` now means ``importlib.import_module`` or ``__import__`` here."""
+        if name != which:
+            self.import_functions[name] = which
+            self.every_expression = True  # calls of `name` lie on no token line
+
     def _dynamic_import(self, func: str, node: ast.Call) -> None:
-        short = func.rpartition(".")[2]
-        if short not in ("import_module", "__import__") or not node.args:
-            return
-        name = _literal_str(node.args[0])
-        if name is None:
+        short = self.import_functions.get(func) or func.rpartition(".")[2]
+        if short not in ("import_module", "__import__"):
             return
         keywords = {k.arg: k.value for k in node.keywords if k.arg}
+        name = _module_literal(keywords.get("name", node.args[0] if node.args else None))
+        if name is None:
+            return
         if short == "import_module":
             package = keywords.get("package", node.args[1] if len(node.args) > 1 else None)
             level = len(name) - len(name.lstrip("."))
@@ -300,6 +334,11 @@ class _Extractor(ast.NodeVisitor):
             args = node.args
             for default in args.defaults + [d for d in args.kw_defaults if d is not None]:
                 self.visit(default)
+            if not self.postponed_annotations:  # evaluated when the def runs
+                every = args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg]
+                for annotation in [a.annotation for a in every if a is not None] + [node.returns]:
+                    if annotation is not None:
+                        self.visit(annotation)
             saved = self.scope
             self.scope = FUNCTION
             self.functions.append(qualname)
@@ -329,17 +368,22 @@ class _Extractor(ast.NodeVisitor):
         for default in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
             self.visit(default)
         saved, self.scope = self.scope, FUNCTION
+        self.functions.append(".".join(self.qualname + ["<lambda>"]))
         self.visit(node.body)
+        self.functions.pop()
         self.scope = saved
 
     def visit_If(self, node: ast.If) -> None:
-        test = dotted_name(node.test)
+        negated = isinstance(node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not)
+        test = dotted_name(node.test.operand if negated else node.test)
         if self.scope == MODULE and test and test.rpartition(".")[2] == "TYPE_CHECKING":
+            # `if TYPE_CHECKING:` runs only under a type checker; `if not TYPE_CHECKING:`'s else does
+            checking, running = (node.orelse, node.body) if negated else (node.body, node.orelse)
             self.scope = TYPE_CHECKING
-            for stmt in node.body:
+            for stmt in checking:
                 self.visit(stmt)
             self.scope = MODULE
-            for stmt in node.orelse:
+            for stmt in running:
                 self.visit(stmt)
         else:
             self.generic_visit(node)
@@ -356,7 +400,10 @@ class _Extractor(ast.NodeVisitor):
                 self._add_dict_item(target.value.id, target.slice, node.value)
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
-        self.generic_visit(node)
+        if node.value is not None:
+            self.visit(node.value)
+        if self.scope != FUNCTION and not self.postponed_annotations:
+            self.visit(node.annotation)  # evaluated at module and class level only
         if node.value is not None and isinstance(node.target, ast.Name):
             if self.scope != FUNCTION and not self.qualname:
                 self._bind_value(node.target.id, node.value, node)
@@ -365,6 +412,9 @@ class _Extractor(ast.NodeVisitor):
         dotted = dotted_name(value)
         if dotted is not None:
             self._bind(name, ("alias", dotted))
+            which = self.import_functions.get(dotted) or dotted.rpartition(".")[2]
+            if which in ("import_module", "__import__"):
+                self._alias_import_function(name, which)
             if dotted.rpartition(".")[2] in self.call_names:
                 self.call_names = self.call_names | {name}  # `br = backend_requirement`
                 self.every_expression = True

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from urllib.parse import quote
 
 from .. import __version__
 
@@ -44,7 +45,7 @@ def sarif(result, rule_names: dict, statistics: bool = False) -> str:
                         "locations": [
                             {
                                 "physicalLocation": {
-                                    "artifactLocation": {"uri": f.path, "uriBaseId": "%SRCROOT%"},
+                                    "artifactLocation": {"uri": quote(f.path), "uriBaseId": "%SRCROOT%"},
                                     "region": {"startLine": f.line, "startColumn": f.column},
                                 }
                             }

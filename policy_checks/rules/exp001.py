@@ -105,6 +105,26 @@ class CoreImportsExperimental(Rule):
             settings={"type-checking-imports": True},
             note="TYPE_CHECKING imports count when configured",
         ),
+        Example(
+            {
+                "flashinfer/__init__.py": "",
+                "flashinfer/experimental/__init__.py": "",
+                "flashinfer/experimental/feat/__init__.py": "",
+                "flashinfer/gemm.py": (
+                    "import importlib\nfrom importlib import import_module as im\nload = importlib.import_module\n"
+                    "im('flashinfer.experimental.feat')\n"  # 4
+                    "load('.experimental.feat', package='flashinfer')\n"  # 5
+                    "importlib.import_module(name='flashinfer.experimental.feat')\n"  # 6
+                    "FEAT = importlib.import_module(f'flashinfer.experimental.{NAME}')\n"  # 7
+                    "def f(x: importlib.import_module('flashinfer.experimental.feat')):\n    pass\n"  # 8
+                    "from typing import TYPE_CHECKING\n"
+                    "if not TYPE_CHECKING:\n    import flashinfer.experimental.feat\n"  # 12
+                    "else:\n    import flashinfer.experimental\n"  # type checkers only
+                ),
+            },
+            expect=tuple(("flashinfer/gemm.py", n) for n in (4, 5, 6, 7, 8, 12)),
+            note="aliases of import_module, name=, an f-string's literal package, a parameter annotation",
+        ),
     ]
 
     def check(self, project):

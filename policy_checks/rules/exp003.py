@@ -7,17 +7,20 @@ from .base import STDLIB, Example, Rule, checker_import, core_primary, memo, run
 
 def support_modules(project) -> dict:
     """Support modules (module -> first core importer "path:line"): the modules core
-    imports ``@experimental_backend`` checkers from at module level, and the
-    feature packages above them (importing a module runs its packages' ``__init__``)."""
+    imports ``@experimental_backend`` checkers from at module level, the modules
+    defining those checkers (when imported through a re-export), and the feature
+    packages above them (importing a module runs its packages' ``__init__``)."""
     s = project.settings
+    top = len(s.experimental_package.split("."))
     found = {}
     for rel, facts in core_primary(project):
         for imp in facts.imports:
             if runs_at_import(project, imp.scope) and s.is_experimental(imp.module) and checker_import(project, imp):
-                parts = imp.module.split(".")
-                top = len(s.experimental_package.split("."))
-                for depth in range(top + 1, len(parts) + 1):
-                    found.setdefault(".".join(parts[:depth]), f"{rel}:{imp.line}")
+                defining = [project.resolve(imp.module, name)[1] for name, _ in imp.names]
+                for module in [imp.module] + defining:
+                    parts = module.split(".")
+                    for depth in range(top + 1, len(parts) + 1):
+                        found.setdefault(".".join(parts[:depth]), f"{rel}:{imp.line}")
     return found
 
 
@@ -32,7 +35,10 @@ class HeavySupportModule(Rule):
     ``flashinfer.jit``: no kernels, no JIT, no other experimental modules, no
     other third-party packages. The feature packages between
     ``flashinfer.experimental`` and the support module count as support modules
-    too, since importing the module runs their ``__init__.py``.
+    too, since importing the module runs their ``__init__.py``; support modules
+    may import one another (``from .support import check`` in the feature's
+    ``__init__.py``, ``from . import LIMIT`` in the support module), as each is
+    held to this rule itself.
     """
 
     id = "EXP003"
@@ -61,7 +67,17 @@ class HeavySupportModule(Rule):
                     "def later():\n    import numpy\n    from . import kernels\n" + _CHECK
                 ),
             }
-        )
+        ),
+        Example(
+            {
+                **_TREE,
+                "flashinfer/experimental/feat/__init__.py": "from .support import check\n",
+                "flashinfer/experimental/feat/support.py": (
+                    "from flashinfer.utils import experimental_backend\nfrom . import LIMIT\n" + _CHECK
+                ),
+            },
+            note="the feature package and the support module import each other, nothing more",
+        ),
     ]
     INVALID = [
         Example(
@@ -87,12 +103,25 @@ class HeavySupportModule(Rule):
             expect=(("flashinfer/experimental/feat/__init__.py", 1),),
             note="the feature package's __init__ runs too",
         ),
+        Example(
+            {
+                **_TREE,
+                "flashinfer/gemm.py": "from .experimental.feat import check\n",
+                "flashinfer/experimental/feat/__init__.py": "from .support import check\n",
+                "flashinfer/experimental/feat/support.py": (
+                    "from flashinfer.utils import experimental_backend\nimport numpy\n" + _CHECK
+                ),
+            },
+            expect=(("flashinfer/experimental/feat/support.py", 2),),
+            note="a checker imported through a re-export: its defining module is a support module",
+        ),
     ]
 
     def check(self, project):
         s = project.settings
         jit = s.package + ".jit"
-        for module, importer in sorted(memo(project, "support_modules", support_modules).items()):
+        supports = memo(project, "support_modules", support_modules)
+        for module, importer in sorted(supports.items()):
             rel = project.by_module.get(module)
             facts = project.module_facts(module)
             if facts is None:
@@ -106,6 +135,7 @@ class HeavySupportModule(Rule):
                         top in STDLIB
                         or top in ("torch", "typing_extensions")
                         or target == s.experimental_package
+                        or target in supports
                         or (s.is_core(target) and not (target == jit or target.startswith(jit + ".")))
                     )
                     if not allowed:

@@ -12,18 +12,26 @@ _ENTRY = re.compile(r"[~!]?(?P<name>[A-Za-z_][\w.]*)")
 
 
 _OPTION = re.compile(r"^\s*:(?P<key>[\w-]+):\s*(?P<value>.*)$")
+# ".." that starts no directive, target, footnote or substitution: a comment,
+# whose indented body Sphinx ignores
+_COMMENT = re.compile(r"^(?P<indent>\s*)\.\.(?:\s*$|\s+(?![\w:.+-]+::)(?![_\[|]))")
 
 
 def listed_names(text: str):
     """Yield ``(line, column, name, current module, options)`` for every object an
     ``.rst`` page lists: ``auto*`` directive arguments (with the directive's options,
-    such as ``members``) and ``autosummary`` entries (options empty)."""
+    such as ``members``) and ``autosummary`` entries (options empty); not those
+    inside comments."""
     current = None
     lines = text.splitlines()
     number = 0
     while number < len(lines):
         line = lines[number]
         number += 1
+        match = _COMMENT.match(line)
+        if match:
+            number = _skip_comment(lines, number, len(match.group("indent").expandtabs()))
+            continue
         match = _CURRENT.match(line)
         if match:
             current = None if match.group(1) in ("", "None") else match.group(1)
@@ -50,6 +58,20 @@ def listed_names(text: str):
             if entry:
                 offset = len(body) - len(body.lstrip())
                 yield number, offset + entry.start("name") + 1, entry.group("name"), current, {}
+
+
+def _skip_comment(lines: list, start: int, indent: int) -> int:
+    """The index of the first line after the comment whose ``..`` line is just
+    before `start` (a bare ``..`` followed by a blank line is an empty comment)."""
+    if lines[start - 1].strip() == ".." and (start == len(lines) or not lines[start].strip()):
+        return start
+    number = start
+    while number < len(lines):
+        body = lines[number]
+        if body.strip() and len(body) - len(body.lstrip()) <= indent:
+            break
+        number += 1
+    return number
 
 
 def _options(lines: list, start: int, indent: int) -> dict:
@@ -109,6 +131,9 @@ class ExperimentalApiInDocs(Rule):
                     ".. autofunction:: flashinfer.norm.rmsnorm\n"
                     ".. automodule:: flashinfer.norm\n   :members:\n   :exclude-members: fast_norm\n"
                     ".. automodule:: flashinfer.norm\n   :members: rmsnorm\n"
+                    "..\n   .. autofunction:: flashinfer.fused_norm\n\n"
+                    ".. commented out:\n   .. autosummary::\n\n      fused_norm\n\n"
+                    ".. autofunction:: flashinfer.rmsnorm\n"
                 ),
             }
         )

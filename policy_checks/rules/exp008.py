@@ -15,52 +15,76 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
 
+# pytest's own search order in a directory (pytest 9's `locate_config`): the first
+# file holding pytest configuration is the one it uses.
+CONFIG_FILES = ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+
+
 def pytest_config(project):
     """``(path, norecursedirs entries or None, line)`` of the configuration pytest
-    would use at the root (pytest.ini, then pyproject.toml, tox.ini, setup.cfg), or
-    None when there is none."""
-    root = project.root
-    for name, section in (("pytest.ini", "pytest"), ("pyproject.toml", None), ("tox.ini", "pytest"), ("setup.cfg", "tool:pytest")):
-        path = root / name
+    would use at the root, or None when there is none. `line` is that of the
+    ``norecursedirs`` key in pytest's section, else of the section's header."""
+    for name in CONFIG_FILES:
+        path = project.root / name
         if not path.is_file():
             continue
         try:
             text = path.read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
-        if section is None:
-            try:
-                table = tomllib.loads(text).get("tool", {}).get("pytest", {}).get("ini_options")
-            except tomllib.TOMLDecodeError:
-                continue
-            if table is None:
-                continue
-            value = table.get("norecursedirs")
+        found = _toml_section(name, text) if name.endswith(".toml") else _ini_section(name, text)
+        if found is not None:
+            header, value = found
             entries = value.split() if isinstance(value, str) else value
-            header = r"^\s*\[tool\.pytest\.ini_options\]"
-        else:
-            parser = configparser.ConfigParser(interpolation=None)
-            try:
-                parser.read_string(text)
-            except configparser.Error:
-                continue
-            if not parser.has_section(section):
-                if name == "pytest.ini":
-                    return name, None, 1  # pytest.ini wins even without a [pytest] section
-                continue
-            value = parser.get(section, "norecursedirs", fallback=None)
-            entries = shlex.split(value) if value is not None else None
-            header = rf"^\s*\[{re.escape(section)}\]"
-        line = _line_of(text, r"^\s*norecursedirs\s*=") if entries is not None else _line_of(text, header)
-        return name, entries, line
+            return name, entries, _line_of(text, header, entries is not None)
     return None
 
 
-def _line_of(text: str, pattern: str) -> int:
-    for number, line in enumerate(text.splitlines(), 1):
-        if re.match(pattern, line):
-            return number
-    return 1
+def _toml_section(name: str, text: str):
+    """``(header, norecursedirs value)`` of pytest's table in a TOML file, or None."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return None
+    if name != "pyproject.toml":  # pytest.toml is pytest's even when empty
+        return "pytest", data.get("pytest", {}).get("norecursedirs")
+    table = data.get("tool", {}).get("pytest", {})
+    native = {k: v for k, v in table.items() if k != "ini_options"}
+    if native:
+        return "tool.pytest", native.get("norecursedirs")
+    if "ini_options" in table:
+        return "tool.pytest.ini_options", table["ini_options"].get("norecursedirs")
+    return None
+
+
+def _ini_section(name: str, text: str):
+    """``(header, norecursedirs value)`` of pytest's section in an ini file, or None."""
+    section = "tool:pytest" if name == "setup.cfg" else "pytest"
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read_string(text)
+    except configparser.Error:
+        return None
+    if parser.has_section(section):
+        value = parser.get(section, "norecursedirs", fallback=None)
+        return section, shlex.split(value) if value is not None else None
+    if name in ("pytest.ini", ".pytest.ini"):
+        return "", None  # pytest.ini is pytest's even without a [pytest] section
+    return None
+
+
+def _line_of(text: str, header: str, has_key: bool) -> int:
+    """The line of ``norecursedirs`` inside ``[header]`` (or of the header), 1 if neither."""
+    lines = text.splitlines()
+    start = next((n for n, line in enumerate(lines) if line.strip() == f"[{header}]"), None)
+    if start is None:
+        return 1
+    for number in range(start + 1, len(lines) if has_key else start + 1):
+        if lines[number].lstrip().startswith("["):
+            break
+        if re.match(r"^\s*norecursedirs\s*[=:]", lines[number]):
+            return number + 1
+    return start + 1
 
 
 def anchored(entry: str, path: str) -> bool:
@@ -109,6 +133,14 @@ class StableLaneNotIsolated(Rule):
                 "pyproject.toml": "[tool.pytest.ini_options]\nnorecursedirs = ['tests/experimental/']\n",
             }
         ),
+        Example(
+            {
+                **_TREE,
+                "pyproject.toml": "[tool.pytest]\nnorecursedirs = ['tests/experimental']\n",
+                "tox.ini": "[pytest]\nnorecursedirs = experimental\n",
+            },
+            note="pytest 9's native [tool.pytest] table, found before tox.ini",
+        ),
     ]
     INVALID = [
         Example(
@@ -117,6 +149,25 @@ class StableLaneNotIsolated(Rule):
             note="a bare name is not path-anchored",
         ),
         Example({**_TREE, "setup.cfg": "[metadata]\nname = x\n[tool:pytest]\naddopts = -q\n"}, expect=(("setup.cfg", 3),)),
+        Example(
+            {**_TREE, "setup.cfg": "[flake8]\nnorecursedirs = x\n[tool:pytest]\nnorecursedirs = experimental\n"},
+            expect=(("setup.cfg", 4),),
+            note="the line of the pytest section's key, not another section's",
+        ),
+        Example(
+            {
+                **_TREE,
+                ".pytest.ini": "[pytest]\nnorecursedirs = experimental\n",
+                "pyproject.toml": "[tool.pytest.ini_options]\nnorecursedirs = ['tests/experimental']\n",
+            },
+            expect=((".pytest.ini", 2),),
+            note="the hidden .pytest.ini comes before pyproject.toml",
+        ),
+        Example(
+            {**_TREE, "pytest.toml": "[pytest]\nnorecursedirs = ['experimental']\n", "pytest.ini": "[pytest]\n"},
+            expect=(("pytest.toml", 2),),
+            note="pytest.toml comes first of all",
+        ),
         Example(
             {
                 **_TREE,

@@ -70,6 +70,16 @@ def test_github_and_sarif_carry_the_same_findings(tree):
     assert region["region"] == {"startLine": 2, "startColumn": 1}
 
 
+def test_sarif_locations_are_uri_references(tree):
+    """A path with a space or a `#` must be percent-encoded in a SARIF uri."""
+    (tree / "flashinfer/gemm.py").rename(tree / "flashinfer/my gemm#2.py")
+    sarif = json.loads(invoke(tree, "--format", "sarif").output)
+    (finding,) = sarif["runs"][0]["results"]
+    location = finding["locations"][0]["physicalLocation"]
+    assert location["artifactLocation"]["uri"] == "flashinfer/my%20gemm%232.py"
+    assert json.loads(invoke(tree, "--format", "json").output)["findings"][0]["path"] == "flashinfer/my gemm#2.py"
+
+
 def test_select_ignore_and_statistics(tree):
     assert invoke(tree, "--ignore", "EXP001").exit_code == 0
     assert invoke(tree, "--select", "EXP002,EXP003").exit_code == 0

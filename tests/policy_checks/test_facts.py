@@ -188,3 +188,53 @@ def test_facts_survive_the_json_round_trip():
     assert from_data(json.loads(json.dumps(to_data(facts)))) == facts
     broken = extract(b"def (:\n", "m", False)
     assert from_data(json.loads(json.dumps(to_data(broken)))) == broken
+
+
+def test_import_module_under_an_alias_by_keyword_and_with_an_f_string_prefix():
+    got = imports_of(
+        "import importlib\nfrom importlib import import_module as im\nload = importlib.import_module\n"
+        "im('flashinfer.experimental.a')\n"  # 4
+        "load('..experimental.b', package='flashinfer.ops')\n"  # 5
+        "importlib.import_module(name='flashinfer.experimental.c')\n"  # 6
+        "importlib.import_module(f'flashinfer.experimental.{x}')\n"  # 7: at least the package
+        "importlib.import_module(f'.jit.{x}', __package__)\n"  # 8
+        "importlib.import_module(f'{x}.experimental')\n"  # 9: nothing literal to follow
+    )
+    dynamic = [(g[0], g[2]) for g in got if g[0] not in ("importlib",)]
+    assert dynamic == [
+        ("flashinfer.experimental.a", 4),
+        ("flashinfer.experimental.b", 5),
+        ("flashinfer.experimental.c", 6),
+        ("flashinfer.experimental", 7),
+        ("flashinfer.ops.jit", 8),
+    ]
+
+
+def test_a_module_level_lambda_is_a_function_scope_with_a_name():
+    facts = extract(b"f = lambda: __import__('t1')\nclass C:\n    g = lambda self: __import__('t2')\n", "m", False)
+    scopes = {i.module: (i.scope, i.functions) for i in facts.imports}
+    assert scopes["t1"] == (FUNCTION, ("<lambda>",))
+    assert scopes["t2"] == (FUNCTION, ("C.<lambda>",))
+
+
+def test_the_else_branch_of_if_not_type_checking_is_type_checking_only():
+    facts = extract(
+        b"from typing import TYPE_CHECKING\nif not TYPE_CHECKING:\n    import t1\nelse:\n    import t2\n", "m", False
+    )
+    scopes = {i.module: i.scope for i in facts.imports}
+    assert scopes == {"typing": MODULE, "t1": MODULE, "t2": TYPE_CHECKING}
+
+
+def test_annotations_run_at_definition_time_unless_postponed():
+    source = "def f(x: __import__('t1'), *a: __import__('t2')) -> __import__('t3'):\n    pass\nv: __import__('t4') = 1\n"
+    scopes = {i.module: i.scope for i in extract(source.encode(), "m", False).imports}
+    assert scopes == {"t1": MODULE, "t2": MODULE, "t3": MODULE, "t4": MODULE}
+    postponed = extract(("from __future__ import annotations\n" + source).encode(), "m", False)
+    assert [i.module for i in postponed.imports] == ["__future__"]
+
+
+def test_positions_in_a_declared_encoding_and_with_old_mac_line_ends():
+    latin = "# -*- coding: latin-1 -*-\nx = '\xe9'; import a\n".encode("latin-1")
+    assert [(g[0], g[2], g[3]) for g in imports_of(latin)] == [("a", 2, 10)]
+    cr_only = "x = 1\ry = '\xe9'; import b\r".encode()
+    assert [(g[0], g[2], g[3]) for g in imports_of(cr_only)] == [("b", 2, 10)]
