@@ -12,10 +12,13 @@ without the prefilter over trees holding every import form and comparing.
 from __future__ import annotations
 
 import fnmatch
+import io
 import multiprocessing
 import os
 import sys
 import time
+import tokenize
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -62,8 +65,13 @@ def needs_facts(project: Project, source: SourceFile, data: bytes) -> bool:
       are not in the package, so the import is absolute and spells ``experimental``.
     - EXP003, EXP006 and EXP009 reach other files through references from primary
       files, docs pages or directories, and load their facts on demand.
+
+    "Spells" is meant as Python reads identifiers (NFKC, PEP 3131): the bytes of a
+    non-ASCII file are normalised first, so ``ｅxperimental`` is found too.
     """
     s = project.settings
+    if not data.isascii():
+        data = _as_python_reads_names(data)
     if b"import_module" in data or b"__import__" in data:
         return True
     if project.is_stable_test(source.rel):
@@ -75,6 +83,20 @@ def needs_facts(project: Project, source: SourceFile, data: bytes) -> bool:
     if s.is_experimental(source.module):
         return False
     return source.module == s.package or source.module in s.aot_modules or names_experimental(data, s.package)
+
+
+def _as_python_reads_names(data: bytes) -> bytes:
+    """`data` decoded with its declared encoding (PEP 263) and NFKC-normalised, as
+    the tokenizer normalises identifiers; strings and comments change too, which
+    only widens the prefilter."""
+    try:
+        encoding = tokenize.detect_encoding(io.BytesIO(data).readline)[0]
+        text = data.decode(encoding)
+    except (SyntaxError, UnicodeDecodeError, LookupError):
+        encoding, text = "", data.decode("utf-8", "replace")
+    if encoding.startswith("utf-8") and unicodedata.is_normalized("NFKC", text):
+        return data  # the common case: nothing to rewrite
+    return unicodedata.normalize("NFKC", text).encode("utf-8", "replace")
 
 
 _WORD = b"experimental"

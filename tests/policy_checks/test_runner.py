@@ -42,6 +42,12 @@ def test_names_experimental():
     assert not names_experimental(b"is_cute_dsl_experimental_available()", "flashinfer")
 
 
+def test_prefilter_reads_identifiers_as_python_does(check):
+    """``ｅxperimental`` (a fullwidth e) is the identifier ``experimental`` to Python."""
+    files = {**BASE, "flashinfer/ops/a.py": "from ..\uff45xperimental.feat import kernels\n"}
+    assert located(check(files, jobs=1), "EXP001") == [("flashinfer/ops/a.py", 1)]
+
+
 # Import statements a core module might contain; {} is where a module path goes.
 FORMS = [
     "import {abs}",
@@ -56,6 +62,9 @@ FORMS = [
     "importlib.import_module('{escaped}')",  # a string escape hides the bytes
     "importlib.import_module('{split_a}' '{split_b}')",  # implicit concatenation
     "from {spaced} import run",  # whitespace around the dots
+    "from {fullwidth} import run",  # Python reads identifiers NFKC-normalised
+    "from {relparent} import {leaf_fullwidth}",
+    "im('{abs}')",  # import_module under an alias
 ]
 TARGETS = [
     "flashinfer.experimental.feat.kernels",
@@ -80,7 +89,8 @@ def _render(form: str, target: str) -> str:
     escaped = target.replace("e", "\\x65")
     half = len(target) // 2
     return form.format(abs=target, parent=parent or target, leaf=leaf, rel=rel, relparent=relparent,
-                       escaped=escaped, split_a=target[:half], split_b=target[half:], spaced=target.replace(".", " . "))
+                       escaped=escaped, split_a=target[:half], split_b=target[half:], spaced=target.replace(".", " . "),
+                       fullwidth=target.replace("e", "\uff45"), leaf_fullwidth=leaf.replace("e", "\uff45"))
 
 
 statements = st.lists(
@@ -93,7 +103,7 @@ statements = st.lists(
 def test_prefilter_is_sound(tmp_path_factory, chosen):
     """Whatever import forms a core module uses, the prefiltered run finds exactly
     what a run that parses every file finds."""
-    body = "import importlib\nfrom typing import TYPE_CHECKING\n"
+    body = "import importlib\nfrom importlib import import_module as im\nfrom typing import TYPE_CHECKING\n"
     body += "".join(place.format(stmt=_render(form, target)) for form, target, place in chosen)
     root = write_tree(tmp_path_factory.mktemp("tree"), {**BASE, "flashinfer/ops/deep/mod.py": body})
     fast = run(root, Settings(), use_cache=False, jobs=1, progress=False)
