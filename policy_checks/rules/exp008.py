@@ -88,11 +88,13 @@ def _line_of(text: str, header: str, has_key: bool) -> int:
 
 
 def anchored(entry: str, path: str) -> bool:
-    """Does a norecursedirs entry exclude exactly `path` by its path (not by a bare name)?"""
+    """Does a norecursedirs entry exclude `path` by its path, not by a bare name or
+    a pattern (``*/experimental``) that matches that name under any directory?"""
     entry = entry.rstrip("/")
     if entry.startswith("./"):
         entry = entry[2:]
-    return "/" in entry and fnmatch.fnmatchcase(path, entry)
+    elsewhere = "policy-check-elsewhere/" + path.rpartition("/")[2]
+    return "/" in entry and fnmatch.fnmatchcase(path, entry) and not fnmatch.fnmatchcase(elsewhere, entry)
 
 
 class StableLaneNotIsolated(Rule):
@@ -162,6 +164,11 @@ class StableLaneNotIsolated(Rule):
             },
             expect=((".pytest.ini", 2),),
             note="the hidden .pytest.ini comes before pyproject.toml",
+        ),
+        Example(
+            {**_TREE, "pytest.ini": "[pytest]\nnorecursedirs = */experimental\n"},
+            expect=(("pytest.ini", 2),),
+            note="a leading wildcard matches every directory called experimental",
         ),
         Example(
             {**_TREE, "pytest.toml": "[pytest]\nnorecursedirs = ['experimental']\n", "pytest.ini": "[pytest]\n"},

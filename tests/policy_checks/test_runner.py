@@ -247,6 +247,29 @@ def test_paths_restrict_the_report(tmp_path):
         run(root, Settings(), paths=["/"], use_cache=False, jobs=1, progress=False)
 
 
+def test_paths_restrict_the_report_but_not_the_facts(tmp_path):
+    """Findings in the named file still come from facts of files not named."""
+    files = {
+        **BASE,
+        "flashinfer/experimental/feat/support.py": (
+            "import numpy\nfrom flashinfer.utils import experimental_backend\n"
+            "@experimental_backend\ndef chk(x):\n    return True\ndef unmarked(x):\n    return True\n"
+        ),
+        "flashinfer/gemm.py": (
+            "from flashinfer.utils import backend_requirement\n"
+            "from .experimental.feat.support import chk\n"  # the exception: fine
+            "from .experimental.feat import support\n"  # 3
+            "@backend_requirement({'a': chk, 'b': support.unmarked})\ndef mm(x, backend='auto'):\n    pass\n"
+        ),
+    }
+    root = write_tree(tmp_path, files)
+    support = run(root, Settings(), paths=[str(root / "flashinfer/experimental/feat/support.py")],
+                  use_cache=False, jobs=1, progress=False)
+    assert sorted((f.rule, f.line) for f in support.findings) == [("EXP003", 1), ("EXP004", 6)]
+    gemm = run(root, Settings(), paths=[str(root / "flashinfer/gemm.py")], use_cache=False, jobs=1, progress=False)
+    assert [(f.rule, f.line) for f in gemm.findings] == [("EXP001", 3)]
+
+
 def test_progress_shows_only_on_a_terminal_after_a_second(monkeypatch, capsys):
     import io
     import sys
