@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple, Optional
 
 # Bump when the shape or meaning of facts changes: it invalidates every cache entry.
-FACTS_VERSION = "3"
+FACTS_VERSION = "4"
 
 # import scopes (SPEC §2 "module level")
 MODULE = "module"  # runs at import time
@@ -227,12 +227,19 @@ class _Extractor(ast.NodeVisitor):
         self.pending_calls: list = []  # (raw func dotted, node)
         self.import_functions = {"import_module": "import_module", "__import__": "__import__"}  # local name -> which
         self.postponed_annotations = False  # `from __future__ import annotations`
+        self.statement: Optional[ast.stmt] = None  # the innermost statement being visited
 
     def visit(self, node: ast.AST):
-        if isinstance(node, ast.expr) and not self.every_expression:
-            at = bisect.bisect_left(self.token_lines, node.lineno)
-            if at == len(self.token_lines) or self.token_lines[at] > (node.end_lineno or node.lineno):
-                return None
+        if isinstance(node, ast.expr):
+            if not self.every_expression:
+                at = bisect.bisect_left(self.token_lines, node.lineno)
+                if at == len(self.token_lines) or self.token_lines[at] > (node.end_lineno or node.lineno):
+                    return None
+        elif isinstance(node, ast.stmt):
+            saved, self.statement = self.statement, node
+            super().visit(node)
+            self.statement = saved
+            return None
         return super().visit(node)
 
     # positions -------------------------------------------------------------
@@ -317,7 +324,7 @@ class _Extractor(ast.NodeVisitor):
             if not isinstance(level, int):
                 return
             module = resolve_relative(self.package, level, name or None) if level else name
-        self._add_import(module, (), node, dynamic=True)
+        self._add_import(module, (), self.statement or node, dynamic=True)  # SPEC: the statement's position
 
     # scopes ----------------------------------------------------------------
     def _visit_def(self, node, kind: str) -> None:

@@ -238,3 +238,16 @@ def test_positions_in_a_declared_encoding_and_with_old_mac_line_ends():
     assert [(g[0], g[2], g[3]) for g in imports_of(latin)] == [("a", 2, 10)]
     cr_only = "x = 1\ry = '\xe9'; import b\r".encode()
     assert [(g[0], g[2], g[3]) for g in imports_of(cr_only)] == [("b", 2, 10)]
+
+
+def test_a_dynamic_import_points_at_its_statement():
+    """SPEC §2: a finding on a Python statement points at the statement's first line and column."""
+    got = imports_of(
+        "import importlib\n"
+        "KERNELS = importlib.import_module(\n    'flashinfer.experimental.f'\n)\n"  # 2
+        "if True:\n    x = [\n        __import__('a.b'),\n    ]\n"  # 6
+        "def f(x=importlib.import_module('c')):\n    return getattr(\n        importlib.import_module('d'), 'x')\n"
+    )
+    assert [(g[0], g[2], g[3]) for g in got[1:]] == [
+        ("flashinfer.experimental.f", 2, 1), ("a.b", 6, 5), ("c", 9, 1), ("d", 10, 5),
+    ]
