@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from .config import ConfigError, find_root, load
+from .config import ConfigError, find_root, load, unknown_rule
 from .report import FORMATS
 from .runner import ALL_IDS, run as run_checks
 
@@ -43,9 +43,9 @@ def run(paths, output_format, select, ignore, jobs, no_cache, exit_zero, statist
     try:
         root = root.resolve() if root else find_root(Path(paths[0]) if paths else Path.cwd())
         settings = load(root)
-        for rule_id in _ids(select) + _ids(ignore):
-            if not any(i.startswith(rule_id) for i in ALL_IDS):
-                raise ConfigError(f"--select/--ignore: unknown rule id {rule_id!r}")
+        unknown = unknown_rule(_ids(select) + _ids(ignore))
+        if unknown is not None:
+            raise ConfigError(f"--select/--ignore: unknown rule id {unknown!r}")
         result = run_checks(
             root, settings, paths=paths, select=_ids(select), ignore=_ids(ignore),
             jobs=jobs, use_cache=not no_cache,

@@ -95,6 +95,9 @@ def _check(key: str, kind: str, value):
                 raise ConfigError(f"{where}: {v!r} is not a dotted module name")
             if kind == "rules" and not _RULE.match(v):
                 raise ConfigError(f"{where}: {v!r} is not a rule id or prefix such as EXP001")
+        unknown = unknown_rule(value) if kind == "rules" else None
+        if unknown is not None:
+            raise ConfigError(f"{where}: no rule id starts with {unknown!r} (see `policy-check rules`)")
         return tuple(value)
     if kind == "per-file":
         if not isinstance(value, dict):
@@ -103,6 +106,16 @@ def _check(key: str, kind: str, value):
             (glob, _check(f"{key}.{glob}", "rules", ids)) for glob, ids in value.items()
         )
     raise AssertionError(kind)
+
+
+def unknown_rule(values) -> Optional[str]:
+    """The first of `values` that is no rule id nor the prefix of one, else None:
+    a typo in ``select`` would otherwise silently check nothing."""
+    from .rules import RULES  # here, not at the top: rules and settings stay independent
+    from .suppressions import META_RULES
+
+    known = [*RULES, *META_RULES]
+    return next((v for v in values if not any(k.startswith(v) for k in known)), None)
 
 
 def from_table(table: dict) -> Settings:
