@@ -309,7 +309,7 @@ class _Extractor(ast.NodeVisitor):
             if level:
                 base = _literal_str(package)
                 anchor = dotted_name(package) if package is not None else None
-                if base is None and anchor == "__package__":
+                if base is None and anchor in ("__package__", "__spec__.parent"):
                     base = self.package
                 elif base is None and anchor == "__name__":
                     base = self.facts.module  # import_module anchors at the named package

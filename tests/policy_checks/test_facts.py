@@ -199,6 +199,7 @@ def test_import_module_under_an_alias_by_keyword_and_with_an_f_string_prefix():
         "importlib.import_module(f'flashinfer.experimental.{x}')\n"  # 7: at least the package
         "importlib.import_module(f'.jit.{x}', __package__)\n"  # 8
         "importlib.import_module(f'{x}.experimental')\n"  # 9: nothing literal to follow
+        "importlib.import_module('.experimental.d', __spec__.parent)\n"  # 10
     )
     dynamic = [(g[0], g[2]) for g in got if g[0] not in ("importlib",)]
     assert dynamic == [
@@ -207,6 +208,7 @@ def test_import_module_under_an_alias_by_keyword_and_with_an_f_string_prefix():
         ("flashinfer.experimental.c", 6),
         ("flashinfer.experimental", 7),
         ("flashinfer.ops.jit", 8),
+        ("flashinfer.ops.experimental.d", 10),
     ]
 
 
