@@ -205,7 +205,6 @@ class _Columns:
         return len(text[:col_offset].decode("utf-8", "replace")) + 1
 
 
-
 class _Extractor(ast.NodeVisitor):
     """One pass over a module's tree, tracking scope, collecting facts."""
 
