@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 import functools
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import torch
 
@@ -20,35 +20,63 @@ from .experimental.splitk_gemm.support import check_splitk
 from .jit import CSRC_DIR, JitSpec, common_headers, read_source
 from .utils import CPU_COMPUTE_CAPABILITY, backend_requirement, supported_compute_capability
 
-__all__ = ["GEMM_PIPELINES", "gemm_bf16_spec", "gemm_shared_bytes", "mm_bf16", "pipeline_for", "run_nvrtc"]
+__all__ = ["GEMM_PIPELINES", "GemmConfig", "gemm_bf16_spec", "gemm_shared_bytes", "mm_bf16", "pipeline_for", "run_nvrtc"]
 
 #: Compute capabilities with bf16 mma.sync (sm_80 and newer).
 NVRTC_CAPABILITIES = [80, 86, 87, 89, 90, 100, 103, 110, 120, 121]
 
-# Must match gemm_bf16.cu.
-_TILE_M, _TILE_N, _THREADS = 128, 256, 256
-_KERNEL = "fi_mm_bf16_128x256"
-#: Pipelines (K depth per stage, stages), fastest first on an H200 (benchmarks/kernels.py);
+_KERNEL = "fi_mm_bf16"
+
+
+class GemmConfig(NamedTuple):
+    """One compiled form of csrc/gemm_bf16.cu (its macros); the first two fields are the pipeline."""
+
+    block_k: int = 64
+    stages: int = 4
+    block_m: int = 128
+    block_n: int = 256
+    warps_m: int = 2
+    warps_n: int = 4
+    frag_pipeline: bool = False  # double-buffered mma fragments (FRAG_PIPELINE)
+    free_schedule: bool = False  # mma asm not volatile (FI_MMA_FREE_SCHEDULE)
+    group_m: int = 8  # tile rows walked together, for L2 reuse (GROUP_M)
+    min_blocks: int = 1  # blocks per SM the register budget must allow (MIN_BLOCKS)
+
+    @property
+    def threads(self) -> int:
+        return 32 * self.warps_m * self.warps_n
+
+    @property
+    def name(self) -> str:
+        flags = "_fp" * self.frag_pipeline + "_fs" * self.free_schedule
+        return (f"{self.block_m}x{self.block_n}x{self.block_k}_s{self.stages}_w{self.warps_m}x{self.warps_n}"
+                f"_g{self.group_m}_b{self.min_blocks}{flags}")
+
+
+#: Kernel configurations, fastest first on an H200 (benchmarks/kernel_sweep.py);
 #: a device runs the first whose shared memory it can give one block.
-GEMM_PIPELINES = ((64, 4), (64, 3), (32, 4), (32, 3))
+GEMM_PIPELINES = (GemmConfig(64, 4), GemmConfig(64, 3), GemmConfig(32, 4), GemmConfig(32, 3))
 _MAX_SHARED_BY_ARCH = {80: 163 * 1024, 87: 163 * 1024, 90: 227 * 1024, 100: 227 * 1024, 103: 227 * 1024}
 
 
 @functools.lru_cache(maxsize=None)
-def gemm_bf16_spec(block_k: int = 64, stages: int = 4) -> JitSpec:
-    """The stable tensor-core GEMM kernel with one pipeline (all are registered for AOT builds)."""
-    return JitSpec(
-        f"gemm_bf16_bk{block_k}_s{stages}",
-        read_source(CSRC_DIR / "gemm_bf16.cu"),
-        [_KERNEL],
-        headers=common_headers(),
-        options=[f"-DBK={block_k}", f"-DSTAGES={stages}"],
-    )
+def gemm_bf16_spec(*config) -> JitSpec:
+    """The stable tensor-core GEMM kernel in one configuration (``GemmConfig`` fields);
+    every one in `GEMM_PIPELINES` is registered for AOT builds."""
+    c = GemmConfig(*config)
+    options = [f"-DBK={c.block_k}", f"-DSTAGES={c.stages}", f"-DBM={c.block_m}", f"-DBN={c.block_n}",
+               f"-DWARPS_M={c.warps_m}", f"-DWARPS_N={c.warps_n}", f"-DGROUP_M={c.group_m}",
+               f"-DMIN_BLOCKS={c.min_blocks}", f"-DFRAG_PIPELINE={int(c.frag_pipeline)}"]
+    if c.free_schedule:
+        options.append("-DFI_MMA_FREE_SCHEDULE")
+    return JitSpec(f"gemm_bf16_{c.name}", read_source(CSRC_DIR / "gemm_bf16.cu"), [_KERNEL],
+                   headers=common_headers(), options=options)
 
 
-def gemm_shared_bytes(block_k: int, stages: int) -> int:
+def gemm_shared_bytes(*config) -> int:
     """Dynamic shared memory of the kernel: stages x (padded A tile + padded B tile), bf16."""
-    return stages * (_TILE_M * (block_k + 8) + block_k * (_TILE_N + 8)) * 2
+    c = GemmConfig(*config)
+    return c.stages * (c.block_m * (c.block_k + 8) + c.block_k * (c.block_n + 8)) * 2
 
 
 def _check_inputs(a, b, out=None, backend="auto") -> bool:
@@ -118,17 +146,18 @@ def pipeline_for(device: torch.device) -> tuple:
 
 
 def run_nvrtc(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, pipeline=None) -> torch.Tensor:
-    """Launch the tiled kernel (inputs already validated); ``pipeline`` is (BK, STAGES)."""
+    """Launch the tiled kernel (inputs already validated); ``pipeline`` is a `GemmConfig`
+    (or a tuple of its leading fields), by default the device's `pipeline_for`."""
     from .jit import get_kernel
 
     m, k = a.shape
     n = b.shape[1]
     if out.numel() == 0:
         return out
-    pipeline = pipeline or pipeline_for(a.device)
-    kernel = get_kernel(gemm_bf16_spec(*pipeline), _KERNEL, a.device)
-    tiles = -(-m // _TILE_M) * -(-n // _TILE_N)
-    kernel.launch((tiles,), (_THREADS,), [a, b, out, m, n, k], shared_mem=gemm_shared_bytes(*pipeline))
+    config = GemmConfig(*(pipeline or pipeline_for(a.device)))
+    kernel = get_kernel(gemm_bf16_spec(*config), _KERNEL, a.device)
+    tiles = -(-m // config.block_m) * -(-n // config.block_n)
+    kernel.launch((tiles,), (config.threads,), [a, b, out, m, n, k], shared_mem=gemm_shared_bytes(*config))
     return out
 
 

@@ -21,7 +21,7 @@ __all__ = ["gated_rmsnorm", "rmsnorm", "rmsnorm_spec", "row_kernel_threads"]
 
 NVRTC_CAPABILITIES = [80, 86, 87, 89, 90, 100, 103, 110, 120, 121]
 _KERNEL = "fi_rmsnorm_bf16"
-_CACHED_VECS = 4  # CACHED_VECS in rmsnorm.cu and gated_rmsnorm.cu
+_CACHED_VECS = 4  # CACHED_VECS in rmsnorm.cu
 
 
 @functools.lru_cache(maxsize=None)
@@ -30,9 +30,10 @@ def rmsnorm_spec() -> JitSpec:
     return JitSpec("rmsnorm_bf16", read_source(CSRC_DIR / "rmsnorm.cu"), [_KERNEL], headers=common_headers())
 
 
-def row_kernel_threads(hidden_vecs: int) -> int:
-    """Threads per block for a one-block-per-row kernel over 16-byte vectors."""
-    per_thread = -(-hidden_vecs // _CACHED_VECS)
+def row_kernel_threads(hidden_vecs: int, cached_vecs: int = _CACHED_VECS) -> int:
+    """Threads per block for a one-block-per-row kernel over 16-byte vectors, each
+    thread caching ``cached_vecs`` of them (CACHED_VECS of the kernel)."""
+    per_thread = -(-hidden_vecs // cached_vecs)
     return min(1024, max(32, -(-per_thread // 32) * 32))
 
 

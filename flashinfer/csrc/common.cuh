@@ -60,21 +60,28 @@ __device__ __forceinline__ float block_sum(float v) {
 
 // The two passes of an RMSNorm-style kernel over one row of `hidden_vecs` 16-byte
 // vectors, one block per row: pass one sums x^2 (keeping each thread's first CACHED
-// vectors in registers), pass two calls `apply(xv, v, scale)` for every vector v with
-// scale = rsqrt(mean(x^2) + eps). Shared by rmsnorm and its experimental variants.
-template <int CACHED, typename Apply>
-__device__ __forceinline__ void rmsnorm_row(const uint4* __restrict__ xr, int hidden_vecs,
-                                            float inv_hidden, float eps, Apply apply) {
-  uint4 cached[CACHED];
+// vectors in registers), pass two calls `apply(xv, gv, v, scale)` for every vector v
+// with scale = rsqrt(mean(x^2) + eps). With WITH_GATE, gv is vector v of a second
+// row `gr` (a gate), whose cached vectors are loaded in pass one beside x so that
+// their reads overlap the reduction; without it gv is zero and `gr` is unused.
+// Shared by rmsnorm and its experimental variants.
+template <int CACHED, bool WITH_GATE, typename Apply>
+__device__ __forceinline__ void rmsnorm_row(const uint4* __restrict__ xr, const uint4* __restrict__ gr,
+                                            int hidden_vecs, float inv_hidden, float eps, Apply apply) {
+  uint4 cached[CACHED], gates[CACHED];
   float ss = 0.f;
 #pragma unroll
   for (int i = 0; i < CACHED; ++i) {
     const int v = threadIdx.x + i * blockDim.x;
+    gates[i] = make_uint4(0u, 0u, 0u, 0u);
     if (v < hidden_vecs) {
       cached[i] = xr[v];
-      ss += sum_squares_bf16x8(cached[i]);
+      if (WITH_GATE) gates[i] = gr[v];
     }
   }
+#pragma unroll
+  for (int i = 0; i < CACHED; ++i)
+    if (threadIdx.x + i * blockDim.x < hidden_vecs) ss += sum_squares_bf16x8(cached[i]);
   for (int v = threadIdx.x + CACHED * blockDim.x; v < hidden_vecs; v += blockDim.x)
     ss += sum_squares_bf16x8(xr[v]);
 
@@ -82,15 +89,22 @@ __device__ __forceinline__ void rmsnorm_row(const uint4* __restrict__ xr, int hi
 #pragma unroll
   for (int i = 0; i < CACHED; ++i) {
     const int v = threadIdx.x + i * blockDim.x;
-    if (v < hidden_vecs) apply(cached[i], v, scale);
+    if (v < hidden_vecs) apply(cached[i], gates[i], v, scale);
   }
   for (int v = threadIdx.x + CACHED * blockDim.x; v < hidden_vecs; v += blockDim.x)
-    apply(xr[v], v, scale);
+    apply(xr[v], WITH_GATE ? gr[v] : make_uint4(0u, 0u, 0u, 0u), v, scale);
 }
 
 // D += A * B for one m16n8k16 tile: bf16 operands, fp32 accumulators.
+// Not volatile under FI_MMA_FREE_SCHEDULE (a pure register operation), so the
+// compiler may reorder it against the ldmatrix loads.
+#ifdef FI_MMA_FREE_SCHEDULE
+#define FI_MMA_ASM asm
+#else
+#define FI_MMA_ASM asm volatile
+#endif
 __device__ __forceinline__ void mma_bf16_16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
-  asm volatile(
+  FI_MMA_ASM(
       "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
       "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])

@@ -14,8 +14,8 @@ fi_rmsnorm_bf16(const uint4* __restrict__ x, const uint4* __restrict__ weight,
                 uint4* __restrict__ y, int hidden_vecs, float inv_hidden, float eps) {
   const size_t row_offset = (size_t)blockIdx.x * hidden_vecs;
   uint4* yr = y + row_offset;
-  rmsnorm_row<CACHED_VECS>(x + row_offset, hidden_vecs, inv_hidden, eps,
-                           [&](const uint4& xv, int v, float scale) {
+  rmsnorm_row<CACHED_VECS, false>(x + row_offset, nullptr, hidden_vecs, inv_hidden, eps,
+                                  [&](const uint4& xv, const uint4&, int v, float scale) {
     float xf[8], wf[8];
     unpack_bf16x8(xv, xf);
     unpack_bf16x8(weight[v], wf);

@@ -4,22 +4,46 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
+from typing import NamedTuple, Optional
 
 import torch
 
 from flashinfer.jit import JitSpec, common_headers, get_kernel, read_source
 from flashinfer.norm import rms_normalize_fp32, row_kernel_threads
 
-__all__ = ["gated_rmsnorm_spec", "kernel_applies", "run", "run_torch"]
+__all__ = ["DEFAULT_CONFIG", "GatedConfig", "gated_rmsnorm_spec", "kernel_applies", "run", "run_torch"]
 
 _KERNEL = "fi_gated_rmsnorm_bf16"
 
 
+class GatedConfig(NamedTuple):
+    """One compiled form of gated_rmsnorm.cu (its macros)."""
+
+    cached_vecs: int = 4  # 16-byte vectors of x each thread keeps in registers
+    max_threads: int = 1024  # block size bound
+    z_first: bool = False  # load z's cached vectors in the first pass, beside x
+    fast_silu: bool = False  # __fdividef instead of IEEE division in silu
+
+    @property
+    def name(self) -> str:
+        return f"c{self.cached_vecs}_t{self.max_threads}_z{int(self.z_first)}_f{int(self.fast_silu)}"
+
+    def threads(self, hidden_vecs: int) -> int:
+        return min(self.max_threads, row_kernel_threads(hidden_vecs, self.cached_vecs))
+
+
+#: The configuration `run` uses (benchmarks/kernel_sweep.py compares the others on a GPU).
+DEFAULT_CONFIG = GatedConfig()
+
+
 @functools.lru_cache(maxsize=None)
-def gated_rmsnorm_spec() -> JitSpec:
-    """The gated RMSNorm kernel; experimental, so JIT-only."""
+def gated_rmsnorm_spec(config: GatedConfig = DEFAULT_CONFIG) -> JitSpec:
+    """The gated RMSNorm kernel in one configuration; experimental, so JIT-only."""
     source = read_source(Path(__file__).with_name("gated_rmsnorm.cu"))
-    return JitSpec("gated_rmsnorm_bf16", source, [_KERNEL], headers=common_headers())
+    options = [f"-DCACHED_VECS={config.cached_vecs}", f"-DMAX_THREADS={config.max_threads}",
+               f"-DZ_FIRST={int(config.z_first)}", f"-DFAST_SILU={int(config.fast_silu)}"]
+    return JitSpec(f"gated_rmsnorm_bf16_{config.name}", source, [_KERNEL], headers=common_headers(),
+                   options=options)
 
 
 def kernel_applies(x: torch.Tensor, z: torch.Tensor, weight: torch.Tensor) -> bool:
@@ -38,16 +62,19 @@ def run_torch(x: torch.Tensor, z: torch.Tensor, weight: torch.Tensor, eps: float
     return y.to(x.dtype)
 
 
-def run(x: torch.Tensor, z: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+def run(x: torch.Tensor, z: torch.Tensor, weight: torch.Tensor, eps: float,
+        config: Optional[GatedConfig] = None) -> torch.Tensor:
+    """``gated_rmsnorm`` on validated inputs; ``config`` picks a kernel variant."""
     if not kernel_applies(x, z, weight):
         return run_torch(x, z, weight, eps)
     out = torch.empty_like(x)
     if x.numel() == 0:
         return out
     hidden = x.shape[-1]
-    kernel = get_kernel(gated_rmsnorm_spec(), _KERNEL, x.device)
+    config = config or DEFAULT_CONFIG
+    kernel = get_kernel(gated_rmsnorm_spec(config), _KERNEL, x.device)
     kernel.launch(
-        (x.numel() // hidden,), (row_kernel_threads(hidden // 8),),
+        (x.numel() // hidden,), (config.threads(hidden // 8),),
         [x, z, weight, out, hidden // 8, 1.0 / hidden, eps],
     )
     return out
