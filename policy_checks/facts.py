@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple, Optional
 
 # Bump when the shape or meaning of facts changes: it invalidates every cache entry.
-FACTS_VERSION = "4"
+FACTS_VERSION = "5"
 
 # import scopes (SPEC §2 "module level")
 MODULE = "module"  # runs at import time
@@ -96,7 +96,7 @@ class Suppression(NamedTuple):
 
 # module-level binding kinds: ("module", absolute_module) for `import a.b as c`;
 # ("from", absolute_module, name); ("def", qualname); ("alias", dotted) for `x = y.z`;
-# ("dict", DictValue)
+# ("dict", DictValue); ("names", strings) for a list or tuple of string literals
 Binding = tuple
 
 
@@ -166,6 +166,14 @@ def _literal_str(node: Optional[ast.AST]) -> Optional[str]:
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
     return None
+
+
+def _string_sequence(node: ast.AST) -> Optional[tuple]:
+    """The strings of a list or tuple literal holding only strings, else None."""
+    if not isinstance(node, (ast.List, ast.Tuple)):
+        return None
+    items = tuple(_literal_str(e) for e in node.elts)
+    return None if None in items else items
 
 
 def _module_literal(node: Optional[ast.AST]) -> Optional[str]:
@@ -426,8 +434,11 @@ class _Extractor(ast.NodeVisitor):
                 self.every_expression = True
             return
         entries = self._dict_entries(value)
+        names = _string_sequence(value)
         if entries is not None:
             self._bind(name, ("dict", DictValue(tuple(entries), node.lineno)))
+        elif names is not None:
+            self._bind(name, ("names", names))  # `__all__ = [...]` (EXP006 reads it)
         else:
             self.facts.bindings.pop(name, None)  # rebound to something we do not follow
 

@@ -156,7 +156,24 @@ class ExperimentalApiInDocs(Rule):
                 ),
             },
             expect=tuple(("docs/api/norm.rst", n) for n in (12, 14, 16, 17, 18, 19, 21)),
-        )
+        ),
+        Example(
+            {
+                **_TREE,
+                "flashinfer/__init__.py": (
+                    "from .norm import rmsnorm, fast_norm as fused_norm\n__all__ = ['rmsnorm', 'fused_norm']\n"
+                ),
+                "flashinfer/ops.py": "from .experimental.feat import run\n__all__ = ('run',)\n",
+                "docs/api/norm.rst": (
+                    ".. automodule:: flashinfer\n   :members: rmsnorm, fused_norm\n"  # 1
+                    ".. automodule:: flashinfer\n   :members:\n"  # 3: __all__ names re-exports
+                    ".. automodule:: flashinfer.ops\n   :members:\n"  # 5: under the experimental package
+                    ".. automodule:: flashinfer\n   :members:\n   :exclude-members: fused_norm\n"
+                ),
+            },
+            expect=tuple(("docs/api/norm.rst", n) for n in (1, 3, 5)),
+            note="members that are re-exports: named in :members: or in __all__",
+        ),
     ]
 
     def check(self, project):
@@ -172,7 +189,7 @@ class ExperimentalApiInDocs(Rule):
                         yield self.finding(
                             rel, line, column,
                             f"stable API page lists the members of {name}, which include "
-                            f"{', '.join(hidden)} (@{EXPERIMENTAL_API}); exclude them",
+                            + "; ".join(f"{member} ({why})" for member, why in hidden) + "; exclude them",
                         )
 
     def _target(self, project, name: str, current):
@@ -203,8 +220,10 @@ class ExperimentalApiInDocs(Rule):
         return None
 
     def _experimental_members(self, project, target, options) -> list:
-        """Public members an ``auto*`` directive's ``:members:`` option documents
-        that are experimental APIs (module-level defs, or a class's methods)."""
+        """``(member, reason)`` for the members an ``auto*`` directive's ``:members:``
+        option documents that are experimental, as autodoc picks them: the names
+        listed in the option (re-exports included), else a module's ``__all__``
+        (re-exports included), else the public defs of the module or class."""
         if target[0] == "module":
             module, prefix = target[1], ""
         elif target[2].kind == "class":
@@ -214,15 +233,19 @@ class ExperimentalApiInDocs(Rule):
         facts = project.module_facts(module)
         if facts is None:
             return []
-        chosen = set(_names(options.get("members", "")))
+        chosen = _names(options.get("members", ""))
+        exported = facts.bindings.get("__all__")
+        if not chosen and not prefix and exported and exported[0] == "names":
+            chosen = list(exported[1])
+        elif not chosen:
+            chosen = [
+                q[len(prefix):] for q in facts.definitions
+                if q.startswith(prefix) and "." not in q[len(prefix):] and not q[len(prefix):].startswith("_")
+            ]
         excluded = set(_names(options.get("exclude-members", "")))
         hidden = []
-        for qualname, definition in facts.definitions.items():
-            if not qualname.startswith(prefix) or "." in qualname[len(prefix):]:
-                continue
-            short = qualname[len(prefix):]
-            if short in excluded or (chosen and short not in chosen) or (not chosen and short.startswith("_")):
-                continue
-            if project.decorated_with(module, definition, EXPERIMENTAL_API):
-                hidden.append(short)
+        for short in chosen:
+            reason = None if short in excluded else self._experimental(project, project.resolve(module, prefix + short))
+            if reason:
+                hidden.append((short, reason))
         return hidden

@@ -182,9 +182,10 @@ def test_facts_survive_the_json_round_trip():
         "import importlib\nCHECKS = {'a': x.a, **OTHER, 'c': experimental_backend(c)}\nCHECKS['b'] = b\nalias = br\n"
         "@br(backend_checks=CHECKS)\ndef f():\n    importlib.import_module('.m', __package__)\n"
         "class K:\n    @staticmethod\n    def g(): pass\n"
-        "x = 1  # policy: ignore[EXP001] reason\n"
+        "x = 1  # policy: ignore[EXP001] reason\n__all__ = ['f', 'K']\n"
     ).encode()
     facts = extract(source, "flashinfer.gemm", False)
+    assert facts.bindings["__all__"] == ("names", ("f", "K"))
     assert from_data(json.loads(json.dumps(to_data(facts)))) == facts
     broken = extract(b"def (:\n", "m", False)
     assert from_data(json.loads(json.dumps(to_data(broken)))) == broken
