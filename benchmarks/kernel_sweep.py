@@ -6,7 +6,8 @@ on the benchmark shape and on ragged shapes (output poisoned with NaN first; the
 GPU tests' tolerances), then the median time of REPS launches with CUDA events
 (each launch queued behind a sleep kernel, so host overhead stays out). Prints a
 table and, last, the best correct variant per kernel; a wrong variant is reported
-and never chosen. With $OUT set, the rows also go to $OUT/sweep.json.
+and never chosen. With $OUT set, the rows also go to $OUT/sweep_<sections>.json. ``--sections``
+picks kernels (gated, gemm, sm90; all by default).
 
 ``--compile-only [--arch 90]`` needs no GPU: it compiles every variant with NVRTC
 and prints ptxas' register and spill report, for checking variants before a GPU run.
@@ -58,6 +59,10 @@ GEMM_VARIANTS = [
     G(64, 4, frag_pipeline=True, free_schedule=True, group_m=16),
     G(64, 3, frag_pipeline=True, free_schedule=True),
     G(32, 4, frag_pipeline=True, free_schedule=True),
+    G(64, 4, 128, 256, wgmma=True),
+    G(64, 6, 128, 128, wgmma=True),
+    G(64, 4, 128, 128, wgmma=True),
+    G(64, 4, 128, 256, group_m=16, wgmma=True),
 ]
 
 Z = GatedConfig
@@ -121,13 +126,23 @@ def _pool() -> ProcessPoolExecutor:
                                mp_context=multiprocessing.get_context("spawn"))
 
 
-def all_jobs(arch: int):
-    return [("gemm", tuple(c), arch) for c in GEMM_VARIANTS] + [("gated", tuple(c), arch) for c in GATED_VARIANTS]
+#: What each --sections name sweeps. "sm90" (the wgmma kernel) is its own section so that it
+#: can run in a process of its own: a fault there cannot spoil the other sections' context.
+SECTIONS = {
+    "gated": ("gated", GATED_VARIANTS),
+    "gemm": ("gemm", [c for c in GEMM_VARIANTS if not c.wgmma]),
+    "sm90": ("gemm", [c for c in GEMM_VARIANTS if c.wgmma]),
+}
 
 
-def compile_only(arch: int) -> int:
+def all_jobs(arch: int, sections=tuple(SECTIONS)):
+    return [(SECTIONS[s][0], tuple(c), arch) for s in sections for c in SECTIONS[s][1]
+            if arch == 90 or not getattr(c, "wgmma", False)]
+
+
+def compile_only(arch: int, sections) -> int:
     with _pool() as pool:
-        for name, summary in pool.map(_compile_report, all_jobs(arch)):
+        for name, summary in pool.map(_compile_report, all_jobs(arch, sections)):
             print(f"{name:<48} {summary}")
     return 0
 
@@ -215,13 +230,13 @@ def check_all(kind, variants, shapes, check) -> dict:
     return errors
 
 
-def sweep_gemm(rows: list) -> None:
+def sweep_gemm(rows: list, variants: list) -> None:
     import torch
 
     from flashinfer.gemm import run_nvrtc
 
-    errors = check_all("gemm", GEMM_VARIANTS, GEMM_CHECK_SHAPES, gemm_error)
-    results = {v: {} for v in GEMM_VARIANTS}
+    errors = check_all("gemm", variants, GEMM_CHECK_SHAPES, gemm_error)
+    results = {v: {} for v in variants}
     cublas = {}
     for size in GEMM_TIME_SIZES:
         a = torch.randn(size, size, device="cuda", dtype=torch.bfloat16)
@@ -229,14 +244,14 @@ def sweep_gemm(rows: list) -> None:
         out = torch.empty(size, size, device="cuda", dtype=torch.bfloat16)
         flop = 2.0 * size**3
         cublas[size] = flop / time_ms(partial(torch.matmul, a, b, out=out)) / 1e9
-        for v in GEMM_VARIANTS:
+        for v in variants:
             if errors[v]:
                 continue
             results[v][size] = flop / time_ms(partial(run_nvrtc, a, b, out, pipeline=v)) / 1e9
         del a, b, out
     print("\n== mm_bf16 variants (TFLOP/s, % of cuBLAS) cuBLAS: "
           + ", ".join(f"{s}^3 {t:.1f}" for s, t in cublas.items()))
-    for v in GEMM_VARIANTS:
+    for v in variants:
         name = gemm_bf16_spec(*v).name
         cells = "  ".join(f"{s}: {results[v][s]:6.1f} {100 * results[v][s] / cublas[s]:5.1f}%" for s in results[v])
         print(f"{name:<52} {'ok   ' if not errors[v] else 'WRONG'} {cells or errors[v]}")
@@ -292,9 +307,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--compile-only", action="store_true", help="compile with ptxas -v; no GPU needed")
     parser.add_argument("--arch", type=int, default=90)
+    parser.add_argument("--sections", default=",".join(SECTIONS), help=f"comma-separated, of {list(SECTIONS)}")
     args = parser.parse_args()
+    sections = [s for s in args.sections.split(",") if s]
+    unknown = [s for s in sections if s not in SECTIONS]
+    if unknown:
+        parser.error(f"unknown section(s) {unknown}; choose from {list(SECTIONS)}")
     if args.compile_only:
-        return compile_only(args.arch)
+        return compile_only(args.arch, sections)
 
     import torch
 
@@ -309,18 +329,22 @@ def main() -> int:
     print(f"device: {props.name}, {props.multi_processor_count} SMs, torch {torch.__version__}")
     t = time.perf_counter()
     with _pool() as pool:
-        built = list(pool.map(_prebuild, all_jobs(device_arch(torch.device("cuda", 0)))))
+        built = list(pool.map(_prebuild, all_jobs(device_arch(torch.device("cuda", 0)), sections)))
     print(f"compiled {len(built)} variants in {time.perf_counter() - t:.1f} s: " + "; ".join(built))
     rows: list = []
-    for section in (sweep_gated, sweep_gemm):
+    for section in sections:
         t = time.perf_counter()
+        kind, variants = SECTIONS[section]
         try:
-            section(rows)
+            if kind == "gated":
+                sweep_gated(rows)
+            else:
+                sweep_gemm(rows, variants)
         except Exception as exc:  # noqa: BLE001 - report and go on with the next kernel
-            print(f"  {section.__name__} failed: {exc!r}")
-        print(f"  ({section.__name__}: {time.perf_counter() - t:.1f} s)")
+            print(f"  section {section} failed: {exc!r}")
+        print(f"  (section {section}: {time.perf_counter() - t:.1f} s)")
     if os.environ.get("OUT"):
-        Path(os.environ["OUT"], "sweep.json").write_text(json.dumps(rows, indent=1))
+        Path(os.environ["OUT"], f"sweep_{'_'.join(sections)}.json").write_text(json.dumps(rows, indent=1))
     for line in best_lines(rows):
         print(line)
     return 0

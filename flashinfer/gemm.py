@@ -26,6 +26,7 @@ __all__ = ["GEMM_PIPELINES", "GemmConfig", "gemm_bf16_spec", "gemm_shared_bytes"
 NVRTC_CAPABILITIES = [80, 86, 87, 89, 90, 100, 103, 110, 120, 121]
 
 _KERNEL = "fi_mm_bf16"
+_KERNEL_SM90 = "fi_mm_bf16_sm90"
 
 
 class GemmConfig(NamedTuple):
@@ -41,13 +42,16 @@ class GemmConfig(NamedTuple):
     free_schedule: bool = False  # mma asm not volatile (FI_MMA_FREE_SCHEDULE)
     group_m: int = 8  # tile rows walked together, for L2 reuse (GROUP_M)
     min_blocks: int = 1  # blocks per SM the register budget must allow (MIN_BLOCKS)
+    wgmma: bool = False  # csrc/gemm_bf16_sm90.cu (sm_90 only; 128 x block_n x 64 tiles, 2 warpgroups)
 
     @property
     def threads(self) -> int:
-        return 32 * self.warps_m * self.warps_n
+        return 256 if self.wgmma else 32 * self.warps_m * self.warps_n
 
     @property
     def name(self) -> str:
+        if self.wgmma:
+            return f"sm90_128x{self.block_n}x64_s{self.stages}_g{self.group_m}"
         flags = "_fp" * self.frag_pipeline + "_fs" * self.free_schedule
         return (f"{self.block_m}x{self.block_n}x{self.block_k}_s{self.stages}_w{self.warps_m}x{self.warps_n}"
                 f"_g{self.group_m}_b{self.min_blocks}{flags}")
@@ -64,6 +68,11 @@ def gemm_bf16_spec(*config) -> JitSpec:
     """The stable tensor-core GEMM kernel in one configuration (``GemmConfig`` fields);
     every one in `GEMM_PIPELINES` is registered for AOT builds."""
     c = GemmConfig(*config)
+    if c.wgmma:  # wgmma needs the arch-specific target sm_90a (the later --gpu-architecture wins)
+        return JitSpec(f"gemm_bf16_{c.name}", read_source(CSRC_DIR / "gemm_bf16_sm90.cu"), [_KERNEL_SM90],
+                       headers=common_headers(), archs=(90,),
+                       options=["--gpu-architecture=sm_90a", f"-DBN={c.block_n}", f"-DSTAGES={c.stages}",
+                                f"-DGROUP_M={c.group_m}"])
     options = [f"-DBK={c.block_k}", f"-DSTAGES={c.stages}", f"-DBM={c.block_m}", f"-DBN={c.block_n}",
                f"-DWARPS_M={c.warps_m}", f"-DWARPS_N={c.warps_n}", f"-DGROUP_M={c.group_m}",
                f"-DMIN_BLOCKS={c.min_blocks}", f"-DFRAG_PIPELINE={int(c.frag_pipeline)}"]
@@ -74,8 +83,11 @@ def gemm_bf16_spec(*config) -> JitSpec:
 
 
 def gemm_shared_bytes(*config) -> int:
-    """Dynamic shared memory of the kernel: stages x (padded A tile + padded B tile), bf16."""
+    """Dynamic shared memory of the kernel: stages x (padded A tile + padded B tile), bf16
+    (the sm90 kernel: unpadded 128 x 64 and block_n x 64 tiles, plus 1 KB for alignment)."""
     c = GemmConfig(*config)
+    if c.wgmma:
+        return c.stages * (128 + c.block_n) * 64 * 2 + 1024
     return c.stages * (c.block_m * (c.block_k + 8) + c.block_k * (c.block_n + 8)) * 2
 
 
@@ -133,14 +145,16 @@ _pipelines: dict = {}
 
 
 def pipeline_for(device: torch.device) -> tuple:
-    """The first of `GEMM_PIPELINES` whose shared memory fits one block on ``device``."""
+    """The first of `GEMM_PIPELINES` that runs on ``device``: its shared memory fits one
+    block, and a wgmma configuration only on sm_90."""
     index = device.index if device.index is not None else torch.cuda.current_device()
     chosen = _pipelines.get(index)
     if chosen is None:
         props = torch.cuda.get_device_properties(index)
         limit = getattr(props, "shared_memory_per_block_optin", None) or _MAX_SHARED_BY_ARCH.get(
             props.major * 10 + props.minor, 99 * 1024)
-        fitting = [p for p in GEMM_PIPELINES if gemm_shared_bytes(*p) <= limit]
+        sm90 = (props.major, props.minor) == (9, 0)  # the wgmma kernel runs on sm_90 only
+        fitting = [p for p in GEMM_PIPELINES if gemm_shared_bytes(*p) <= limit and (sm90 or not p.wgmma)]
         chosen = _pipelines[index] = fitting[0] if fitting else GEMM_PIPELINES[-1]
     return chosen
 
@@ -155,7 +169,10 @@ def run_nvrtc(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, pipeline=None
     if out.numel() == 0:
         return out
     config = GemmConfig(*(pipeline or pipeline_for(a.device)))
-    kernel = get_kernel(gemm_bf16_spec(*config), _KERNEL, a.device)
+    spec = gemm_bf16_spec(*config)
+    kernel = get_kernel(spec, spec.kernels[0], a.device)
+    if config.wgmma:  # the sm90 kernel reads B K-major: pass B transposed
+        b = b.t().contiguous()
     tiles = -(-m // config.block_m) * -(-n // config.block_n)
     kernel.launch((tiles,), (config.threads,), [a, b, out, m, n, k], shared_mem=gemm_shared_bytes(*config))
     return out

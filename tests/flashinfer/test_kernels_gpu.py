@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from flashinfer import mm_bf16, rmsnorm
-from flashinfer.gemm import GEMM_PIPELINES, run_nvrtc
+from flashinfer.gemm import GEMM_PIPELINES, GemmConfig, run_nvrtc
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -64,9 +64,16 @@ def test_mm_bf16_nvrtc_matches_float64(m, n, k):
     assert torch.isfinite(out).all() and relative_error(out, ref) < 1e-2, describe_mismatch(out, ref)
 
 
-@pytest.mark.parametrize("pipeline", GEMM_PIPELINES)
-@pytest.mark.parametrize("m,n,k", [(129, 264, 40), (300, 1000, 4104)])
+#: The configurations a device may pick, plus both tile widths of the sm90 (wgmma) kernel.
+CONFIGS = tuple(dict.fromkeys(GEMM_PIPELINES + (GemmConfig(64, 4, 128, 256, wgmma=True),
+                                                GemmConfig(64, 6, 128, 128, wgmma=True))))
+
+
+@pytest.mark.parametrize("pipeline", CONFIGS, ids=lambda c: c.name)
+@pytest.mark.parametrize("m,n,k", [(129, 264, 40), (300, 1000, 4104), (1000, 1032, 4136)])
 def test_mm_bf16_pipeline_variants(m, n, k, pipeline):
+    if pipeline.wgmma and torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("the wgmma kernel needs sm_90")
     check_gemm(m, n, k, pipeline=pipeline)
 
 
