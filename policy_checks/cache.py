@@ -23,9 +23,11 @@ DIRECTORY = ".policy-check-cache"
 _FILE = f"facts-v{FACTS_VERSION}.json"
 
 
-def key(rel: str, data: bytes) -> bytes:
+def key(rel: str, data: bytes, variant: str = "") -> bytes:
+    """`variant` tells apart facts of the same bytes computed differently (with
+    another module's ``backend_requirement`` aliases)."""
     # SHA-256 runs on the CPU's SHA extensions where present: the fastest hashlib digest here
-    digest = hashlib.sha256(f"{FACTS_VERSION}\0{rel}\0".encode())
+    digest = hashlib.sha256(f"{FACTS_VERSION}\0{rel}\0{variant}\0".encode())
     digest.update(data)
     return digest.digest()[:16]
 

@@ -216,10 +216,12 @@ class _Columns:
 class _Extractor(ast.NodeVisitor):
     """One pass over a module's tree, tracking scope, collecting facts."""
 
-    def __init__(self, facts: FileFacts, columns: _Columns, call_names: frozenset, token_lines: list):
+    def __init__(self, facts: FileFacts, columns: _Columns, aliases: frozenset, token_lines: list):
         self.facts = facts
         self.columns = columns
-        self.call_names = call_names  # local names that may be backend_requirement
+        self.aliases = aliases  # absolute names other modules bind to backend_requirement
+        # local names that may be backend_requirement
+        self.call_names = frozenset({"backend_requirement"} | {a.rpartition(".")[2] for a in aliases})
         # Expressions matter only for calls (dynamic imports, backend_requirement);
         # one spanning no line that names such a call is skipped, which keeps the
         # walk over big files cheap. An alias of backend_requirement (``br``) makes
@@ -487,7 +489,8 @@ class _Extractor(ast.NodeVisitor):
                 decorators=tuple(facts.resolve_local(r) if r else "" for r in raw)
             )
         for func, node in self.pending_calls:
-            if facts.resolve_local(func).rpartition(".")[2] != "backend_requirement":
+            resolved = facts.resolve_local(func)
+            if resolved.rpartition(".")[2] != "backend_requirement" and resolved not in self.aliases:
                 continue
             keywords = {k.arg: k.value for k in node.keywords if k.arg}
             checks = keywords.get("backend_checks", node.args[0] if node.args else None)
@@ -497,17 +500,17 @@ class _Extractor(ast.NodeVisitor):
             )
 
 
-def extract(source: bytes, module: str, is_package: bool, call_names=frozenset()) -> FileFacts:
+def extract(source: bytes, module: str, is_package: bool, aliases=frozenset()) -> FileFacts:
     """Facts of one file. A file that does not parse gets only `syntax_error` set.
 
-    `call_names` are extra local names that may be bound to ``backend_requirement``
-    in this file (aliases found in other modules); the literal name always counts.
+    `aliases` are absolute names other modules bind to ``backend_requirement``
+    (``flashinfer.dispatch.requires``); calls through them count as its calls.
     """
     facts = FileFacts(module, is_package)
     tree = _parse(source, facts)
     if tree is not None:
-        names = frozenset(call_names) | {"backend_requirement"}
-        extractor = _Extractor(facts, _Columns(source), names, _token_lines(source, names))
+        extractor = _Extractor(facts, _Columns(source), frozenset(aliases), [])
+        extractor.token_lines = _token_lines(source, extractor.call_names)
         try:
             extractor.visit(tree)
             extractor.finish()

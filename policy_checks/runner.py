@@ -15,6 +15,7 @@ import fnmatch
 import io
 import multiprocessing
 import os
+import re
 import sys
 import time
 import tokenize
@@ -60,7 +61,10 @@ def needs_facts(project: Project, source: SourceFile, data: bytes) -> bool:
     - EXP002 and EXP005: the package ``__init__`` and the AOT modules are always primary.
     - EXP004 starts from ``backend_requirement`` calls; the extractor recognises a
       call by that name or by an alias bound in the same file, whose binding
-      spells ``backend_requirement``.
+      spells ``backend_requirement``. An alias bound at module level in another
+      module is found after this pass (that module spells the name, so it is
+      primary); every module naming the alias is then extracted again, knowing it
+      (`_follow_requirement_aliases`).
     - EXP008 looks at stable tests importing below the experimental package; tests
       are not in the package, so the import is absolute and spells ``experimental``.
     - EXP003, EXP006 and EXP009 reach other files through references from primary
@@ -233,6 +237,7 @@ def run(
             tasks.append((rel, str(root / rel), source.module, source.is_package, complete))
     parsed[0] += len(tasks)
     _compute_all(project, facts_cache, tasks, jobs, progress, lambda: _prefetch(project))
+    parsed[0] += _follow_requirement_aliases(project, facts_cache)
 
     selected = _selected_ids(settings, select, ignore)
     findings = []
@@ -290,6 +295,53 @@ def _prefetch(project) -> list:
             source = project.files[rel]
             tasks.append((rel, str(project.root / rel), source.module, source.is_package, True))
     return tasks
+
+
+def requirement_aliases(project) -> frozenset:
+    """Absolute names that package modules bind to ``backend_requirement`` under
+    another name at module level (``from .utils import backend_requirement as
+    requires`` in ``flashinfer/dispatch.py`` gives ``flashinfer.dispatch.requires``).
+    Such a module spells ``backend_requirement``, so it is primary."""
+    found = set()
+    for rel in project.primary:
+        module, facts = project.files[rel].module, project.known_facts(rel)
+        if project.by_module.get(module) != rel or facts is None or facts.syntax_error:
+            continue
+        for name, binding in facts.bindings.items():
+            if name != "backend_requirement" and binding[0] in ("from", "alias"):
+                if facts.resolve_local(name).rpartition(".")[2] == "backend_requirement":
+                    found.add(f"{module}.{name}")
+    return frozenset(found)
+
+
+def _follow_requirement_aliases(project, facts_cache) -> int:
+    """Re-extract, knowing the aliases, every package module that names one (its
+    calls through the alias are ``backend_requirement`` calls, EXP004); those
+    modules become primary. Returns how many were parsed. Rare, so serial."""
+    aliases = requirement_aliases(project)
+    if not aliases:
+        return 0
+    variant = ",".join(sorted(aliases))
+    words = [re.compile(rb"(?<!\w)" + re.escape(a.rpartition(".")[2].encode()) + rb"\b") for a in aliases]
+    parsed = 0
+    for rel, source in project.files.items():
+        if project.by_module.get(source.module) != rel:
+            continue
+        try:
+            data = (project.root / rel).read_bytes()
+        except OSError:
+            continue
+        if not any(w.search(data) for w in words):
+            continue
+        key = cache_module.key(rel, data, variant)
+        facts = facts_cache.get(key, complete=True)
+        if facts is None:
+            facts = extract(data, source.module, source.is_package, aliases)
+            facts_cache.put(key, facts)
+            parsed += 1
+        project.set_facts(rel, facts)
+        project.primary.add(rel)
+    return parsed
 
 
 def _collect(project, facts_cache, results, bar) -> None:

@@ -88,6 +88,23 @@ class UnmarkedExperimentalChecker(Rule):
             expect=(("flashinfer/experimental/feat/impl.py", 2),),
             note="a plain call under an alias, dict(...) form, inside the experimental package",
         ),
+        Example(
+            {
+                **_TREE,
+                "flashinfer/experimental/feat/support.py": "def a(x):\n    return True\ndef b(x):\n    return True\n",
+                "flashinfer/dispatch.py": "from .utils import backend_requirement as requires\n",
+                "flashinfer/gemm.py": (
+                    "from .dispatch import requires\nfrom .experimental.feat import support\n"
+                    "@requires({'a': support.a})\ndef mm(x, backend='auto'):\n    pass\n"
+                ),
+                "flashinfer/bmm.py": (
+                    "from . import dispatch\nfrom .experimental.feat import support\n"
+                    "@dispatch.requires({'b': support.b})\ndef bmm(x, backend='auto'):\n    pass\n"
+                ),
+            },
+            expect=(("flashinfer/experimental/feat/support.py", 1), ("flashinfer/experimental/feat/support.py", 3)),
+            note="backend_requirement under an alias bound in another module",
+        ),
     ]
 
     def check(self, project):

@@ -131,6 +131,13 @@ def _tree_for_consistency():
         "flashinfer/bad.py": "def broken(:\n",
         "flashinfer/ok.py": "x = 1  # policy: ignore[EXP001] nothing to silence\n",
         "docs/api/gemm.rst": ".. automodule:: flashinfer.experimental.feat\n",
+        # backend_requirement under an alias bound in another module (a second pass)
+        "flashinfer/experimental/feat/checks.py": "def unmarked(x):\n    return True\n",
+        "flashinfer/dispatch.py": "from .utils import backend_requirement as requires\n",
+        "flashinfer/mm.py": (
+            "from . import dispatch\nfrom .experimental.feat import checks\n"
+            "@dispatch.requires({'x': checks.unmarked})\ndef mm(x, backend='auto'):\n    pass\n"
+        ),
     }
 
 
@@ -142,6 +149,7 @@ def test_cache_never_changes_a_result(tmp_path):
     nocache = run(root, Settings(), use_cache=False, jobs=1, progress=False)
     assert cold.findings == warm.findings == nocache.findings
     assert len(cold.findings) >= 5 and warm.parsed == 0 and cold.parsed > 0
+    assert ("flashinfer/experimental/feat/checks.py", 1) in located(warm, "EXP004")
     # one file changed: only it is parsed again, and the result follows the change
     (root / "flashinfer/gemm.py").write_text("x = 1\n")
     changed = run(root, Settings(), use_cache=True, jobs=1, progress=False)
