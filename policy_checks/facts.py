@@ -27,7 +27,11 @@ from dataclasses import dataclass, field
 from typing import NamedTuple, Optional
 
 # Bump when the shape or meaning of facts changes: it invalidates every cache entry.
-FACTS_VERSION = "5"
+FACTS_VERSION = "6"
+
+# calls that import the module their first argument names (``pytest.importorskip``
+# too: stable tests use it, EXP008)
+IMPORT_FUNCTIONS = ("import_module", "__import__", "importorskip")
 
 # import scopes (SPEC §2 "module level")
 MODULE = "module"  # runs at import time
@@ -234,7 +238,7 @@ class _Extractor(ast.NodeVisitor):
         self.qualname: list = []  # enclosing def/class names
         self.raw_decorators: dict = {}  # qualname -> [raw dotted]
         self.pending_calls: list = []  # (raw func dotted, node)
-        self.import_functions = {"import_module": "import_module", "__import__": "__import__"}  # local name -> which
+        self.import_functions = {f: f for f in IMPORT_FUNCTIONS}  # local name -> which
         self.postponed_annotations = False  # `from __future__ import annotations`
         self.statement: Optional[ast.stmt] = None  # the innermost statement being visited
 
@@ -282,7 +286,7 @@ class _Extractor(ast.NodeVisitor):
         if module == "__future__" and ("annotations", "annotations") in names:
             self.postponed_annotations = True
         for name, bound in names:
-            if module in ("importlib", "builtins") and name in ("import_module", "__import__"):
+            if module in ("importlib", "builtins", "pytest") and name in IMPORT_FUNCTIONS:
                 self._alias_import_function(bound, name)
             if name in self.call_names and bound != name:
                 self.call_names = self.call_names | {bound}  # `import ... as br`
@@ -299,14 +303,14 @@ class _Extractor(ast.NodeVisitor):
         self.generic_visit(node)
 
     def _alias_import_function(self, name: str, which: str) -> None:
-        """`name` now means ``importlib.import_module`` or ``__import__`` here."""
+        """`name` now means one of the `IMPORT_FUNCTIONS` here."""
         if name != which:
             self.import_functions[name] = which
             self.every_expression = True  # calls of `name` lie on no token line
 
     def _dynamic_import(self, func: str, node: ast.Call) -> None:
         short = self.import_functions.get(func) or func.rpartition(".")[2]
-        if short not in ("import_module", "__import__"):
+        if short not in IMPORT_FUNCTIONS:
             return
         keywords = {k.arg: k.value for k in node.keywords if k.arg}
         name = _module_literal(keywords.get("name", node.args[0] if node.args else None))
@@ -327,6 +331,8 @@ class _Extractor(ast.NodeVisitor):
                 module = resolve_relative(base, level, name[level:] or None)
             else:
                 module = name
+        elif short == "importorskip":  # pytest's: absolute names only
+            module = name
         else:
             level_node = keywords.get("level", node.args[4] if len(node.args) > 4 else None)
             level = level_node.value if isinstance(level_node, ast.Constant) else 0
@@ -429,7 +435,7 @@ class _Extractor(ast.NodeVisitor):
         if dotted is not None:
             self._bind(name, ("alias", dotted))
             which = self.import_functions.get(dotted) or dotted.rpartition(".")[2]
-            if which in ("import_module", "__import__"):
+            if which in IMPORT_FUNCTIONS:
                 self._alias_import_function(name, which)
             if dotted.rpartition(".")[2] in self.call_names:
                 self.call_names = self.call_names | {name}  # `br = backend_requirement`
@@ -521,7 +527,7 @@ def extract(source: bytes, module: str, is_package: bool, aliases=frozenset()) -
     return facts
 
 
-CALL_TOKENS = (b"import_module", b"__import__")
+CALL_TOKENS = tuple(f.encode() for f in IMPORT_FUNCTIONS)
 
 
 def _token_lines(source: bytes, names) -> list:

@@ -26,7 +26,7 @@ from typing import Optional
 
 from . import cache as cache_module
 from .config import Settings
-from .facts import FileFacts, extract, syntax_only, text_suppressions
+from .facts import CALL_TOKENS, FileFacts, extract, syntax_only, text_suppressions
 from .project import Project, SourceFile, under
 from .rules import RULES
 from .rules.exp008 import pytest_config
@@ -57,7 +57,7 @@ def needs_facts(project: Project, source: SourceFile, data: bytes) -> bool:
       core lies outside it and a relative import only climbs. Dynamic imports are
       recognised only by the names ``import_module`` / ``__import__``; a file
       containing either is primary, so string escapes and implicit concatenation
-      in their literal cannot hide a target.
+      in their literal cannot hide a target (``pytest.importorskip`` likewise).
     - EXP002 and EXP005: the package ``__init__`` and the AOT modules are always primary.
     - EXP004 starts from ``backend_requirement`` calls; the extractor recognises a
       call by that name or by an alias bound in the same file, whose binding
@@ -76,7 +76,7 @@ def needs_facts(project: Project, source: SourceFile, data: bytes) -> bool:
     s = project.settings
     if not data.isascii():
         data = _as_python_reads_names(data)
-    if b"import_module" in data or b"__import__" in data:
+    if any(token in data for token in CALL_TOKENS):
         return True
     if project.is_stable_test(source.rel):
         return names_experimental(data, s.package)

@@ -182,9 +182,10 @@ class StableLaneNotIsolated(Rule):
                 "tests/test_bad.py": (
                     "from flashinfer.experimental import feat\n"  # 1
                     "def test_x():\n    import flashinfer.experimental.feat\n"  # 3
+                    "import pytest\nfeat = pytest.importorskip('flashinfer.experimental.feat')\n"  # 5
                 ),
             },
-            expect=(("tests/test_bad.py", 1), ("tests/test_bad.py", 3)),
+            expect=(("tests/test_bad.py", 1), ("tests/test_bad.py", 3), ("tests/test_bad.py", 5)),
         ),
     ]
 
