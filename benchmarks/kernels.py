@@ -81,17 +81,18 @@ def bench_gemm() -> None:
 
 
 def bench_gemm_pipelines() -> None:
-    from flashinfer.gemm import GEMM_PIPELINES, run_nvrtc
+    from flashinfer.gemm import GEMM_PIPELINES, SM90_PIPELINE, run_nvrtc
 
-    print("\n== mm_bf16 NVRTC kernel by pipeline (BK, STAGES) ==")
+    configs = ((SM90_PIPELINE,) if torch.cuda.get_device_capability() == (9, 0) else ()) + GEMM_PIPELINES
+    print("\n== mm_bf16 NVRTC kernel by configuration ==")
     for size in (4096, 8192):
         a = torch.randn(size, size, device="cuda", dtype=torch.bfloat16)
         b = torch.randn(size, size, device="cuda", dtype=torch.bfloat16)
         out = torch.empty(size, size, device="cuda", dtype=torch.bfloat16)
         cells = []
-        for pipeline in GEMM_PIPELINES:
-            t = time_seconds(lambda: run_nvrtc(a, b, out, pipeline=pipeline))
-            cells.append(f"{pipeline}: {2.0 * size**3 / t / 1e12:.1f}")
+        for config in configs:
+            t = time_seconds(lambda: run_nvrtc(a, b, out, pipeline=config))
+            cells.append(f"{config.name}: {2.0 * size**3 / t / 1e12:.1f}")
         print(f"{size:>6}  " + "  ".join(cells) + "  TFLOP/s")
         del a, b, out
 

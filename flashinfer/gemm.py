@@ -1,8 +1,9 @@
 """bf16 matrix multiplication, ``mm_bf16``, with three backends.
 
 - ``"torch"``: `torch.matmul`; runs on any device.
-- ``"nvrtc"``: a tiled tensor-core kernel (csrc/gemm_bf16.cu) compiled at run
-  time; CUDA, sm_80 and newer.
+- ``"nvrtc"``: a tiled tensor-core kernel compiled at run time; CUDA, sm_80 and
+  newer: wgmma (csrc/gemm_bf16_sm90.cu) on sm_90, mma.sync (csrc/gemm_bf16.cu)
+  elsewhere.
 - ``"splitk"`` (experimental): a split-K kernel for decode shapes (M <= 16),
   under ``flashinfer/experimental/splitk_gemm/``. Only its checker is imported
   here (a support module); the kernel is imported when the backend runs.
@@ -20,7 +21,7 @@ from .experimental.splitk_gemm.support import check_splitk
 from .jit import CSRC_DIR, JitSpec, common_headers, read_source
 from .utils import CPU_COMPUTE_CAPABILITY, backend_requirement, supported_compute_capability
 
-__all__ = ["GEMM_PIPELINES", "GemmConfig", "gemm_bf16_spec", "gemm_shared_bytes", "mm_bf16", "pipeline_for", "run_nvrtc"]
+__all__ = ["GEMM_PIPELINES", "SM90_PIPELINE", "GemmConfig", "gemm_bf16_spec", "gemm_shared_bytes", "mm_bf16", "pipeline_for", "run_nvrtc"]
 
 #: Compute capabilities with bf16 mma.sync (sm_80 and newer).
 NVRTC_CAPABILITIES = [80, 86, 87, 89, 90, 100, 103, 110, 120, 121]
@@ -57,9 +58,19 @@ class GemmConfig(NamedTuple):
                 f"_g{self.group_m}_b{self.min_blocks}{flags}")
 
 
-#: Kernel configurations, fastest first on an H200 (benchmarks/kernel_sweep.py);
-#: a device runs the first whose shared memory it can give one block.
-GEMM_PIPELINES = (GemmConfig(64, 4), GemmConfig(64, 3), GemmConfig(32, 4), GemmConfig(32, 3))
+#: Measured on an H200 (benchmarks/kernel_sweep.py; cuBLAS 780 / 812 TFLOP/s at 4096^3 / 8192^3).
+#: The wgmma kernel, first choice on sm_90: 370 / 472 TFLOP/s. It is JIT-compiled on first
+#: use; the AOT registry (flashinfer/aot.py) lists `GEMM_PIPELINES` only.
+SM90_PIPELINE = GemmConfig(64, 4, 128, 256, wgmma=True)
+#: The portable mma.sync kernel's configurations, fastest first; elsewhere a device runs
+#: the first whose shared memory fits one block. (64, 4) with free mma scheduling: 311 / 327
+#: TFLOP/s on the H200 (plain (64, 4), the previous default: 308 / 306).
+GEMM_PIPELINES = (
+    GemmConfig(64, 4, free_schedule=True),
+    GemmConfig(64, 3),
+    GemmConfig(32, 4),
+    GemmConfig(32, 3),
+)
 _MAX_SHARED_BY_ARCH = {80: 163 * 1024, 87: 163 * 1024, 90: 227 * 1024, 100: 227 * 1024, 103: 227 * 1024}
 
 
@@ -145,8 +156,8 @@ _pipelines: dict = {}
 
 
 def pipeline_for(device: torch.device) -> tuple:
-    """The first of `GEMM_PIPELINES` that runs on ``device``: its shared memory fits one
-    block, and a wgmma configuration only on sm_90."""
+    """The configuration for ``device``: `SM90_PIPELINE` on sm_90, else the first of
+    `GEMM_PIPELINES` whose shared memory fits one block."""
     index = device.index if device.index is not None else torch.cuda.current_device()
     chosen = _pipelines.get(index)
     if chosen is None:
@@ -154,7 +165,8 @@ def pipeline_for(device: torch.device) -> tuple:
         limit = getattr(props, "shared_memory_per_block_optin", None) or _MAX_SHARED_BY_ARCH.get(
             props.major * 10 + props.minor, 99 * 1024)
         sm90 = (props.major, props.minor) == (9, 0)  # the wgmma kernel runs on sm_90 only
-        fitting = [p for p in GEMM_PIPELINES if gemm_shared_bytes(*p) <= limit and (sm90 or not p.wgmma)]
+        candidates = ((SM90_PIPELINE,) if sm90 else ()) + GEMM_PIPELINES
+        fitting = [p for p in candidates if gemm_shared_bytes(*p) <= limit]
         chosen = _pipelines[index] = fitting[0] if fitting else GEMM_PIPELINES[-1]
     return chosen
 

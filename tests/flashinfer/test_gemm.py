@@ -101,21 +101,41 @@ class FakeProps:
             self.shared_memory_per_block_optin = optin
 
 
+SM90 = gemm.SM90_PIPELINE
+
+
 @pytest.mark.parametrize(
     "props,expected",
     [
-        (FakeProps(9, 0, 227 * 1024), (64, 4)),
-        (FakeProps(8, 0, 163 * 1024), (64, 3)),
-        (FakeProps(8, 6, 99 * 1024), (32, 3)),
-        (FakeProps(8, 9), (32, 3)),  # no attribute: the per-arch table, 99 KB by default
-        (FakeProps(9, 0), (64, 4)),
+        (FakeProps(9, 0, 227 * 1024), SM90),
+        (FakeProps(9, 0), SM90),  # no attribute: the per-arch table
+        (FakeProps(10, 0, 227 * 1024), gemm.GemmConfig(64, 4, free_schedule=True)),  # wgmma is sm_90 only
+        (FakeProps(8, 0, 163 * 1024), gemm.GemmConfig(64, 3)),
+        (FakeProps(8, 6, 99 * 1024), gemm.GemmConfig(32, 3)),
+        (FakeProps(8, 9), gemm.GemmConfig(32, 3)),  # no attribute: 99 KB by default
     ],
 )
-def test_pipeline_fits_the_device_shared_memory(monkeypatch, props, expected):
+def test_pipeline_fits_the_device(monkeypatch, props, expected):
     monkeypatch.setattr(gemm, "_pipelines", {})
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda index: props)
-    assert gemm.pipeline_for(torch.device("cuda", 0))[:2] == expected
+    assert gemm.pipeline_for(torch.device("cuda", 0)) == expected
     assert gemm.gemm_shared_bytes(*expected) <= getattr(props, "shared_memory_per_block_optin", 227 * 1024)
+
+
+def test_config_macros_reach_the_spec():
+    spec = gemm.gemm_bf16_spec(*gemm.GemmConfig(32, 3, 256, 128, 4, 2, True, True, 16, 2))
+    assert {"-DBK=32", "-DSTAGES=3", "-DBM=256", "-DBN=128", "-DWARPS_M=4", "-DWARPS_N=2", "-DGROUP_M=16",
+            "-DMIN_BLOCKS=2", "-DFRAG_PIPELINE=1", "-DFI_MMA_FREE_SCHEDULE"} <= set(spec.options)
+    assert spec.kernels == ("fi_mm_bf16",)
+    assert gemm.gemm_shared_bytes(32, 3, 256, 128) == 3 * (256 * 40 + 32 * 136) * 2
+
+
+def test_wgmma_spec_targets_sm90a_only():
+    spec = gemm.gemm_bf16_spec(*SM90)
+    assert spec.archs == (90,) and spec.kernels == ("fi_mm_bf16_sm90",)
+    assert spec.options[0] == "--gpu-architecture=sm_90a" and "-DBN=256" in spec.options
+    assert SM90 == gemm.GemmConfig(64, 4, 128, 256, wgmma=True) and not any(p.wgmma for p in gemm.GEMM_PIPELINES)
+    assert SM90.threads == 256 and gemm.gemm_shared_bytes(*SM90) == 4 * (128 + 256) * 64 * 2 + 1024
 
 
 def test_every_pipeline_spec_is_stable_and_distinct():

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from flashinfer import mm_bf16, rmsnorm
-from flashinfer.gemm import GEMM_PIPELINES, GemmConfig, run_nvrtc
+from flashinfer.gemm import GEMM_PIPELINES, SM90_PIPELINE, GemmConfig, run_nvrtc
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -65,8 +65,7 @@ def test_mm_bf16_nvrtc_matches_float64(m, n, k):
 
 
 #: The configurations a device may pick, plus both tile widths of the sm90 (wgmma) kernel.
-CONFIGS = tuple(dict.fromkeys(GEMM_PIPELINES + (GemmConfig(64, 4, 128, 256, wgmma=True),
-                                                GemmConfig(64, 6, 128, 128, wgmma=True))))
+CONFIGS = (SM90_PIPELINE, GemmConfig(64, 6, 128, 128, wgmma=True)) + GEMM_PIPELINES
 
 
 @pytest.mark.parametrize("pipeline", CONFIGS, ids=lambda c: c.name)

@@ -13,10 +13,10 @@
 #define CACHED_VECS 4
 #endif
 #ifndef Z_FIRST
-#define Z_FIRST 0
+#define Z_FIRST 1
 #endif
 #ifndef FAST_SILU
-#define FAST_SILU 0
+#define FAST_SILU 1
 #endif
 #ifndef MAX_THREADS
 #define MAX_THREADS 1024

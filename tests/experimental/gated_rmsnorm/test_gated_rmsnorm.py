@@ -90,6 +90,16 @@ def test_kernel_spec_compiles_and_is_experimental(arch):
     assert kind == "cubin" and "fi_gated_rmsnorm_bf16" in function_symbols(image)
 
 
+def test_config_macros_and_block_size():
+    config = kernel.GatedConfig(2, 512, z_first=False, fast_silu=True)
+    spec = kernel.gated_rmsnorm_spec(config)
+    assert spec.experimental and spec.name != kernel.gated_rmsnorm_spec().name
+    assert {"-DCACHED_VECS=2", "-DMAX_THREADS=512", "-DZ_FIRST=0", "-DFAST_SILU=1"} <= set(spec.options)
+    assert config.threads(1024) == 512  # 1024 vectors, 2 cached per thread
+    assert config.threads(4096) == 512  # capped by the launch bound; the rest read twice
+    assert config.threads(5) == 32
+
+
 def test_aot_registry_refuses_the_kernel():
     with pytest.raises(aot.AotRefusedError, match="gated_rmsnorm_bf16.*JIT-only"):
         aot.register(kernel.gated_rmsnorm_spec())
