@@ -43,10 +43,11 @@ def register(spec: JitSpec) -> JitSpec:
 
 
 def _register_builtin() -> None:
-    from .gemm import GEMM_PIPELINES, gemm_bf16_spec
+    from .gemm import GEMM_PIPELINES, SM90_PIPELINE, gemm_bf16_spec
     from .norm import rmsnorm_spec
 
-    for spec in (*(gemm_bf16_spec(*p) for p in GEMM_PIPELINES), rmsnorm_spec()):
+    gemms = (gemm_bf16_spec(*p) for p in (SM90_PIPELINE, *GEMM_PIPELINES))
+    for spec in (*gemms, rmsnorm_spec()):
         register(spec)
 
 

@@ -59,8 +59,8 @@ class GemmConfig(NamedTuple):
 
 
 #: Measured on an H200 (benchmarks/kernel_sweep.py; cuBLAS 780 / 812 TFLOP/s at 4096^3 / 8192^3).
-#: The wgmma kernel, first choice on sm_90: 370 / 472 TFLOP/s. It is JIT-compiled on first
-#: use; the AOT registry (flashinfer/aot.py) lists `GEMM_PIPELINES` only.
+#: The wgmma kernel, first choice on sm_90: 370 / 472 TFLOP/s. The AOT registry
+#: (flashinfer/aot.py) lists it first; it builds for sm_90 only.
 SM90_PIPELINE = GemmConfig(64, 4, 128, 256, wgmma=True)
 #: The portable mma.sync kernel's configurations, fastest first; elsewhere a device runs
 #: the first whose shared memory fits one block. (64, 4) with free mma scheduling: 311 / 327
