@@ -26,9 +26,11 @@ class CoreImportsExperimental(Rule):
 
     Every import form counts (``import a.b``, ``from a import b`` with ``b`` a
     subpackage, relative forms at any depth, ``importlib.import_module`` and
-    ``__import__`` with literal arguments), at module level (the body, including
-    module-level ``if``/``try``/``with``/``for`` and class bodies, decorators and
-    default values; not function bodies, not ``if TYPE_CHECKING:``).
+    ``__import__`` with literal arguments, also under an alias, and an f-string's
+    literal package), at module level (the body, including module-level
+    ``if``/``try``/``with``/``for`` and class bodies, decorators, default values
+    and annotations; not function or lambda bodies, not ``if TYPE_CHECKING:``
+    nor the ``else`` of ``if not TYPE_CHECKING:``).
     ``flashinfer/__init__.py`` is EXP002's and AOT modules are EXP005's.
     """
 

@@ -99,8 +99,9 @@ class ExperimentalApiInDocs(Rule):
     the end of the block at the first line indented no deeper than the directive),
     ``.. autofunction::`` / ``.. autoclass::`` (and the other ``auto*`` directives)
     with dotted or bare names, and ``.. automodule::``; an ``automodule`` or
-    ``autoclass`` with ``:members:`` lists the public members it would document
-    (minus ``:exclude-members:``). A name is resolved through
+    ``autoclass`` with ``:members:`` lists what autodoc would document: the names
+    given to the option, else a module's ``__all__``, else its public definitions
+    (minus ``:exclude-members:``). Directives inside an rst comment are not read. A name is resolved through
     re-exports (``from .x import f as g`` in a package ``__init__``) and lazy-export
     tables to the function that defines it, which is experimental when it carries
     ``@flashinfer_experimental_api`` or is defined under the experimental package.

@@ -50,7 +50,8 @@ class DeferredImportOutsideEntryPoint(Rule):
     counts as inside its enclosing entry point, and a method as inside its class
     when the class is an experimental API (decorated itself, or with an
     ``@flashinfer_experimental_api`` method such as ``run``): the class is then
-    the tagged entry point, removed with the feature.
+    the tagged entry point, removed with the feature. A lambda is a function
+    too: one at module level that imports experimental code is not an entry point.
     """
 
     id = "EXP007"

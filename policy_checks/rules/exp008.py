@@ -103,12 +103,15 @@ class StableLaneNotIsolated(Rule):
     ``pytest tests/`` is the stable lane and must pass whether or not experimental
     features exist; ``tests/experimental/`` is its own lane. Two things break that:
     a pytest configuration that does not exclude ``tests/experimental`` with a
-    path-anchored ``norecursedirs`` entry (a bare ``experimental`` would also hide
-    any other directory of that name), reported on the configuration file pytest
-    uses; and a stable test (under ``tests/``, outside ``tests/experimental/``)
-    that imports, at any scope, a module below ``flashinfer.experimental`` (the
-    package's own re-exported primitives are fine). Checked only when the project
-    has the stable test directory.
+    path-anchored ``norecursedirs`` entry (a bare ``experimental`` or
+    ``*/experimental`` would also hide any other directory of that name), reported
+    on the configuration file pytest uses (found in pytest's own order:
+    ``pytest.toml``, ``.pytest.toml``, ``pytest.ini``, ``.pytest.ini``,
+    ``pyproject.toml``, ``tox.ini``, ``setup.cfg``); and a stable test (under
+    ``tests/``, outside ``tests/experimental/``) that imports, at any scope and
+    also through ``pytest.importorskip``, a module below
+    ``flashinfer.experimental`` (the package's own re-exported primitives are
+    fine). Checked only when the project has the stable test directory.
     """
 
     id = "EXP008"
