@@ -166,7 +166,7 @@ class FakeGitHub:
                 fault.times -= 1
         if fault is not None:
             if fault.barrier is not None:
-                fault.barrier.wait(timeout=10)
+                fault.barrier.wait(timeout=60)  # generous: CI machines can be loaded
             if fault.delay:
                 time.sleep(fault.delay)
             if fault.status is not None:
