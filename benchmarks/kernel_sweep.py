@@ -38,7 +38,8 @@ REPS = 25
 
 G = GemmConfig
 #: GEMM variants: (block_k, stages, block_m, block_n, warps_m, warps_n, frag_pipeline,
-#: free_schedule, group_m, min_blocks). The first is the current default.
+#: free_schedule, group_m, min_blocks, wgmma, b_mn_major). The first of each kernel is its
+#: former default.
 GEMM_VARIANTS = [
     G(64, 4),
     G(64, 3),
@@ -63,6 +64,12 @@ GEMM_VARIANTS = [
     G(64, 6, 128, 128, wgmma=True),
     G(64, 4, 128, 128, wgmma=True),
     G(64, 4, 128, 256, group_m=16, wgmma=True),
+    # b read as stored ([K, N], MN-major for wgmma): no host transpose before the launch
+    G(64, 4, 128, 256, wgmma=True, b_mn_major=True),
+    G(64, 4, 128, 256, group_m=16, wgmma=True, b_mn_major=True),
+    G(64, 4, 128, 256, group_m=4, wgmma=True, b_mn_major=True),
+    G(64, 6, 128, 128, wgmma=True, b_mn_major=True),
+    G(64, 7, 128, 128, wgmma=True, b_mn_major=True),
 ]
 
 Z = GatedConfig

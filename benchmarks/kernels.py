@@ -83,7 +83,9 @@ def bench_gemm() -> None:
 def bench_gemm_pipelines() -> None:
     from flashinfer.gemm import GEMM_PIPELINES, SM90_PIPELINE, run_nvrtc
 
-    configs = ((SM90_PIPELINE,) if torch.cuda.get_device_capability() == (9, 0) else ()) + GEMM_PIPELINES
+    # on sm_90: the wgmma kernel's default and its other B form (b transposed first, or read as stored)
+    sm90 = (SM90_PIPELINE, SM90_PIPELINE._replace(b_mn_major=not SM90_PIPELINE.b_mn_major))
+    configs = (sm90 if torch.cuda.get_device_capability() == (9, 0) else ()) + GEMM_PIPELINES
     print("\n== mm_bf16 NVRTC kernel by configuration ==")
     for size in (4096, 8192):
         a = torch.randn(size, size, device="cuda", dtype=torch.bfloat16)

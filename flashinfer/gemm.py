@@ -44,6 +44,7 @@ class GemmConfig(NamedTuple):
     group_m: int = 8  # tile rows walked together, for L2 reuse (GROUP_M)
     min_blocks: int = 1  # blocks per SM the register budget must allow (MIN_BLOCKS)
     wgmma: bool = False  # csrc/gemm_bf16_sm90.cu (sm_90 only; 128 x block_n x 64 tiles, 2 warpgroups)
+    b_mn_major: bool = False  # wgmma kernel reads b as stored, [K, N] (B_MN_MAJOR); else b transposed first
 
     @property
     def threads(self) -> int:
@@ -52,7 +53,7 @@ class GemmConfig(NamedTuple):
     @property
     def name(self) -> str:
         if self.wgmma:
-            return f"sm90_128x{self.block_n}x64_s{self.stages}_g{self.group_m}"
+            return f"sm90_128x{self.block_n}x64_s{self.stages}_g{self.group_m}" + "_bmn" * self.b_mn_major
         flags = "_fp" * self.frag_pipeline + "_fs" * self.free_schedule
         return (f"{self.block_m}x{self.block_n}x{self.block_k}_s{self.stages}_w{self.warps_m}x{self.warps_n}"
                 f"_g{self.group_m}_b{self.min_blocks}{flags}")
@@ -83,7 +84,7 @@ def gemm_bf16_spec(*config) -> JitSpec:
         return JitSpec(f"gemm_bf16_{c.name}", read_source(CSRC_DIR / "gemm_bf16_sm90.cu"), [_KERNEL_SM90],
                        headers=common_headers(), archs=(90,),
                        options=["--gpu-architecture=sm_90a", f"-DBN={c.block_n}", f"-DSTAGES={c.stages}",
-                                f"-DGROUP_M={c.group_m}"])
+                                f"-DGROUP_M={c.group_m}", f"-DB_MN_MAJOR={int(c.b_mn_major)}"])
     options = [f"-DBK={c.block_k}", f"-DSTAGES={c.stages}", f"-DBM={c.block_m}", f"-DBN={c.block_n}",
                f"-DWARPS_M={c.warps_m}", f"-DWARPS_N={c.warps_n}", f"-DGROUP_M={c.group_m}",
                f"-DMIN_BLOCKS={c.min_blocks}", f"-DFRAG_PIPELINE={int(c.frag_pipeline)}"]
@@ -183,7 +184,7 @@ def run_nvrtc(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, pipeline=None
     config = GemmConfig(*(pipeline or pipeline_for(a.device)))
     spec = gemm_bf16_spec(*config)
     kernel = get_kernel(spec, spec.kernels[0], a.device)
-    if config.wgmma:  # the sm90 kernel reads B K-major: pass B transposed
+    if config.wgmma and not config.b_mn_major:  # this form reads B K-major: pass B transposed
         b = b.t().contiguous()
     tiles = -(-m // config.block_m) * -(-n // config.block_n)
     kernel.launch((tiles,), (config.threads,), [a, b, out, m, n, k], shared_mem=gemm_shared_bytes(*config))

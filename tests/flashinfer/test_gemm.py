@@ -4,6 +4,8 @@ Kernel launches are covered by test_kernels_gpu.py (GPU only); the experimental
 split-K backend by tests/experimental/splitk_gemm/.
 """
 
+import re
+
 import pytest
 import torch
 
@@ -136,6 +138,23 @@ def test_wgmma_spec_targets_sm90a_only():
     assert spec.options[0] == "--gpu-architecture=sm_90a" and "-DBN=256" in spec.options
     assert SM90 == gemm.GemmConfig(64, 4, 128, 256, wgmma=True) and not any(p.wgmma for p in gemm.GEMM_PIPELINES)
     assert SM90.threads == 256 and gemm.gemm_shared_bytes(*SM90) == 4 * (128 + 256) * 64 * 2 + 1024
+
+
+def test_mn_major_b_form_is_its_own_spec_and_compiles_without_spills():
+    """B read as stored ([K, N]) is a separate compiled form: its own macro, name and cubin,
+    with the entry point and no register spills (ptxas' report, no GPU needed)."""
+    from flashinfer.jit import compile_spec
+    from flashinfer.jit.elf import function_symbols
+
+    k_major = gemm.GemmConfig(64, 4, 128, 256, wgmma=True)
+    mn_major = k_major._replace(b_mn_major=True)
+    spec = gemm.gemm_bf16_spec(*mn_major)
+    assert "-DB_MN_MAJOR=1" in spec.options and "-DB_MN_MAJOR=0" in gemm.gemm_bf16_spec(*k_major).options
+    assert spec.name != gemm.gemm_bf16_spec(*k_major).name and spec.name.endswith("_bmn")
+    assert gemm.gemm_shared_bytes(*mn_major) == gemm.gemm_shared_bytes(*k_major)
+    kind, image, log = compile_spec(spec, 90, ["--ptxas-options=-v"])
+    assert kind == "cubin" and "fi_mm_bf16_sm90" in function_symbols(image)
+    assert re.search(r"0 bytes spill stores, 0 bytes spill loads", log), log
 
 
 def test_every_pipeline_spec_is_stable_and_distinct():

@@ -64,8 +64,10 @@ def test_mm_bf16_nvrtc_matches_float64(m, n, k):
     assert torch.isfinite(out).all() and relative_error(out, ref) < 1e-2, describe_mismatch(out, ref)
 
 
-#: The configurations a device may pick, plus both tile widths of the sm90 (wgmma) kernel.
-CONFIGS = (SM90_PIPELINE, GemmConfig(64, 6, 128, 128, wgmma=True)) + GEMM_PIPELINES
+#: The configurations a device may pick, plus both tile widths of the sm90 (wgmma) kernel,
+#: each reading B transposed (K-major) and as stored (MN-major).
+SM90_FORMS = [GemmConfig(64, s, 128, n, wgmma=True, b_mn_major=mn) for s, n in ((4, 256), (6, 128)) for mn in (False, True)]
+CONFIGS = tuple(dict.fromkeys([SM90_PIPELINE, *SM90_FORMS, *GEMM_PIPELINES]))
 
 
 @pytest.mark.parametrize("pipeline", CONFIGS, ids=lambda c: c.name)
