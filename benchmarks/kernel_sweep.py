@@ -38,8 +38,8 @@ REPS = 25
 
 G = GemmConfig
 #: GEMM variants: (block_k, stages, block_m, block_n, warps_m, warps_n, frag_pipeline,
-#: free_schedule, group_m, min_blocks, wgmma, b_mn_major). The first of each kernel is its
-#: former default.
+#: free_schedule, group_m, min_blocks, wgmma, b_mn_major). The first mma.sync row is the
+#: previous default elsewhere; the first b_mn_major row is the sm_90 default (`SM90_PIPELINE`).
 GEMM_VARIANTS = [
     G(64, 4),
     G(64, 3),
@@ -68,6 +68,7 @@ GEMM_VARIANTS = [
     G(64, 4, 128, 256, wgmma=True, b_mn_major=True),
     G(64, 4, 128, 256, group_m=16, wgmma=True, b_mn_major=True),
     G(64, 4, 128, 256, group_m=4, wgmma=True, b_mn_major=True),
+    G(64, 3, 128, 256, wgmma=True, b_mn_major=True),  # 1 slice ahead, not 2: is the kernel latency-bound?
     G(64, 6, 128, 128, wgmma=True, b_mn_major=True),
     G(64, 7, 128, 128, wgmma=True, b_mn_major=True),
 ]

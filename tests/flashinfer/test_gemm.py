@@ -136,7 +136,8 @@ def test_wgmma_spec_targets_sm90a_only():
     spec = gemm.gemm_bf16_spec(*SM90)
     assert spec.archs == (90,) and spec.kernels == ("fi_mm_bf16_sm90",)
     assert spec.options[0] == "--gpu-architecture=sm_90a" and "-DBN=256" in spec.options
-    assert SM90 == gemm.GemmConfig(64, 4, 128, 256, wgmma=True) and not any(p.wgmma for p in gemm.GEMM_PIPELINES)
+    assert SM90 == gemm.GemmConfig(64, 4, 128, 256, wgmma=True, b_mn_major=True)
+    assert not any(p.wgmma for p in gemm.GEMM_PIPELINES)
     assert SM90.threads == 256 and gemm.gemm_shared_bytes(*SM90) == 4 * (128 + 256) * 64 * 2 + 1024
 
 
