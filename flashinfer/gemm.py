@@ -18,6 +18,7 @@ import torch
 
 from .api_logging import flashinfer_api
 from .experimental.splitk_gemm.support import check_splitk
+from .gemm_layout import check_16_byte_operands
 from .jit import CSRC_DIR, JitSpec, common_headers, read_source
 from .utils import CPU_COMPUTE_CAPABILITY, backend_requirement, supported_compute_capability
 
@@ -132,13 +133,7 @@ def _check_torch(a, b, out=None, backend="auto") -> bool:
 
 @supported_compute_capability(NVRTC_CAPABILITIES)
 def _check_nvrtc(a, b, out=None, backend="auto") -> bool:
-    tensors = (a, b) if out is None else (a, b, out)
-    if not all(t.is_contiguous() for t in tensors):
-        raise ValueError("mm_bf16 backend 'nvrtc' needs contiguous a, b and out")
-    if a.shape[1] % 8 or b.shape[1] % 8:
-        raise ValueError(f"mm_bf16 backend 'nvrtc' needs K and N divisible by 8 (16-byte rows), got K={a.shape[1]}, N={b.shape[1]}")
-    if any(t.data_ptr() % 16 for t in tensors):
-        raise ValueError("mm_bf16 backend 'nvrtc' needs 16-byte aligned a, b and out")
+    check_16_byte_operands("nvrtc", a, b, out)
     return True
 
 

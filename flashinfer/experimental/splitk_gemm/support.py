@@ -9,6 +9,7 @@ from __future__ import annotations
 import torch
 
 from flashinfer.experimental import experimental_backend
+from flashinfer.gemm_layout import check_16_byte_operands
 from flashinfer.utils import CPU_COMPUTE_CAPABILITY, supported_compute_capability
 
 __all__ = ["MAX_M", "check_splitk"]
@@ -24,11 +25,5 @@ def check_splitk(a: torch.Tensor, b: torch.Tensor, out=None, backend="auto") -> 
     if a.shape[0] > MAX_M:
         raise ValueError(f"mm_bf16 backend 'splitk' handles M <= {MAX_M} rows of a, got M={a.shape[0]}")
     if a.is_cuda:
-        tensors = (a, b) if out is None else (a, b, out)
-        if not all(t.is_contiguous() for t in tensors):
-            raise ValueError("mm_bf16 backend 'splitk' needs contiguous a, b and out")
-        if a.shape[1] % 8 or b.shape[1] % 8:
-            raise ValueError(f"mm_bf16 backend 'splitk' needs K and N divisible by 8, got K={a.shape[1]}, N={b.shape[1]}")
-        if any(t.data_ptr() % 16 for t in tensors):
-            raise ValueError("mm_bf16 backend 'splitk' needs 16-byte aligned a, b and out")
+        check_16_byte_operands("splitk", a, b, out)
     return True
