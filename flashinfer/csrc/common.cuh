@@ -95,6 +95,21 @@ __device__ __forceinline__ void rmsnorm_row(const uint4* __restrict__ xr, const 
     apply(xr[v], WITH_GATE ? gr[v] : make_uint4(0u, 0u, 0u, 0u), v, scale);
 }
 
+// cp.async helpers shared by the GEMM kernels (sm_80+).
+__device__ __forceinline__ unsigned shared_address(const void* p) {
+  return (unsigned)__cvta_generic_to_shared(p);
+}
+
+// 16-byte global -> shared copy; copies zeros when !valid (src-size 0).
+__device__ __forceinline__ void copy16_async(unsigned dst, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
+}
+
+__device__ __forceinline__ void commit_copies() { asm volatile("cp.async.commit_group;\n" ::); }
+
+template <int N>
+__device__ __forceinline__ void wait_copies() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
 // D += A * B for one m16n8k16 tile: bf16 operands, fp32 accumulators.
 // Not volatile under FI_MMA_FREE_SCHEDULE (a pure register operation), so the
 // compiler may reorder it against the ldmatrix loads.

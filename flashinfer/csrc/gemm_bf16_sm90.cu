@@ -40,19 +40,6 @@
 #define STAGE_BYTES (A_TILE_BYTES + B_TILE_BYTES)
 static_assert(STAGES >= 3, "the pipeline keeps one wgmma group in flight");
 
-__device__ __forceinline__ unsigned shared_address(const void* p) {
-  return (unsigned)__cvta_generic_to_shared(p);
-}
-
-__device__ __forceinline__ void copy16_async(unsigned dst, const void* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
-}
-
-__device__ __forceinline__ void commit_copies() { asm volatile("cp.async.commit_group;\n" ::); }
-
-template <int N>
-__device__ __forceinline__ void wait_copies() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
-
 // Shared-memory matrix descriptor, 128-byte swizzle: `stride` bytes between groups of
 // 8 rows, `leading` bytes between 64-element blocks along a row (MN-major only;
 // K-major swizzled layouts ignore it). Both fields count 16-byte units.
