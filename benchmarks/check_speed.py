@@ -4,7 +4,8 @@
 
 Get the tree with ``pip download --no-deps flashinfer-python==0.7.4`` and unzip the
 wheel into a folder outside this repository (never install it here). Four runs,
-each a fresh ``python -m policy_checks run`` process, timed from the outside:
+each a fresh ``python -m policy_checks run`` process, timed from the outside, with
+the cache in a fresh temporary directory (removed afterwards):
 
 - cold: no cache directory;
 - warm: the cache from the cold run, nothing changed;
@@ -21,18 +22,18 @@ import argparse
 import json
 import os
 import resource
-import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 
 
-def timed_run(root: Path, jobs: int, *extra: str) -> tuple:
+def timed_run(root: Path, jobs: int, cache: str, *extra: str) -> tuple:
     command = [sys.executable, "-m", "policy_checks", "run", "--root", str(root), "--format", "json",
-               "--jobs", str(jobs), "--exit-zero", *extra]
+               "--jobs", str(jobs), "--exit-zero", "--cache-dir", cache, *extra]
     environment = {**os.environ, "PYTHONPATH": str(REPOSITORY)}
     start = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True, env=environment, check=True)
@@ -50,20 +51,19 @@ def main() -> None:
     root = args.root.resolve()
     if not (root / "flashinfer" / "__init__.py").is_file():
         sys.exit(f"{root} holds no flashinfer package; see this script's docstring")
-    shutil.rmtree(root / ".policy-check-cache", ignore_errors=True)
-
-    cold = timed_run(root, args.jobs)
-    warm = timed_run(root, args.jobs)
-    changed_path = root / args.changed
-    original = changed_path.read_bytes()
-    stat = changed_path.stat()
-    try:
-        changed_path.write_bytes(original + b"\n# benchmark edit\n")
-        one = timed_run(root, args.jobs)
-    finally:
-        changed_path.write_bytes(original)
-        os.utime(changed_path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
-    no_cache = timed_run(root, args.jobs, "--no-cache")
+    with tempfile.TemporaryDirectory(prefix="policy-check-bench-") as cache:
+        cold = timed_run(root, args.jobs, cache)
+        warm = timed_run(root, args.jobs, cache)
+        changed_path = root / args.changed
+        original = changed_path.read_bytes()
+        stat = changed_path.stat()
+        try:
+            changed_path.write_bytes(original + b"\n# benchmark edit\n")
+            one = timed_run(root, args.jobs, cache)
+        finally:
+            changed_path.write_bytes(original)
+            os.utime(changed_path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+        no_cache = timed_run(root, args.jobs, cache, "--no-cache")
     peak_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 
     print(f"tree: {root}  jobs: {args.jobs}  CPUs: {os.cpu_count()}")

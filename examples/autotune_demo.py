@@ -11,11 +11,14 @@ demo:
 3. loads, with the gate unset, a cache whose winner is ``splitk`` (as a machine
    with the gate set would save it): the entry is skipped with one warning and
    ``torch`` runs;
-4. applies a trace-apply configuration pinning the problem to ``splitk``: a
-   deployer's explicit choice, so it runs without the gate (no second
-   ExperimentalWarning: it is once per (API, backend) pair, and step 2 gave it),
-   and a pin to ``nvrtc``, which cannot run on a CPU, falls back to automatic
-   selection with a warning.
+4. applies, with the gate unset, a trace-apply configuration pinning the
+   problem to ``splitk`` and every other problem to ``nvrtc``: the ``splitk``
+   pin is skipped with one warning naming the gate, so ``torch`` runs; the
+   ``nvrtc`` pin cannot run on a CPU and falls back to automatic selection with
+   a warning;
+5. applies the same configuration with the gate set: now the ``splitk`` pin runs
+   (no second ExperimentalWarning: it is once per (API, backend) pair, and step
+   2 gave it).
 
 Run: ``python examples/autotune_demo.py``
 """
@@ -80,7 +83,7 @@ def main() -> None:
     mm(a, b)
     print(f"   {ran(mm)}")
 
-    print("\n4. trace-apply: pin the problem to splitk, and every other problem to nvrtc")
+    print("\n4. trace-apply with the gate unset: pin the problem to splitk, every other one to nvrtc")
     (folder / "pins.toml").write_text(
         f'[[pin]]\napi = "flashinfer.gemm.mm_bf16"\nkey = {json.dumps(key)}\nbackend = "splitk"\n\n'
         '[[pin]]\napi = "flashinfer.gemm.mm_bf16"\nbackend = "nvrtc"\n'
@@ -90,6 +93,13 @@ def main() -> None:
     print(f"   {ran(mm)}")
     mm(a[:2], b)
     print(f"   another problem (M = 2): {ran(mm)}")
+
+    print("\n5. the same trace-apply configuration, applied with the gate set")
+    os.environ[GATE] = "1"
+    flashinfer.apply_trace_config(folder / "pins.toml")
+    mm(a, b)
+    print(f"   {ran(mm)}")
+    del os.environ[GATE]
 
 
 if __name__ == "__main__":

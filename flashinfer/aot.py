@@ -5,8 +5,10 @@ kernels are JIT-only (SPEC §1.5): `register` refuses any spec that is
 experimental, including one created under ``flashinfer.experimental`` that
 claims otherwise. A build writes ordinary JIT cache entries (plus a
 ``manifest.json``) into the output directory, so pointing
-``FLASHINFER_JIT_CACHE_DIR`` at it makes the first call warm. NVRTC needs no
-GPU, so this runs on any machine.
+``FLASHINFER_JIT_CACHE_DIR`` at it makes the first call warm for the user who
+built it, and for every user when root built it (the cache loads only entries
+owned by its own user or root, writable by nobody else; see
+`flashinfer.jit.cache`). NVRTC needs no GPU, so this runs on any machine.
 """
 
 from __future__ import annotations

@@ -11,9 +11,10 @@ unset since, or the backend's checker rejects this call) is ignored.
 Winners are saved to and loaded from a JSON cache file. Loading is defensive: an
 entry is skipped (and the call falls back to the stable choice) when its API,
 backend or feature no longer exists, when its backend is experimental while the
-gate is unset, or when it is malformed; a file that cannot be read is ignored.
-Each load reports what it skipped in one `TuningConfigWarning`. Nothing here
-raises inside a dispatch.
+gate is unset, or when it is malformed; a file that cannot be read or parsed
+(also one nested too deeply, larger than `MAX_CONFIG_BYTES`, or not a regular
+file) is ignored. Each load reports what it skipped in one `TuningConfigWarning`.
+Nothing here raises inside a dispatch, and loading never raises on bad content.
 
 The tuning hook is `flashinfer.utils.tuned_choice_hook`; this module installs it
 when imported. ``FLASHINFER_AUTOTUNE_CACHE=<path>`` loads a cache at that moment
@@ -32,6 +33,7 @@ import inspect
 import json
 import math
 import os
+import stat
 import statistics
 import sys
 import tempfile
@@ -45,6 +47,7 @@ from torch import Tensor
 
 from . import utils
 from .api_logging import EXPERIMENTAL_AUTO_ENV_VAR, _OnceRegistry, experimental_auto_backends_allowed
+from .safe_io import read_regular_file
 from .utils import BackendDispatch
 
 __all__ = [
@@ -64,6 +67,9 @@ __all__ = [
 AUTOTUNE_CACHE_ENV_VAR = "FLASHINFER_AUTOTUNE_CACHE"
 CACHE_FORMAT = "flashinfer-autotune-cache"
 CACHE_SCHEMA_VERSION = 1
+#: The most bytes read from an autotune cache or trace-apply file (64 MiB, about
+#: 250,000 cache entries); a longer file is ignored whole.
+MAX_CONFIG_BYTES = 64 << 20
 
 #: Untimed runs, then timed runs, per candidate; the median timed run decides.
 WARMUP_RUNS = 2
@@ -162,9 +168,13 @@ def freeze_key(value: Any) -> Any:
     """A problem key read from JSON or TOML (lists) in the hashable tuple form.
 
     Raises `TypeError` for a key holding a table (a dict), which no key function
-    returns; loaders count such an entry as malformed.
+    returns, or nested too deeply to convert; loaders count such an entry as
+    malformed.
     """
-    frozen = _tuples(value)
+    try:
+        frozen = _tuples(value)
+    except RecursionError:
+        raise TypeError("problem key nested too deeply") from None
     hash(frozen)
     return frozen
 
@@ -498,15 +508,23 @@ class LoadSummary:
         warnings.warn(message, TuningConfigWarning, stacklevel=3)
 
 
+#: Why an entry naming an experimental backend is skipped while the gate is unset.
+GATE_UNSET_REASON = f"experimental, while {EXPERIMENTAL_AUTO_ENV_VAR} is unset"
+
+
 def read_document(path: str | os.PathLike, summary: LoadSummary) -> Optional[dict]:
-    """The file's top-level JSON (or, for ``.toml``, TOML) table, or None with ``summary.error`` set."""
+    """The file's top-level JSON (or, for ``.toml``, TOML) table, or None with ``summary.error`` set.
+
+    The file is untrusted: at most `MAX_CONFIG_BYTES` are read, a FIFO or device
+    is refused without blocking, and no parse failure escapes.
+    """
     try:
-        with open(path, "rb") as file:
-            data = file.read()
-    except OSError as error:
+        data = read_regular_file(path, MAX_CONFIG_BYTES)
+    except OSError as error:  # also RefusedFileError: not a regular file, too large
         summary.error = f"cannot be read ({error.strerror or error})"
         return None
     is_toml = os.fspath(path).endswith(".toml")
+    language = "TOML" if is_toml else "JSON"
     try:
         if is_toml:
             try:
@@ -518,12 +536,39 @@ def read_document(path: str | os.PathLike, summary: LoadSummary) -> Optional[dic
         else:
             document = json.loads(data)
     except ValueError as error:  # JSON, TOML and UTF-8 decoding errors alike
-        summary.error = f"not valid {'TOML' if is_toml else 'JSON'} (truncated or corrupt?): {error}"
+        summary.error = f"not valid {language} (truncated or corrupt?): {error}"
+        return None
+    except RecursionError:  # the parsers recurse once per level of nesting
+        summary.error = f"not loadable: its {language} is nested too deeply"
+        return None
+    except Exception as error:  # whatever else a parser raises
+        summary.error = f"not loadable {language} ({type(error).__name__}: {error})"
         return None
     if not isinstance(document, dict):
         summary.error = f"expected a JSON object at the top level, found {type(document).__name__}"
         return None
     return document
+
+
+def load_each(entries: list, load_entry: Callable[[Any], None], summary: LoadSummary) -> None:
+    """``load_entry(entry)`` for each entry; one it fails on is skipped as malformed.
+
+    The loaders check entries field by field; this is the net for what no check
+    foresaw, so that one odd entry neither stops a load nor escapes it.
+    """
+    for entry in entries:
+        try:
+            load_entry(entry)
+        except Exception as error:  # a failure no check foresaw: skip, never raise
+            summary.skip("malformed entries", f"{describe(entry)} ({type(error).__name__})")
+
+
+def describe(value: Any, limit: int = 60) -> str:
+    """The start of ``repr(value)`` for a message; a value too deep to repr is named by type."""
+    try:
+        return repr(value)[:limit]
+    except Exception:  # RecursionError for deeply nested input
+        return f"<a deeply nested {type(value).__name__}>"
 
 
 def resolve_entry(name: str, backend: str, summary: LoadSummary) -> Optional[BackendDispatch]:
@@ -589,7 +634,7 @@ def save_autotune_cache(path: str | os.PathLike) -> int:
     )
     try:
         if hasattr(os, "fchmod"):  # mkstemp makes the file private (0600); a cache is shared
-            os.fchmod(descriptor, os.stat(path).st_mode & 0o777 if os.path.exists(path) else 0o644)
+            os.fchmod(descriptor, _mode_to_keep(path))
         with os.fdopen(descriptor, "w", encoding="utf-8") as file:
             file.write(text)
             file.flush()
@@ -600,6 +645,16 @@ def save_autotune_cache(path: str | os.PathLike) -> int:
             os.unlink(temporary)
         raise
     return len(records)
+
+
+def _mode_to_keep(path: str) -> int:
+    """The permissions of the file being replaced; 0o644 for a new file or a non-file
+    (a FIFO or a symlink to a device must not lend the cache its mode)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return 0o644
+    return stat.S_IMODE(info.st_mode) if stat.S_ISREG(info.st_mode) else 0o644
 
 
 def load_autotune_cache(path: str | os.PathLike) -> LoadSummary:
@@ -619,8 +674,7 @@ def load_autotune_cache(path: str | os.PathLike) -> LoadSummary:
             summary.error = _cache_header_problem(document)
         if summary.error is None:
             gate_set = experimental_auto_backends_allowed()
-            for record in document["entries"]:
-                _load_entry(record, gate_set, summary)
+            load_each(document["entries"], lambda record: _load_entry(record, gate_set, summary), summary)
     summary.warn("autotune cache")
     return summary
 
@@ -641,10 +695,10 @@ def _gc_paused() -> Iterator[None]:
 def _cache_header_problem(document: dict) -> Optional[str]:
     """Why a parsed file is not a cache this version reads, or None."""
     if document.get("format") != CACHE_FORMAT:
-        return f"not a FlashInfer autotune cache (format {document.get('format')!r})"
+        return f"not a FlashInfer autotune cache (format {describe(document.get('format'))})"
     if document.get("schema_version") != CACHE_SCHEMA_VERSION:
         return (
-            f"schema version {document.get('schema_version')!r} is not supported "
+            f"schema version {describe(document.get('schema_version'))} is not supported "
             f"(this FlashInfer reads version {CACHE_SCHEMA_VERSION})"
         )
     if not isinstance(document.get("entries"), list):
@@ -660,7 +714,7 @@ def _load_entry(record: Any, gate_set: bool, summary: LoadSummary) -> None:
         or not isinstance(record["backend"], str)
         or not isinstance(record["tuned_at"], str)
     ):
-        summary.skip("malformed entries", repr(record)[:60])
+        summary.skip("malformed entries", describe(record))
         return
     name, backend, tuned_at = record["api"], record["backend"], record["tuned_at"]
     what = f"{name}:{backend}"
@@ -678,7 +732,7 @@ def _load_entry(record: Any, gate_set: bool, summary: LoadSummary) -> None:
         summary.skip("of an experimental feature that no longer exists", what)
     elif backend in dispatch.experimental_backends and not gate_set:
         _dormant[(name, key)] = record
-        summary.skip(f"experimental, while {EXPERIMENTAL_AUTO_ENV_VAR} is unset", what)
+        summary.skip(GATE_UNSET_REASON, what)
     elif record["tactic"] is not None:
         summary.skip("with a tactic the backend does not take", what)
     else:

@@ -1,10 +1,13 @@
 """Trace-apply: a deployer's configuration that pins an API's problems to backends.
 
 A pin replaces automatic selection (``backend="auto"``) for one (API, problem key),
-or for every problem of the API when the entry has no key. Pinning is the
-deployer's explicit choice, as ``backend=`` is the caller's, so it may name an
-experimental backend without the gate (warning `ExperimentalWarning` once per
-(API, backend)). Calls that pass ``backend=`` themselves are not affected.
+or for every problem of the API when the entry has no key. It takes part in
+automatic selection, so the experimental gate governs it as it governs a tuned
+winner of the autotune cache: a pin of an experimental backend is skipped when
+the file is applied while ``FLASHINFER_ALLOW_EXPERIMENTAL_AUTO_BACKENDS`` is
+unset, and ignored by calls made while the gate is unset since; with the gate
+set it runs (warning `ExperimentalWarning` once per (API, backend)). Calls that
+pass ``backend=`` themselves are not affected.
 
 Format (TOML, or the same structure as JSON)::
 
@@ -17,7 +20,8 @@ Format (TOML, or the same structure as JSON)::
 Problem keys are those of `flashinfer.autotuner` (see `problem_key`). An entry
 whose API or backend no longer exists is skipped when the file is applied; a pin
 that does not fit a call (capability or checks) is ignored for that call. Both
-say so once, and the call falls back to automatic selection.
+say so once, and the call falls back to automatic selection. A file is read as
+`flashinfer.autotuner` reads caches: bad content never raises.
 
 The dispatch reaches pins through `flashinfer.utils.pinned_backend_hook`, which
 this module installs when imported. ``FLASHINFER_TRACE_APPLY=<path>`` applies a
@@ -34,12 +38,15 @@ from typing import Any, Dict, Optional
 from torch import Tensor
 
 from . import utils
-from .api_logging import _OnceRegistry
+from .api_logging import EXPERIMENTAL_AUTO_ENV_VAR, _OnceRegistry, experimental_auto_backends_allowed
 from .autotuner import (
+    GATE_UNSET_REASON,
     LoadSummary,
     TuningConfigWarning,
+    describe,
     freeze_key,
     key_of,
+    load_each,
     load_from_environment,
     read_document,
     resolve_entry,
@@ -74,8 +81,9 @@ def apply_trace_config(path: str | os.PathLike) -> LoadSummary:
 
     Later pins of the same (API, key) replace earlier ones. Never raises on bad
     content: a file that cannot be read or parsed is ignored, and entries that
-    are malformed or name an API or backend that no longer exists are skipped;
-    one `TuningConfigWarning` says what was skipped.
+    are malformed, name an API or backend that no longer exists, or name an
+    experimental backend while ``FLASHINFER_ALLOW_EXPERIMENTAL_AUTO_BACKENDS`` is
+    unset are skipped; one `TuningConfigWarning` says what was skipped.
     """
     summary = LoadSummary(os.fspath(path))
     document = read_document(path, summary)
@@ -84,26 +92,26 @@ def apply_trace_config(path: str | os.PathLike) -> LoadSummary:
         pins = document.get("pin", [])
         if version != CONFIG_VERSION:
             summary.error = (
-                f"version {version!r} is not supported (this FlashInfer reads version "
+                f"version {describe(version)} is not supported (this FlashInfer reads version "
                 f"{CONFIG_VERSION})"
             )
         elif not isinstance(pins, list):
             summary.error = "'pin' must be a list of tables ([[pin]] in TOML)"
         else:
-            for entry in pins:
-                _add_pin(entry, summary)
+            gate_set = experimental_auto_backends_allowed()
+            load_each(pins, lambda entry: _add_pin(entry, gate_set, summary), summary)
     summary.warn("trace-apply config")
     return summary
 
 
-def _add_pin(entry: Any, summary: LoadSummary) -> None:
+def _add_pin(entry: Any, gate_set: bool, summary: LoadSummary) -> None:
     if (
         not isinstance(entry, dict)
         or not isinstance(entry.get("api"), str)
         or not isinstance(entry.get("backend"), str)
         or not _PIN_FIELDS.issuperset(entry)
     ):
-        summary.skip("malformed entries (need api and backend, optional key)", repr(entry)[:60])
+        summary.skip("malformed entries (need api and backend, optional key)", describe(entry))
         return
     name, backend = entry["api"], entry["backend"]
     try:
@@ -113,6 +121,9 @@ def _add_pin(entry: Any, summary: LoadSummary) -> None:
         return
     dispatch = resolve_entry(name, backend, summary)
     if dispatch is None:
+        return
+    if backend in dispatch.experimental_backends and not gate_set:
+        summary.skip(GATE_UNSET_REASON, f"{name}:{backend}")
         return
     pins = _pins.get(dispatch)
     if pins is None:
@@ -144,8 +155,10 @@ def _fits(dispatch: BackendDispatch, backend: str, arguments: dict) -> bool:
 def pinned_backend(dispatch: BackendDispatch, arguments: dict) -> Optional[str]:
     """`flashinfer.utils.pinned_backend_hook`: the pinned backend of this call, or None.
 
-    Never raises: a pin that cannot be looked up or does not fit is ignored (said
-    once per API and backend) and the call uses automatic selection.
+    Never raises: a pin that cannot be looked up, does not fit, or is of an
+    experimental backend while the gate is unset (read per call, as for a tuned
+    winner) is ignored (said once per API, backend and reason) and the call uses
+    automatic selection.
     """
     pins = _pins.get(dispatch)
     if pins is None:
@@ -156,9 +169,14 @@ def pinned_backend(dispatch: BackendDispatch, arguments: dict) -> Optional[str]:
             backend = pins.by_key.get(key_of(dispatch, arguments))
         if backend is None:
             backend = pins.any_key
-        if backend is None or _fits(dispatch, backend, arguments):
+        if backend is None:
+            return None
+        if backend in dispatch.experimental_backends and not experimental_auto_backends_allowed():
+            problem = f"is skipped: the backend is experimental and {EXPERIMENTAL_AUTO_ENV_VAR} is not set"
+        elif _fits(dispatch, backend, arguments):
             return backend
-        problem = "does not fit this call (compute capability or the backend's checks)"
+        else:
+            problem = "does not fit this call (compute capability or the backend's checks)"
     except Exception as error:
         problem = f"could not be looked up ({type(error).__name__}: {error})"
     if _warned.first((pins.name, backend, problem)):

@@ -58,7 +58,8 @@ CPU_COMPUTE_CAPABILITY = 0
 #   winner for this call's problem; ignored unless it is one of `candidates`, so
 #   tuning can never bring in a backend the gate dropped.
 # - pinned_backend(dispatch, bound) -> backend name or None: a deployer's
-#   trace-apply pin, already validated like an explicit ``backend=``; run by
+#   trace-apply pin, already validated like an explicit ``backend=`` and, if
+#   experimental, let through by the gate (the hook reads it per call); run by
 #   `BackendDispatch._run_pinned` (warns if experimental).
 # Until those modules are imported, both hooks are one-shot stand-ins: the first
 # automatic call imports each module whose environment variable is set
@@ -227,7 +228,7 @@ def __call__(_fi_self, {call_params}):
         if _fi_hooks.pinned_backend_hook is not None and not skip_check:
             _fi_bound = {bound}
             _fi_pin = _fi_hooks.pinned_backend_hook(_fi_self, _fi_bound)
-            if _fi_pin is not None:  # a trace-apply pin: explicit, so no gate
+            if _fi_pin is not None:  # a trace-apply pin (the hook applied the gate)
                 return _fi_self._run_pinned(_fi_pin, _fi_cc, _fi_bound, {args}, {kwargs})
         _fi_viable, _fi_dropped = _fi_auto(_fi_cc, {call})
         if _fi_hooks.tuned_choice_hook is not None and len(_fi_viable) > 1:
@@ -503,7 +504,7 @@ class BackendDispatch:
         self._check_common_only(cc, bound)
 
     def _run_pinned(self, backend: str, cc: Optional[int], bound: dict, args: tuple, kwargs: dict) -> Any:
-        """Run a trace-apply pin (the hook validated it) as an explicit ``backend=``.
+        """Run a trace-apply pin (the hook validated and gated it) as an explicit ``backend=``.
 
         The pin is the call's only candidate, and the body gets it as ``backend``.
         """

@@ -1,25 +1,41 @@
-"""Facts by content hash, kept under the project root between runs.
+"""Facts by content hash, kept between runs outside the checked tree.
 
 One JSON file maps a key (hash of the facts version, the file's path and its
-bytes) to that file's facts. JSON, not pickle: the cache lives in the checked tree,
-where a pull request could plant one, and loading JSON runs no code. A key never outlives the bytes it was computed from,
-so the cache cannot change a result, only skip work. Writes go to a temporary
-file renamed into place, so two runs sharing the cache never see a half-written
-file (the last writer wins, and both versions are valid). An unreadable or
-corrupt cache is ignored with a warning.
+bytes) to that file's facts. The key proves only which bytes an entry claims to
+describe, not that the facts are true: whoever can write the cache decides what
+the checker believes. So the cache never comes from the tree being checked (a
+pull request could plant one, and CI and the pre-commit hook check a pull
+request's tree): it lives in the user's cache directory, one subdirectory per
+project (a hash of the root's resolved path), or under ``--cache-dir`` /
+``$POLICY_CHECK_CACHE_DIR``. A location inside the project is used only when git
+ignores it and tracks nothing in it; any other is refused with a warning and the
+run goes on without a cache, so the result is the one ``--no-cache`` gives.
+
+The file is still input: it is read without following a symbolic link, only when
+it is a regular file and at most `MAX_BYTES` long, and as JSON (loading JSON runs
+no code). Writes go to a temporary file renamed into place, so two runs sharing
+the cache never see a half-written file (the last writer wins, and both versions
+are valid). An unreadable or corrupt cache is ignored with a warning.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
-import os
 import json
+import os
+import stat
+import subprocess
 import tempfile
 from pathlib import Path
+from typing import Optional
+
+import platformdirs
 
 from .facts import FACTS_VERSION, FileFacts, from_data, to_data
 
-DIRECTORY = ".policy-check-cache"
+ENVIRONMENT = "POLICY_CHECK_CACHE_DIR"
+MAX_BYTES = 64 * 1024 * 1024  # about 30,000 files' facts; a bigger file is refused unread
 _FILE = f"facts-v{FACTS_VERSION}.json"
 
 
@@ -32,28 +48,76 @@ def key(rel: str, data: bytes, variant: str = "") -> bytes:
     return digest.digest()[:16]
 
 
+def location(root: Path, base=None) -> Path:
+    """The cache directory of the project at `root`: a subdirectory of `base`, else
+    of ``$POLICY_CHECK_CACHE_DIR``, else of the user's cache directory, named by a
+    hash of the root (projects never share a file, so none evicts another's facts)."""
+    base = base or os.environ.get(ENVIRONMENT) or platformdirs.user_cache_dir("policy-check")
+    project = hashlib.sha256(os.fsencode(Path(root).resolve())).hexdigest()[:16]
+    return Path(base).expanduser().resolve() / project
+
+
+def refusal(root: Path, directory: Path) -> Optional[str]:
+    """Why the project at `root` must not keep its cache in `directory` (what
+    `location` gives), or None.
+
+    Outside the project: None. Inside it, git must ignore the cache file and track
+    nothing in the directory chosen for caches (`directory`'s parent): then no
+    checkout (of a pull request, say) can have put anything there. Without git there
+    is no telling, so it is refused.
+    """
+    root = Path(root).resolve()
+    try:
+        inside = directory.relative_to(root)
+    except ValueError:
+        return None
+    try:
+        tracked = _git(root, "ls-files", "-z", "--", inside.parent.as_posix())
+        ignored = _git(root, "check-ignore", "-q", "--", (inside / _FILE).as_posix(), check=False).returncode == 0
+    except (OSError, subprocess.SubprocessError) as error:  # not a repository, no git, ...
+        detail = error.stderr.decode(errors="replace").strip() if isinstance(error, subprocess.CalledProcessError) else error
+        return f"it is inside the project and git cannot say that no checkout put it there ({detail})"
+    if tracked.stdout:
+        return "it is inside the project and git tracks files in it"
+    if not ignored:
+        return "it is inside the project and git does not ignore it"
+    return None
+
+
+def _git(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    """Bytes out: tracked names need not be UTF-8."""
+    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, check=check, timeout=60)
+
+
 class FactsCache:
-    def __init__(self, root: Path, enabled: bool = True):
-        self.path = root / DIRECTORY / _FILE
-        self.enabled = enabled
+    def __init__(self, root: Path, enabled: bool = True, directory=None):
         self.entries: dict = {}
         self.used: set = set()
         self.dirty = False
-        self.warning = None
+        self.warnings: list = []
+        self.path = None
+        if enabled:
+            where = location(root, directory)
+            problem = refusal(root, where)
+            if problem:
+                self.warnings.append(f"not using the cache in {where}: {problem}; running without a cache")
+                enabled = False
+            else:
+                self.path = where / _FILE
+        self.enabled = enabled
         if enabled:
             self._load()
 
     def _load(self) -> None:
         try:
-            with open(self.path, "rb") as handle:
-                stored = json.load(handle)
+            stored = json.loads(_read_bounded(self.path))
             if not isinstance(stored, dict):
                 raise ValueError("not a mapping")
             self.entries = {bytes.fromhex(k): v for k, v in stored.items()}
         except FileNotFoundError:
             pass
         except Exception as error:  # any corruption: start afresh
-            self.warning = f"ignoring unreadable cache {self.path}: {type(error).__name__}: {error}"
+            self.warnings.append(f"ignoring unreadable cache {self.path}: {type(error).__name__}: {error}")
 
     def get(self, k: bytes, complete: bool = False):
         """Facts stored under `k` (complete ones if `complete`), or None."""
@@ -83,19 +147,56 @@ class FactsCache:
         entries = self.entries
         if len(entries) > 2 * len(self.used):
             entries = {k: v for k, v in entries.items() if k in self.used}
+        stored = {k.hex(): to_data(v) if isinstance(v, FileFacts) else v for k, v in entries.items()}
+        data = json.dumps(stored, separators=(",", ":")).encode()
+        if len(data) > MAX_BYTES:
+            self.warnings.append(f"not writing cache {self.path}: {len(data)} bytes, more than the {MAX_BYTES} it may hold")
+            return
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            gitignore = self.path.parent / ".gitignore"
-            if not gitignore.exists():
-                gitignore.write_text("*\n")
+            _private_directories(self.path.parent)
             fd, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=".tmp-")
             try:
-                stored = {k.hex(): to_data(v) if isinstance(v, FileFacts) else v for k, v in entries.items()}
-                with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                    json.dump(stored, handle, separators=(",", ":"))
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(data)
                 os.replace(temporary, self.path)
             except BaseException:
                 os.unlink(temporary)
                 raise
         except OSError as error:
-            self.warning = f"cannot write cache {self.path}: {error}"
+            self.warnings.append(f"cannot write cache {self.path}: {error}")
+
+
+def _read_bounded(path: Path) -> bytes:
+    """The bytes of the regular file `path` (not through a symbolic link, never
+    blocking on a FIFO), at most `MAX_BYTES` of them."""
+    if not hasattr(os, "O_NOFOLLOW") and path.is_symlink():
+        raise ValueError("a symbolic link")
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise ValueError("a symbolic link") from None
+        raise
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError("not a regular file")
+        data = handle.read(MAX_BYTES + 1) if info.st_size <= MAX_BYTES else b""
+    if len(data) > MAX_BYTES or info.st_size > MAX_BYTES:
+        raise ValueError(f"larger than {MAX_BYTES} bytes")
+    return data
+
+
+def _private_directories(directory: Path) -> None:
+    """Create `directory` and any missing parents, each readable by this user only
+    (``mkdir(parents=True)`` would give the parents the default mode)."""
+    missing = []
+    while not directory.is_dir():
+        missing.append(directory)
+        directory = directory.parent
+    for path in reversed(missing):
+        try:
+            path.mkdir(mode=0o700)
+        except FileExistsError:
+            pass

@@ -33,12 +33,15 @@ def _doc(rule) -> str:
 @click.option("--select", default="", help="Comma-separated rule ids or prefixes to check (default: all).")
 @click.option("--ignore", default="", help="Comma-separated rule ids or prefixes to skip.")
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes (default: CPUs).")
-@click.option("--no-cache", is_flag=True, help="Neither read nor write .policy-check-cache/.")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the facts cache.")
+@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=None, metavar="DIR",
+              help="Keep the facts cache under DIR (default: $POLICY_CHECK_CACHE_DIR, else the user's cache "
+                   "directory). Inside the project only if git ignores it and tracks nothing in it.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @click.option("--statistics", is_flag=True, help="Also count findings per rule.")
 @click.option("--root", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
               help="Project root (default: nearest pyproject.toml with [tool.policy-check], or a flashinfer checkout).")
-def run(paths, output_format, select, ignore, jobs, no_cache, exit_zero, statistics, root):
+def run(paths, output_format, select, ignore, jobs, no_cache, cache_dir, exit_zero, statistics, root):
     """Check the project (or only report findings under PATHS)."""
     try:
         root = root.resolve() if root else find_root(Path(paths[0]) if paths else Path.cwd())
@@ -48,7 +51,7 @@ def run(paths, output_format, select, ignore, jobs, no_cache, exit_zero, statist
             raise ConfigError(f"--select/--ignore: unknown rule id {unknown!r}")
         result = run_checks(
             root, settings, paths=paths, select=_ids(select), ignore=_ids(ignore),
-            jobs=jobs, use_cache=not no_cache,
+            jobs=jobs, use_cache=not no_cache, cache_dir=cache_dir,
         )
     except (ConfigError, ValueError) as error:
         click.echo(f"policy-check: error: {error}", err=True)

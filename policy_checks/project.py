@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,9 @@ from .config import Settings
 from .facts import FileFacts, Import
 
 _GLOB_CHARS = set("*?[")
+NOT_UTF8 = "name is not valid UTF-8"
+# Python decodes bytes of a name that are not UTF-8 to lone surrogates (PEP 383)
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass
@@ -82,6 +86,9 @@ def walk_python_files(root: Path, top: str, exclude, problems: list) -> Iterator
                 pass
             if not entry.name.endswith(".py"):
                 continue
+            if not is_utf8(rel):  # no module has such a name, and no report could carry it
+                problems.append((rel, NOT_UTF8))
+                continue
             try:
                 info = entry.stat()  # follows symlinks: a broken one raises
             except OSError as error:
@@ -132,6 +139,9 @@ class Project:
                 for path in sorted(self.root.glob(pattern)):
                     rel = _rel(self.root, path)
                     if rel in pages or self.excluded(rel) or not path.is_file():
+                        continue
+                    if not is_utf8(rel):
+                        self.read_problems.append((rel, NOT_UTF8))
                         continue
                     text = _read_text(path)
                     if text is None:
@@ -311,6 +321,22 @@ def _read_text(path: Path) -> Optional[str]:
         return path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return None
+
+
+def is_utf8(name: str) -> bool:
+    """Was `name` (as Python decoded it from the file system) valid UTF-8 on disk?"""
+    return _SURROGATE.search(name) is None
+
+
+def printable(text: str) -> str:
+    """`text` with each lone surrogate written out, so that every report is valid
+    text: ``\\xNN`` for a byte of a name that is not UTF-8, ``\\uNNNN`` for any other."""
+    return _SURROGATE.sub(_escape_surrogate, text)
+
+
+def _escape_surrogate(match) -> str:
+    point = ord(match.group())
+    return f"\\x{point - 0xDC00:02x}" if 0xDC80 <= point <= 0xDCFF else f"\\u{point:04x}"
 
 
 def under(rel: str, top: str) -> bool:

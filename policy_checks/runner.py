@@ -20,14 +20,14 @@ import sys
 import time
 import tokenize
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional
 
 from . import cache as cache_module
 from .config import Settings
 from .facts import CALL_TOKENS, FileFacts, extract, syntax_only, text_suppressions
-from .project import Project, SourceFile, under
+from .project import Project, SourceFile, printable, under
 from .rules import RULES
 from .rules.exp008 import pytest_config
 from .suppressions import META_RULES, apply
@@ -192,12 +192,14 @@ def run(
     use_cache: bool = True,
     prefilter: bool = True,
     progress: bool = True,
+    cache_dir=None,
 ) -> Result:
+    """`cache_dir`: where to keep the facts cache (default: `cache.location`'s)."""
     root = Path(root).resolve()
     package_dir = root / settings.package.replace(".", "/")
     if not package_dir.is_dir():
         raise ValueError(f"no package {settings.package!r} at {package_dir}; pass --root or set [tool.policy-check] package")
-    facts_cache = cache_module.FactsCache(root, enabled=use_cache)
+    facts_cache = cache_module.FactsCache(root, enabled=use_cache, directory=cache_dir)
     warnings = []
     parsed = [0]
 
@@ -253,9 +255,15 @@ def run(
     if rel_paths:
         checked = [c for c in checked if any(under(c, p) for p in rel_paths)]
     facts_cache.save()
-    if facts_cache.warning:
-        warnings.append(facts_cache.warning)
-    return Result(sorted(set(findings)), len(checked), warnings, parsed[0])
+    warnings += facts_cache.warnings
+    return Result(sorted({_printable(f) for f in findings}), len(checked), warnings, parsed[0])
+
+
+def _printable(finding):
+    """Names on disk need not be UTF-8. Python files and docs pages so named are
+    EXP000, but a rule may still name another path (a feature directory, say): every
+    path and message leaves the run as valid text, whatever the format."""
+    return replace(finding, path=printable(finding.path), message=printable(finding.message))
 
 
 def _compute_all(project, facts_cache, tasks, jobs, progress, follow_up) -> None:

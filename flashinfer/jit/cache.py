@@ -7,10 +7,18 @@ temporary file in the cache directory and moved into place with `os.replace`,
 so concurrent builders never expose a torn file; each entry carries a sha256 of
 its payload, checked on read, so a corrupt entry is rebuilt instead of loaded.
 An in-process memo makes the warm path a dictionary lookup.
+
+``FLASHINFER_JIT_CACHE_DIR`` may name a directory others can write to, and a
+loaded entry is code that runs on the GPU, so an entry is loaded only when it is
+a regular file (not a symlink, FIFO or device) owned by this user or root, not writable
+by group or others, and at most `MAX_ENTRY_BYTES` long; anything else is a miss
+and is rebuilt (the new entry replaces it). Directories the cache creates are
+private (mode 0o700).
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import logging
 import os
@@ -19,6 +27,7 @@ import threading
 from pathlib import Path
 from typing import Dict, NamedTuple, Optional, Tuple
 
+from ..safe_io import make_private_dirs, read_regular_file
 from .nvrtc import compile_spec, nvrtc_version
 from .spec import JitSpec
 
@@ -29,6 +38,8 @@ _MAGIC = b"FIJIT1"
 _KIND_TAGS = {"cubin": b"C", "ptx": b"P"}
 _TAG_KINDS = {v: k for k, v in _KIND_TAGS.items()}
 _HEADER_SIZE = len(_MAGIC) + 1 + 32  # magic, kind tag, sha256 of tag + payload
+#: The longest entry loaded (256 MiB, far above any module image); longer is a miss.
+MAX_ENTRY_BYTES = 256 << 20
 
 _logger = logging.getLogger("flashinfer.jit")
 
@@ -94,15 +105,18 @@ def decode_entry(data: bytes) -> Optional[Tuple[str, bytes]]:
 
 
 def write_atomically(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that readers see the old file or the whole new one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write ``data`` to ``path`` so that readers see the old file or the whole new one.
+
+    Replaces whatever ``path`` is (a symlink is replaced, not written through).
+    """
+    make_private_dirs(path.parent)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600; entries are shareable
+        os.chmod(tmp, 0o644)  # mkstemp makes 0600; the directory decides who may read
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -113,9 +127,14 @@ def write_atomically(path: Path, data: bytes) -> None:
 
 
 def _read(path: Path) -> Optional[Tuple[str, bytes]]:
+    """The entry at ``path``, or None (a miss) when absent, untrusted or corrupt."""
     try:
-        data = path.read_bytes()
+        data = read_regular_file(path, MAX_ENTRY_BYTES, follow_symlinks=False, owner_only=True)
     except FileNotFoundError:
+        return None
+    except OSError as error:  # a symlink, FIFO, device, foreign or shared-writable file
+        reason = "a symbolic link" if error.errno == errno.ELOOP else error.strerror or error
+        _logger.warning("JIT cache entry %s not loaded (%s); rebuilding it", path, reason)
         return None
     entry = decode_entry(data)
     if entry is None:

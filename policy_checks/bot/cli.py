@@ -34,6 +34,12 @@ def _repo(ctx, param, value: str) -> str:
     return value
 
 
+def _repos(ctx, param, values: tuple[str, ...]) -> frozenset[str]:
+    for value in values:
+        _repo(ctx, param, value)
+    return frozenset(value.lower() for value in values)
+
+
 def _connect(api_url: str, retry_budget: float, timeout: int, write_interval: float):
     token = os.environ.get("GITHUB_TOKEN", "").strip()
     if not token:
@@ -59,6 +65,10 @@ def _common(fn):
                      help="The bot's own login, to tell its comments from pasted copies [env BOT_LOGIN]. "
                           "Default: learnt from its first write, else asked of GET /user, "
                           "else github-actions[bot]."),
+        click.option("--tracking-repo", "tracking_repos", multiple=True, envvar="TRACKING_REPOS", callback=_repos,
+                     metavar="OWNER/NAME",
+                     help="Another repository whose issues may serve as tracking issues (repeatable) "
+                          "[env TRACKING_REPOS, space-separated]. Default: only the repository's own."),
         click.option("--retry-budget", type=click.FloatRange(0), default=60.0, show_default=True, metavar="SECONDS",
                      help="Total seconds the run may wait on rate limits and retries."),
         click.option("--timeout", type=click.IntRange(1), default=15, show_default=True, metavar="SECONDS",
@@ -77,13 +87,13 @@ _EPILOG = ("The token is read from GITHUB_TOKEN and never printed. Exit status: 
 
 @click.group()
 def bot() -> None:
-    """The experimental-track bot: PR checks and the weekly lifecycle review (SPEC §3.2)."""
+    """The experimental-track bot: PR checks and the weekly lifecycle review (docs/bot.rst)."""
 
 
 @bot.command(epilog=_EPILOG.format(failed="the PR fails the check"))
 @_common
 @click.option("--pr", "number", type=click.IntRange(1), required=True, metavar="N", help="Pull request number.")
-def pr(repo, dry_run, api_url, bot_login, retry_budget, timeout, write_interval, number) -> None:
+def pr(repo, dry_run, api_url, bot_login, tracking_repos, retry_budget, timeout, write_interval, number) -> None:
     """Check one pull request against the Experimental Track.
 
     Reads the PR's `## Experimental Track` section, its tracking issue and its files; sets the
@@ -95,7 +105,7 @@ def pr(repo, dry_run, api_url, bot_login, retry_budget, timeout, write_interval,
     gh = _connect(api_url, retry_budget, timeout, write_interval)
     writes = Writes(dry_run=dry_run, echo=click.echo)
     try:
-        verdict = run_pr_check(gh, repo, number, writes, BotIdentity(gh, bot_login))
+        verdict = run_pr_check(gh, repo, number, writes, BotIdentity(gh, bot_login), tracking_repos)
     except BotError as exc:
         raise BotFailure(str(exc)) from None
     report = render(verdict)
@@ -116,7 +126,8 @@ def pr(repo, dry_run, api_url, bot_login, retry_budget, timeout, write_interval,
 @click.option("--max-writes", type=click.IntRange(0), default=None, metavar="N",
               help="Make at most this many writes; the summary lists the rest for the next run.")
 @click.option("--json", "as_json", is_flag=True, help="Print the review as JSON instead of Markdown.")
-def review(repo, dry_run, api_url, bot_login, retry_budget, timeout, write_interval, today, max_writes, as_json) -> None:
+def review(repo, dry_run, api_url, bot_login, tracking_repos, retry_budget, timeout, write_interval, today, max_writes,
+           as_json) -> None:
     """Review every experimental feature against its graduation deadline.
 
     Reads each flashinfer/experimental/*/FEATURE.toml at the default branch and its tracking
@@ -131,7 +142,7 @@ def review(repo, dry_run, api_url, bot_login, retry_budget, timeout, write_inter
     # Dry-run lines go to stderr under --json so that stdout stays one JSON document.
     writes = Writes(dry_run=dry_run, max_writes=max_writes, echo=lambda s: click.echo(s, err=as_json))
     try:
-        result = run_review(gh, repo, day, writes, BotIdentity(gh, bot_login))
+        result = run_review(gh, repo, day, writes, BotIdentity(gh, bot_login), tracking_repos)
     except BotError as exc:
         raise BotFailure(str(exc)) from None
     markdown = result.markdown()

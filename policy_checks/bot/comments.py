@@ -1,11 +1,15 @@
 """One bot comment per thread: found by a hidden marker and the bot's own login, edited in place.
 
-Anyone can paste the marker, so a comment counts as the bot's only when the bot wrote it.
+Anyone can paste the marker, so a comment counts as the bot's only when the bot wrote it:
+its author, spelt as REST spells it (``github-actions[bot]``; ``graphql.rest_login`` turns
+GraphQL's ``github-actions`` back into that), is the bot's login.
 Two runs racing on one thread may both create a comment; after creating, the keeper lists
 the thread again, keeps the oldest of its own comments and deletes the rest.
 """
 
 from __future__ import annotations
+
+from itertools import islice
 
 import github
 
@@ -50,13 +54,28 @@ def own_comments(comments: list, marker: str, identity: BotIdentity) -> list:
     return sorted((c for c in marked if c.user is not None and c.user.login.lower() == login), key=_age)
 
 
-def list_comments(thread, where: str) -> list:
-    return call(f"list the comments of {where}", lambda: list(thread.get_comments()))
+MAX_COMMENT_PAGES = 20  # 2,000 comments: a bound on what one run reads from a thread anyone can fill
+
+
+class Comments(list):
+    """A thread's comments, oldest first; ``truncated`` when the thread is longer than was read."""
+
+    truncated = False
+
+
+def list_comments(thread, where: str) -> Comments:
+    """The thread's comments, at most ``MAX_COMMENT_PAGES`` pages of 100 (one more is asked, to tell)."""
+    limit = MAX_COMMENT_PAGES * 100
+    comments = Comments(call(f"list the comments of {where}", lambda: list(islice(thread.get_comments(), limit + 1))))
+    if len(comments) > limit:
+        del comments[limit:]
+        comments.truncated = True
+    return comments
 
 
 def keep_comment(thread, marker: str, body: str, identity: BotIdentity, writes: Writes, where: str,
                  comments: list | None = None, recheck: bool = True) -> str:
-    """Make the bot's comment on ``thread`` read ``body``; return "unchanged", "updated" or "created".
+    """Make the bot's comment on ``thread`` read ``body``; return "unchanged", "updated", "created" or "skipped".
 
     ``body`` must start with ``marker``. ``comments`` saves a listing when the caller has one.
     ``recheck=False`` skips the listing after a create, for callers whose runs never overlap
@@ -66,6 +85,10 @@ def keep_comment(thread, marker: str, body: str, identity: BotIdentity, writes: 
     if comments is None:
         comments = list_comments(thread, where)
     ours = own_comments(comments, marker, identity)
+    if not ours and getattr(comments, "truncated", False):
+        # The bot's comment may lie past what was read: creating one could repeat it on every run.
+        writes.echo(f"{where} has more comments than the bot reads: its comment is left alone (the status still says it)")
+        return "skipped"
     if ours:
         keep, extra = ours[0], ours[1:]
         for duplicate in extra:

@@ -1,6 +1,8 @@
-"""Maintainer-recorded extensions: ``/experimental extend <weeks> <reason>`` on the tracking issue.
+"""Maintainer commands on a tracking issue: ``/experimental extend <weeks> <reason>`` and
+``/experimental owner @login``.
 
-Only users with write, maintain or admin permission can extend. An extension whose reason
+Only users with write, maintain or admin permission on the repository the bot serves can
+extend a deadline or confirm an owner. An extension whose reason
 repeats the previous accepted one is still counted (a maintainer granted it) but flagged,
 since the same reason twice suggests no progress.
 """
@@ -8,6 +10,7 @@ since the same reason twice suggests no progress.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass
 
 import github
@@ -133,3 +136,20 @@ def read_extensions(comments: list, permissions: Permissions, bot_marker_prefix:
 
 def extended_weeks(extensions: list[Extension]) -> int:
     return sum(e.weeks for e in extensions if e.accepted)
+
+
+_OWNER_COMMAND_RE = re.compile(r"^[ \t]*/experimental[ \t]+owner[ \t]+@?([A-Za-z0-9-]{1,39})(?![\w-])",
+                               re.IGNORECASE | re.MULTILINE)
+
+
+def confirmed_owners(comments: list, permissions: Permissions, bot_marker_prefix: str) -> set[str]:
+    """Logins (lower-cased) a user with write permission confirmed as owner: ``/experimental owner @login``."""
+    confirmed = set()
+    for comment in comments:
+        body = comment.body or ""
+        if body.startswith(bot_marker_prefix) or comment.user is None:
+            continue
+        named = {m.group(1).lower() for m in _OWNER_COMMAND_RE.finditer(body)}
+        if named and permissions.level(comment.user.login, getattr(comment, "author_association", None)) in WRITE_LEVELS:
+            confirmed |= named
+    return confirmed

@@ -10,6 +10,10 @@ objects the rest of the bot already uses, so writes still go through REST.
 A part the token may not read (collaborators need push access) comes back as ``None`` with a
 note, not as a failure; a connection with more than 100 entries is marked incomplete and the
 caller reads the rest through REST.
+
+Actors are turned into REST's spelling on the way in: GraphQL names the Bot that
+``GITHUB_TOKEN`` acts as ``github-actions`` (``__typename: Bot``), REST names it
+``github-actions[bot]``. Every login the rest of the bot compares is REST's.
 """
 
 from __future__ import annotations
@@ -24,33 +28,37 @@ import requests
 from .client import BotError, describe_failure
 
 _COMMENT_FIELDS = """
-fragment CommentFields on IssueComment { fullDatabaseId body createdAt authorAssociation author { login } }
+fragment CommentFields on IssueComment {
+  fullDatabaseId body createdAt authorAssociation author { login __typename }
+}
 """
 _ISSUE_FIELDS = """
 fragment IssueFields on Issue {
-  number state body author { login }
+  number state body author { login __typename }
   labels(first: 100) { nodes { name } }
   comments(first: 100) { totalCount nodes { ...CommentFields } }
 }
 """ + _COMMENT_FIELDS
 
+# Permissions are always those of the repository the bot serves ($owner/$name), never of the
+# tracking issue's repository, which the PR's author chooses.
 PR_CONTEXT = """
 query PrContext($owner: String!, $name: String!, $pr: Int!,
                 $withIssue: Boolean!, $issueOwner: String!, $issueName: String!, $issue: Int!) {
   thread: repository(owner: $owner, name: $name) {
     pullRequest(number: $pr) { comments(first: 100) { totalCount nodes { ...CommentFields } } }
+    collaborators(first: 100) { pageInfo { hasNextPage } edges { permission node { login } } }
   }
   tracking: repository(owner: $issueOwner, name: $issueName) @include(if: $withIssue) {
     issueOrPullRequest(number: $issue) {
       __typename
       ... on Issue {
-        number state body bodyHTML author { login }
+        number state body bodyHTML author { login __typename }
         assignees(first: 20) { nodes { login } }
         comments(first: 100) { totalCount nodes { ...CommentFields } }
       }
       ... on PullRequest { number }
     }
-    collaborators(first: 100) { pageInfo { hasNextPage } edges { permission node { login } } }
   }
 }
 """ + _COMMENT_FIELDS
@@ -84,6 +92,16 @@ def tracking_issues_query(count: int) -> str:
         "{ __typename ...IssueFields ... on PullRequest { number } } }"
         for k in range(count))
     return f"query TrackingIssues({params}) {{\n{fields}\n}}\n" + _ISSUE_FIELDS
+
+
+def rest_login(actor: dict | None) -> str | None:
+    """An actor's login as REST spells it: a Bot's gets the ``[bot]`` suffix GraphQL leaves off."""
+    if not actor or not actor.get("login"):
+        return None  # a deleted account ("ghost") comes back as a null author
+    login = actor["login"]
+    if actor.get("__typename") == "Bot" and not login.endswith("[bot]"):
+        return login + "[bot]"
+    return login
 
 
 _LEVELS = {"ADMIN": "admin", "MAINTAIN": "maintain", "WRITE": "write", "TRIAGE": "triage", "READ": "read"}
@@ -135,11 +153,11 @@ def comment_objects(gh: github.Github, repo_name: str, nodes: list[dict]) -> lis
     """GraphQL comments as PyGithub ``IssueComment`` objects that can be edited and deleted."""
     out = []
     for node in nodes:
-        author = node.get("author")
+        author = rest_login(node.get("author"))
         comment_id = int(node["fullDatabaseId"])  # the REST id (a BigInt, sent as a string)
         attributes = {
             "id": comment_id, "body": node.get("body") or "", "created_at": node["createdAt"],
-            "user": {"login": author["login"]} if author else None,
+            "user": {"login": author} if author else None,
             "author_association": node.get("authorAssociation"),
             "url": f"/repos/{repo_name}/issues/comments/{comment_id}",
         }
@@ -164,7 +182,7 @@ def issue_object(gh: github.Github, repo_name: str, node: dict) -> IssueData:
     attributes = {
         "number": number, "url": url, "state": str(node.get("state", "open")).lower(), "body": node.get("body"),
         "body_html": node.get("bodyHTML"),
-        "user": {"login": node["author"]["login"]} if node.get("author") else None,
+        "user": {"login": rest_login(node.get("author"))} if rest_login(node.get("author")) else None,
         "assignees": [{"login": a["login"]} for a in (node.get("assignees") or {}).get("nodes", [])],
         "labels": [{"name": label["name"]} for label in (node.get("labels") or {}).get("nodes", [])],
         "comments": comments["totalCount"],

@@ -1,4 +1,10 @@
-"""Quoting user text in bot comments: no @mention pings, no broken Markdown, bounded length."""
+"""Quoting user text in bot comments: no @mention pings, no broken Markdown, bounded length.
+
+Everything the bot echoes from input goes through `code`: a code span shows its text
+literally, so no link, autolink, HTML, emphasis, ``#N`` or ``owner/repo#N`` cross-reference
+and no mention can come from input (tests/policy_checks/bot/test_bot_inert_text.py proves
+it on the rendered comments).
+"""
 
 from __future__ import annotations
 
@@ -37,3 +43,8 @@ def bullet_list(items: list[str], limit: int = MAX_LIST_ITEMS) -> list[str]:
     if len(items) > limit:
         lines.append(f"- … and {len(items) - limit} more")
     return lines
+
+
+def table_row(cells: list[str]) -> str:
+    """A GFM table row; ``|`` inside a cell (even inside a code span) would split it, so it is escaped."""
+    return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"

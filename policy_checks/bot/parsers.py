@@ -1,39 +1,66 @@
 """Text in, facts out: everything the bot reads from PR bodies, issues, comments and records.
 
 Nothing here touches the network, and nothing here raises on odd input: a parser
-returns what it could read plus a list of problems worded for a contributor.
+returns what it could read plus a list of problems worded for a contributor. A problem
+that quotes input quotes it with `markdown.code`, an inert code span.
+
+Every parser takes time linear in its input (GitHub bodies reach 65,536 characters and
+are written by anyone). Headings and HTML comments are read with string code, mention
+links with string code around `html.parser.HTMLParser`, and each regex below is built so
+that no part of the input is scanned more than a bounded number of times: a search whose
+pattern opens with a character class can only start where a run of that class begins (a
+lookbehind excludes the run's own characters); quantifiers next to each other match
+disjoint classes or are followed by nothing that can fail; numbers are bounded.
+``benchmarks/bot_parsers.py`` times every parser on adversarial input.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import html
 import re
 import sys
 from dataclasses import dataclass, field
+from html.parser import HTMLParser
+
+from .markdown import code
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
-PR_SECTION_TITLE = "experimental track"
+PR_SECTION_TITLE = "experimental track"  # compared as words: see `_heading_words`
 NO_RESPONSE = "_no response_"  # what GitHub issue forms write for an empty field
 
 # A GitHub login: alphanumerics and single hyphens, at most 39 characters.
 LOGIN_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}$")
 
-_HEADING_RE = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t#]*$")
 _FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+# match() only, so one start per line; \s, the bullet and \d are disjoint, and (.*)$ cannot fail.
 _CHECKBOX_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+\[([ xX])\]\s*(.*)$")
+# Starts with a literal; the blanks around the colon can split two ways, but (.*) after them
+# cannot fail, so nothing is retried.
 _TRACKING_LINE_RE = re.compile(r"tracking[ \t]+issue[ \t]*:?[ \t]*(.*)", re.IGNORECASE)
+# Issue numbers: ASCII digits, at most nine of them and not followed by a tenth (int() refuses
+# strings of more than 4,300 digits; GitHub links only ASCII digits).
+_NUMBER = r"([0-9]{1,9})(?![0-9])"
 _ISSUE_URL_RE = re.compile(
-    r"https?://[^\s/]+/([A-Za-z0-9-]+)/([A-Za-z0-9._-]+)/(issues|pull|pulls)/(\d+)"
+    r"https?://[A-Za-z0-9.-]+(?::[0-9]{1,5})?/([A-Za-z0-9-]+)/([A-Za-z0-9._-]+)/(issues|pull|pulls)/" + _NUMBER
 )
-_CROSS_REPO_RE = re.compile(r"(?<![\w/])([A-Za-z0-9-]+)/([A-Za-z0-9._-]+)#(\d+)\b")
-_GH_RE = re.compile(r"(?<![\w-])GH-(\d+)\b", re.IGNORECASE)
-_HASH_RE = re.compile(r"(?<![\w&/])#(\d+)\b")
+# The lookbehind excludes the owner's own characters, so a match starts only where a run of
+# them begins (searching "-" * 65,000 used to try every position and scan to the end: quadratic).
+_CROSS_REPO_RE = re.compile(r"(?<![\w/-])([A-Za-z0-9-]+)/([A-Za-z0-9._-]+)#" + _NUMBER + r"\b")
+_GH_RE = re.compile(r"(?<![\w-])GH-" + _NUMBER + r"\b", re.IGNORECASE)
+_HASH_RE = re.compile(r"(?<![\w&/])#" + _NUMBER + r"\b")
 _EXTEND_RE = re.compile(r"^[ \t]*/experimental[ \t]+extend\b(.*)$", re.IGNORECASE | re.MULTILINE)
-_DATE_RE = re.compile(r"\b(\d{4}-\d{2}-\d{2})\b")
+_TARGET_RELEASE_RE = re.compile(r"target[ \t]+release[ \t]*:[ \t]*`?v?([0-9][\w.+-]*)", re.IGNORECASE)
+_TARGET_DATE_RE = re.compile(r"target[ \t]+date[ \t]*:[ \t]*(.*)", re.IGNORECASE)
+_DATE_RE = re.compile(r"\b([0-9]{4}-[0-9]{2}-[0-9]{2})\b")
+_WORD_RE = re.compile(r"[^\W_]+")  # a run of letters and digits
+# GitHub emoji shortcodes (":microscope:"), alone or several together, between blanks.
+_SHORTCODES_RE = re.compile(r"(?<!\S)(?::[A-Za-z0-9_+-]+:)+(?!\S)")
+_PUNCTUATION_RE = re.compile(r"[^\w\s]")
 
 
 @dataclass(frozen=True)
@@ -91,13 +118,32 @@ class FeatureRecord:
     problems: list[str] = field(default_factory=list)
 
 
+def _without_comments(text: str) -> str:
+    """Text without HTML comments; an unterminated comment hides the rest.
+
+    ``<!-->`` and ``<!--->`` are whole (empty) comments, as in HTML and CommonMark. String
+    search, not a regex: each character is looked at once.
+    """
+    out = []
+    start = 0
+    while True:
+        opening = text.find("<!--", start)
+        if opening < 0:
+            out.append(text[start:])
+            break
+        out.append(text[start:opening])
+        closing = text.find("-->", opening + 2)
+        if closing < 0:
+            break
+        start = closing + 3
+    return "".join(out)
+
+
 def _normalise(text: str | None) -> str:
     """Return text with LF line ends and without HTML comments (they hide template hints)."""
     if not text:
         return ""
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    text = re.sub(r"<!--.*?(?:-->|\Z)", "", text, flags=re.DOTALL)
-    return text
+    return _without_comments(text.replace("\r\n", "\n").replace("\r", "\n"))
 
 
 def _unfenced_lines(text: str) -> list[tuple[str, bool]]:
@@ -119,17 +165,57 @@ def _unfenced_lines(text: str) -> list[tuple[str, bool]]:
     return out
 
 
+def _atx_heading(line: str) -> tuple[int, str] | None:
+    """``(level, text)`` of a CommonMark ATX heading line, or None.
+
+    Up to three spaces, one to six ``#``, then a blank or the end of the line; the text
+    loses its blanks and an optional closing run of ``#`` (one preceded by a blank, or the
+    whole text). String code: the old regex, ``(.*?)[ \\t#]*$``, retried its tail at every
+    character and took seconds on a line of 40,000 ``" #"``.
+    """
+    content = line.lstrip(" ")
+    if len(line) - len(content) > 3 or not content.startswith("#"):
+        return None
+    rest = content.lstrip("#")
+    level = len(content) - len(rest)
+    if level > 6 or (rest and rest[0] not in " \t"):
+        return None
+    text = rest.strip(" \t")
+    unclosed = text.rstrip("#")
+    if not unclosed:
+        text = ""
+    elif len(unclosed) < len(text) and unclosed[-1] in " \t":
+        text = unclosed.rstrip(" \t")
+    return level, text
+
+
+def _heading_words(text: str) -> str:
+    """A heading's words, lower-cased and joined by one space: what headings are compared by.
+
+    Words are runs of letters and digits, so emoji, punctuation, emphasis and brackets fall
+    away: ``🔬 Experimental Track``, ``**Experimental track:**``, ``[Experimental-Track]``
+    and ``:microscope: Experimental Track 🧪`` all read ``experimental track``.
+    """
+    return " ".join(_WORD_RE.findall(_SHORTCODES_RE.sub(" ", text).lower()))
+
+
 def _section(text: str, wanted: str) -> list[str] | None:
-    """Lines under the heading titled ``wanted`` up to the next heading of the same or a higher level."""
+    """Lines under the first heading whose words are ``wanted``, up to the next heading of the same or a higher level.
+
+    Only ATX headings (``## Title``) count, as in the PR template. Setext headings (a line
+    underlined with ``===`` or ``---``) are not read: telling an underline from a thematic
+    break, a list item or a table needs CommonMark's paragraph rules, which cost more than
+    they are worth here.
+    """
     lines = _unfenced_lines(text)
     for index, (line, fenced) in enumerate(lines):
-        heading = None if fenced else _HEADING_RE.match(line)
-        if heading and heading.group(2).strip().lower() == wanted:
-            level = len(heading.group(1))
+        heading = None if fenced else _atx_heading(line)
+        if heading and _heading_words(heading[1]) == wanted:
+            level = heading[0]
             body = []
             for later, later_fenced in lines[index + 1 :]:
-                other = None if later_fenced else _HEADING_RE.match(later)
-                if other and len(other.group(1)) <= level:
+                other = None if later_fenced else _atx_heading(later)
+                if other and other[0] <= level:
                     break
                 if not later_fenced:
                     body.append(later)
@@ -146,7 +232,7 @@ def parse_tracking_ref(value: str) -> tuple[TrackingRef | None, str | None]:
     if url:
         owner, name, kind, number = url.groups()
         if kind != "issues":
-            return None, f"the tracking reference {url.group(0)} is a pull request, not an issue"
+            return None, f"the tracking reference {code(url.group(0))} is a pull request, not an issue"
         return TrackingRef(int(number), f"{owner}/{name}"), None
     cross = _CROSS_REPO_RE.search(value)
     if cross:
@@ -189,13 +275,18 @@ def parse_pr_body(body: str | None) -> PrDeclaration:
 
 
 def issue_sections(body: str | None) -> dict[str, str]:
-    """Map each ``### Heading`` of an issue-form body (lower-cased) to its text; "_No response_" is empty."""
+    """Map each ``### Heading`` of an issue-form body to its text; "_No response_" is empty.
+
+    Keys are the heading's words, lower-cased (see `_heading_words`): ``### Owner``,
+    ``### 👤 Owner`` and ``### Owner:`` are all ``"owner"``, ``### Why experimental?`` is
+    ``"why experimental"``. A heading that comes again adds to the first one's text.
+    """
     sections: dict[str, list[str]] = {}
     current: list[str] | None = None
     for line, fenced in _unfenced_lines(_normalise(body)):
-        heading = None if fenced else _HEADING_RE.match(line)
-        if heading and len(heading.group(1)) == 3:
-            current = sections.setdefault(heading.group(2).strip().lower(), [])
+        heading = None if fenced else _atx_heading(line)
+        if heading and heading[0] == 3:
+            current = sections.setdefault(_heading_words(heading[1]), [])
         elif current is not None:
             current.append(line)
     out = {}
@@ -240,12 +331,12 @@ def parse_tracking_issue(body: str | None) -> TrackingIssueBody:
     if not plan:
         result.problems.append("the tracking issue has no `### Graduation plan`")
         return result
-    release = re.search(r"target[ \t]+release[ \t]*:[ \t]*`?v?([0-9][\w.+-]*)", plan, re.IGNORECASE)
+    release = _TARGET_RELEASE_RE.search(plan)
     if release:
         result.target_release = release.group(1).rstrip(".")
     else:
         result.problems.append("the Graduation plan has no `Target release: X.Y.Z`")
-    date_line = re.search(r"target[ \t]+date[ \t]*:[ \t]*(.*)", plan, re.IGNORECASE)
+    date_line = _TARGET_DATE_RE.search(plan)
     date_text = _DATE_RE.search(date_line.group(1)) if date_line else None
     result.target_date = _parse_date(date_text.group(1)) if date_text else None
     if result.target_date is None:
@@ -259,7 +350,11 @@ def parse_extend_command(text: str | None) -> tuple[ExtendCommand | None, str | 
     if not match:
         return None, None
     words = match.group(1).split(None, 1)
-    if not words or not words[0].isdigit() or not 1 <= int(words[0]) <= 52:
+    # ASCII digits only: str.isdigit() accepts "²", which int() refuses, and int() refuses
+    # strings of more than 4,300 digits.
+    if not words or not (words[0].isascii() and words[0].isdigit() and len(words[0]) <= 3) or not (
+        1 <= int(words[0]) <= 52
+    ):
         return None, "`/experimental extend` needs a whole number of weeks from 1 to 52"
     reason = words[1].strip() if len(words) > 1 else ""
     if not reason:
@@ -269,7 +364,7 @@ def parse_extend_command(text: str | None) -> tuple[ExtendCommand | None, str | 
 
 def normalise_reason(reason: str) -> str:
     """Reasons compare equal when they differ only in case, spacing and punctuation."""
-    return " ".join(re.sub(r"[^\w\s]", " ", reason.lower()).split())
+    return " ".join(_PUNCTUATION_RE.sub(" ", reason.lower()).split())
 
 
 def parse_feature_toml(name: str, text: str) -> FeatureRecord:
@@ -278,7 +373,14 @@ def parse_feature_toml(name: str, text: str) -> FeatureRecord:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        record.problems.append(f"FEATURE.toml is not valid TOML: {exc}")
+        # The message can quote the file ("Cannot declare ('<key>',) twice"): a code span.
+        record.problems.append(f"FEATURE.toml is not valid TOML: {code(str(exc))}")
+        return record
+    except ValueError:  # an integer of more than 4,300 digits
+        record.problems.append("FEATURE.toml is not valid TOML: a number is too long")
+        return record
+    except RecursionError:  # arrays or inline tables nested a thousand deep
+        record.problems.append("FEATURE.toml is not valid TOML: values are nested too deeply")
         return record
 
     def take(key: str, kind: type, what: str):
@@ -312,3 +414,98 @@ def parse_feature_toml(name: str, text: str) -> FeatureRecord:
     record.target_release = take("target_release", str, "a version string")
     record.target_date = take("target_date", dt.date, "a TOML date")
     return record
+
+
+_TAG_NAME_ENDS = (" ", "\t", "\n", "\r", "\f", "/", ">", "\x00")  # what ends a tag name for HTMLParser
+_MAX_LINK_TEXT = 64  # a mention link's text is "@" and a login of at most 39 characters
+
+
+class _MentionStart(HTMLParser):
+    """Reads one ``<a ...>`` start tag and the text after it: is it a user-mention link, and what follows?"""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.text: str | None = None  # after a user-mention start tag: the text that followed it
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "a":
+            classes = next((value or "" for name, value in attrs if name == "class"), "").split()
+            self.text = "" if "user-mention" in classes else None
+
+    def handle_data(self, data: str) -> None:
+        if self.text is not None:
+            self.text = (self.text + data[:_MAX_LINK_TEXT])[:_MAX_LINK_TEXT]
+
+    def start(self, piece: str) -> str | None:
+        """The text after ``piece``'s start tag if it opens a user-mention link, else None."""
+        self.text = None
+        try:
+            self.feed(piece)
+        except ValueError:  # a character reference of more than 4,300 digits
+            self.text = None
+        if self.rawdata:  # an unfinished tag, or text ending in what may be a reference
+            self.reset()
+        return self.text
+
+
+def mentioned_users(body_html: str | None) -> set[str]:
+    """Logins GitHub rendered as user-mention links in an issue's HTML body, lower-cased: users that exist.
+
+    GitHub renders ``@login`` as ``<a class="user-mention notranslate" data-hovercard-type="user"
+    href="https://github.com/login">@login</a>`` only when the user exists.
+
+    `html.parser.HTMLParser` reads the ``<a>`` start tags (attributes, quotes, character
+    references), but not the whole document: given that, it rescans from every ``<`` that
+    opens something unfinished (``"<a class=" * 7000`` takes seconds) and it raises on
+    some declarations (``"<!["``). Here the HTML is cut into pieces, each from one ``<`` to
+    the next; only a piece that opens an ``<a>`` tag mentioning "user-mention" and holds its
+    ``>`` goes to the parser, and a piece it cannot finish is dropped. Inside a mention
+    link, other tags are skipped up to their first ``>`` and the text is kept (bounded) up
+    to ``</a>``. No character is scanned more than a few times and nothing raises. GitHub's
+    HTML escapes every ``<`` outside markup, so nothing it renders is dropped.
+    """
+    logins: set[str] = set()
+    if not body_html:
+        return logins
+    reader = _MentionStart()
+    text: str | None = None  # inside a user-mention link: its text so far
+    size = len(body_html)
+    start = 0
+    while start < size:
+        end = body_html.find("<", start + 1)
+        end = size if end < 0 else end
+        piece = body_html[start:end]
+        start = end
+        kind = _tag_kind(piece)
+        if kind is not None and ">" not in piece:
+            continue  # an unfinished tag
+        if kind == "a" and not piece.startswith("</"):
+            text = reader.start(piece) if "user-mention" in piece else None
+            continue
+        if text is None:
+            continue  # outside a user-mention link only its start tag matters
+        if kind == "a":  # </a>
+            login = text.strip()
+            if login.startswith("@") and LOGIN_RE.match(login[1:]):
+                logins.add(login[1:].lower())
+            text = None
+            continue
+        if kind is not None or piece[1:2] in ("!", "?", "/"):  # another tag, a comment or a declaration
+            closing = piece.find(">")
+            if closing < 0:
+                continue  # unfinished
+            piece = piece[closing + 1 :]  # what follows is text
+        # else a "<" that opens nothing: text, "<" included
+        if len(text) < _MAX_LINK_TEXT:
+            chunk = piece[: 2 * _MAX_LINK_TEXT]  # a short slice: its character references are small
+            text = (text + (html.unescape(chunk) if "&" in chunk else chunk))[:_MAX_LINK_TEXT]
+    return logins
+
+
+def _tag_kind(piece: str) -> str | None:
+    """``"a"`` when ``piece`` opens an ``<a>`` or ``</a>`` tag, ``""`` for another tag, None for no tag."""
+    offset = 2 if piece.startswith("</") else 1
+    first = piece[offset : offset + 1]
+    if not (piece.startswith("<") and first.isascii() and first.isalpha()):
+        return None
+    return "a" if first in ("a", "A") and piece[offset + 1 : offset + 2] in _TAG_NAME_ENDS else ""

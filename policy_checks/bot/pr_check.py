@@ -1,19 +1,25 @@
 """``policy-check bot pr``: check one pull request against the Experimental Track contract.
 
 Request budget: at most 8 for a PR of up to 100 files. Reads: the PR, its files (100 per
-page), and one GraphQL request for the PR's comments, the tracking issue (its rendered
-body too, whose user-mention links prove that an @-mentioned Owner exists), the issue's
-comments and the collaborators. The Owner's user record is asked for only when nothing
-already read proves the login. Writes, only when something changed: the ``experimental``
-label, the ``experimental-track`` commit status (whose answer names the bot, so
-``GET /user`` is rarely needed), and the one bot comment.
+page), and one GraphQL request for the PR's comments, the collaborators of this repository,
+the tracking issue (its rendered body too, whose user-mention links prove that an
+@-mentioned Owner exists) and the issue's comments. The Owner's user record is asked for
+only when nothing already read proves the login. Writes, only when something changed: the
+``experimental`` label, the ``experimental-track`` commit status (whose answer names the
+bot, so ``GET /user`` is rarely needed), and the one bot comment.
+
+Whose word counts (see the threat model in docs/bot.rst): permissions are read on the
+repository the bot serves, never on the tracking issue's repository, which the PR's
+author chooses; a tracking issue in another repository counts only when the workflow
+lists that repository; the Owner must be the issue's author, an assignee or the PR's
+author, unless a maintainer confirms them on the tracking issue.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import re
 from dataclasses import dataclass, field
+from itertools import islice
 
 import github
 import requests
@@ -21,9 +27,9 @@ import requests
 from . import deadlines, graphql
 from .client import BotError, call, describe_failure, fetched
 from .comments import BotIdentity, keep_comment, list_comments, own_comments
-from .extensions import Permissions, extended_weeks, read_extensions
+from .extensions import Permissions, confirmed_owners, extended_weeks, read_extensions
 from .markdown import bullet_list, code
-from .parsers import TrackingRef, parse_pr_body, parse_tracking_issue
+from .parsers import TrackingRef, mentioned_users, parse_pr_body, parse_tracking_issue
 from .writes import FORBIDDEN, Writes
 
 PR_MARKER = "<!-- experimental-track-bot:pr -->"
@@ -32,8 +38,7 @@ STATUS_CONTEXT = "experimental-track"
 EXPERIMENTAL_LABEL = "experimental"
 EXPERIMENTAL_PREFIXES = ("flashinfer/experimental/", "tests/experimental/")
 DECORATOR = "@flashinfer_experimental_api"
-# GitHub renders ``@login`` as this link only when the user exists.
-_USER_MENTION_RE = re.compile(r'<a\b[^>]*\bclass="[^"]*\buser-mention\b[^"]*"[^>]*>@([A-Za-z0-9-]+)</a>')
+MAX_FILE_PAGES = 30  # 3,000 files: all GitHub lists for a pull request
 
 
 @dataclass
@@ -84,11 +89,6 @@ def adds_decorator(patch: str | None) -> bool:
     )
 
 
-def mentioned_users(body_html: str | None) -> set[str]:
-    """Logins GitHub rendered as user-mention links, lower-cased: users that exist."""
-    return {login.lower() for login in _USER_MENTION_RE.findall(body_html or "")}
-
-
 @dataclass
 class PrContext:
     """What one GraphQL request brings: the PR's comments, the tracking issue, collaborators."""
@@ -96,13 +96,17 @@ class PrContext:
     comments: list
     issue: object | None = None  # None: no tracking reference, or the issue does not exist
     issue_comments: list | None = None  # None: more than one page, read through REST when needed
-    collaborators: graphql.Collaborators = field(default_factory=graphql.Collaborators)
+    collaborators: graphql.Collaborators = field(default_factory=graphql.Collaborators)  # of this repository
 
 
 def read_context(gh, repo_name: str, pull, ref: TrackingRef | None) -> PrContext:
-    """One request for everything the PR points at; none when there is nothing to read."""
+    """One request for everything the PR points at; none when there is nothing to read.
+
+    ``ref`` is a tracking issue the caller has already admitted (this repository, or one
+    the workflow lists).
+    """
     if ref is None and not pull.comments:
-        return PrContext(comments=[])
+        return PrContext(comments=[], collaborators=graphql.Collaborators(unavailable="not read: nothing needed them"))
     issue_repo = ref.repo if ref is not None and ref.repo else repo_name
     owner, name = repo_name.split("/")
     issue_owner, issue_name = issue_repo.split("/")
@@ -115,7 +119,7 @@ def read_context(gh, repo_name: str, pull, ref: TrackingRef | None) -> PrContext
         comments = list_comments(gh.get_repo(repo_name).get_issue(pull.number), f"#{pull.number}")
     else:
         comments = graphql.comment_objects(gh, repo_name, thread["nodes"])
-    context = PrContext(comments=comments)
+    context = PrContext(comments=comments, collaborators=graphql.collaborators(data.get("thread"), errors, "thread"))
     if ref is None:
         return context
     tracking = data.get("tracking")
@@ -128,13 +132,12 @@ def read_context(gh, repo_name: str, pull, ref: TrackingRef | None) -> PrContext
         return context
     read = graphql.issue_object(gh, issue_repo, node)
     context.issue, context.issue_comments = read.issue, read.comments
-    context.collaborators = graphql.collaborators(tracking, errors, "tracking")
     return context
 
 
-def _examine_tracking_issue(gh, repo_name: str, ref: TrackingRef, context: PrContext, admission: dt.date,
+def _examine_tracking_issue(gh, repo_name: str, pull, ref: TrackingRef, context: PrContext, admission: dt.date,
                             known_users: set[str], verdict: PrVerdict) -> None:
-    where = ref.render(repo_name)
+    where = code(ref.render(repo_name))
     issue = context.issue
     if issue is None:
         verdict.problems.append(f"the tracking issue {where} does not exist (or the bot cannot see it)")
@@ -146,25 +149,43 @@ def _examine_tracking_issue(gh, repo_name: str, ref: TrackingRef, context: PrCon
         verdict.problems.append(f"the tracking issue {where} is closed")
     body = parse_tracking_issue(issue.body)
     verdict.problems.extend(body.problems)
+    # Who may name the owner without a maintainer's word: the issue's author, its assignees
+    # (assigning needs triage access) and the PR's author, naming themselves or each other.
+    vouched = {a.login.lower() for a in issue.assignees} | {pull.user.login.lower()}
     if issue.user is not None:
-        known_users.add(issue.user.login.lower())
-    known_users |= {a.login.lower() for a in issue.assignees} | mentioned_users(issue.raw_data.get("body_html"))
+        vouched.add(issue.user.login.lower())
+    known_users |= vouched | mentioned_users(issue.raw_data.get("body_html"))
     levels = context.collaborators.levels
     known_users |= set(levels or ())
+    complete = levels if levels is not None and context.collaborators.complete else None
+    permissions = Permissions(gh.get_repo(repo_name), complete)  # lazy: no request
+    comments: list | None = None
+
+    def issue_comments() -> list:
+        nonlocal comments
+        if comments is None:
+            comments = context.issue_comments
+            if comments is None:
+                comments = list_comments(issue, where) if issue.comments else []
+            known_users.update(c.user.login.lower() for c in comments if c.user is not None)
+        return comments
+
     extensions_weeks = 0
     if body.target_date is not None and body.target_date > deadlines.default_deadline(admission) and issue.comments:
         # A maintainer may have extended the deadline on the tracking issue.
-        comments = context.issue_comments
-        if comments is None:
-            comments = list_comments(issue, where)
-        known_users |= {c.user.login.lower() for c in comments if c.user is not None}
-        issue_repo = gh.get_repo(ref.repo or repo_name)  # lazy: no request
-        complete = levels if levels is not None and context.collaborators.complete else None
-        extensions_weeks = extended_weeks(read_extensions(comments, Permissions(issue_repo, complete), BOT_MARKER_PREFIX))
+        extensions_weeks = extended_weeks(read_extensions(issue_comments(), permissions, BOT_MARKER_PREFIX))
     if body.owner is not None:
-        if body.owner.lower() not in known_users and not _user_exists(gh, body.owner):
+        owner = body.owner.lower()
+        confirmed = owner in vouched or (
+            bool(issue.comments) and owner in confirmed_owners(issue_comments(), permissions, BOT_MARKER_PREFIX))
+        if not confirmed:
+            verdict.problems.append(
+                f"the tracking issue's Owner {code(body.owner)} is unconfirmed: the owner must be the issue's "
+                f"author, an assignee or the PR's author, or a maintainer confirms them with a comment "
+                f"`/experimental owner @login` on the tracking issue")
+        elif owner not in known_users and not _user_exists(gh, body.owner):
             verdict.problems.append(f"the tracking issue's Owner {code(body.owner)} is not a GitHub user")
-        verdict.tracking_lines.append(f"Owner: {code(body.owner)}")
+        verdict.tracking_lines.append(f"Owner: {code(body.owner)}" + ("" if confirmed else " (unconfirmed)"))
     if body.target_release:
         verdict.tracking_lines.append(f"Target release: {code(body.target_release)}")
     if body.target_date is not None:
@@ -191,18 +212,33 @@ def _user_exists(gh, login: str) -> bool:
         raise BotError(describe_failure(exc, f"look up the user {login}")) from None
 
 
-def examine(gh, repo_name: str, number: int) -> tuple[PrVerdict, object, list]:
+def admitted_ref(ref: TrackingRef | None, repo_name: str, tracking_repos: frozenset[str]) -> tuple[TrackingRef | None, str]:
+    """The tracking reference if its repository may hold tracking issues, else a problem.
+
+    ``tracking_repos`` are other repositories (lower-cased ``owner/name``) the workflow lists.
+    """
+    if ref is None or ref.repo is None or ref.repo.lower() == repo_name.lower():
+        return ref, ""
+    if ref.repo.lower() in tracking_repos:
+        return ref, ""
+    return None, (f"the tracking issue {code(ref.render(repo_name))} is in another repository: only issues of "
+                  f"{code(repo_name)} count, unless the workflow lists that repository (`--tracking-repo`)")
+
+
+def examine(gh, repo_name: str, number: int,
+            tracking_repos: frozenset[str] = frozenset()) -> tuple[PrVerdict, object, list]:
     """Read the PR and everything it points at; return the verdict, the PR and its comments."""
     pull = gh.get_repo(repo_name).get_pull(number)
     call(f"read pull request #{number} of {repo_name}", fetched, pull)
-    files = call(f"list the files of #{number}", lambda: list(pull.get_files()))
+    files = call(f"list the files of #{number}", lambda: list(islice(pull.get_files(), MAX_FILE_PAGES * 100)))
     declaration = parse_pr_body(pull.body)
+    ref, refused = admitted_ref(declaration.tracking, repo_name, tracking_repos)
     verdict = PrVerdict(number=number, head_sha=pull.head.sha, declared=declaration.ticked)
     for changed in files:
         (verdict.experimental_files if is_experimental_path(changed.filename) else verdict.core_files).append(changed.filename)
         if adds_decorator(changed.patch):
             verdict.decorator_files.append(changed.filename)
-    context = read_context(gh, repo_name, pull, declaration.tracking if declaration.ticked else None)
+    context = read_context(gh, repo_name, pull, ref if declaration.ticked else None)
     if not declaration.ticked:
         if verdict.touches_experimental:
             verdict.problems.append(
@@ -211,16 +247,18 @@ def examine(gh, repo_name: str, number: int) -> tuple[PrVerdict, object, list]:
             )
         return verdict, pull, context.comments
     verdict.problems.extend(declaration.problems)
-    if declaration.tracking is None and not declaration.problems:
+    if refused:
+        verdict.problems.append(refused)
+    elif declaration.tracking is None and not declaration.problems:
         verdict.problems.append(
             "the box is ticked but there is no `Tracking issue:` reference (#N, owner/repo#N or an issue URL)"
         )
-    elif declaration.tracking is not None:
+    elif ref is not None:
         admission = deadlines.utc_date(pull.created_at)
         # Logins proven to exist by what was already read: no user lookup for them.
         known = {pull.user.login.lower()} | {a.login.lower() for a in pull.assignees}
         known |= {c.user.login.lower() for c in context.comments if c.user is not None}
-        _examine_tracking_issue(gh, repo_name, declaration.tracking, context, admission, known, verdict)
+        _examine_tracking_issue(gh, repo_name, pull, ref, context, admission, known, verdict)
     if not verdict.touches_experimental:
         verdict.notes.append(
             "the box is ticked, but this PR touches no experimental path and adds no "
@@ -250,8 +288,9 @@ def render(verdict: PrVerdict) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def run_pr_check(gh, repo_name: str, number: int, writes: Writes, identity: BotIdentity) -> PrVerdict:
-    verdict, pull, comments = examine(gh, repo_name, number)
+def run_pr_check(gh, repo_name: str, number: int, writes: Writes, identity: BotIdentity,
+                 tracking_repos: frozenset[str] = frozenset()) -> PrVerdict:
+    verdict, pull, comments = examine(gh, repo_name, number, tracking_repos)
     where = f"#{number}"
     thread = gh.get_repo(repo_name).get_issue(number)  # lazy: no request
 

@@ -16,13 +16,14 @@ from __future__ import annotations
 import datetime as dt
 import re
 from dataclasses import dataclass, field
+from urllib.parse import quote, unquote
 
 
 from . import deadlines, graphql
 from .client import BotError
 from .comments import BotIdentity, keep_comment, list_comments, own_comments
 from .extensions import Extension, Permissions, extended_weeks, read_extensions
-from .markdown import bullet_list, code
+from .markdown import bullet_list, code, table_row
 from .parsers import FeatureRecord, TrackingRef, parse_feature_toml, parse_tracking_issue
 from .pr_check import BOT_MARKER_PREFIX, EXPERIMENTAL_LABEL
 from .writes import Writes
@@ -43,7 +44,9 @@ INCOMPLETE = "record or issue incomplete"
 
 
 def review_marker(feature: str, cycle: str) -> str:
-    return f"{REVIEW_MARKER_PREFIX}{feature} cycle={cycle} -->"
+    """The hidden marker of a review comment; the name is percent-encoded, so no ``-->`` in a
+    directory name can end the HTML comment early."""
+    return f"{REVIEW_MARKER_PREFIX}{quote(feature, safe='')} cycle={cycle} -->"
 
 
 @dataclass
@@ -102,7 +105,8 @@ class ReviewResult:
             for f in self.features:
                 due = deadlines.describe(f.deadline, self.today) if f.deadline else "unknown"
                 owner = code(f.owner) if f.owner else "unknown"
-                lines.append(f"| {code(f.name)} | {f.tracking or 'none'} | {owner} | {due} | {', '.join(f.states)} |")
+                tracking = code(f.tracking) if f.tracking else "none"
+                lines.append(table_row([code(f.name), tracking, owner, due, ", ".join(f.states)]))
             problems = [(f.name, p) for f in self.features for p in f.problems]
             if problems:
                 lines += ["", "**Problems**", ""] + bullet_list([f"{code(n)}: {p}" for n, p in problems], 100)
@@ -291,8 +295,9 @@ def _write_to_issue(issue, review: FeatureReview, comments: list, identity: BotI
     _fix_overdue_label(issue, review, writes)
 
 
-def _has_cycle_comment(comments: list, marker: str) -> bool:
-    return any((c.body or "").startswith(marker) for c in comments)
+def _has_cycle_comment(comments: list, marker: str, identity: BotIdentity) -> bool:
+    """Whether the bot already wrote this cycle's comment (a copied marker in anyone else's comment does not count)."""
+    return bool(own_comments(comments, marker, identity))
 
 
 def _fix_overdue_label(issue, review: FeatureReview, writes: Writes) -> None:
@@ -321,10 +326,23 @@ def _permissions(repo, collaborators: graphql.Collaborators) -> Permissions:
     return permissions
 
 
-def run_review(gh, repo_name: str, today: dt.date, writes: Writes, identity: BotIdentity) -> ReviewResult:
+def _admit_tracking(record: FeatureRecord, repo_name: str, tracking_repos: frozenset[str]) -> None:
+    """Drop a tracking reference to a repository the workflow does not list, as a problem of the record."""
+    ref = record.tracking
+    if ref is None or ref.repo is None or ref.repo.lower() in (repo_name.lower(), *tracking_repos):
+        return
+    record.problems.append(f"the tracking issue {code(ref.render(repo_name))} is in another repository: only issues "
+                           f"of {code(repo_name)} count, unless the workflow lists that repository (`--tracking-repo`)")
+    record.tracking = None
+
+
+def run_review(gh, repo_name: str, today: dt.date, writes: Writes, identity: BotIdentity,
+               tracking_repos: frozenset[str] = frozenset()) -> ReviewResult:
     repo = gh.get_repo(repo_name)  # lazy: no request
     cycle = deadlines.review_cycle(today)
     reads = read_in_bulk(gh, repo_name)
+    for record in reads.records:
+        _admit_tracking(record, repo_name, tracking_repos)
     issues = _Issues(gh, repo_name, reads.labelled)
     issues.read_others([r.tracking for r in reads.records if r.tracking is not None])
     permissions = _permissions(repo, reads.collaborators)
@@ -343,7 +361,7 @@ def run_review(gh, repo_name: str, today: dt.date, writes: Writes, identity: Bot
         _classify(record, issue, comments, permissions, today, review)
         if issue is not None and issue.pull_request is None:
             quiet = review.states == [ON_TRACK] and not review.problems
-            if quiet and not _has_cycle_comment(comments, review_marker(record.name, cycle)):
+            if quiet and not _has_cycle_comment(comments, review_marker(record.name, cycle), identity):
                 _fix_overdue_label(issue, review, writes)  # nothing to say: the summary lists it
             else:
                 _write_to_issue(issue, review, comments, identity, writes, today, cycle, record.target_release)
@@ -374,4 +392,4 @@ _REVIEWED_RE = re.compile(re.escape(REVIEW_MARKER_PREFIX) + r"(\S+) cycle=")
 def _reviewed_features(comments: list, identity: BotIdentity) -> list[str]:
     """Feature names of the bot's earlier review comments on a thread, oldest first."""
     ours = own_comments(comments, REVIEW_MARKER_PREFIX, identity)
-    return [m.group(1) for m in (_REVIEWED_RE.match(c.body) for c in ours) if m]
+    return [unquote(m.group(1)) for m in (_REVIEWED_RE.match(c.body) for c in ours) if m]

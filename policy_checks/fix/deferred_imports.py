@@ -126,15 +126,13 @@ def _is_entry_point(file: PythonFile, function: cst.FunctionDef) -> bool:
 def _importer_elsewhere(project: Project, file: PythonFile, name: str) -> Optional[str]:
     """``path:line`` of another module that does ``from <this module> import name``
     (``import <this module>`` followed by attribute access is not looked for)."""
-    package_dir = project.root / project.package
-    for path in sorted(package_dir.rglob("*.py")) if package_dir.is_dir() else []:
+    for relative in project.package_files():
         try:
-            text = path.read_text(encoding="utf-8")
+            text = (project.root / relative).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             continue
         if name not in text:
             continue
-        relative = path.relative_to(project.root).as_posix()
         module, is_package = project.module_of(relative)
         if module == file.module_name:
             continue

@@ -44,6 +44,12 @@ class Project:
         """Dotted module name of a root-relative ``.py`` path, and whether it is a package."""
         return checker_project.module_name(path)
 
+    def package_files(self) -> List[str]:
+        """Root-relative paths of the package's Python files, excluded ones too, as the
+        checker walks them: regular files with UTF-8 names (never a FIFO to block on)."""
+        walk = checker_project.walk_python_files(self.root, self.package.replace(".", "/"), (), [])
+        return sorted(source.rel for source in walk)
+
     def is_experimental(self, module: str) -> bool:
         return module == self.experimental_package or module.startswith(self.experimental_package + ".")
 
@@ -81,8 +87,8 @@ def load_project(root: Optional[Path], start: Optional[Path] = None) -> Project:
 def collect(project: Project, paths: Sequence[str], rules: Iterable[str], use_cache: bool) -> List[Finding]:
     """Run the checker over `paths` (all of the project when empty), keeping `rules`.
 
-    The checker's cache lives in the project, so ``fix --diff``, which must leave the
-    tree exactly as it was, runs without it.
+    ``fix --diff`` writes nothing at all, not even the checker's cache, so it runs
+    without it.
     """
     try:
         result = runner.run(

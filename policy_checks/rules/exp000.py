@@ -6,7 +6,8 @@ from .base import Example, Rule
 
 
 class ParseError(Rule):
-    """A file the checker reads could not be read or parsed.
+    """A file the checker reads could not be read or parsed, or has a name that is
+    not valid UTF-8 (shown with ``\\xNN`` escapes; no module can have such a name).
 
     Every other rule reasons about what a file imports and defines; a file that does
     not parse cannot be reasoned about, so a violation could hide in it. The finding
@@ -33,6 +34,7 @@ class ParseError(Rule):
     ]
 
     def check(self, project):
+        project.docs_pages()  # reading the pages records their problems
         for rel, message in project.read_problems:
             yield self.finding(rel, 1, 1, message)
         for rel in project.files:

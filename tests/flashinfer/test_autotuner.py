@@ -479,6 +479,91 @@ def test_truncated_and_missing_files_are_reported_and_ignored(tmp_path, monkeypa
         load_autotune_cache(tmp_path / "absent.json")
 
 
+# -- untrusted files ------------------------------------------------------------------
+# A cache file is untrusted input: nested past the recursion limit, a FIFO, a symlink
+# to /dev/zero or too large, it is ignored with the load's one warning. The timeout
+# marks only turn a hang (a FIFO opened for a blocking read) into a failure.
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    "kind, problem",
+    [("deep", "nested too deeply"), ("fifo", "not a regular file"), ("dev-zero", "not a regular file")],
+)
+def test_hostile_files_are_reported_and_ignored(tmp_path, untrusted_file, kind, problem):
+    api, runs = make_toy_api()
+    with autotune():
+        api(torch.ones(4, 8))  # a winner already in memory survives the bad load
+    path = untrusted_file(kind, tmp_path / "cache.json")
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        summary = load_autotune_cache(path)
+    (warning,) = tuning_warnings(record)
+    assert problem in str(warning.message) and "ignored" in str(warning.message)
+    assert summary.error is not None and summary.loaded == 0
+    runs.clear()
+    api(torch.ones(4, 8))
+    assert runs == Counter(medium=1)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("kind", ["deep", "fifo", "dev-zero"])
+def test_autotune_with_a_hostile_cache_file_tunes_and_saves_over_it(tmp_path, untrusted_file, kind):
+    api, runs = make_toy_api()
+    path = untrusted_file(kind, tmp_path / "cache.json")
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        with autotune(cache=path):
+            api(torch.ones(4, 8))
+    assert len(tuning_warnings(record)) == 1
+    assert runs["slow"] > 0 and runs["medium"] > 0  # tuned: the file gave nothing
+    assert path.is_file() and not path.is_symlink()  # the link itself was replaced
+    assert path.stat().st_mode & 0o777 == 0o644  # not the mode of /dev/zero
+    assert [e["backend"] for e in json.loads(path.read_text())["entries"]] == ["medium"]
+
+
+def test_a_cache_longer_than_the_cap_is_ignored(tmp_path, monkeypatch):
+    tune_fast_winner(tmp_path / "cache.json", monkeypatch)
+    size = (tmp_path / "cache.json").stat().st_size
+    monkeypatch.setattr(autotuner, "MAX_CONFIG_BYTES", size - 1)
+    with pytest.warns(TuningConfigWarning, match=f"larger than {size - 1} bytes"):
+        assert load_autotune_cache(tmp_path / "cache.json").error is not None
+    monkeypatch.setattr(autotuner, "MAX_CONFIG_BYTES", size)
+    with pytest.warns(TuningConfigWarning, match="skipped 1"):  # read; the entry is gated
+        assert load_autotune_cache(tmp_path / "cache.json").error is None
+
+
+def test_a_key_nested_past_the_recursion_limit_is_malformed_not_an_error():
+    nested: list = ["cpu"]
+    for _ in range(sys.getrecursionlimit() + 100):
+        nested = [nested]
+    with pytest.raises(TypeError, match="nested too deeply"):
+        autotuner.freeze_key(nested)
+
+
+def test_an_entry_that_breaks_the_loader_is_skipped_and_the_rest_load(tmp_path, monkeypatch):
+    api, runs = make_toy_api()
+    entry = {"api": API, "key": ["cpu", ["x", [4, 8], "float32"]], "backend": "medium", "tactic": None, "experimental": False, "feature": None, "tuned_at": "2026-01-01"}
+    broken = dict(entry, api="toy_models.breaks_the_loader")
+    (tmp_path / "cache.json").write_text(json.dumps({"format": "flashinfer-autotune-cache", "schema_version": 1, "entries": [broken, entry]}))
+    real = autotuner.resolve_entry
+
+    def resolve(name, backend, summary):  # stands for a failure no check foresaw
+        if name == broken["api"]:
+            raise RecursionError("maximum recursion depth exceeded")
+        return real(name, backend, summary)
+
+    monkeypatch.setattr(autotuner, "resolve_entry", resolve)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        summary = load_autotune_cache(tmp_path / "cache.json")
+    (warning,) = tuning_warnings(record)
+    assert "loaded 1 entries, skipped 1" in str(warning.message)
+    assert "RecursionError" in summary.skipped["malformed entries"][0]
+    api(torch.ones(4, 8))
+    assert runs == Counter(medium=1)
+
+
 # -- use-time re-validation ----------------------------------------------------------
 
 

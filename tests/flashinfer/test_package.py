@@ -92,12 +92,25 @@ def test_experimental_package_reexports_exactly_the_six_primitives():
 
 
 def test_import_flashinfer_experimental_enforces_nothing():
-    loaded = modules_after(
+    """With the gate unset the import succeeds and warns nothing of FlashInfer's.
+
+    Only FlashInfer's warnings count (its categories, or raised from its files):
+    what torch says on import is not ours, for instance "Failed to initialize
+    NumPy" on a machine without NumPy, which nothing here requires.
+    """
+    result = run_python(
         "import os; os.environ.pop('FLASHINFER_ALLOW_EXPERIMENTAL_AUTO_BACKENDS', None)\n"
-        "import warnings; warnings.simplefilter('error')\n"
-        "import flashinfer.experimental"
+        "import json, sys, warnings\n"
+        "with warnings.catch_warnings(record=True) as record:\n"
+        "    warnings.simplefilter('always')\n"
+        "    import flashinfer.experimental\n"
+        "package = os.path.dirname(flashinfer.__file__) + os.sep\n"
+        "ours = [f'{w.category.__name__}: {w.message} ({w.filename})' for w in record\n"
+        "        if w.category.__module__.startswith('flashinfer') or w.filename.startswith(package)]\n"
+        "print(json.dumps({'warnings': ours, 'modules': sorted(sys.modules)}))"
     )
-    assert "flashinfer.experimental" in loaded
+    assert result["warnings"] == []
+    assert "flashinfer.experimental" in result["modules"]
 
 
 def test_gate_demo_example_runs():

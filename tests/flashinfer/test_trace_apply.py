@@ -88,17 +88,22 @@ def backends_run(runs) -> list:
     return [backend for backend, _ in runs]
 
 
-def test_pin_of_an_experimental_backend_runs_it_without_the_gate_and_warns_once(tmp_path):
+def ours(record) -> list:
+    """FlashInfer's warnings among those recorded (torch may add its own)."""
+    return [w for w in record if issubclass(w.category, (TuningConfigWarning, ExperimentalWarning))]
+
+
+FAST_PIN = f"""
+[[pin]]
+api = "{API}"
+key = ["cpu", ["x", [4, 8], "float32"]]
+backend = "fast"
+"""
+
+
+def test_pin_of_an_experimental_backend_runs_with_the_gate_set_and_warns_once(tmp_path, gate_on):
     api, runs = make_toy_api()
-    path = write_toml(
-        tmp_path,
-        f"""
-        [[pin]]
-        api = "{API}"
-        key = ["cpu", ["x", [4, 8], "float32"]]
-        backend = "fast"
-        """,
-    )
+    path = write_toml(tmp_path, FAST_PIN)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # applying a valid config warns nothing
         assert apply_trace_config(path).loaded == 1
@@ -106,12 +111,45 @@ def test_pin_of_an_experimental_backend_runs_it_without_the_gate_and_warns_once(
         warnings.simplefilter("always")
         for _ in range(3):
             assert torch.equal(api(torch.ones(4, 8), 2.0), torch.full((4, 8), 2.0))
-    experimental = [w for w in record if issubclass(w.category, ExperimentalWarning)]
-    assert len(experimental) == 1
-    assert "'fast' selected for 'toy_scale'" in str(experimental[0].message)
-    assert runs == [("fast", ["fast"])] * 3  # the pin is the call's only candidate
-    api(torch.ones(2, 8))  # another key: automatic selection, gate unset
-    assert runs[-1] == ("ref", ["ref", "alt"])
+        api(torch.ones(2, 8))  # another key: automatic selection, gate set
+    (experimental,) = ours(record)
+    assert issubclass(experimental.category, ExperimentalWarning)
+    assert "'fast' selected for 'toy_scale'" in str(experimental.message)
+    assert runs[:3] == [("fast", ["fast"])] * 3  # the pin is the call's only candidate
+    assert runs[3] == ("ref", ["ref", "alt", "fast"])
+
+
+def test_pin_of_an_experimental_backend_is_skipped_while_the_gate_is_unset(tmp_path):
+    api, runs = make_toy_api()
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        summary = apply_trace_config(write_toml(tmp_path, FAST_PIN))
+        for _ in range(3):
+            api(torch.ones(4, 8))
+    (warning,) = ours(record)  # the load's one warning; the calls add none
+    assert issubclass(warning.category, TuningConfigWarning)
+    assert EXPERIMENTAL_AUTO_ENV_VAR in str(warning.message) and f"{API}:fast" in str(warning.message)
+    assert (summary.loaded, summary.skipped) == (0, {autotuner.GATE_UNSET_REASON: [f"{API}:fast"]})
+    assert runs == [("ref", ["ref", "alt"])] * 3  # automatic selection among stable backends
+
+
+def test_pin_applied_with_the_gate_set_is_ignored_while_the_gate_is_unset_since(tmp_path, monkeypatch):
+    api, runs = make_toy_api()
+    monkeypatch.setenv(EXPERIMENTAL_AUTO_ENV_VAR, "1")
+    assert apply_trace_config(write_toml(tmp_path, FAST_PIN)).loaded == 1
+    monkeypatch.delenv(EXPERIMENTAL_AUTO_ENV_VAR)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        api(torch.ones(4, 8))
+        api(torch.ones(4, 8))
+    (warning,) = ours(record)  # the gate is read per call; said once
+    assert issubclass(warning.category, TuningConfigWarning)
+    assert "'fast'" in str(warning.message) and EXPERIMENTAL_AUTO_ENV_VAR in str(warning.message)
+    assert runs == [("ref", ["ref", "alt"])] * 2
+    monkeypatch.setenv(EXPERIMENTAL_AUTO_ENV_VAR, "1")
+    with pytest.warns(ExperimentalWarning):
+        api(torch.ones(4, 8))
+    assert runs[-1] == ("fast", ["fast"])
 
 
 def test_pin_without_key_covers_every_problem_and_a_keyed_pin_wins(tmp_path):
@@ -208,16 +246,52 @@ def test_pin_that_does_not_fit_the_call_falls_back_with_one_warning(tmp_path):
         ("pins.json", '{"pin": [', "not valid JSON"),
         ("pins.json", '{"version": 2, "pin": []}', "version 2 is not supported"),
         ("pins.json", '{"pin": {"api": "x"}}', "'pin' must be a list"),
+        ("pins.toml", b"version = '\xff'", "not valid TOML"),
     ],
-    ids=["bad-toml", "truncated-json", "future-version", "pin-not-list"],
+    ids=["bad-toml", "truncated-json", "future-version", "pin-not-list", "not-utf8-toml"],
 )
 def test_bad_config_files_are_reported_and_ignored(tmp_path, name, content, problem):
     api, runs = make_toy_api()
-    (tmp_path / name).write_text(content)
+    (tmp_path / name).write_bytes(content if isinstance(content, bytes) else content.encode())
     with pytest.warns(TuningConfigWarning, match=problem):
         assert apply_trace_config(tmp_path / name).error is not None
     api(torch.ones(4, 8))
     assert backends_run(runs) == ["ref"]
+
+
+@pytest.mark.timeout(60)  # turns a hang (a blocking open of the FIFO) into a failure
+@pytest.mark.parametrize(
+    "kind, name, problem",
+    [
+        ("deep", "pins.json", "nested too deeply"),
+        ("deep", "pins.toml", "nested too deeply"),
+        ("fifo", "pins.toml", "not a regular file"),
+        ("dev-zero", "pins.json", "not a regular file"),
+    ],
+    ids=["deep-json", "deep-toml", "fifo", "dev-zero"],
+)
+def test_hostile_config_files_are_reported_and_ignored(tmp_path, untrusted_file, kind, name, problem):
+    api, runs = make_toy_api()
+    path = untrusted_file(kind, tmp_path / name)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        summary = apply_trace_config(path)
+    (warning,) = ours(record)
+    assert issubclass(warning.category, TuningConfigWarning) and problem in str(warning.message)
+    assert summary.error is not None and summary.loaded == 0
+    api(torch.ones(4, 8))
+    assert backends_run(runs) == ["ref"]
+
+
+def test_a_config_longer_than_the_cap_is_ignored(tmp_path, monkeypatch):
+    make_toy_api()
+    path = write_toml(tmp_path, f'[[pin]]\napi = "{API}"\nbackend = "alt"\n')
+    size = path.stat().st_size
+    monkeypatch.setattr(autotuner, "MAX_CONFIG_BYTES", size - 1)
+    with pytest.warns(TuningConfigWarning, match=f"larger than {size - 1} bytes"):
+        assert apply_trace_config(path).loaded == 0
+    monkeypatch.setattr(autotuner, "MAX_CONFIG_BYTES", size)
+    assert apply_trace_config(path).loaded == 1
 
 
 def test_malformed_pins_are_skipped(tmp_path):
@@ -302,3 +376,26 @@ def test_mm_bf16_keyed_pin_is_the_only_candidate(tmp_path, gate_on):
     with pytest.warns(ExperimentalWarning):
         mm_bf16(a[:2], b)
     assert mm_bf16.suitable_auto_backends == ["torch", "splitk"]
+
+
+def test_mm_bf16_pin_to_splitk_applies_only_with_the_gate(tmp_path, monkeypatch):
+    from flashinfer.gemm import mm_bf16
+
+    path = write_toml(tmp_path, '[[pin]]\napi = "flashinfer.gemm.mm_bf16"\nbackend = "splitk"\n')
+    a, b = torch.ones(4, 64, dtype=torch.bfloat16), torch.ones(64, 32, dtype=torch.bfloat16)
+    with pytest.warns(TuningConfigWarning, match=EXPERIMENTAL_AUTO_ENV_VAR) as record:
+        assert apply_trace_config(path).loaded == 0
+    assert len(record) == 1
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        out = mm_bf16(a, b)
+    assert ours(record) == []  # no pin, no experimental backend
+    assert torch.equal(out, torch.full((4, 32), 64.0, dtype=torch.bfloat16))
+    assert mm_bf16.suitable_auto_backends == ["torch"]
+
+    monkeypatch.setenv(EXPERIMENTAL_AUTO_ENV_VAR, "1")
+    assert apply_trace_config(path).loaded == 1
+    with pytest.warns(ExperimentalWarning, match="'splitk' selected for 'mm_bf16'"):
+        out = mm_bf16(a, b)
+    assert torch.equal(out, torch.full((4, 32), 64.0, dtype=torch.bfloat16))
+    assert mm_bf16.suitable_auto_backends == ["splitk"]

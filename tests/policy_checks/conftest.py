@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
+from policy_checks import cache
 from policy_checks.config import from_table
 from policy_checks.runner import run
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path_factory, monkeypatch):
+    """No test reads or writes this machine's real user cache directory: the cache
+    and the XDG cache home (what platformdirs reads on Linux) are scratch folders,
+    outside every test's tree. Subprocesses inherit them."""
+    base = tmp_path_factory.mktemp("user-cache")
+    monkeypatch.setenv(cache.ENVIRONMENT, str(base / "policy-check"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(base / "xdg"))
+    return base
 
 
 def write_tree(root: Path, files: dict) -> Path:
@@ -19,6 +32,19 @@ def write_tree(root: Path, files: dict) -> Path:
         else:
             path.write_text(content, encoding="utf-8")
     return root
+
+
+def write_raw_name(root: Path, rel: bytes, content: bytes = b"") -> None:
+    """Write a file whose path is given as bytes (not valid UTF-8, say); skips the
+    test where the file system refuses such a name."""
+    path = os.path.join(os.fsencode(root), rel)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
+    except OSError as error:
+        pytest.skip(f"the file system refuses the name {rel!r}: {error}")
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(content)
 
 
 @pytest.fixture

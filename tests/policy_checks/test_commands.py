@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import json
+import os
+import re
+import subprocess
+import sys
+from urllib.parse import unquote
 
 import pytest
 from click.testing import CliRunner
 
 from policy_checks.cli import main
+from policy_checks.report import FORMATS
 
-from .conftest import write_tree
+from .conftest import write_raw_name, write_tree
 
 TREE = {
     "pyproject.toml": "[tool.policy-check]\nexclude = ['build']\n",
@@ -78,6 +84,64 @@ def test_sarif_locations_are_uri_references(tree):
     location = finding["locations"][0]["physicalLocation"]
     assert location["artifactLocation"]["uri"] == "flashinfer/my%20gemm%232.py"
     assert json.loads(invoke(tree, "--format", "json").output)["findings"][0]["path"] == "flashinfer/my gemm#2.py"
+
+
+# every file below is EXP000, as reported (bytes of a name that are not UTF-8 as \\xNN)
+UNREADABLE = {
+    "flashinfer/nul.py", "flashinfer/encoding.py", "flashinfer/nested.py", "flashinfer/fifo.py",
+    "flashinfer/device.py", "flashinfer/looping.py", "flashinfer/looped.py",
+    "flashinfer/\\xff\\xfe.py", "docs/api/\\xff.rst", "flashinfer/experimental/\\xfe/__init__.py",
+}
+
+
+@pytest.fixture
+def unreadable_tree(tree):
+    """TREE plus a file of every kind the checker cannot read, parse or name."""
+    write_tree(tree, {
+        "flashinfer/nul.py": b"x = 1\x00\n",
+        "flashinfer/encoding.py": b"# -*- coding: no-such-codec -*-\n",
+        "flashinfer/nested.py": "x = " + "(" * 200_000 + ")" * 200_000 + "\n",
+    })
+    os.mkfifo(tree / "flashinfer/fifo.py")
+    os.symlink(os.devnull, tree / "flashinfer/device.py")
+    os.symlink(tree / "flashinfer/looped.py", tree / "flashinfer/looping.py")
+    os.symlink(tree / "flashinfer/looping.py", tree / "flashinfer/looped.py")
+    write_raw_name(tree, b"flashinfer/\xff\xfe.py", b"x = 1\n")
+    write_raw_name(tree, b"docs/api/\xff.rst", b"Page\n====\n")
+    write_raw_name(tree, b"flashinfer/experimental/\xfe/__init__.py")  # a feature directory's name
+    return tree
+
+
+def _reported(output_format: str, output: str) -> set:
+    """(path, rule) of every finding in a report."""
+    if output_format == "json":
+        return {(f["path"], f["rule"]) for f in json.loads(output)["findings"]}
+    if output_format == "sarif":
+        return {
+            (unquote(r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]), r["ruleId"])
+            for r in json.loads(output)["runs"][0]["results"]
+        }
+    pattern = r"^::error file=(.*?),line=.*?::(\w+) " if output_format == "github" else r"^(.*?):\d+:\d+: (\w+) "
+    return {(m[1], m[2]) for m in re.finditer(pattern, output, re.M)}
+
+
+@pytest.mark.parametrize("output_format", sorted(FORMATS))
+def test_unreadable_files_are_exp000_in_every_format(unreadable_tree, output_format):
+    """Each is one EXP000 finding, the rest of the tree is still checked, and the
+    report is valid UTF-8 (valid JSON without lone surrogates for json and sarif)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "policy_checks", "run", "--root", str(unreadable_tree), "--format", output_format],
+        capture_output=True, timeout=120,
+    )
+    assert done.returncode == 1, done.stderr.decode(errors="replace")
+    output = done.stdout.decode("utf-8")
+    reported = _reported(output_format, output)
+    assert {path for path, rule in reported if rule == "EXP000"} == UNREADABLE
+    assert ("flashinfer/gemm.py", "EXP001") in reported
+    assert ("flashinfer/experimental/\\xfe/__init__.py", "EXP009") in reported  # lacks its record
+    assert output.count("name is not valid UTF-8") == 3
+    if output_format in ("json", "sarif"):
+        json.dumps(json.loads(output), ensure_ascii=False).encode("utf-8")  # raises on a lone surrogate
 
 
 def test_select_ignore_and_statistics(tree):

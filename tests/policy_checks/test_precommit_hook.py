@@ -6,7 +6,8 @@ The hook source is a scratch git repository holding this checkout's manifest
 (pre-commit clones it locally, no network), so the test does not depend on how CI
 checked this repository out. The consumer config overrides ``language: system``
 and the entry so that nothing is pip-installed (CI and this machine are offline);
-the manifest's id, pass_filenames and always_run are the ones under test.
+the manifest's id, pass_filenames and always_run are the ones under test. The hook
+keeps its cache outside the repository it checks.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from policy_checks import cache
 
 from .conftest import write_tree
 
@@ -87,6 +90,9 @@ def test_hook_fails_on_a_violation_then_passes(tmp_path):
     passing = hook()
     assert passing.returncode == 0, passing.stdout + passing.stderr
     assert "Passed" in passing.stdout
+    status = _git(scratch, "status", "--porcelain", "--ignored", "--untracked-files=all").splitlines()
+    assert [line for line in status if line.startswith(("??", "!!"))] == []  # nothing written in the tree
+    assert list(Path(os.environ[cache.ENVIRONMENT]).rglob("facts-*.json"))
 
 
 def test_manifest_and_config_validate():

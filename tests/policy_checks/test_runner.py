@@ -13,7 +13,7 @@ from policy_checks import cache as cache_module
 from policy_checks.config import Settings
 from policy_checks.runner import names_experimental, run
 
-from .conftest import located, write_tree
+from .conftest import located, write_raw_name, write_tree
 
 BASE = {
     "flashinfer/__init__.py": "",
@@ -144,7 +144,7 @@ def _tree_for_consistency():
 def test_cache_never_changes_a_result(tmp_path):
     root = write_tree(tmp_path, _tree_for_consistency())
     cold = run(root, Settings(), use_cache=True, jobs=1, progress=False)
-    assert (root / cache_module.DIRECTORY).is_dir()
+    assert (cache_module.location(root) / cache_module._FILE).is_file()
     warm = run(root, Settings(), use_cache=True, jobs=1, progress=False)
     nocache = run(root, Settings(), use_cache=False, jobs=1, progress=False)
     assert cold.findings == warm.findings == nocache.findings
@@ -171,8 +171,8 @@ def test_parallel_and_serial_runs_agree(tmp_path):
 def test_corrupt_cache_is_ignored_with_a_warning(tmp_path):
     root = write_tree(tmp_path, _tree_for_consistency())
     expected = run(root, Settings(), use_cache=False, jobs=1, progress=False).findings
-    cache_file = root / cache_module.DIRECTORY / cache_module._FILE
-    cache_file.parent.mkdir()
+    cache_file = cache_module.location(root) / cache_module._FILE
+    cache_file.parent.mkdir(parents=True)
     cache_file.write_bytes(b"{not json")
     result = run(root, Settings(), use_cache=True, jobs=1, progress=False)
     assert result.findings == expected
@@ -208,6 +208,8 @@ def test_robustness(tmp_path, monkeypatch):
         "flashinfer/syntax.py": "def f(:\n",
         "flashinfer/latin1.py": b"s = '\xe9'\n",
         "flashinfer/nul.py": b"x = 1\x00\n",
+        "flashinfer/encoding.py": b"# -*- coding: no-such-codec -*-\nx = 1\n",
+        "flashinfer/nested.py": "x = " + "(" * 200_000 + ")" * 200_000 + "\n",
         "flashinfer/bom.py": b"\xef\xbb\xbfimport flashinfer.experimental.feat\n",
         "flashinfer/crlf.py": b"x = 1\r\nfrom .experimental import feat\r\n",
         "flashinfer/ff.py": b"\x0cfrom .experimental import feat\n",
@@ -218,11 +220,20 @@ def test_robustness(tmp_path, monkeypatch):
     root = write_tree(tmp_path, files)
     os.symlink(root / "flashinfer", root / "flashinfer" / "loop")  # a symlink loop
     os.symlink(root / "missing.py", root / "flashinfer" / "dangling.py")
+    os.symlink(root / "flashinfer" / "looped.py", root / "flashinfer" / "looping.py")
+    os.symlink(root / "flashinfer" / "looping.py", root / "flashinfer" / "looped.py")
+    os.symlink(os.devnull, root / "flashinfer" / "device.py")
     os.mkfifo(root / "flashinfer" / "fifo.py")
+    write_raw_name(root, b"flashinfer/\xff\xfe.py", b"from .experimental import feat\n")
+    write_raw_name(root, b"flashinfer/\xff/mod.py", b"x = 1\n")  # a directory's name
     result = run(root, Settings(), use_cache=True, jobs=2, progress=False)
     by_path = {(f.path, f.rule) for f in result.findings}
-    for path in ("syntax", "latin1", "nul", "dangling", "fifo"):
+    unreadable = ("syntax", "latin1", "nul", "encoding", "nested", "dangling", "looping", "looped", "device", "fifo")
+    for path in unreadable:
         assert (f"flashinfer/{path}.py", "EXP000") in by_path, path
+    names = [(f.path, f.message) for f in result.findings if f.message == "name is not valid UTF-8"]
+    assert names == [("flashinfer/\\xff/mod.py", "name is not valid UTF-8"),
+                     ("flashinfer/\\xff\\xfe.py", "name is not valid UTF-8")]
     for path in ("bom", "crlf", "ff", "tabs", "huge"):
         assert (f"flashinfer/{path}.py", "EXP001") in by_path, path
     assert ("flashinfer/huge.py", 700_001) in located(result, "EXP001")

@@ -1,6 +1,7 @@
 """The JIT disk cache: misses, hits, keys, corrupt entries, atomic and concurrent writes."""
 
 import os
+import stat
 import subprocess
 import sys
 import textwrap
@@ -154,3 +155,75 @@ def test_kind_tag_is_covered_by_the_checksum():
     entry = bytearray(cache.encode_entry("cubin", b"image"))
     entry[len(b"FIJIT1")] = ord("P")  # a valid tag, but not the one that was written
     assert cache.decode_entry(bytes(entry)) is None
+
+
+# -- a shared cache directory: only our own regular files are loaded -----------------
+# FLASHINFER_JIT_CACHE_DIR may name a directory others can write to. An entry that
+# is not a regular file of ours, or that others could have written, is a miss: it
+# is rebuilt and replaced, never loaded. The timeout marks only turn a hang (a
+# blocking open of a FIFO) into a failure.
+
+as_root = pytest.mark.skipif(getattr(os, "geteuid", lambda: -1)() != 0, reason="chown to another user needs root")
+
+
+def test_directories_the_cache_creates_are_private(tmp_path, monkeypatch):
+    os.chmod(tmp_path, 0o755)
+    root = tmp_path / "shared" / "jit"
+    monkeypatch.setenv(cache.CACHE_DIR_ENV_VAR, str(root))
+    cache.build(make_spec(), 90)
+    assert stat.S_IMODE((tmp_path / "shared").stat().st_mode) == 0o700
+    assert stat.S_IMODE(root.stat().st_mode) == 0o700
+    assert stat.S_IMODE(tmp_path.stat().st_mode) == 0o755  # an existing directory is left alone
+
+
+def _plant(kind, path, untrusted_file, monkeypatch):
+    """Turn the good entry at ``path`` into what ``kind`` names."""
+    if kind in ("fifo", "dev-zero"):
+        path.unlink()
+        untrusted_file(kind, path)
+    elif kind == "symlink":
+        elsewhere = path.parent.parent / "elsewhere.bin"
+        elsewhere.write_bytes(path.read_bytes())
+        path.unlink()
+        path.symlink_to(elsewhere)
+    elif kind == "world-writable":
+        os.chmod(path, 0o666)
+    elif kind == "group-writable":
+        os.chmod(path, 0o664)
+    elif kind == "another-user":
+        os.chown(path, 54321, -1)
+    elif kind == "too-large":
+        monkeypatch.setattr(cache, "MAX_ENTRY_BYTES", path.stat().st_size - 1)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "fifo",
+        "dev-zero",
+        "symlink",
+        "world-writable",
+        "group-writable",
+        pytest.param("another-user", marks=as_root),
+        "too-large",
+    ],
+)
+def test_untrusted_entry_is_rebuilt_not_loaded(kind, jit_cache_dir, compile_count, untrusted_file, monkeypatch, caplog):
+    spec = make_spec()
+    good = cache.build(spec, 90)
+    planted = good.path.read_bytes()
+    _plant(kind, good.path, untrusted_file, monkeypatch)
+    cache.clear_memo()
+    rebuilt = cache.build(spec, 90)
+    assert rebuilt.origin == "compiled" and rebuilt.image == good.image
+    assert len(compile_count) == 2
+    assert "not loaded" in caplog.text
+    info = os.lstat(good.path)  # the rebuilt entry replaced what was planted
+    assert stat.S_ISREG(info.st_mode) and info.st_uid == os.geteuid()
+    assert stat.S_IMODE(info.st_mode) == 0o644
+    if kind == "symlink":  # replaced the link, not written through it
+        assert (jit_cache_dir.parent / "elsewhere.bin").read_bytes() == planted
+    if kind != "too-large":  # the replacement is ours: the next process loads it
+        cache.clear_memo()
+        assert cache.build(spec, 90).origin == "disk"

@@ -12,22 +12,48 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import html
+import importlib.util
 import json
 import logging
 import re
+import sys
 import threading
 import time
+import zlib
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 from werkzeug.serving import make_server
 from werkzeug.wrappers import Request, Response
 
+
+def _sibling(name: str):
+    """A module beside this conftest (the suite imports in importlib mode: no package to import from)."""
+    qualified = f"bot_{name}"  # the one name every loader of these modules shares
+    if qualified not in sys.modules:
+        spec = importlib.util.spec_from_file_location(qualified, Path(__file__).with_name(f"{name}.py"))
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[qualified] = module
+        spec.loader.exec_module(module)
+    return sys.modules[qualified]
+
+
+graphql_schema = _sibling("graphql_schema")
+fake_graphql = _sibling("fake_graphql")
+
 logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no access log per request
 
-BOT_TOKEN = "fake-bot-token"
-READ_ONLY_TOKEN = "fake-read-only-token"
-BOT_LOGIN = "track-bot"
+# As on GitHub Actions: GITHUB_TOKEN is an installation token acting as the Bot
+# ``github-actions[bot]`` (REST spelling; GraphQL calls it ``github-actions``). It may not
+# read ``GET /user``. On pull requests from forks it is read-only. A personal access token
+# acts as an ordinary user account.
+BOT_TOKEN = "fake-installation-token"
+READ_ONLY_TOKEN = "fake-read-only-installation-token"
+PAT_TOKEN = "fake-personal-access-token"
+BOT_LOGIN = "github-actions[bot]"
+PAT_LOGIN = "track-bot"
+FIRST_COMMENT_ID = 2**31 + 1000  # GitHub's comment ids passed 2^31: GraphQL's Int databaseId is null for them
 LEVELS = ("admin", "maintain", "write", "triage", "read")
 
 
@@ -64,20 +90,25 @@ class RepoState:
 class FakeGitHub:
     token = BOT_TOKEN
     read_only_token = READ_ONLY_TOKEN
+    pat_token = PAT_TOKEN
     bot_login = BOT_LOGIN
+    pat_login = PAT_LOGIN
 
     def __init__(self):
-        self.users: set[str] = {BOT_LOGIN}
-        self.tokens = {BOT_TOKEN: (BOT_LOGIN, True), READ_ONLY_TOKEN: (BOT_LOGIN, False)}
+        self.users: set[str] = {BOT_LOGIN, PAT_LOGIN}
+        # token -> (actor, may write, is an installation token)
+        self.tokens = {BOT_TOKEN: (BOT_LOGIN, True, True), READ_ONLY_TOKEN: (BOT_LOGIN, False, True),
+                       PAT_TOKEN: (PAT_LOGIN, True, False)}
         self.repos: dict[str, RepoState] = {}
         self.requests: list[tuple[str, str]] = []
         self.faults: list[Fault] = []
         self.lock = threading.RLock()
-        self.next_id = 1000
+        self.next_id = FIRST_COMMENT_ID
         self.clock = dt.datetime(2026, 11, 2, 12, 0, 0)
         self.url = ""
         self.graphql_log: list[tuple[str, dict]] = []  # (operation, variables) of every GraphQL query
         self.collaborators_forbidden = False  # a token without push access may not list collaborators
+        self.graphql_endpoint = fake_graphql.FakeGraphQL(self, graphql_schema.schema(), graphql_schema.check_request)
 
     # ----- state helpers used by tests -------------------------------------------------
     def _tick(self) -> str:
@@ -85,8 +116,9 @@ class FakeGitHub:
         return _iso(self.clock)
 
     def _user(self, login: str) -> dict:
-        return {"login": login, "id": abs(hash(login)) % 10**8, "type": "User",
-                "url": f"{self.url}/users/{login}"}
+        """A REST user object: Bots have ``[bot]`` in their login and ``type: "Bot"``."""
+        return {"login": login, "id": 2**32 + zlib.crc32(login.encode()), "node_id": f"U_{login}",
+                "type": "Bot" if login.endswith("[bot]") else "User", "url": f"{self.url}/users/{login}"}
 
     def repo(self, full_name: str = "acme/widgets") -> RepoState:
         if full_name not in self.repos:
@@ -180,7 +212,6 @@ class FakeGitHub:
         return Response(text, status=status, headers=headers or {}, content_type="application/json")
 
     _ROUTES = [
-        ("POST", r"/graphql", "graphql"),
         ("GET", r"/user", "get_me"),
         ("GET", r"/users/(?P<login>[^/]+)", "get_user"),
         ("GET", r"/repos/(?P<repo>[^/]+/[^/]+)/pulls/(?P<n>\d+)", "get_pull"),
@@ -206,9 +237,15 @@ class FakeGitHub:
         token = auth.split(" ", 1)[1] if " " in auth else ""
         if token not in self.tokens:
             return self._json({"message": "Bad credentials"}, 401)
-        login, can_write = self.tokens[token]
+        login, can_write, installation = self.tokens[token]
         if request.method != "GET" and request.path != "/graphql" and not can_write:
             return self._json({"message": "Resource not accessible by integration"}, 403)
+        if request.path == "/user" and installation:
+            return self._json({"message": "Resource not accessible by integration",
+                               "documentation_url": "https://docs.github.com/rest/users/users#get-the-authenticated-user",
+                               "status": "403"}, 403)
+        if request.path == "/graphql":
+            return self.graphql(request, can_write)
         for method, pattern, handler in self._ROUTES:
             match = re.fullmatch(pattern, request.path)
             if match and method == request.method:
@@ -253,7 +290,7 @@ class FakeGitHub:
 
     _MENTION_RE = re.compile(r"(?<![\w@/])@([A-Za-z0-9](?:[A-Za-z0-9-]{0,38}))")
 
-    def _render_html(self, body: str | None) -> str:
+    def render_html(self, body: str | None) -> str:
         """Markdown as GitHub renders mentions: ``@login`` becomes a user-mention link only for a real user."""
         def mention(match):
             login = match.group(1)
@@ -304,7 +341,7 @@ class FakeGitHub:
         data = self._issue_json(repo, issue)
         accept = request.headers.get("Accept", "")
         if "full+json" in accept or "html+json" in accept:
-            data["body_html"] = self._render_html(issue["body"])
+            data["body_html"] = self.render_html(issue["body"])
         return self._json(data)
 
     def list_comments(self, request, repo, n, **_):
@@ -399,136 +436,55 @@ class FakeGitHub:
         return self._json([{"type": kind, "name": name, "path": f"{path}/{name}", "sha": "d" * 40,
                             "url": f"{base}/{path}/{name}"} for name, kind in sorted(children.items())])
 
-    # ----- GraphQL: the two named queries the bot sends ------------------------------------
-    def graphql(self, request, me):
+    # ----- GraphQL: executed against GitHub's published schema (fake_graphql.py) ----------
+    def graphql(self, request, can_write: bool):
         payload = request.get_json()
         match = re.match(r"\s*query\s+(\w+)", payload.get("query", ""))
-        operation = match.group(1) if match else ""
-        self.graphql_log.append((operation, payload.get("variables") or {}))
-        handler = {"PrContext": self._gql_pr_context, "LifecycleReview": self._gql_review,
-                   "TrackingIssues": self._gql_tracking_issues}.get(operation)
-        if handler is None:
-            return self._json({"errors": [{"message": f"this fake does not answer {operation or 'that query'}"}]})
-        errors: list[dict] = []
-        data = handler(payload.get("variables") or {}, errors)
-        return self._json({"data": data, **({"errors": errors} if errors else {})})
+        self.graphql_log.append((match.group(1) if match else "", payload.get("variables") or {}))
+        return self._json(self.graphql_endpoint.answer(payload, token_can_list_collaborators=can_write))
 
-    def _gql_comments(self, repo: str, number: int) -> dict:
-        comments = self.repos[repo].comments[number]
-        return {"totalCount": len(comments), "nodes": [
-            {"fullDatabaseId": str(c["id"]), "body": c["body"], "createdAt": c["created_at"], "author": {"login": c["user"]["login"]},
-             "authorAssociation": self.association(repo, c["user"]["login"])} for c in comments[:100]]}
 
-    def _gql_collaborators(self, repo: str, path: list, errors: list) -> dict | None:
-        if self.collaborators_forbidden:
-            errors.append({"type": "FORBIDDEN", "path": path + ["collaborators"],
-                           "message": "Must have push access to view repository collaborators."})
-            return None
-        people = sorted(self.repos[repo].collaborators.items())
-        return {"pageInfo": {"hasNextPage": len(people) > 100},
-                "edges": [{"permission": level.upper(), "node": {"login": login}} for login, level in people[:100]]}
+class _Served:
+    """A WSGI server on 127.0.0.1 whose fake can be swapped for a fresh one (one server, many examples)."""
 
-    def _gql_issue(self, repo: str, issue: dict) -> dict:
-        return {"number": issue["number"], "state": issue["state"].upper(), "body": issue["body"] or "",
-                "author": {"login": issue["user"]["login"]}, "labels": {"nodes": [{"name": label["name"]} for label in issue["labels"]]},
-                "comments": self._gql_comments(repo, issue["number"])}
+    def __init__(self):
+        self.fake = FakeGitHub()
+        self.server = make_server("127.0.0.1", 0, self, threaded=True)
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+        self.thread.start()
 
-    def _gql_pr_context(self, v: dict, errors: list) -> dict:
-        repo = f"{v['owner']}/{v['name']}"
-        thread = {"pullRequest": {"comments": self._gql_comments(repo, v["pr"])}} if repo in self.repos else None
-        data = {"thread": thread}
-        if v.get("withIssue"):
-            other = f"{v['issueOwner']}/{v['issueName']}"
-            if other not in self.repos:
-                errors.append({"type": "NOT_FOUND", "path": ["tracking"], "message": f"Could not resolve to a Repository with the name '{other}'."})
-                data["tracking"] = None
-                return data
-            collaborators = self._gql_collaborators(other, ["tracking"], errors)
-            node = self._gql_issue_or_pull(other, v["issue"], ["tracking"], errors)
-            if node is not None and node["__typename"] == "Issue":
-                issue = self.repos[other].issues[v["issue"]]
-                node.update(bodyHTML=self._render_html(issue["body"]),
-                            assignees={"nodes": [{"login": a["login"]} for a in issue["assignees"]]})
-            data["tracking"] = {"issueOrPullRequest": node,
-                                "collaborators": collaborators}
-        return data
+    def __call__(self, environ, start_response):
+        return self.fake(environ, start_response)
 
-    def _gql_issue_or_pull(self, repo: str, number: int, path: list, errors: list) -> dict | None:
-        issue = self.repos[repo].issues.get(number)
-        if issue is None:
-            errors.append({"type": "NOT_FOUND", "path": path + ["issueOrPullRequest"],
-                           "message": f"Could not resolve to an issue or pull request with the number of {number}."})
-            return None
-        if issue.get("is_pull"):
-            return {"__typename": "PullRequest", "number": number}
-        return dict(self._gql_issue(repo, issue), __typename="Issue")
+    def fresh(self) -> FakeGitHub:
+        self.fake = FakeGitHub()
+        self.fake.url = self.url
+        return self.fake
 
-    def _gql_tracking_issues(self, v: dict, errors: list) -> dict:
-        data = {}
-        k = 0
-        while f"o{k}" in v:
-            repo = f"{v[f'o{k}']}/{v[f'n{k}']}"
-            if repo not in self.repos:
-                errors.append({"type": "NOT_FOUND", "path": [f"t{k}"], "message": f"Could not resolve to a Repository with the name '{repo}'."})
-                data[f"t{k}"] = None
-            else:
-                data[f"t{k}"] = {"issueOrPullRequest": self._gql_issue_or_pull(repo, v[f"i{k}"], [f"t{k}"], errors)}
-            k += 1
-        return data
-
-    def _gql_review(self, v: dict, errors: list) -> dict:
-        repo = f"{v['owner']}/{v['name']}"
-        if repo not in self.repos:
-            errors.append({"type": "NOT_FOUND", "path": ["repository"], "message": f"Could not resolve to a Repository with the name '{repo}'."})
-            return {"repository": None}
-        r = self.repos[repo]
-        out = {}
-        if v.get("firstPage"):
-            out["records"] = self._gql_tree(r, v["records"].split(":", 1)[1])
-            out["collaborators"] = self._gql_collaborators(repo, ["repository"], errors)
-        issues = [i for _, i in sorted(r.issues.items()) if not i.get("is_pull")
-                  and set(v["labels"]) <= {label["name"] for label in i["labels"]}]
-        start = int(v.get("after") or 0)
-        page = issues[start : start + 100]
-        out["issues"] = {"pageInfo": {"hasNextPage": start + 100 < len(issues), "endCursor": str(start + 100)},
-                         "nodes": [self._gql_issue(repo, i) for i in page]}
-        return {"repository": out}
-
-    def _gql_tree(self, r: RepoState, path: str, depth: int = 2) -> dict | None:
-        """The tree at ``path`` two levels deep, blobs with their text (``None`` when not UTF-8)."""
-        children: dict[str, str] = {}
-        for name in r.files:
-            if name.startswith(path + "/"):
-                rest = name[len(path) + 1 :].split("/")
-                children[rest[0]] = "tree" if len(rest) > 1 else "blob"
-        if not children:
-            return None
-        entries = []
-        for name, kind in sorted(children.items()):
-            full = f"{path}/{name}"
-            if kind == "tree":
-                obj = self._gql_tree(r, full, depth - 1) if depth > 1 else {}
-            else:
-                text = r.files[full]
-                binary = isinstance(text, bytes)
-                obj = {"text": None if binary else text, "isBinary": binary}
-            entries.append({"name": name, "type": kind, "object": obj})
-        return {"entries": entries}
+    def close(self) -> None:
+        self.server.shutdown()
+        self.thread.join(timeout=5)
 
 
 @pytest.fixture
 def github_api():
     """A running fake GitHub; ``github_api.url`` is the base URL to pass as ``--api-url``."""
-    fake = FakeGitHub()
-    server = make_server("127.0.0.1", 0, fake, threaded=True)
-    fake.url = f"http://127.0.0.1:{server.server_port}"
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-    thread.start()
+    served = _Served()
     try:
-        yield fake
+        yield served.fresh()
     finally:
-        server.shutdown()
-        thread.join(timeout=5)
+        served.close()
+
+
+@pytest.fixture(scope="module")
+def fresh_github():
+    """For property tests: a function that answers a new, empty fake GitHub on one running server."""
+    served = _Served()
+    try:
+        yield served.fresh
+    finally:
+        served.close()
 
 
 @pytest.fixture

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from policy_checks.bot.markdown import ZWJ
 from policy_checks.bot.parsers import (
+    LOGIN_RE,
     TrackingRef,
     issue_sections,
+    mentioned_users,
     normalise_reason,
     parse_extend_command,
     parse_feature_toml,
+    parse_login,
     parse_pr_body,
     parse_tracking_issue,
     parse_tracking_ref,
@@ -99,6 +104,217 @@ def test_pr_link_is_a_problem_not_a_tracking_issue():
     assert "pull request, not an issue" in declaration.problems[0]
 
 
+def test_the_pr_link_is_quoted_as_a_code_span():
+    _, problem = parse_tracking_ref("see https://github.com/acme/w/pulls/12 please")
+    assert problem == "the tracking reference `https://github.com/acme/w/pulls/12` is a pull request, not an issue"
+
+
+# ----- headings as people write them --------------------------------------------------------
+
+@pytest.mark.parametrize(
+    "heading",
+    [
+        "## Experimental Track",
+        "## experimental track",
+        "## 🔬 Experimental Track",
+        "## Experimental Track 🧪",
+        "### **Experimental track:**",
+        "## [Experimental Track]",
+        "## 🔬 Experimental-Track",
+        "## _Experimental_ Track",
+        "## :microscope: Experimental Track",
+        "## :microscope::test_tube: Experimental Track",
+        "##   Experimental   Track   ##",
+        "# EXPERIMENTAL TRACK #",
+        "   ## Experimental Track",
+        "##\tExperimental Track",
+    ],
+)
+def test_experimental_track_headings_as_people_write_them(heading):
+    body = f"## 📌 Description\n\nText.\n\n{heading}\n\n- [x] This PR is experimental\n- Tracking issue: #42\n"
+    declaration = parse_pr_body(body + "\n## 🚀 Pull Request Checklist\n\n- [ ] Tracking issue: #7\n")
+    assert declaration.section_found and declaration.ticked
+    assert declaration.tracking == TrackingRef(42)
+
+
+@pytest.mark.parametrize(
+    "heading",
+    [
+        "## Experimental Track (optional)",
+        "## Experimental Tracking",
+        "## Experimental",
+        "##Experimental Track",  # no blank after the hashes: a paragraph
+        "    ## Experimental Track",  # four spaces: an indented code block
+        "####### Experimental Track",  # seven hashes
+        "Experimental Track",
+        "> ## Experimental Track",
+    ],
+)
+def test_other_headings_are_not_the_section(heading):
+    assert not parse_pr_body(f"{heading}\n- [x] experimental\nTracking issue: #1\n").section_found
+
+
+def test_an_emoji_heading_ends_the_section():
+    body = "## 🔬 Experimental Track\n- [ ] experimental\n## 🚀 Checklist\nTracking issue: #3\n"
+    declaration = parse_pr_body(body)
+    assert declaration.section_found and declaration.tracking is None
+
+
+def test_an_empty_heading_ends_the_section():
+    # CommonMark: "##" alone is an empty level-2 heading.
+    declaration = parse_pr_body("## Experimental Track\n- [x] experimental\n##\nTracking issue: #3\n")
+    assert declaration.ticked and declaration.tracking is None
+
+
+def test_a_heading_ending_in_a_hash_keeps_it():
+    # "C#": the closing run of hashes needs a blank before it, so this is not "C".
+    assert set(issue_sections("### C#\nx\n### C #\ny\n")) == {"c"}
+    assert issue_sections("### Owner ###\n@a\n") == {"owner": "@a"}
+
+
+def test_short_html_comments_close_at_once():
+    # "<!-->" and "<!--->" are whole comments in HTML and CommonMark; what follows shows.
+    for comment in ("<!-->", "<!--->"):
+        assert parse_pr_body(f"## Experimental Track\n{comment}\n- [x] experimental\n").ticked
+
+
+def test_a_flashinfer_style_template():
+    body = """<!-- .github/pull_request_template.md -->
+
+## 📌 Description
+
+Adds a split-K backend.
+
+## 🔍 Related Issues
+
+Fixes #12.
+
+## 🔬 Experimental Track
+
+<!-- Tick the box if this PR adds or changes an experimental API or backend. -->
+
+- [x] This PR is part of the **Experimental Track**
+- Tracking issue: https://github.com/flashinfer-ai/flashinfer/issues/2100
+
+## 🚀 Pull Request Checklist
+
+### ✅ Pre-commit Checks
+
+- [x] I have installed `pre-commit`.
+"""
+    declaration = parse_pr_body(body)
+    assert declaration.section_found and declaration.ticked and declaration.problems == []
+    assert declaration.tracking == TrackingRef(2100, "flashinfer-ai/flashinfer")
+
+
+# ----- cost and robustness: inputs that used to be slow or raise -------------------------------
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "#" + "1" * 5000,
+        "GH-" + "1" * 5000,
+        "acme/gizmo#" + "1" * 5000,
+        "https://github.com/acme/gizmo/issues/" + "1" * 5000,
+        "#12345678901",  # ten digits and more are not an issue number
+        "#١٢",  # Arabic-Indic digits: GitHub links ASCII digits only
+    ],
+)
+def test_overlong_or_non_ascii_numbers_are_not_references(text):
+    assert parse_tracking_ref(text) == (None, None)
+    assert parse_pr_body(section("- [x] experimental", "Tracking issue: " + text)).tracking is None
+
+
+@pytest.mark.parametrize(
+    "text, ref",
+    [
+        ("https://github.com:443/acme/gizmo/issues/5", TrackingRef(5, "acme/gizmo")),
+        ("http://ghe.example-corp.internal/acme/gizmo/issues/5", TrackingRef(5, "acme/gizmo")),
+        ("https://[evil]/acme/gizmo/issues/5", None),  # not a host name
+        ("https://exa_mple.com/acme/gizmo/issues/5", None),
+        ("https://x@github.com/acme/gizmo/issues/5", None),
+    ],
+)
+def test_issue_urls_need_a_host_name(text, ref):
+    assert parse_tracking_ref(text)[0] == ref
+
+
+def test_cross_repo_references_start_at_the_start_of_the_owner():
+    # A match may not start inside a run of owner characters ("-" included): that is
+    # what keeps the search linear, and "my_org-x" is not the owner "x".
+    assert parse_tracking_ref("my_org-x/gizmo#5") == (None, None)
+    assert parse_tracking_ref("(acme/gizmo#5)")[0] == TrackingRef(5, "acme/gizmo")
+    assert parse_tracking_ref("-acme/gizmo#5")[0] == TrackingRef(5, "-acme/gizmo")
+
+
+@pytest.mark.parametrize("weeks", ["²", "٣", "1" * 5000, "0" * 4 + "2"])
+def test_extend_weeks_must_be_a_small_ascii_number(weeks):
+    command, problem = parse_extend_command(f"/experimental extend {weeks} waiting for CUTLASS")
+    assert command is None and "whole number of weeks" in problem
+
+
+def test_extend_weeks_with_a_leading_zero():
+    assert parse_extend_command("/experimental extend 02 x")[0].weeks == 2
+
+
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ("a = " + "1" * 5000, "a number is too long"),
+        ("a = " + "[" * 5000, "nested too deeply"),
+        ("a = " + "{b = " * 3000, "nested too deeply"),
+    ],
+)
+def test_toml_that_python_refuses_is_a_problem(text, problem):
+    record = parse_feature_toml("x", text)
+    assert record.kind is None and problem in record.problems[0]
+
+
+def test_toml_errors_quote_the_file_inertly():
+    # tomllib's message quotes the key: "Cannot declare ('<key>',) twice (at line 2, column 1)".
+    key = '"@everyone [click](https://evil.example) <b>"'
+    record = parse_feature_toml("x", f"[{key}]\n[{key}]\n")
+    (problem,) = record.problems
+    assert problem.startswith("FEATURE.toml is not valid TOML: `Cannot declare") and problem.endswith("`")
+    assert "@everyone" not in problem and f"@{ZWJ}everyone [click]" in problem
+
+
+ADVERSARIAL = {
+    "tracking dashes": "## Experimental Track\n- [x] experimental\nTracking issue: " + "-" * 65000,
+    "heading ' #' run": " #" * 20000 + "x",
+    "issue heading": "###" + " #" * 20000 + "x",
+    "'<!--' run": "<!--" * 16000,
+    "checkbox spaces": "## Experimental Track\n- [ ] " + " " * 65000,
+    "extend spaces": "/experimental extend " + " " * 65000,
+    "'@' run": "### Owner\n" + "@" * 65000,
+    "'a/' run": "## Experimental Track\nTracking issue: " + "a/" * 32000 + "#",
+    "'a-' run": "## Experimental Track\nTracking issue: https://github.com/" + "a-" * 32000,
+    "'http://' run": "## Experimental Track\nTracking issue: " + "http://" * 9000,
+    "'1' run": "## Experimental Track\nTracking issue: #" + "1" * 65000 + " ",
+    "'#' run": "#" * 65000,
+    "'<a class=' run": "<a class=" * 7000,
+    "'<a ' run": "<a " * 21000,
+    "'<![' run": "<![" * 21000,
+    "'</' run": "</" * 32000,
+    "TOML '[' run": "a = " + "[" * 65000,
+}
+
+
+@pytest.mark.parametrize("text", list(ADVERSARIAL.values()), ids=list(ADVERSARIAL))
+def test_adversarial_bodies_parse(text):
+    # No timing here (benchmarks/bot_parsers.py times these); each used to take seconds,
+    # and some raised.
+    declaration = parse_pr_body(text)
+    assert declaration.tracking is None and declaration.problems == []
+    assert parse_tracking_issue(text).owner is None
+    assert parse_extend_command(text)[0] is None
+    assert parse_tracking_ref(text) == (None, None)
+    assert parse_feature_toml("x", text).problems
+    assert mentioned_users(text) == set()
+    parse_login(text)
+    normalise_reason(text)
+
+
 @pytest.mark.parametrize(
     "text, ref",
     [
@@ -181,6 +397,36 @@ def test_issue_form_no_response_and_missing_fields():
 def test_issue_owner_must_be_a_login():
     assert parse_tracking_issue(FORM.replace("@octocat", "@not a login!")).owner == "not"
     assert parse_tracking_issue(FORM.replace("@octocat", "@-bad-")).owner is None
+
+
+@pytest.mark.parametrize(
+    "heading, key",
+    [
+        ("### Owner", "owner"),
+        ("### 👤 Owner", "owner"),
+        ("### Owner:", "owner"),
+        ("### **Owner**", "owner"),
+        ("### :bust_in_silhouette: Owner", "owner"),
+        ("### Why experimental?", "why experimental"),
+        ("### Why *experimental*?", "why experimental"),
+        ("### Use case", "use case"),
+        ("### 🎯 Use-case", "use case"),
+        ("### Graduation plan 🎓", "graduation plan"),
+    ],
+)
+def test_issue_section_names_are_their_words(heading, key):
+    assert issue_sections(f"{heading}\n\ntext\n") == {key: "text"}
+
+
+def test_a_decorated_issue_form():
+    decorated = (
+        FORM.replace("### Owner", "### 👤 Owner:")
+        .replace("### Why experimental", "### Why experimental?")
+        .replace("### Use case", "### 🎯 Use case")
+        .replace("### Graduation plan", "### **Graduation plan**")
+    )
+    issue = parse_tracking_issue(decorated)
+    assert issue.problems == [] and issue.owner == "octocat" and issue.target_date == dt.date(2026, 11, 30)
 
 
 def test_issue_sections_ignore_fenced_headings_and_crlf():
@@ -268,3 +514,128 @@ def test_any_issue_body_or_comment_parses_without_an_exception(text):
     assert issue.owner is None or issue.owner == issue.owner.strip()
     command, problem = parse_extend_command(text)
     assert command is None or (1 <= command.weeks <= 52 and command.reason)
+
+
+# ----- user mentions in rendered HTML ---------------------------------------------------------
+
+LINK = ('<a class="user-mention notranslate" data-hovercard-type="user" data-hovercard-url="/users/{0}/hovercard" '
+        'data-octo-click="hovercard-link-click" href="https://github.com/{0}">@{0}</a>')
+
+
+def test_mentioned_users_are_the_user_mention_links():
+    body = f"<p>Owner: {LINK.format('OctoCat')}, cc {LINK.format('hubot')} and @ghost</p>"
+    assert mentioned_users(body) == {"octocat", "hubot"}
+
+
+@pytest.mark.parametrize(
+    "body_html",
+    [
+        None,
+        "",
+        "<p>@octocat</p>",
+        '<a href="https://github.com/octocat">@octocat</a>',
+        '<a class="team-mention js-team-mention" data-hovercard-type="team">@acme/core</a>',
+        '<a data-note="user-mention">@octocat</a>',
+        '<a class="user-mention">@not a login</a>',
+        '<a class="user-mention">@-bad-</a>',
+        '<a class="user-mention">@octocat',  # never closed
+        '<code>&lt;a class="user-mention"&gt;@octocat&lt;/a&gt;</code>',  # escaped text, not a link
+    ],
+)
+def test_what_is_not_a_user_mention(body_html):
+    assert mentioned_users(body_html) == set()
+
+
+@pytest.mark.parametrize(
+    "body_html, logins",
+    [
+        ("<A CLASS='user-mention'>@Octocat</A>", {"octocat"}),
+        ('<a title="1 > 0" class="user-mention">@octocat</a>', {"octocat"}),
+        ('<a class="user-mention"><span>@octo</span>cat</a>', {"octocat"}),
+        ('<a class="user-mention">@&#111;ctocat</a>', {"octocat"}),
+        ('<a class="user-mention">@a&#' + "1" * 5000 + ';</a>' + LINK.format("b"), {"b"}),
+        ('<a class="user-mention' + LINK.format("octocat"), {"octocat"}),  # an unfinished tag before
+        ("<![" * 1000 + LINK.format("octocat"), {"octocat"}),  # HTMLParser alone raises on "<!["
+        ("<!-- x -->" + LINK.format("octocat") + "<?pi?>", {"octocat"}),
+    ],
+)
+def test_user_mentions_in_odd_html(body_html, logins):
+    assert mentioned_users(body_html) == logins
+
+
+# ----- every parser, any text ---------------------------------------------------------------
+
+# The pieces the grammars are made of, so that generated text reaches deep into each parser.
+PIECES = [
+    "#", "##", "###", " ", "\t", "-", "/", "\n", "\r\n", "\r", "tracking issue:", "Tracking issue: ", "[x]", "[ ]",
+    "`", "```", "~~~", "<!--", "-->", "<!-->", "0", "1", "7", "12", "a", "Z", "acme", "@", "@octocat", ":", ".",
+    "_", "*", "GH-", "http://", "https://github.com/", "issues/", "pull/", "experimental", "Experimental Track",
+    "🔬", ":microscope:", "Owner", "Use case", "Why experimental", "Graduation plan", "Target release: ",
+    "Target date: ", "2026-11-30", "_No response_", "/experimental extend ", "²", "=", '"', "'", "[", "]", "{", "}",
+    ",", "<", ">", "</", "<a ", 'class="user-mention"', "</a>", "&#", "&amp;", ";", "<![", "<?",
+]
+grammar_text = st.lists(st.sampled_from(PIECES), max_size=60).map("".join)
+any_text = st.one_of(st.text(), grammar_text)
+INERT_PROBLEM = re.compile(r"the tracking reference `[^`\n]+` is a pull request, not an issue")
+
+
+@settings(max_examples=400, deadline=None)
+@given(any_text)
+@example("## Experimental Track\n- [x] experimental\nTracking issue: https://x.y/a/b/pull/3")
+def test_pr_body_and_tracking_refs_on_any_text(text):
+    declaration = parse_pr_body(text)
+    assert isinstance(declaration.ticked, bool)
+    assert declaration.tracking is None or 0 <= declaration.tracking.number < 10**9
+    assert all(INERT_PROBLEM.fullmatch(problem) for problem in declaration.problems)
+    ref, problem = parse_tracking_ref(text)
+    assert ref is None or problem is None
+    assert problem is None or INERT_PROBLEM.fullmatch(problem)
+
+
+@settings(max_examples=400, deadline=None)
+@given(any_text)
+@example("### 👤 Owner:\n\n@octocat\n")
+def test_issue_bodies_on_any_text(text):
+    sections = issue_sections(text)
+    for key, value in sections.items():
+        assert key == " ".join(key.split()) and all(word.isalnum() for word in key.split())
+        assert value == value.strip()
+    issue = parse_tracking_issue(text)
+    assert issue.owner is None or LOGIN_RE.match(issue.owner)
+    assert issue.problems or issue.owner is not None
+    login = parse_login(text)
+    assert login is None or LOGIN_RE.match(login)
+
+
+@settings(max_examples=400, deadline=None)
+@given(any_text)
+def test_comments_on_any_text(text):
+    command, problem = parse_extend_command(text)
+    assert command is None or (1 <= command.weeks <= 52 and command.reason and problem is None)
+    assert problem is None or problem.startswith("`/experimental extend` needs")
+    assert normalise_reason(normalise_reason(text)) == normalise_reason(text)
+
+
+toml_text = st.lists(
+    st.sampled_from(['a', 'owner', 'tracking_issue', ' = ', '=', ' ', '\n', '"', "'", '[', ']', '{', '}', ',', '.',
+                     '#', '1', '2026-11-02', 'T10:00:00', '"acme/gizmo#5"', 'true', '"""', '@', '`']),
+    max_size=60,
+).map("".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(st.text(), toml_text))
+def test_feature_toml_on_any_text(text):
+    record = parse_feature_toml("x", text)
+    assert record.owner is None or LOGIN_RE.match(record.owner)
+    assert all(isinstance(problem, str) for problem in record.problems)
+    if record.problems and record.problems[0].startswith("FEATURE.toml is not valid TOML: "):
+        message = record.problems[0].removeprefix("FEATURE.toml is not valid TOML: ")
+        assert message.startswith("`") or message in ("a number is too long", "values are nested too deeply")
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(st.none(), st.text(), grammar_text))
+def test_mentioned_users_on_any_text(body_html):
+    logins = mentioned_users(body_html)
+    assert all(LOGIN_RE.match(login) and login == login.lower() for login in logins)

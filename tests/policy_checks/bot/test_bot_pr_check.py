@@ -102,6 +102,7 @@ def test_declared_pr_passes_labels_and_comments_within_budget(repo, bot_cli):
 def test_every_run_stays_within_8_requests(repo, bot_cli, owner, thread, labelled, extended, login):
     """The budget in every combination of the optional reads and writes, on a 100-file PR."""
     repo.add_user("carol")  # exists, but appears nowhere else: only the issue can prove it
+    repo.add_comment(REPO, 1, "/experimental owner @carol", "maintainer")  # carol did not write the issue
     body = ISSUE.replace("@octocat", owner)
     if extended:
         body = body.replace("2026-11-20", "2026-12-10")  # needs the maintainer's 2 weeks
@@ -127,6 +128,7 @@ def test_every_run_stays_within_8_requests(repo, bot_cli, owner, thread, labelle
     assert len(bot_comments(repo, pr)) == 1 and status_of(repo, pr)["state"] == "success"
     assert "experimental" in repo.labels_of(REPO, pr)
     assert repo.count("GET", r"^/users/carol$") <= (3 if "`" in owner else 0)
+    assert repo.count("GET", r"^/user$") == 0 if login else 1  # asked once, answered 403 for an installation token
     print(f"PR check requests (first, unchanged, new push): {counts}")
 
 
@@ -185,13 +187,14 @@ def test_ticked_box_without_experimental_code_is_said(repo, bot_cli):
         (BODY.replace("#1", "#77"), "does not exist"),
         (BODY.replace("  - Tracking issue: #1\n", ""), "no `Tracking issue:` reference"),
         (BODY.replace("#1", "https://github.com/acme/widgets/pull/1"), "pull request, not an issue"),
-        (BODY.replace("#1", "acme/nowhere#3"), "acme/nowhere#3 does not exist"),
+        (BODY.replace("#1", "acme/nowhere#3"), "`acme/nowhere#3` does not exist"),
+        (BODY.replace("#1", "acme/elsewhere#3"), "`acme/elsewhere#3` is in another repository"),
     ],
 )
 def test_bad_tracking_references_fail(repo, bot_cli, body, problem):
     repo.collaborators_forbidden = True  # an error on another part of the answer changes nothing
     pr = repo.add_pull(REPO, body, [EXPERIMENTAL_FILE])
-    result = check(bot_cli, pr)
+    result = check(bot_cli, pr, "--tracking-repo", "acme/nowhere")
     assert result.exit_code == 1 and problem in bot_comments(repo, pr)[0]["body"]
 
 
@@ -208,7 +211,7 @@ def test_tracking_reference_to_a_pull_request_number_fails(repo, bot_cli):
         (ISSUE.replace("Fast split-K bf16 GEMM for small batches.", "_No response_"), "no `### Use case`"),
         (ISSUE.replace("### Why experimental", "### Why"), "no `### Why experimental`"),
         (ISSUE.replace("Target release: 0.8.0", ""), "no `Target release: X.Y.Z`"),
-        (ISSUE.replace("@octocat", "@ghost-user"), "is not a GitHub user"),
+        (ISSUE.replace("@octocat", "@ghost-user") + "\n/experimental owner @ghost-user", "unconfirmed"),
         (ISSUE.replace("2026-11-20", "2026-12-15"), "more than four weeks after admission"),
     ],
 )
@@ -228,6 +231,7 @@ def test_closed_tracking_issue_fails(repo, bot_cli):
 
 def test_mentioned_owner_is_proven_by_the_rendered_issue(repo, bot_cli):
     repo.add_user("carol")
+    repo.add_comment(REPO, 1, "/experimental owner @carol", "maintainer")
     repo.repo(REPO).issues[1]["body"] = ISSUE.replace("@octocat", "@carol")
     pr = repo.add_pull(REPO, BODY, [EXPERIMENTAL_FILE])
     assert check(bot_cli, pr).exit_code == 0
@@ -236,6 +240,7 @@ def test_mentioned_owner_is_proven_by_the_rendered_issue(repo, bot_cli):
 
 def test_owner_not_proven_otherwise_is_looked_up(repo, bot_cli):
     repo.add_user("carol")
+    repo.add_comment(REPO, 1, "/experimental owner @carol", "maintainer")
     repo.repo(REPO).issues[1]["body"] = ISSUE.replace("@octocat", "`@carol`")  # code: not linked
     pr = repo.add_pull(REPO, BODY, [EXPERIMENTAL_FILE])
     assert check(bot_cli, pr).exit_code == 0
@@ -367,8 +372,100 @@ def test_label_refused_is_asked_for_in_the_comment(repo, bot_cli):
 def test_tracking_issue_in_another_repository(repo, bot_cli):
     repo.add_issue("acme/roadmap", ISSUE, number=5)
     pr = repo.add_pull(REPO, BODY.replace("#1", "acme/roadmap#5"), [EXPERIMENTAL_FILE])
-    assert check(bot_cli, pr).exit_code == 0
-    assert "Tracking issue: acme/roadmap#5 (open)" in bot_comments(repo, pr)[0]["body"]
+    assert check(bot_cli, pr, env={"TRACKING_REPOS": "acme/other acme/roadmap"}).exit_code == 0
+    assert "Tracking issue: `acme/roadmap#5` (open)" in bot_comments(repo, pr)[0]["body"]
     [(operation, variables)] = repo.graphql_log  # read with the PR's comments, in one request
     assert operation == "PrContext" and (variables["issueOwner"], variables["issueName"], variables["issue"]) == (
         "acme", "roadmap", 5)
+
+
+def test_tracking_issue_in_an_unlisted_repository_is_not_read(repo, bot_cli):
+    """The PR's author chooses the tracking issue's repository: without a setting it does not count."""
+    repo.add_issue("evil/repo", ISSUE, number=1, author="mallory")
+    pr = repo.add_pull(REPO, BODY.replace("#1", "evil/repo#1"), [EXPERIMENTAL_FILE], author="mallory")
+    assert check(bot_cli, pr).exit_code == 1
+    assert "`evil/repo#1` is in another repository" in bot_comments(repo, pr)[0]["body"]
+    assert all(not variables["withIssue"] for _, variables in repo.graphql_log)
+
+
+def test_permissions_are_read_on_this_repository_not_the_tracking_issues(repo, bot_cli):
+    """An admin of the tracking issue's repository who is nobody here cannot extend a deadline."""
+    repo.add_collaborator("evil/repo", "mallory", "admin")
+    body = ISSUE.replace("2026-11-20", "2026-12-10").replace("@octocat", "@mallory")
+    repo.add_issue("evil/repo", body, number=1, author="mallory")
+    repo.add_comment("evil/repo", 1, "/experimental extend 4 trust me", "mallory")
+    pr = repo.add_pull(REPO, BODY.replace("#1", "evil/repo#1"), [EXPERIMENTAL_FILE], author="mallory")
+    assert check(bot_cli, pr, "--tracking-repo", "evil/repo").exit_code == 1
+    assert "no maintainer extension covers it" in bot_comments(repo, pr)[0]["body"]
+    repo.add_comment("evil/repo", 1, "/experimental extend 4 CUTLASS 4.1", "maintainer")  # a maintainer here
+    assert check(bot_cli, pr, "--tracking-repo", "evil/repo").exit_code == 0
+
+
+def test_owner_must_be_vouched_for(repo, bot_cli):
+    """Naming somebody else as Owner needs the issue's author to be them, an assignee, the PR's author,
+    or a maintainer's confirmation; a confirmation from anyone else does not count."""
+    repo.add_user("carol")
+    repo.repo(REPO).issues[1]["body"] = ISSUE.replace("@octocat", "@carol")  # written by octocat
+    pr = repo.add_pull(REPO, BODY, [EXPERIMENTAL_FILE], author="dave")
+    assert check(bot_cli, pr).exit_code == 1
+    body = bot_comments(repo, pr)[0]["body"]
+    assert "Owner `carol` is unconfirmed" in body and "Owner: `carol` (unconfirmed)" in body
+    repo.add_comment(REPO, 1, "/experimental owner @carol", "outsider")
+    assert check(bot_cli, pr).exit_code == 1
+    repo.repo(REPO).issues[1]["assignees"] = [repo._user("carol")]
+    assert check(bot_cli, pr).exit_code == 0
+    repo.repo(REPO).issues[1]["assignees"] = []
+    repo.add_comment(REPO, 1, "/experimental owner @carol", "maintainer")
+    assert check(bot_cli, pr).exit_code == 0
+    pr2 = repo.add_pull(REPO, BODY.replace("#1", "#1 "), [EXPERIMENTAL_FILE], author="carol")
+    repo.repo(REPO).comments[1].clear()
+    assert check(bot_cli, pr2).exit_code == 0  # the PR's author names themselves
+
+
+def test_the_bots_own_comment_is_recognised_through_graphql(repo, bot_cli):
+    """GraphQL names the Actions bot `github-actions` (a Bot), REST `github-actions[bot]`: the sticky
+    comment is still edited in place, never re-created and deleted, and follows the verdict."""
+    pr = repo.add_pull(REPO, BODY, [EXPERIMENTAL_FILE])
+    repo.add_comment(REPO, pr, "Nice", "outsider")  # the thread has comments: read through GraphQL
+    assert check(bot_cli, pr).exit_code == 0
+    [first] = bot_comments(repo, pr)
+    assert first["id"] > 2**31 and first["user"]["type"] == "Bot"
+    repo.repo(REPO).issues[1]["state"] = "closed"
+    repo.requests.clear()
+    assert check(bot_cli, pr).exit_code == 1
+    [now] = bot_comments(repo, pr)
+    assert now["id"] == first["id"] and "**Result:** 1 problem(s)" in now["body"]
+    assert repo.count("POST", r"/comments$") == 0 and repo.count("DELETE") == 0
+    assert repo.count("PATCH", rf"/comments/{first['id']}$") == 1
+    repo.requests.clear()
+    assert check(bot_cli, pr).exit_code == 1
+    assert repo.writes() == []  # unchanged: no write at all
+
+
+@pytest.mark.parametrize("configured", [False, True], ids=["login-learnt", "login-configured"])
+def test_personal_access_token_identity(repo, bot_cli, configured):
+    """With a PAT the bot is an ordinary user, whose login GET /user answers."""
+    pr = repo.add_pull(REPO, BODY, [EXPERIMENTAL_FILE])
+    repo.add_comment(REPO, pr, PR_MARKER + "\npasted by someone", "outsider")
+    env = {"BOT_LOGIN": repo.pat_login} if configured else {}
+    assert check(bot_cli, pr, token=repo.pat_token, env=env).exit_code == 0
+    assert check(bot_cli, pr, token=repo.pat_token, env=env).exit_code == 0
+    assert len([c for c in repo.comments_by(REPO, pr, repo.pat_login) if c["body"].startswith(PR_MARKER)]) == 1
+    assert repo.count("GET", r"^/user$") == (0 if configured else 1)
+
+
+def test_a_flooded_thread_is_read_within_a_page_cap(repo, bot_cli):
+    """Anyone can fill a thread with comments: a run reads a bounded number of pages of it."""
+    from policy_checks.bot.comments import MAX_COMMENT_PAGES
+
+    pr = repo.add_pull(REPO, BODY, [EXPERIMENTAL_FILE])
+    for i in range(MAX_COMMENT_PAGES * 100 + 250):
+        repo.add_comment(REPO, pr, f"spam {i}", "outsider")
+    for _ in range(2):
+        repo.requests.clear()
+        result = check(bot_cli, pr)
+        assert result.exit_code == 0
+        assert repo.count("GET", rf"/issues/{pr}/comments$") == MAX_COMMENT_PAGES + 1  # 100 a page, one more to tell
+        assert "its comment is left alone" in result.output
+    assert bot_comments(repo, pr) == []  # never a comment per run that the next run cannot find
+    assert status_of(repo, pr)["state"] == "success"

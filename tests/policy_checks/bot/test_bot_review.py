@@ -156,7 +156,7 @@ def test_max_writes_leaves_the_rest_for_the_next_run(g, bot_cli, tmp_path):
     left = [w["write"] for w in report["writes"] if w["outcome"] == "left"]
     assert len(left) == 4
     text = summary.read_text()
-    assert "Left for the next run (write budget spent)" in text and "| `f2` | #3 | `octocat` |" in text
+    assert "Left for the next run (write budget spent)" in text and "| `f2` | `#3` | `octocat` |" in text
     g.requests.clear()
     review(bot_cli)  # the next run finishes the job
     assert len(g.writes()) == 4
@@ -166,7 +166,7 @@ def test_markdown_output_and_user_text_escaping(g, bot_cli):
     number = add_feature(g, "x", release="0.8.0 @everyone")
     result = bot_cli("review", "--repo", REPO, "--today", TODAY)
     assert result.exit_code == 0
-    assert "| `x` | #1 | `octocat` | 2026-12-05 (8 days left) | record and issue disagree, on track |" in result.output
+    assert "| `x` | `#1` | `octocat` | 2026-12-05 (8 days left) | record and issue disagree, on track |" in result.output
     assert "target release `0.8.0 @\u200deveryone` in the record" in result.output
     body = review_comments(g, number)[0]["body"]
     assert "@everyone" not in body and "@\u200deveryone" in body
@@ -228,7 +228,7 @@ def test_review_worst_case_stays_within_3_requests_per_feature(g, bot_cli):
         g.add_comment(repo, number, "Still working on it.", "octocat")
         g.add_comment(repo, number, "/experimental extend 4 please", "outsider")  # refused
     g.requests.clear()
-    report = review(bot_cli)
+    report = review(bot_cli, "--tracking-repo", "acme/roadmap")
     reads, writes = len(g.requests) - len(g.writes()), len(g.writes())
     print(f"review of 50 overdue features, first review: {reads} reads + {writes} writes")
     assert all(f["states"] == ["overdue"] for f in report["features"]), report["features"]
@@ -237,7 +237,8 @@ def test_review_worst_case_stays_within_3_requests_per_feature(g, bot_cli):
     assert reads <= 3  # the bulk read, the issues outside the label, the bot's login
 
     g.requests.clear()
-    assert bot_cli("review", "--repo", REPO, "--today", "2026-12-01").exit_code == 0  # next cycle
+    assert bot_cli("review", "--repo", REPO, "--today", "2026-12-01",
+                   env={"TRACKING_REPOS": "acme/roadmap"}).exit_code == 0  # next cycle
     reads, writes = len(g.requests) - len(g.writes()), len(g.writes())
     print(f"review of 50 overdue features, next cycle: {reads} reads + {writes} writes")
     assert writes == 50 and reads + writes <= 3 * 50  # one new review comment each; the label stays
@@ -253,3 +254,17 @@ def test_unreadable_permissions_do_not_stop_the_review(g, bot_cli):
     assert feature["extensions"][0]["accepted"] is False
     assert "could not read permissions" in feature["extensions"][0]["note"]
     assert "orphan checks were skipped" in report["notes"][0]
+
+
+def test_a_copied_review_marker_neither_forces_nor_suppresses_a_comment(g, bot_cli):
+    """Only the bot's own comments carry its per-cycle marker: anyone else's copy is just text."""
+    quiet = add_feature(g, "quiet", admitted="2026-11-25", target="2026-12-20")  # on track: no comment due
+    late = add_feature(g, "late", admitted="2026-10-25", target="2026-11-20")  # overdue: a comment due
+    for number, name in ((quiet, "quiet"), (late, "late")):
+        g.add_comment(REPO, number, review_marker(name, CYCLE) + "\nforged", "outsider")
+    report = review(bot_cli)
+    assert states(report) == {"quiet": ["on track"], "late": ["overdue"]}
+    assert review_comments(g, quiet) == [c for c in review_comments(g, quiet) if c["user"]["login"] == "outsider"]
+    assert len(g.comments_by(REPO, quiet)) == 0  # not forced
+    [ours] = g.comments_by(REPO, late)  # not suppressed
+    assert "overdue" in ours["body"]

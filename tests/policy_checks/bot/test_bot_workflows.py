@@ -155,3 +155,28 @@ def test_issue_form_produces_the_headings_the_bot_reads():
     body = "\n\n".join(f"### {f['attributes']['label']}\n\n{answers.get(f['attributes']['label'], plan)}" for f in fields)
     issue = parse_tracking_issue(body)
     assert issue.problems == [] and issue.owner == "octocat" and issue.target_release == "0.8.0"
+
+
+def test_pr_check_skips_edits_that_leave_the_body_alone():
+    """``edited`` fires for title edits too; the check re-runs only when the body changed."""
+    workflow = load("experimental-track.yml")
+    assert "edited" in triggers(workflow)["pull_request_target"]["types"]
+    condition = workflow["jobs"]["check"]["if"]
+    assert "github.event.action != 'edited'" in condition and "github.event.changes.body" in condition
+
+
+@pytest.mark.parametrize("name", ["experimental-track.yml", "lifecycle-review.yml"])
+def test_other_tracking_repositories_come_from_a_repository_setting(name):
+    """Which other repositories may hold tracking issues is the maintainers' setting, not the PR's."""
+    [step] = [s for s in load(name)["jobs"][next(iter(load(name)["jobs"]))]["steps"] if "policy-check bot" in s.get("run", "")]
+    assert step["env"]["TRACKING_REPOS"] == "${{ vars.EXPERIMENTAL_TRACKING_REPOS }}"
+
+
+def test_the_policy_check_gate_runs_the_base_branchs_checker():
+    """A PR that edits the checker must not be checked by its own edit: the gate installs the base's."""
+    steps = load("policy-check.yml")["jobs"]["policy-check"]["steps"]
+    [base] = [s for s in steps if s.get("with", {}).get("ref") == "${{ github.event.pull_request.base.sha }}"]
+    [install] = [s for s in steps if "pip install" in s.get("run", "")]
+    assert install["run"].split()[-1] == "./" + base["with"]["path"]
+    checks = [s for s in steps if "policy-check run" in s.get("run", "")]
+    assert checks and steps.index(install) < min(map(steps.index, checks))

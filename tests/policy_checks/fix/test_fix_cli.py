@@ -13,6 +13,8 @@ from policy_checks.fix.apply import FIXABLE_RULES
 from policy_checks.fix.cli import fix, run_fix
 from policy_checks.fix.findings import collect
 
+from ..conftest import write_raw_name
+
 GEMM = (
     b"from .api_logging import flashinfer_api  # stable markers\r\n"
     b"from .utils import backend_requirement\r\n"
@@ -80,7 +82,7 @@ def _snapshot(root):
     return {
         p.relative_to(root).as_posix(): p.read_bytes()
         for p in root.rglob("*")
-        if p.is_file() and "__pycache__" not in p.parts and ".policy-check-cache" not in p.parts
+        if p.is_file() and "__pycache__" not in p.parts
     }
 
 
@@ -119,6 +121,17 @@ def test_fix_clears_the_findings_keeps_the_code_working_and_is_idempotent(projec
     assert "fxpkg.experimental.feat.kernels" not in sys.modules
     assert gemm_module.mm(1) == 2 and package.scale(1) == 10
     assert gemm_module.mm.backend_checks["feat"].is_experimental
+
+
+@pytest.mark.timeout(120)  # reading a FIFO would wait forever
+def test_fix_is_not_stopped_by_files_it_cannot_read_or_name(project):
+    """Looking for other importers of a moved name, fix reads no FIFO (it would
+    block) and counts no file whose name is not UTF-8 (no module has such a name)."""
+    os.mkfifo(project.root / "fxpkg/fifo.py")
+    write_raw_name(project.root, b"fxpkg/\xff\xfe.py", b"from fxpkg.gemm import run\n")
+    assert run_fix([], root=str(project.root)) == 0
+    assert b"    from .experimental.feat.kernels import run\r\n" in project.read("fxpkg/gemm.py")
+    assert _checker_findings(project) == set()
 
 
 def test_diff_shows_the_changes_and_writes_nothing(project):

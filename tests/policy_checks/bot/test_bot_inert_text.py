@@ -1,0 +1,140 @@
+"""Whatever a PR, an issue or a comment says, the bot's comments echo it inertly.
+
+The comments are rendered with a CommonMark parser (markdown-it-py, with GFM tables) and
+every piece of text outside a code span is searched for what GitHub would make live: an
+``@mention``, a link, an autolink (``https://``, ``www.``), a ``#N``, ``GH-N`` or
+``owner/repo#N`` cross-reference, and HTML beyond the bot's own hidden markers. The inputs
+are arbitrary text and text built from the pieces attackers use.
+"""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+from markdown_it import MarkdownIt
+
+from policy_checks.bot.client import connect
+from policy_checks.bot.comments import BotIdentity
+from policy_checks.bot.markdown import code, table_row
+from policy_checks.bot.pr_check import PR_MARKER, run_pr_check
+from policy_checks.bot.review import REVIEW_MARKER_PREFIX, run_review
+from policy_checks.bot.writes import Writes
+
+REPO = "acme/widgets"
+
+PIECES = [
+    "@octocat", "@everyone", "@acme/team", "[Re-run the check](https://evil.example)", "[x]", "(y)", "https://x",
+    "https:evil.example", "www.evil.example", "http://a.b/c", "<details><summary>x", "</details>", "<img src=x>",
+    "<!--", "-->", "`", "``", "```", "#1", "#12", "GH-3", "acme/widgets#1", "evil/repo#9", "x/a/b/pull/1",
+    "|", "*", "_", "~", "\\", "&lt;", "&#64;", ":+1:", "\u200d", "\u202e", "\n", "\n\n", "\r", "\t", " ", "x", "1",
+    "- [x] ", "## ", "> ", "Tracking issue: ", "/experimental extend 2 ", "/experimental owner @", "a@b.example",
+]
+hostile = st.one_of(st.text(max_size=80), st.lists(st.sampled_from(PIECES), max_size=16).map("".join))
+
+_LIVE = [
+    ("mention", re.compile(r"(?<![\w`])@[A-Za-z0-9]")),
+    ("autolink", re.compile(r"(?i)\b(?:https?://|www\.)")),
+    ("issue reference", re.compile(r"(?<![\w&])#\d")),
+    ("cross-reference", re.compile(r"[\w.-]/[\w.-]+#\d")),
+    ("GH reference", re.compile(r"(?i)\bGH-\d")),
+    ("email", re.compile(r"[\w.+-]@[\w-]+\.\w")),
+]
+_OWN_HTML = re.compile(r"<!-- experimental-track-bot:[^<>]*-->|<!-- head: [0-9a-f]+ -->")
+_parser = MarkdownIt("commonmark").enable("table")
+
+
+def live_parts(markdown: str) -> list[str]:
+    """What in ``markdown`` GitHub would render live, outside code spans and the bot's own markers."""
+    found = []
+    for block in _parser.parse(markdown):
+        if block.type == "html_block":
+            rest = _OWN_HTML.sub("", block.content).strip()
+            if rest:
+                found.append(f"HTML block {rest[:60]!r}")
+        for token in block.children or []:
+            if token.type in ("link_open", "image"):
+                found.append(f"{token.type} {token.attrs}")
+            elif token.type == "html_inline" and not _OWN_HTML.fullmatch(token.content):
+                found.append(f"HTML {token.content!r}")
+            elif token.type == "text":
+                found += [f"{name} in {token.content!r}" for name, pattern in _LIVE if pattern.search(token.content)]
+    return found
+
+
+def headings(markdown: str) -> int:
+    return sum(1 for token in _parser.parse(markdown) if token.type == "heading_open")
+
+
+def test_the_detector_sees_what_github_would_make_live():
+    """The check above can fail: each kind of live text is found when it is not in a code span."""
+    for text in ("hi @octocat", "[a](https://x)", "see https://x", "www.x.org", "#12", "evil/repo#1", "GH-3",
+                 "<details>", "<b>x</b>", "mail a@b.example"):
+        assert live_parts(text), text
+    for text in ("hi `@octocat`", "`[a](https://x)`", "`#12` `evil/repo#1`", "<!-- head: abc123 -->"):
+        assert not live_parts(text), text
+
+
+@given(text=hostile)
+def test_code_spans_hold_any_text(text):
+    rendered = code(text)
+    tokens = _parser.parseInline(rendered)[0].children
+    assert [t.type for t in tokens] == ["code_inline"] or rendered == "(empty)"
+    assert not live_parts(rendered)
+    row = table_row([code(text), "x"])
+    table = _parser.parse("| a | b |\n|---|---|\n" + row)
+    assert sum(1 for t in table if t.type == "td_open") == 2  # a `|` in the text does not add a cell
+
+
+def _issue_body(owner: str, text: str) -> str:
+    return (f"### Owner\n\n@{owner}\n\n### Use case\n\n{text}\n\n### Why experimental\n\n{text}\n\n"
+            f"### Graduation plan\n\nTarget release: 0.8.{text}\nTarget date: 2026-11-20\n")
+
+
+# The reported attack: no spaces, so a host pattern that stops only at whitespace swallows it all.
+ATTACK = "https://x,@octocat,[Re-run_the_check_here](https:evil.example),<details><summary>x/a/b/pull/1"
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@example(tracking=ATTACK, path="x", owner="octocat", text="x", comment="x")
+@example(tracking="evil/repo#1", path="@everyone", owner="carol", text="#1 @octocat", comment="<details>")
+@given(tracking=hostile, path=hostile, owner=st.sampled_from(["octocat", "ghost-user", "carol"]), text=hostile,
+       comment=hostile)
+def test_pr_check_comment_is_inert(fresh_github, tracking, path, owner, text, comment):
+    g = fresh_github()
+    g.add_collaborator(REPO, "maintainer", "maintain")
+    g.add_user("carol")
+    g.add_issue(REPO, _issue_body(owner, text))  # #1
+    g.add_comment(REPO, 1, comment, "outsider")
+    g.add_comment(REPO, 1, f"/experimental extend 2 {comment}", "maintainer")
+    body = f"## 🔬 Experimental Track\n\n- [x] This PR adds experimental code\n  - Tracking issue: {tracking}\n"
+    pr = g.add_pull(REPO, body, [(f"flashinfer/experimental/{path}", "+x"), (path or "x", "+y")])
+    gh = connect(g.token, g.url, retry_budget_s=1, write_interval_s=0)
+    run_pr_check(gh, REPO, pr, Writes(dry_run=False, echo=lambda s: None), BotIdentity(gh))
+    [ours] = [c["body"] for c in g.comments_by(REPO, pr) if c["body"].startswith(PR_MARKER)]
+    assert live_parts(ours) == [], ours
+    assert headings(ours) == 1, ours
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=hostile.filter(lambda n: "\x00" not in n), text=hostile, reason=hostile)
+def test_review_comment_is_inert(fresh_github, name, text, reason):
+    g = fresh_github()
+    g.add_collaborator(REPO, "maintainer", "maintain")
+    issue = g.add_issue(REPO, _issue_body("octocat", text))
+    g.add_comment(REPO, issue, f"/experimental extend 1 {reason}", "maintainer")
+    g.add_comment(REPO, issue, f"/experimental extend 1 {reason}", "outsider")
+    feature = "f" + name.replace("/", "_")  # a leading "_" or "." is not a feature directory
+    g.repo(REPO).files[f"flashinfer/experimental/{feature}/FEATURE.toml"] = (
+        f'kind = "api"\nowner = "octocat"\ntracking_issue = {issue}\nadmitted = 2026-10-01\n'
+        f'target_release = {text!r}\ntarget_date = 2026-10-20\n'.replace("\\", "\\\\")
+    )
+    gh = connect(g.token, g.url, retry_budget_s=1, write_interval_s=0)
+    import datetime as dt
+
+    result = run_review(gh, REPO, dt.date(2026, 11, 2), Writes(dry_run=False, echo=lambda s: None), BotIdentity(gh))
+    [ours] = [c["body"] for c in g.comments_by(REPO, issue) if c["body"].startswith(REVIEW_MARKER_PREFIX)]
+    assert live_parts(ours) == [], ours
+    assert headings(ours) == 1, ours
+    assert live_parts(result.markdown()) == [], result.markdown()

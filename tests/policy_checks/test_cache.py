@@ -1,0 +1,173 @@
+"""Where the facts cache lives: outside the checked tree, so that a cache planted in a
+pull request changes no finding; a location inside the project only when git ignores
+it and tracks nothing there; and reading the cache file is bounded."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+
+import platformdirs
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from policy_checks import cache as cache_module
+from policy_checks.cli import main
+from policy_checks.config import Settings
+from policy_checks.facts import FileFacts, to_data
+from policy_checks.runner import run
+
+from .conftest import located, write_tree
+
+CHECKOUT = Path(__file__).resolve().parents[2]
+TREE = {
+    "flashinfer/__init__.py": "",
+    "flashinfer/experimental/__init__.py": "",
+    "flashinfer/gemm.py": "from .experimental import splitk\n",
+}
+FINDING = [("flashinfer/gemm.py", 1)]
+needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+
+
+def forge(cache_file: Path, root: Path) -> None:
+    """A cache file whose entry for the bytes of gemm.py says it imports nothing."""
+    data = (root / "flashinfer/gemm.py").read_bytes()
+    entry = to_data(FileFacts("flashinfer.gemm", False))
+    cache_file.parent.mkdir(parents=True, exist_ok=True)
+    cache_file.write_text(json.dumps({cache_module.key("flashinfer/gemm.py", data).hex(): entry}))
+
+
+def git(root: Path, *args: str) -> None:
+    identity = ["-c", "user.name=policy-check test", "-c", "user.email=test@example.invalid"]
+    environment = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull}
+    subprocess.run(["git", *identity, *args], cwd=root, env=environment, check=True, capture_output=True)
+
+
+def checked(root: Path, **options):
+    return run(root, Settings(), jobs=1, progress=False, **options)
+
+
+def tree_files(root: Path) -> dict:
+    return {p: p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file() and ".git" not in p.parts}
+
+
+@needs_git
+def test_a_cache_planted_in_the_tree_changes_nothing(tmp_path, monkeypatch):
+    """A pull request force-adds a forged cache at the old location and in a
+    directory it then names with --cache-dir / $POLICY_CHECK_CACHE_DIR: every run
+    finds what --no-cache finds, and the tree is left as it was."""
+    root = write_tree(tmp_path / "project", TREE)
+    planted = root / "ci-cache"
+    forge(root / ".policy-check-cache" / cache_module._FILE, root)
+    forge(cache_module.location(root, planted) / cache_module._FILE, root)
+    git(root, "init", "-q")
+    git(root, "add", "-f", ".")
+    git(root, "commit", "-q", "-m", "a pull request")
+    before = tree_files(root)
+
+    runner = CliRunner()
+    no_cache = runner.invoke(main, ["run", "--root", str(root), "--no-cache"])
+    assert no_cache.exit_code == 1 and "flashinfer/gemm.py:1:1: EXP001" in no_cache.stdout
+    default = runner.invoke(main, ["run", "--root", str(root)])
+    option = runner.invoke(main, ["run", "--root", str(root), "--cache-dir", str(planted)])
+    monkeypatch.setenv(cache_module.ENVIRONMENT, str(planted))
+    variable = runner.invoke(main, ["run", "--root", str(root)])
+    for result in (default, option, variable):
+        assert (result.exit_code, result.stdout) == (1, no_cache.stdout)
+    for result in (option, variable):
+        assert "not using the cache in" in result.stderr and "git tracks files in it" in result.stderr
+    assert tree_files(root) == before
+
+    # control: the same forgery where the user keeps the cache is believed, so the
+    # assertions above are not vacuous (the cache is trusted where it lives)
+    monkeypatch.delenv(cache_module.ENVIRONMENT)
+    forge(cache_module.location(root) / cache_module._FILE, root)
+    assert located(checked(root, use_cache=True), "EXP001") == []
+
+
+def test_the_default_cache_is_private_and_per_project(tmp_path, monkeypatch, private_cache):
+    monkeypatch.delenv(cache_module.ENVIRONMENT)
+    users = Path(platformdirs.user_cache_dir("policy-check"))
+    if not users.is_relative_to(private_cache):
+        pytest.skip("platformdirs does not read XDG_CACHE_HOME on this platform")
+    first = write_tree(tmp_path / "first", TREE)
+    second = write_tree(tmp_path / "second", TREE)
+    before = tree_files(tmp_path)
+    for root in (first, second):
+        assert located(checked(root, use_cache=True), "EXP001") == FINDING
+    assert tree_files(tmp_path) == before  # nothing written in either tree
+    where = {cache_module.location(root) for root in (first, second)}
+    assert len(where) == 2 and {w.parent for w in where} == {users}
+    for directory in (*where, users, users.parent):
+        assert stat.S_IMODE(directory.stat().st_mode) == 0o700, directory
+        assert (directory / cache_module._FILE).is_file() or directory not in where
+    assert checked(first, use_cache=True).parsed == 0  # and it is used
+
+
+@needs_git
+def test_a_cache_inside_the_project_needs_git_to_ignore_it_and_track_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))  # no repository around the scratch one
+    root = write_tree(tmp_path / "project", TREE)
+    inside = root / ".cache"
+
+    def refused(reason):
+        result = checked(root, use_cache=True, cache_dir=inside)
+        assert located(result, "EXP001") == FINDING
+        assert any(reason in w and "running without a cache" in w for w in result.warnings), result.warnings
+        assert not (cache_module.location(root, inside) / cache_module._FILE).exists()
+
+    refused("git cannot say that no checkout put it there")  # not a repository
+    git(root, "init", "-q")
+    refused("git does not ignore it")
+    (root / ".gitignore").write_text(".cache/\n")
+    forge(inside / "planted" / cache_module._FILE, root)  # not where this project's cache goes
+    git(root, "add", "-f", ".")
+    refused("git tracks files in it")  # the directory belongs to the tree
+
+    git(root, "rm", "-q", "-r", "--cached", ".cache")
+    shutil.rmtree(inside)
+    used = checked(root, use_cache=True, cache_dir=inside)
+    assert used.warnings == [] and located(used, "EXP001") == FINDING
+    assert (cache_module.location(root, inside) / cache_module._FILE).is_file()
+    assert checked(root, use_cache=True, cache_dir=inside).parsed == 0
+
+
+@pytest.mark.timeout(120)  # a FIFO opened for reading without O_NONBLOCK would wait forever
+@pytest.mark.parametrize("kind", ["symlink", "fifo", "too big"])
+def test_reading_the_cache_is_bounded(tmp_path, monkeypatch, kind):
+    """A cache file that is a symbolic link (to a forged cache), a FIFO or larger
+    than the cap is ignored with a warning, and the run finds what it must."""
+    root = write_tree(tmp_path / "project", TREE)
+    cache_file = cache_module.location(root) / cache_module._FILE
+    cache_file.parent.mkdir(parents=True)
+    if kind == "symlink":
+        forge(tmp_path / "forged.json", root)
+        cache_file.symlink_to(tmp_path / "forged.json")
+        expected = "a symbolic link"
+    elif kind == "fifo":
+        os.mkfifo(cache_file)
+        expected = "not a regular file"
+    else:
+        forge(cache_file, root)
+        monkeypatch.setattr(cache_module, "MAX_BYTES", cache_file.stat().st_size - 1)
+        expected = "larger than"
+    result = checked(root, use_cache=True)
+    assert located(result, "EXP001") == FINDING
+    assert any("ignoring unreadable cache" in w and expected in w for w in result.warnings), result.warnings
+
+
+def test_ci_takes_no_cache_from_the_pull_request():
+    """Each check in the policy-check workflow keeps its cache in the runner's
+    temporary directory (emptied for every job) or uses none; no step restores one."""
+    workflow = yaml.safe_load((CHECKOUT / ".github/workflows/policy-check.yml").read_text())
+    steps = [step for job in workflow["jobs"].values() for step in job["steps"]]
+    checks = [step["run"] for step in steps if "policy-check run" in step.get("run", "")]
+    assert checks
+    for command in checks:
+        assert "--no-cache" in command or '--cache-dir "$RUNNER_TEMP/' in command, command
+    assert not [step for step in steps if "cache" in step.get("uses", "")]
