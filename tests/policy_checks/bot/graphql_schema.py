@@ -22,17 +22,8 @@ request body as GitHub would: the error objects of the first stage that failed, 
 of HTTP 200 with ``{"errors": [...]}`` and no ``data``.
 
 The module is not importable by name under the suite's ``--import-mode=importlib`` (``tests/``
-holds no packages). Load it by path, under the one ``sys.modules`` name every caller shares, so
-that the schema is parsed once per test session::
-
-    def _graphql_schema():
-        name = "bot_graphql_schema"
-        if name not in sys.modules:
-            spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("graphql_schema.py"))
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = module
-            spec.loader.exec_module(module)
-        return sys.modules[name]
+holds no packages): this directory's ``conftest.py`` loads it by path as ``bot_graphql_schema``
+in ``sys.modules``, so that the schema is parsed once per test session.
 """
 
 from __future__ import annotations

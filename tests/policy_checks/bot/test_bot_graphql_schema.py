@@ -9,31 +9,14 @@ limits of 1-100 on every connection. The variables below are the ones the bot bu
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import sys
-from pathlib import Path
 
 import pytest
 
 from policy_checks.bot import graphql as bot_graphql
 
 
-def _graphql_schema():
-    """``graphql_schema.py`` by path, shared through ``sys.modules`` so the schema is parsed once."""
-    name = "bot_graphql_schema"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("graphql_schema.py"))
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        try:
-            spec.loader.exec_module(module)
-        except BaseException:
-            del sys.modules[name]
-            raise
-    return sys.modules[name]
-
-
-gs = _graphql_schema()
+gs = sys.modules["bot_graphql_schema"]  # loaded once, by this directory's conftest.py
 
 SCHEMA_BLOB = "55a7e16f1e6cce02df23725cc7f470ebf23bec1c"  # git blob of schema.graphql, as in the README
 
