@@ -35,7 +35,9 @@ os.environ.pop("FLASHINFER_ALLOW_EXPERIMENTAL_AUTO_BACKENDS", None)
 
 import torch  # noqa: E402
 
-from flashinfer import autotuner, trace_apply, utils  # noqa: E402
+from flashinfer import trace_apply  # noqa: E402,F401  (registers the pin hook)
+from flashinfer.dispatch.hooks import hooks as dispatch_hooks  # noqa: E402
+from flashinfer.tuning import cache_format, registry, tuner  # noqa: E402
 from flashinfer.utils import CPU_COMPUTE_CAPABILITY, backend_requirement, supported_compute_capability  # noqa: E402
 
 
@@ -48,7 +50,7 @@ def make_api():
     def toy_mm(a, b, out=None, backend="auto"):
         return a
 
-    autotuner.register_api(toy_mm)
+    registry.register_api(toy_mm)
     return toy_mm
 
 
@@ -95,17 +97,18 @@ def minimal_hook(winners: dict):
 def bench_lookup(number: int, repeat: int) -> None:
     api = make_api()
     a, b = torch.ones(16, 64), torch.ones(64, 32)
-    tuned, pinned = utils.tuned_choice_hook, utils.pinned_backend_hook
-    table = autotuner._table(api)
-    key = autotuner.key_of(api, {"a": a, "b": b})
-    other_key = autotuner.key_of(api, {"a": torch.ones(8, 64), "b": b})
+    tuned, pinned = dispatch_hooks.tuned_choice, dispatch_hooks.pinned_backend
+    table = tuner._table(api)
+    key = tuner.key_of(api, {"a": a, "b": b})
+    other_key = tuner.key_of(api, {"a": torch.ones(8, 64), "b": b})
 
     def hooks(tuned_hook, pinned_hook, keys):
         def set_up():
-            utils.tuned_choice_hook, utils.pinned_backend_hook = tuned_hook, pinned_hook
+            dispatch_hooks.set_tuned_choice(tuned_hook)
+            dispatch_hooks.set_pinned_backend(pinned_hook)
             table.entries.clear()
             for tuned_key in keys:
-                autotuner._remember(table, tuned_key, "second", TUNED_AT)
+                tuner._remember(table, tuned_key, "second", TUNED_AT)
 
         return set_up
 
@@ -130,12 +133,13 @@ def bench_lookup(number: int, repeat: int) -> None:
 
     a_mm, b_mm = torch.ones(4, 64, dtype=torch.bfloat16), torch.ones(64, 32, dtype=torch.bfloat16)
     mm_arguments = {"a": a_mm, "b": b_mm, "out": None, "backend": "auto"}
-    autotuner._remember(autotuner._table(mm_bf16), autotuner.key_of(mm_bf16, mm_arguments), "torch", TUNED_AT)
+    tuner._remember(tuner._table(mm_bf16), tuner.key_of(mm_bf16, mm_arguments), "torch", TUNED_AT)
     os.environ["FLASHINFER_ALLOW_EXPERIMENTAL_AUTO_BACKENDS"] = "1"
 
     def only_tuner(tuned_hook):
         def set_up():
-            utils.tuned_choice_hook, utils.pinned_backend_hook = tuned_hook, None
+            dispatch_hooks.set_tuned_choice(tuned_hook)
+            dispatch_hooks.set_pinned_backend(None)
 
         return set_up
 
@@ -149,15 +153,16 @@ def bench_lookup(number: int, repeat: int) -> None:
         ("auto, mm_bf16 (4x64 @ 64x32), no hooks", only_tuner(None), mm_call),
         ("auto, mm_bf16 (4x64 @ 64x32), this problem tuned", only_tuner(tuned), mm_call),
         ("tuned_choice() alone, toy (default key)", hooks(tuned, pinned, [key]),
-         lambda: autotuner.tuned_choice(api, ("first", "second"), toy_arguments)),
+         lambda: tuner.tuned_choice(api, ("first", "second"), toy_arguments)),
         ("tuned_choice() alone, mm_bf16 (its key)", only_tuner(tuned),
-         lambda: autotuner.tuned_choice(mm_bf16, ("splitk", "torch"), mm_arguments)),
+         lambda: tuner.tuned_choice(mm_bf16, ("splitk", "torch"), mm_arguments)),
     ]
     try:
         best = interleaved_ns(cases, number, repeat)
     finally:
         os.environ.pop("FLASHINFER_ALLOW_EXPERIMENTAL_AUTO_BACKENDS", None)
-        utils.tuned_choice_hook, utils.pinned_backend_hook = tuned, pinned
+        dispatch_hooks.set_tuned_choice(tuned)
+        dispatch_hooks.set_pinned_backend(pinned)
     print(f"Tuned lookup (CPU tensors; ns of CPU time per call, min of {repeat} interleaved rounds of {number} calls):")
     for label, ns in best.items():
         if label.startswith("auto, mm_bf16"):
@@ -172,7 +177,7 @@ def bench_load(entries: int, repeat: int) -> None:
     api = make_api()
     half = entries // 2
     records = [
-        {"api": autotuner.api_name(api), "key": ["cpu", ["a", [m, 64], "float32"], ["b", [64, 32], "float32"]],
+        {"api": registry.api_name(api), "key": ["cpu", ["a", [m, 64], "float32"], ["b", [64, 32], "float32"]],
          "backend": "second", "tactic": None, "experimental": False, "feature": None, "tuned_at": "2026-11-01T00:00:00+00:00"}
         for m in range(1, half + 1)
     ] + [
@@ -180,7 +185,7 @@ def bench_load(entries: int, repeat: int) -> None:
          "tactic": None, "experimental": False, "feature": None, "tuned_at": "2026-11-01T00:00:00+00:00"}
         for m in range(1, entries - half + 1)
     ]
-    document = {"format": autotuner.CACHE_FORMAT, "schema_version": autotuner.CACHE_SCHEMA_VERSION, "flashinfer_version": "0", "entries": records}
+    document = {"format": cache_format.CACHE_FORMAT, "schema_version": cache_format.CACHE_SCHEMA_VERSION, "flashinfer_version": "0", "entries": records}
     with tempfile.TemporaryDirectory() as directory:
         path = os.path.join(directory, "cache.json")
         with open(path, "w") as file:
@@ -188,9 +193,9 @@ def bench_load(entries: int, repeat: int) -> None:
         size = os.path.getsize(path)
         times = []
         for _ in range(max(repeat, 5)):
-            autotuner._tables.clear()
+            tuner._tables.clear()
             began, cpu_began = time.perf_counter(), time.process_time()
-            summary = autotuner.load_autotune_cache(path)
+            summary = tuner.load_autotune_cache(path)
             times.append(((time.perf_counter() - began) * 1e3, (time.process_time() - cpu_began) * 1e3))
             assert summary.loaded == entries, summary
     wall, cpu = [t[0] for t in times], [t[1] for t in times]

@@ -21,12 +21,13 @@ _LAZY_EXPORTS = {
     "flashinfer_experimental_api": "api_logging",
     "require_experimental_auto_backends": "api_logging",
     "warn_experimental_backend_once": "api_logging",
+    "experimental_backend": "api_logging",
+    # capabilities (standard library only)
+    "CPU_COMPUTE_CAPABILITY": "capabilities",
+    "supported_compute_capability": "capabilities",
     # dispatch (imports torch)
     "BackendSupportedError": "utils",
-    "CPU_COMPUTE_CAPABILITY": "utils",
     "backend_requirement": "utils",
-    "experimental_backend": "utils",
-    "supported_compute_capability": "utils",
     # stable ops and thin experimental entry points
     "mm_bf16": "gemm",
     "rmsnorm": "norm",

@@ -1,8 +1,10 @@
 """Ahead-of-time builds of the stable kernels: ``python -m flashinfer.aot``.
 
 The registry holds the stable `JitSpec`s worth pre-building. Experimental
-kernels are JIT-only (SPEC §1.5): `register` refuses any spec that is
-experimental, including one created under ``flashinfer.experimental`` that
+kernels are JIT-only, so that the packages users install never carry code
+without a compatibility guarantee and removing a feature needs no rebuild
+(docs/experimental.rst, "Packaging: JIT only"): `register` refuses any spec that
+is experimental, including one created under ``flashinfer.experimental`` that
 claims otherwise. A build writes ordinary JIT cache entries (plus a
 ``manifest.json``) into the output directory, so pointing
 ``FLASHINFER_JIT_CACHE_DIR`` at it makes the first call warm for the user who
@@ -38,7 +40,7 @@ def register(spec: JitSpec) -> JitSpec:
         raise AotRefusedError(
             f"JitSpec '{spec.name}' (created in {spec.created_in}) is experimental and "
             f"cannot be registered for ahead-of-time builds: experimental kernels are "
-            f"JIT-only (policy EXP005, SPEC §1.5)."
+            f"JIT-only (policy EXP005; docs/experimental.rst, 'Packaging: JIT only')."
         )
     _registry[spec.name] = spec
     return spec

@@ -1,7 +1,8 @@
 """API markers and the experimental gate.
 
 `flashinfer_api` marks a stable public API; `flashinfer_experimental_api` marks an
-experimental one. The gate (`FLASHINFER_ALLOW_EXPERIMENTAL_AUTO_BACKENDS=1`) governs
+experimental one; `experimental_backend` marks the checker of an experimental
+backend of a stable API. The gate (`FLASHINFER_ALLOW_EXPERIMENTAL_AUTO_BACKENDS=1`) governs
 only *automatic* backend selection: calling an experimental API, or naming an
 experimental backend with ``backend=``, is itself the opt-in.
 
@@ -23,6 +24,7 @@ __all__ = [
     "EXPERIMENTAL_AUTO_ENV_VAR",
     "ExperimentalWarning",
     "experimental_auto_backends_allowed",
+    "experimental_backend",
     "flashinfer_api",
     "flashinfer_experimental_api",
     "require_experimental_auto_backends",
@@ -120,6 +122,17 @@ def require_experimental_auto_backends(feature: str) -> None:
     """
     if not experimental_auto_backends_allowed():
         raise RuntimeError(experimental_auto_backends_message(feature))
+
+
+def experimental_backend(checker: Callable) -> Callable:
+    """Mark a `backend_requirement` checker as an experimental backend's.
+
+    Its backend joins ``backend="auto"`` only with the gate set, warns
+    `ExperimentalWarning` once per (API, backend) when used, and is listed in
+    ``<api>.experimental_backends``. Stacks with `supported_compute_capability`.
+    """
+    checker.is_experimental = True
+    return checker
 
 
 def backend_warning_key(api_name: str, backend: str) -> tuple:

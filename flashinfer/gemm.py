@@ -17,15 +17,13 @@ from typing import NamedTuple, Optional
 import torch
 
 from .api_logging import flashinfer_api
+from .capabilities import CPU_COMPUTE_CAPABILITY, NVRTC_CAPABILITIES, supported_compute_capability
 from .experimental.splitk_gemm.support import check_splitk
 from .gemm_layout import check_16_byte_operands
 from .jit import CSRC_DIR, JitSpec, common_headers, read_source
-from .utils import CPU_COMPUTE_CAPABILITY, backend_requirement, supported_compute_capability
+from .utils import backend_requirement
 
 __all__ = ["GEMM_PIPELINES", "SM90_PIPELINE", "GemmConfig", "gemm_bf16_spec", "gemm_shared_bytes", "mm_bf16", "pipeline_for", "run_nvrtc"]
-
-#: Compute capabilities with bf16 mma.sync (sm_80 and newer).
-NVRTC_CAPABILITIES = [80, 86, 87, 89, 90, 100, 103, 110, 120, 121]
 
 _KERNEL = "fi_mm_bf16"
 _KERNEL_SM90 = "fi_mm_bf16_sm90"
@@ -126,7 +124,7 @@ def _check_inputs(a, b, out=None, backend="auto") -> bool:
     return True
 
 
-@supported_compute_capability([CPU_COMPUTE_CAPABILITY] + NVRTC_CAPABILITIES)
+@supported_compute_capability([CPU_COMPUTE_CAPABILITY, *NVRTC_CAPABILITIES])
 def _check_torch(a, b, out=None, backend="auto") -> bool:
     return True
 

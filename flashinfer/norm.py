@@ -14,12 +14,13 @@ from typing import Optional
 import torch
 
 from .api_logging import flashinfer_api, flashinfer_experimental_api
+from .capabilities import CPU_COMPUTE_CAPABILITY, NVRTC_CAPABILITIES, supported_compute_capability
 from .jit import CSRC_DIR, JitSpec, common_headers, read_source
-from .utils import CPU_COMPUTE_CAPABILITY, backend_requirement, supported_compute_capability
+from .norm_rows import rms_normalize_fp32, row_kernel_threads
+from .utils import backend_requirement
 
-__all__ = ["gated_rmsnorm", "rmsnorm", "rmsnorm_spec", "row_kernel_threads"]
+__all__ = ["gated_rmsnorm", "rmsnorm", "rmsnorm_spec"]
 
-NVRTC_CAPABILITIES = [80, 86, 87, 89, 90, 100, 103, 110, 120, 121]
 _KERNEL = "fi_rmsnorm_bf16"
 _CACHED_VECS = 4  # CACHED_VECS in rmsnorm.cu
 
@@ -28,13 +29,6 @@ _CACHED_VECS = 4  # CACHED_VECS in rmsnorm.cu
 def rmsnorm_spec() -> JitSpec:
     """The stable RMSNorm kernel (registered for AOT builds)."""
     return JitSpec("rmsnorm_bf16", read_source(CSRC_DIR / "rmsnorm.cu"), [_KERNEL], headers=common_headers())
-
-
-def row_kernel_threads(hidden_vecs: int, cached_vecs: int = _CACHED_VECS) -> int:
-    """Threads per block for a one-block-per-row kernel over 16-byte vectors, each
-    thread caching ``cached_vecs`` of them (CACHED_VECS of the kernel)."""
-    per_thread = -(-hidden_vecs // cached_vecs)
-    return min(1024, max(32, -(-per_thread // 32) * 32))
 
 
 def validate_norm_inputs(api: str, x, weight, eps, out=None) -> None:
@@ -58,18 +52,12 @@ def validate_norm_inputs(api: str, x, weight, eps, out=None) -> None:
         raise ValueError(f"{api}: out must match x ({tuple(x.shape)}, {x.dtype}, {x.device})")
 
 
-def rms_normalize_fp32(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
-    """``x * rsqrt(mean(x^2) + eps) * weight`` in float32 (the torch paths' core)."""
-    xf = x.float()
-    return xf * torch.rsqrt(xf.square().mean(dim=-1, keepdim=True) + eps) * weight.float()
-
-
 def _check_inputs(x, weight, eps=1e-6, out=None, backend="auto") -> bool:
     validate_norm_inputs("rmsnorm", x, weight, eps, out)
     return True
 
 
-@supported_compute_capability([CPU_COMPUTE_CAPABILITY] + NVRTC_CAPABILITIES)
+@supported_compute_capability([CPU_COMPUTE_CAPABILITY, *NVRTC_CAPABILITIES])
 def _check_torch(x, weight, eps=1e-6, out=None, backend="auto") -> bool:
     return True
 
@@ -141,7 +129,7 @@ def rmsnorm(
 
         hidden = x.shape[-1]
         kernel = get_kernel(rmsnorm_spec(), _KERNEL, x.device)
-        threads = row_kernel_threads(hidden // 8)
+        threads = row_kernel_threads(hidden // 8, _CACHED_VECS)
         kernel.launch((x.numel() // hidden,), (threads,), [x, weight, out, hidden // 8, 1.0 / hidden, float(eps)])
         return out
     return out.copy_(rms_normalize_fp32(x, weight, eps))

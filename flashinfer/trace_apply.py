@@ -21,41 +21,34 @@ Problem keys are those of `flashinfer.autotuner` (see `problem_key`). An entry
 whose API or backend no longer exists is skipped when the file is applied; a pin
 that does not fit a call (capability or checks) is ignored for that call. Both
 say so once, and the call falls back to automatic selection. A file is read as
-`flashinfer.autotuner` reads caches: bad content never raises.
+autotune caches are (`flashinfer.tuning.files`): bad content never raises.
 
-The dispatch reaches pins through `flashinfer.utils.pinned_backend_hook`, which
-this module installs when imported. ``FLASHINFER_TRACE_APPLY=<path>`` applies a
-configuration at that moment (the dispatch imports this module on the first
-automatic call when the variable is set).
+Importing this module registers `pinned_backend` as the dispatch's pin hook
+(`flashinfer.dispatch.hooks`) and applies the configuration
+``FLASHINFER_TRACE_APPLY=<path>`` names, if set (the first automatic call imports
+this module when it is). The format and the gate's role are documented in
+docs/autotuning.rst ("Trace-apply").
 """
 
 from __future__ import annotations
 
 import os
 import warnings
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Union
 
 from torch import Tensor
 
-from . import utils
 from .api_logging import EXPERIMENTAL_AUTO_ENV_VAR, _OnceRegistry, experimental_auto_backends_allowed
-from .autotuner import (
-    GATE_UNSET_REASON,
-    LoadSummary,
-    TuningConfigWarning,
-    describe,
-    freeze_key,
-    key_of,
-    load_each,
-    load_from_environment,
-    read_document,
-    resolve_entry,
-)
-from .utils import BackendDispatch
+from .capabilities import compute_capability
+from .dispatch.core import BackendDispatch
+from .dispatch.hooks import hooks
+from .tuning import TRACE_APPLY_ENV_VAR
+from .tuning.files import GATE_UNSET_REASON, LoadSummary, TuningConfigWarning, describe, load_entries, load_from_environment, resolve_entry
+from .tuning.keys import freeze_key
+from .tuning.tuner import key_of
 
 __all__ = ["TRACE_APPLY_ENV_VAR", "apply_trace_config"]
 
-TRACE_APPLY_ENV_VAR = "FLASHINFER_TRACE_APPLY"
 CONFIG_VERSION = 1
 _PIN_FIELDS = frozenset({"api", "key", "backend"})
 _ANY_KEY = object()  # a pin without "key": every problem of its API
@@ -86,22 +79,20 @@ def apply_trace_config(path: str | os.PathLike) -> LoadSummary:
     unset are skipped; one `TuningConfigWarning` says what was skipped.
     """
     summary = LoadSummary(os.fspath(path))
-    document = read_document(path, summary)
-    if document is not None:
-        version = document.get("version", CONFIG_VERSION)
-        pins = document.get("pin", [])
-        if version != CONFIG_VERSION:
-            summary.error = (
-                f"version {describe(version)} is not supported (this FlashInfer reads version "
-                f"{CONFIG_VERSION})"
-            )
-        elif not isinstance(pins, list):
-            summary.error = "'pin' must be a list of tables ([[pin]] in TOML)"
-        else:
-            gate_set = experimental_auto_backends_allowed()
-            load_each(pins, lambda entry: _add_pin(entry, gate_set, summary), summary)
+    load_entries(path, summary, _pin_entries, _add_pin)
     summary.warn("trace-apply config")
     return summary
+
+
+def _pin_entries(document: dict) -> Union[list, str]:
+    """The pins of a parsed configuration, or why it is not one this version reads."""
+    version = document.get("version", CONFIG_VERSION)
+    pins = document.get("pin", [])
+    if version != CONFIG_VERSION:
+        return f"version {describe(version)} is not supported (this FlashInfer reads version {CONFIG_VERSION})"
+    if not isinstance(pins, list):
+        return "'pin' must be a list of tables ([[pin]] in TOML)"
+    return pins
 
 
 def _add_pin(entry: Any, gate_set: bool, summary: LoadSummary) -> None:
@@ -142,7 +133,7 @@ def _fits(dispatch: BackendDispatch, backend: str, arguments: dict) -> bool:
     """
     for value in arguments.values():
         if isinstance(value, Tensor):
-            if not dispatch.is_backend_supported(backend, utils.compute_capability(value)):
+            if not dispatch.is_backend_supported(backend, compute_capability(value)):
                 return False
             break
     common = dispatch.common_check  # applied to every backend
@@ -153,7 +144,7 @@ def _fits(dispatch: BackendDispatch, backend: str, arguments: dict) -> bool:
 
 
 def pinned_backend(dispatch: BackendDispatch, arguments: dict) -> Optional[str]:
-    """`flashinfer.utils.pinned_backend_hook`: the pinned backend of this call, or None.
+    """The dispatch's pin hook: the pinned backend of this call, or None.
 
     Never raises: a pin that cannot be looked up, does not fit, or is of an
     experimental backend while the gate is unset (read per call, as for a tuned
@@ -195,5 +186,5 @@ def _reset_for_tests() -> None:
     _warned.clear()
 
 
-utils.pinned_backend_hook = pinned_backend
+hooks.set_pinned_backend(pinned_backend)
 load_from_environment(TRACE_APPLY_ENV_VAR, apply_trace_config)

@@ -1,9 +1,12 @@
 """Facts by content hash, kept between runs outside the checked tree.
 
 One JSON file maps a key (hash of the facts version, the file's path and its
-bytes) to that file's facts. The key proves only which bytes an entry claims to
-describe, not that the facts are true: whoever can write the cache decides what
-the checker believes. So the cache never comes from the tree being checked (a
+bytes) to that file's facts, and a key derived from it and the trigger vocabulary
+(`scan_key`) to which rule triggers occur in those bytes (`needs.Scanner.scan`), so
+that a warm run decides which files are primary without scanning them. The key
+proves only which bytes an entry claims to describe, not that the facts are true:
+whoever can write the cache decides what the checker believes. So the cache never
+comes from the tree being checked (a
 pull request could plant one, and CI and the pre-commit hook check a pull
 request's tree): it lives in the user's cache directory, one subdirectory per
 project (a hash of the root's resolved path), or under ``--cache-dir`` /
@@ -48,6 +51,12 @@ def key(rel: str, data: bytes, variant: str = "") -> bytes:
     return digest.digest()[:16]
 
 
+def scan_key(k: bytes, vocabulary: str) -> bytes:
+    """The key of the trigger scan of the bytes `k` is the key of, for the trigger
+    vocabulary `vocabulary` (`needs.Scanner.key`): derived, not hashed again."""
+    return hashlib.sha256(b"scan\0" + vocabulary.encode() + b"\0" + k).digest()[:16]
+
+
 def location(root: Path, base=None) -> Path:
     """The cache directory of the project at `root`: a subdirectory of `base`, else
     of ``$POLICY_CHECK_CACHE_DIR``, else of the user's cache directory, named by a
@@ -90,7 +99,10 @@ def _git(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProc
 
 
 class FactsCache:
-    def __init__(self, root: Path, enabled: bool = True, directory=None):
+    """`vocabulary`: names the triggers a stored scan covers (`needs.Scanner.key`)."""
+
+    def __init__(self, root: Path, enabled: bool = True, directory=None, vocabulary: str = ""):
+        self.vocabulary = vocabulary
         self.entries: dict = {}
         self.used: set = set()
         self.dirty = False
@@ -135,9 +147,37 @@ class FactsCache:
         self.used.add(k)
         return facts
 
-    def put(self, k: bytes, facts) -> None:
+    def holds(self, k: bytes) -> bool:
+        return k in self.entries
+
+    @property
+    def holds_entries(self) -> bool:
+        return bool(self.entries)
+
+    def found(self, k: bytes) -> Optional[int]:
+        """The trigger scan stored for the bytes `k` is the key of, or None."""
+        sk = scan_key(k, self.vocabulary)
+        mask = self.entries.get(sk)
+        if mask is None:
+            return None
+        if type(mask) is not int or mask < 0:
+            del self.entries[sk]  # a damaged entry: scan again
+            return None
+        self.used.add(sk)
+        return mask
+
+    def put(self, k: bytes, facts, found: Optional[int] = None) -> None:
+        """Store `facts` under `k`, and `found` (the trigger scan) unless None."""
         self.entries[k] = facts
         self.used.add(k)
+        self.dirty = True
+        if found is not None:
+            self.put_scan(k, found)
+
+    def put_scan(self, k: bytes, found: int) -> None:
+        sk = scan_key(k, self.vocabulary)
+        self.entries[sk] = found
+        self.used.add(sk)
         self.dirty = True
 
     def save(self) -> None:

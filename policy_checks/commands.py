@@ -1,20 +1,21 @@
 """The checker's click commands: ``run``, ``rules`` and ``explain``.
 
-`policy_checks/cli.py` imports this module only when one of them is invoked.
+`policy_checks/cli.py` imports this module only when one of them is invoked. Rule
+metadata comes from the rule table (`rules.registry`); only ``run`` imports the
+runner.
 """
 
 from __future__ import annotations
 
-import inspect
 import sys
 import traceback
 from pathlib import Path
 
 import click
 
-from .config import ConfigError, find_root, load, unknown_rule
+from .config import ConfigError, find_root, load
 from .report import FORMATS
-from .runner import ALL_IDS, run as run_checks
+from .rules.registry import ALL_IDS, unknown_rule
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -24,6 +25,8 @@ def _ids(value: str) -> tuple:
 
 
 def _doc(rule) -> str:
+    import inspect  # only for ``explain``
+
     return inspect.cleandoc(getattr(rule, "doc", None) or type(rule).__doc__ or "")
 
 
@@ -43,6 +46,8 @@ def _doc(rule) -> str:
               help="Project root (default: nearest pyproject.toml with [tool.policy-check], or a flashinfer checkout).")
 def run(paths, output_format, select, ignore, jobs, no_cache, cache_dir, exit_zero, statistics, root):
     """Check the project (or only report findings under PATHS)."""
+    from .runner import run as run_checks
+
     try:
         root = root.resolve() if root else find_root(Path(paths[0]) if paths else Path.cwd())
         settings = load(root)
@@ -84,6 +89,9 @@ def explain(rule_id):
         sys.exit(EXIT_ERROR)
     click.echo(f"{rule.id} {rule.name}: {rule.summary}\n")
     click.echo(_doc(rule))
+    reads = getattr(rule, "reads", ())
+    if reads:
+        click.echo(f"\nReads: {', '.join(kind.name for kind in reads)}.")
     for label, examples in (("Valid", getattr(rule, "VALID", ())), ("Invalid", getattr(rule, "INVALID", ()))):
         for example in examples[:1]:
             click.echo(f"\n{label} example{' (' + example.note + ')' if example.note else ''}:")

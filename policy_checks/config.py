@@ -2,7 +2,16 @@
 
 Every setting has a default that fits FlashInfer's own layout, so an unconfigured
 FlashInfer checkout (or an unpacked wheel) is checked correctly. An invalid value
-raises `ConfigError` naming the key; the CLI turns it into exit status 2.
+raises `ConfigError` naming the key; the CLI turns it into exit status 2. Whether a
+well-formed rule id names a rule is the rule table's business
+(`policy_checks.rules.registry.check_settings`): settings know no rule.
+
+"Is this module or path experimental?" is answered here, once, for the checker,
+``policy-check fix`` and the bot: `Settings.is_experimental_module` and
+`Settings.is_experimental_path` (module-level `is_experimental_module` and
+`is_experimental_path` answer for FlashInfer's default layout). This module
+imports nothing of the checker and nothing heavy (the standard library; tomli on
+Python 3.10), so that the bot can import it.
 """
 
 from __future__ import annotations
@@ -46,13 +55,39 @@ class Settings:
     def experimental_dir(self) -> str:
         return self.experimental_package.replace(".", "/")
 
-    def is_experimental(self, module: Optional[str]) -> bool:
+    def is_experimental_module(self, module: Optional[str]) -> bool:
+        """Is `module` (an absolute dotted name) the experimental package or below it?
+        ``flashinfer.gdn_kernels.experimental`` and ``cutlass.experimental`` are not."""
         e = self.experimental_package
         return bool(module) and (module == e or module.startswith(e + "."))
 
+    def is_experimental_path(self, rel_path: str) -> bool:
+        """Is `rel_path` (relative to the project root, ``/`` separators) experimental
+        code or an experimental test: the experimental package's directory, the
+        experimental tests directory, or anything below either?"""
+        return under(rel_path, self.experimental_dir) or under(rel_path, self.experimental_tests)
+
     def is_core(self, module: Optional[str]) -> bool:
         p = self.package
-        return bool(module) and (module == p or module.startswith(p + ".")) and not self.is_experimental(module)
+        return bool(module) and (module == p or module.startswith(p + ".")) and not self.is_experimental_module(module)
+
+
+DEFAULT = Settings()  # FlashInfer's own layout
+
+
+def is_experimental_module(module: Optional[str], settings: Settings = DEFAULT) -> bool:
+    """`Settings.is_experimental_module` under `settings` (default: FlashInfer's layout)."""
+    return settings.is_experimental_module(module)
+
+
+def is_experimental_path(rel_path: str, settings: Settings = DEFAULT) -> bool:
+    """`Settings.is_experimental_path` under `settings` (default: FlashInfer's layout)."""
+    return settings.is_experimental_path(rel_path)
+
+
+def under(rel: str, top: str) -> bool:
+    """Is the relative path `rel` `top` itself or below it?"""
+    return rel == top or rel.startswith(top.rstrip("/") + "/")
 
 
 # key in pyproject -> (attribute, kind)
@@ -95,9 +130,6 @@ def _check(key: str, kind: str, value):
                 raise ConfigError(f"{where}: {v!r} is not a dotted module name")
             if kind == "rules" and not _RULE.match(v):
                 raise ConfigError(f"{where}: {v!r} is not a rule id or prefix such as EXP001")
-        unknown = unknown_rule(value) if kind == "rules" else None
-        if unknown is not None:
-            raise ConfigError(f"{where}: no rule id starts with {unknown!r} (see `policy-check rules`)")
         return tuple(value)
     if kind == "per-file":
         if not isinstance(value, dict):
@@ -106,16 +138,6 @@ def _check(key: str, kind: str, value):
             (glob, _check(f"{key}.{glob}", "rules", ids)) for glob, ids in value.items()
         )
     raise AssertionError(kind)
-
-
-def unknown_rule(values) -> Optional[str]:
-    """The first of `values` that is no rule id nor the prefix of one, else None:
-    a typo in ``select`` would otherwise silently check nothing."""
-    from .rules import RULES  # here, not at the top: rules and settings stay independent
-    from .suppressions import META_RULES
-
-    known = [*RULES, *META_RULES]
-    return next((v for v in values if not any(k.startswith(v) for k in known)), None)
 
 
 def from_table(table: dict) -> Settings:
@@ -135,7 +157,7 @@ def from_table(table: dict) -> Settings:
         else:
             values[attribute] = checked
     settings = Settings(**values)
-    if not settings.is_experimental(settings.experimental_package) or not (
+    if not settings.is_experimental_module(settings.experimental_package) or not (
         settings.experimental_package.startswith(settings.package + ".")
     ):
         raise ConfigError(

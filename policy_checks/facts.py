@@ -6,12 +6,20 @@ on its bytes and its module name, so they are cached by content hash (see
 
 Facts come from the standard library's `ast` (CPython's C parser): parsing the
 whole FlashInfer tree with libcst takes minutes, `ast` takes seconds. Positions are
-converted to what the SPEC promises: 1-based line, 1-based column in characters of
-the statement's first character (``ast`` gives UTF-8 byte offsets).
+what every report format carries (docs/policy_check.rst, "Running it"): 1-based
+line, 1-based column in characters of the statement's first character (``ast``
+gives UTF-8 byte offsets), so that a finding points where an editor puts the cursor.
 
-A *dotted reference* (`Ref`) is how a value expression is recorded: the dotted
-name as written (``"eb"``, ``"fu.experimental_backend"``), resolved through the
-module's own top-level bindings where possible (``"flashinfer.utils.experimental_backend"``).
+Every fact is a named, immutable tuple (`typing.NamedTuple`): the cheapest typed
+record to build in the extractor's hot loop and to write to the JSON cache (a
+tuple encodes as a JSON array with no conversion). The facts that come in several
+forms, a value expression (`Ref`) and a module-level binding (`Binding`), carry
+their form as the first field, ``tag``: it is what `from_data` dispatches on when
+it reads the cache back, and it keeps each fact equal to the plain tagged tuple it
+stands for.
+
+A *reference* (`Ref`) is how a value expression is recorded: a dotted name as
+written (``"eb"``, ``"fu.experimental_backend"``), a call, a string, an inline dict.
 Cross-module resolution (re-exports) is the project model's job (`project.py`).
 """
 
@@ -24,16 +32,16 @@ import re
 import symtable
 import tokenize
 from dataclasses import dataclass, field
-from typing import NamedTuple, Optional
+from typing import NamedTuple, Optional, Union
 
 # Bump when the shape or meaning of facts changes: it invalidates every cache entry.
-FACTS_VERSION = "6"
+FACTS_VERSION = "7"
 
 # calls that import the module their first argument names (``pytest.importorskip``
 # too: stable tests use it, EXP008)
 IMPORT_FUNCTIONS = ("import_module", "__import__", "importorskip")
 
-# import scopes (SPEC §2 "module level")
+# import scopes; "module level" is defined in docs/policy_check.rst ("Rules")
 MODULE = "module"  # runs at import time
 FUNCTION = "function"  # inside a function or lambda body
 TYPE_CHECKING = "type-checking"  # inside `if TYPE_CHECKING:` at module level
@@ -66,18 +74,59 @@ class Definition(NamedTuple):
     decorators: tuple  # resolved dotted names of the decorators (calls unwrapped)
 
 
-# A value expression in a checks mapping:
-#   ("name", dotted)                  a name or attribute path
-#   ("call", dotted_func, args)       a call; args is a tuple of refs
-#   ("str", text)                     a string literal
-#   ("other",)                        anything else
-Ref = tuple
+# References: a value expression in a checks mapping or a dict -------------------
+
+
+class NameRef(NamedTuple):
+    """A name or attribute path: ``checker``, ``support.checker``."""
+
+    tag: str  # "name"
+    dotted: str
+
+
+class CallRef(NamedTuple):
+    """A call: ``experimental_backend(check)``; `func` is "" when not a dotted name."""
+
+    tag: str  # "call"
+    func: str
+    args: tuple  # Refs
+
+
+class StrRef(NamedTuple):
+    """A string literal (the values of a lazy-export table)."""
+
+    tag: str  # "str"
+    text: str
+
+
+class DictRef(NamedTuple):
+    """An inline dict literal or ``dict(...)`` call."""
+
+    tag: str  # "dict"
+    entries: tuple  # Entry values
+
+
+class OtherRef(NamedTuple):
+    """Any other expression: nothing to follow."""
+
+    tag: str  # "other"
+
+
+Ref = Union[NameRef, CallRef, StrRef, DictRef, OtherRef]
+OTHER = OtherRef("other")
+
+
+class Entry(NamedTuple):
+    """One item of a dict: ``key: value``, or ``**value`` (key None)."""
+
+    key: Optional[str]
+    value: Ref
 
 
 class DictValue(NamedTuple):
     """A module-level dict literal (or ``dict(...)`` call), plus later ``D[k] = v``."""
 
-    entries: tuple  # (key or None, Ref) pairs; key None for `**spread` (Ref is the spread)
+    entries: tuple  # Entry values
     line: int
 
 
@@ -98,10 +147,61 @@ class Suppression(NamedTuple):
     problem: Optional[str]  # why it is malformed, None when well formed
 
 
-# module-level binding kinds: ("module", absolute_module) for `import a.b as c`;
-# ("from", absolute_module, name); ("def", qualname); ("alias", dotted) for `x = y.z`;
-# ("dict", DictValue); ("names", strings) for a list or tuple of string literals
-Binding = tuple
+# Bindings: what a module-level name is bound to -----------------------------------
+
+
+class ModuleBinding(NamedTuple):
+    """``import a.b as c`` (`module` "a.b") or ``import a.b`` (the name ``a``, module "a")."""
+
+    tag: str  # "module"
+    module: str
+
+
+class FromBinding(NamedTuple):
+    """``from <module> import <name> [as ...]``; `module` is absolute."""
+
+    tag: str  # "from"
+    module: str
+    name: str
+
+
+class DefBinding(NamedTuple):
+    """A ``def`` or ``class`` statement at module level."""
+
+    tag: str  # "def"
+    qualname: str
+
+
+class AliasBinding(NamedTuple):
+    """``x = y.z``: another name for a dotted name."""
+
+    tag: str  # "alias"
+    dotted: str
+
+
+class DictBinding(NamedTuple):
+    """A dict literal or ``dict(...)`` call (EXP004's checks mappings, lazy-export tables)."""
+
+    tag: str  # "dict"
+    value: DictValue
+
+
+class NamesBinding(NamedTuple):
+    """A list or tuple of string literals (``__all__``, read by EXP006)."""
+
+    tag: str  # "names"
+    names: tuple
+
+
+Binding = Union[ModuleBinding, FromBinding, DefBinding, AliasBinding, DictBinding, NamesBinding]
+
+
+class SyntaxProblem(NamedTuple):
+    """Why a file could not be read or parsed (EXP000), and where."""
+
+    line: int
+    column: int
+    message: str
 
 
 @dataclass
@@ -112,7 +212,7 @@ class FileFacts:
     definitions: dict = field(default_factory=dict)  # qualname -> Definition
     bindings: dict = field(default_factory=dict)  # top-level name -> Binding
     backend_calls: list = field(default_factory=list)
-    syntax_error: Optional[tuple] = None  # (line, column, message)
+    syntax_error: Optional[SyntaxProblem] = None
     suppressions: list = field(default_factory=list)
     complete: bool = True  # False: only syntax_error and suppressions were computed
 
@@ -122,15 +222,14 @@ class FileFacts:
         binding = self.bindings.get(first)
         if binding is None or _depth > 20:  # unbound, or a cycle of aliases
             return dotted
-        kind = binding[0]
-        if kind == "module":
-            base = binding[1]
-        elif kind == "from":
-            base = f"{binding[1]}.{binding[2]}" if binding[1] else binding[2]
-        elif kind == "def":
-            base = f"{self.module}.{binding[1]}"
-        elif kind == "alias" and binding[1].partition(".")[0] != first:
-            return self.resolve_local(binding[1] + dot + rest, _depth + 1)
+        if isinstance(binding, ModuleBinding):
+            base = binding.module
+        elif isinstance(binding, FromBinding):
+            base = f"{binding.module}.{binding.name}" if binding.module else binding.name
+        elif isinstance(binding, DefBinding):
+            base = f"{self.module}.{binding.qualname}"
+        elif isinstance(binding, AliasBinding) and binding.dotted.partition(".")[0] != first:
+            return self.resolve_local(binding.dotted + dot + rest, _depth + 1)
         else:
             return dotted
         return base + dot + rest
@@ -274,10 +373,10 @@ class _Extractor(ast.NodeVisitor):
         for alias in node.names:
             self._add_import(alias.name, (), node)
             if alias.asname:
-                self._bind(alias.asname, ("module", alias.name))
+                self._bind(alias.asname, ModuleBinding("module", alias.name))
             else:
                 top = alias.name.partition(".")[0]
-                self._bind(top, ("module", top))
+                self._bind(top, ModuleBinding("module", top))
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         module = resolve_relative(self.package, node.level, node.module)
@@ -292,7 +391,7 @@ class _Extractor(ast.NodeVisitor):
                 self.call_names = self.call_names | {bound}  # `import ... as br`
                 self.every_expression = True
             if module is not None and name != "*":
-                self._bind(bound, ("from", module, name))
+                self._bind(bound, FromBinding("from", module, name))
 
     def visit_Call(self, node: ast.Call) -> None:
         func = dotted_name(node.func)
@@ -339,7 +438,8 @@ class _Extractor(ast.NodeVisitor):
             if not isinstance(level, int):
                 return
             module = resolve_relative(self.package, level, name or None) if level else name
-        self._add_import(module, (), self.statement or node, dynamic=True)  # SPEC: the statement's position
+        # reported at the statement's first character, as every finding on Python code is
+        self._add_import(module, (), self.statement or node, dynamic=True)
 
     # scopes ----------------------------------------------------------------
     def _visit_def(self, node, kind: str) -> None:
@@ -351,7 +451,7 @@ class _Extractor(ast.NodeVisitor):
             dotted_name(d.func if isinstance(d, ast.Call) else d) or "" for d in node.decorator_list
         ]
         self.facts.definitions[qualname] = Definition(qualname, kind, line, column, ())
-        self._bind(node.name, ("def", qualname))
+        self._bind(node.name, DefBinding("def", qualname))
         if kind == "function":
             args = node.args
             for default in args.defaults + [d for d in args.kw_defaults if d is not None]:
@@ -433,7 +533,7 @@ class _Extractor(ast.NodeVisitor):
     def _bind_value(self, name: str, value: ast.AST, node: ast.AST) -> None:
         dotted = dotted_name(value)
         if dotted is not None:
-            self._bind(name, ("alias", dotted))
+            self._bind(name, AliasBinding("alias", dotted))
             which = self.import_functions.get(dotted) or dotted.rpartition(".")[2]
             if which in IMPORT_FUNCTIONS:
                 self._alias_import_function(name, which)
@@ -444,47 +544,47 @@ class _Extractor(ast.NodeVisitor):
         entries = self._dict_entries(value)
         names = _string_sequence(value)
         if entries is not None:
-            self._bind(name, ("dict", DictValue(tuple(entries), node.lineno)))
+            self._bind(name, DictBinding("dict", DictValue(tuple(entries), node.lineno)))
         elif names is not None:
-            self._bind(name, ("names", names))  # `__all__ = [...]` (EXP006 reads it)
+            self._bind(name, NamesBinding("names", names))  # `__all__ = [...]` (EXP006 reads it)
         else:
             self.facts.bindings.pop(name, None)  # rebound to something we do not follow
 
     def _add_dict_item(self, name: str, key: ast.AST, value: ast.AST) -> None:
         binding = self.facts.bindings.get(name)
-        if binding and binding[0] == "dict":
-            old = binding[1]
-            entry = (_literal_str(key), self._ref(value))
-            self.facts.bindings[name] = ("dict", DictValue(old.entries + (entry,), old.line))
+        if isinstance(binding, DictBinding):
+            old = binding.value
+            entry = Entry(_literal_str(key), self._ref(value))
+            self.facts.bindings[name] = DictBinding("dict", DictValue(old.entries + (entry,), old.line))
 
     def _dict_entries(self, value: ast.AST) -> Optional[list]:
         if isinstance(value, ast.Dict):
             return [
-                (_literal_str(k), self._ref(v)) if k is not None else (None, self._ref(v))
+                Entry(_literal_str(k) if k is not None else None, self._ref(v))
                 for k, v in zip(value.keys, value.values)
             ]
         if isinstance(value, ast.Call) and dotted_name(value.func) == "dict" and not value.args:
-            return [(k.arg, self._ref(k.value)) for k in value.keywords]
+            return [Entry(k.arg, self._ref(k.value)) for k in value.keywords]
         return None
 
     def _ref(self, node: ast.AST) -> Ref:
         dotted = dotted_name(node)
         if dotted is not None:
-            return ("name", dotted)
+            return NameRef("name", dotted)
         entries = self._dict_entries(node)
         if entries is not None:
-            return ("dict", tuple(entries))
+            return DictRef("dict", tuple(entries))
         if isinstance(node, ast.Call):
             func = dotted_name(node.func)
             inner = self._ref(node.func) if func is None else None
             args = tuple(self._ref(a) for a in node.args)
-            if inner is not None and inner[0] == "call":
-                return ("call", inner[1], inner[2] + args)  # f(x)(checker): keep both
-            return ("call", func or "", args)
+            if isinstance(inner, CallRef):
+                return CallRef("call", inner.func, inner.args + args)  # f(x)(checker): keep both
+            return CallRef("call", func or "", args)
         text = _literal_str(node)
         if text is not None:
-            return ("str", text)
-        return ("other",)
+            return StrRef("str", text)
+        return OTHER
 
     # post-pass: resolve what needed the complete top-level bindings --------
     def finish(self) -> None:
@@ -521,8 +621,8 @@ def extract(source: bytes, module: str, is_package: bool, aliases=frozenset()) -
             extractor.visit(tree)
             extractor.finish()
         except RecursionError:
-            facts.syntax_error = (1, 1, "too deeply nested to analyse")
-    if b"policy:" in source:
+            facts.syntax_error = SyntaxProblem(1, 1, "too deeply nested to analyse")
+    if may_hold_suppressions(source):
         facts.suppressions = python_suppressions(source)
     return facts
 
@@ -547,12 +647,12 @@ def _parse(source: bytes, facts: FileFacts) -> Optional[ast.AST]:
     except SyntaxError as error:
         facts.syntax_error = _error_position(error)
     except (ValueError, UnicodeDecodeError, RecursionError, MemoryError) as error:
-        facts.syntax_error = (1, 1, f"{type(error).__name__}: {error}")
+        facts.syntax_error = SyntaxProblem(1, 1, f"{type(error).__name__}: {error}")
     return None
 
 
-def syntax_error(source: bytes) -> Optional[tuple]:
-    """`(line, column, message)` if `source` is not valid Python, else None.
+def syntax_error(source: bytes) -> Optional[SyntaxProblem]:
+    """Where and why `source` is not valid Python, or None.
 
     Cheaper than `extract`: the C parser and symbol table run, no Python-level AST
     objects are built. Used for files no rule needs facts of (EXP000 only).
@@ -562,12 +662,12 @@ def syntax_error(source: bytes) -> Optional[tuple]:
     except SyntaxError as error:
         return _error_position(error)
     except (ValueError, UnicodeDecodeError, RecursionError, MemoryError) as error:
-        return (1, 1, f"{type(error).__name__}: {error}")
+        return SyntaxProblem(1, 1, f"{type(error).__name__}: {error}")
     return None
 
 
-def _error_position(error: SyntaxError) -> tuple:
-    return (error.lineno or 1, max(error.offset or 1, 1), f"{type(error).__name__}: {error.msg}")
+def _error_position(error: SyntaxError) -> SyntaxProblem:
+    return SyntaxProblem(error.lineno or 1, max(error.offset or 1, 1), f"{type(error).__name__}: {error.msg}")
 
 
 # suppressions -------------------------------------------------------------------
@@ -597,6 +697,20 @@ def parse_suppression(comment: str, line: int, column: int) -> Optional[Suppress
     elif not reason:
         problem = "gives no reason: write the reason after the brackets"
     return Suppression(line, column, ids, reason, text, problem)
+
+
+# A suppression is a comment holding ``policy``, ``:`` and ``ignore`` with only
+# whitespace between them (`_SUPPRESSION`). In the bytes of a source file, in any
+# encoding Python reads source in, that comment's line holds those three ASCII
+# words in that order with no line break between them. A file without such a line
+# is not tokenized: tokenizing runs in Python and is slow, and FlashInfer has many
+# files that say "policy:" in another sense (a third of a cold run went there).
+_MAY_SUPPRESS = re.compile(rb"policy[^\r\n]*?:[^\r\n]*?ignore")
+
+
+def may_hold_suppressions(source: bytes) -> bool:
+    """Could `source` hold a suppression comment? (False means it certainly does not.)"""
+    return b"policy:" in source and _MAY_SUPPRESS.search(source) is not None
 
 
 def python_suppressions(source: bytes) -> list:
@@ -634,46 +748,88 @@ def syntax_only(source: bytes, module: str, is_package: bool) -> FileFacts:
     """Facts of a file no rule inspects: its syntax error (EXP000) and suppressions."""
     facts = FileFacts(module, is_package, complete=False)
     facts.syntax_error = syntax_error(source)
-    if b"policy:" in source:
+    if may_hold_suppressions(source):
         facts.suppressions = python_suppressions(source)
     return facts
 
 
 # plain data (for the cache) -------------------------------------------------------
-# The cache is JSON, not pickle: it lives in the checked tree, and a pull request
-# could plant one; loading JSON runs no code.
-
-
-def _tuples(value):
-    """JSON arrays back to the tuples the facts hold (recursively)."""
-    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
+# The cache is JSON, not pickle: whoever writes a cache file decides what the
+# checker believes, and loading JSON runs no code (docs/policy_check.rst, "Where the
+# cache lives"). Facts are tuples, so they are written as JSON arrays as they are;
+# reading them back rebuilds each named tuple, dispatching on the tag of a `Ref` or
+# a `Binding`. A malformed entry raises TypeError, ValueError, KeyError or
+# IndexError (the cache then recomputes it).
 
 
 def to_data(facts: FileFacts) -> list:
-    bindings = {
-        name: (["dict", list(b[1].entries), b[1].line] if b[0] == "dict" else list(b))
-        for name, b in facts.bindings.items()
-    }
+    """`facts` as JSON-ready data (tuples encode as arrays)."""
     return [
-        facts.module, facts.is_package, facts.complete, facts.syntax_error,
-        [list(i) for i in facts.imports],
-        [list(d) for d in facts.definitions.values()],
-        bindings,
-        [list(c) for c in facts.backend_calls],
-        [list(s) for s in facts.suppressions],
+        facts.module, facts.is_package, facts.complete, facts.syntax_error, facts.imports,
+        list(facts.definitions.values()), facts.bindings, facts.backend_calls, facts.suppressions,
     ]
+
+
+def _ref(data) -> Ref:
+    tag = data[0]
+    if tag == "name":
+        return NameRef(tag, data[1])
+    if tag == "call":
+        return CallRef(tag, data[1], tuple(_ref(a) for a in data[2]))
+    if tag == "str":
+        return StrRef(tag, data[1])
+    if tag == "dict":
+        return DictRef(tag, _entries(data[1]))
+    if tag == "other":
+        return OTHER
+    raise KeyError(tag)
+
+
+def _entries(data) -> tuple:
+    return tuple(Entry(key, _ref(value)) for key, value in data)
+
+
+def _binding(data) -> Binding:
+    tag = data[0]
+    if tag == "from":
+        return FromBinding(tag, data[1], data[2])
+    if tag == "module":
+        return ModuleBinding(tag, data[1])
+    if tag == "def":
+        return DefBinding(tag, data[1])
+    if tag == "alias":
+        return AliasBinding(tag, data[1])
+    if tag == "dict":
+        return DictBinding(tag, DictValue(_entries(data[1][0]), data[1][1]))
+    if tag == "names":
+        return NamesBinding(tag, tuple(data[1]))
+    raise KeyError(tag)
 
 
 def from_data(data: list) -> FileFacts:
     module, is_package, complete, error, imports, definitions, bindings, calls, suppressions = data
     facts = FileFacts(module, is_package, complete=complete)
-    facts.syntax_error = _tuples(error)
-    facts.imports = [Import(*_tuples(i)) for i in imports]
-    facts.definitions = {d[0]: Definition(*_tuples(d)) for d in definitions}
-    facts.bindings = {
-        name: ("dict", DictValue(_tuples(b[1]), b[2])) if b[0] == "dict" else _tuples(b)
-        for name, b in bindings.items()
-    }
-    facts.backend_calls = [BackendCall(*_tuples(c)) for c in calls]
-    facts.suppressions = [Suppression(*_tuples(s)) for s in suppressions]
+    if error is not None:
+        facts.syntax_error = SyntaxProblem(*error)
+    if imports:
+        facts.imports = [
+            Import(m, tuple(map(tuple, names)), line, column, scope, tuple(functions), dynamic)
+            for m, names, line, column, scope, functions, dynamic in imports
+        ]
+    if definitions:
+        facts.definitions = {
+            qualname: Definition(qualname, kind, line, column, tuple(decorators))
+            for qualname, kind, line, column, decorators in definitions
+        }
+    if bindings:
+        facts.bindings = {name: _binding(b) for name, b in bindings.items()}
+    if calls:
+        facts.backend_calls = [
+            BackendCall(None if checks is None else _ref(checks), line, column) for checks, line, column in calls
+        ]
+    if suppressions:
+        facts.suppressions = [
+            Suppression(line, column, tuple(ids), reason, text, problem)
+            for line, column, ids, reason, text, problem in suppressions
+        ]
     return facts

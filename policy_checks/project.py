@@ -3,8 +3,13 @@ name resolution across modules (imports, re-exports, lazy exports).
 
 Facts of a file are loaded on first use (`Project.facts`), from the cache or by
 parsing, so a rule may follow a re-export into any module. The runner computes,
-in parallel and up front, the facts of the files some rule must inspect
-(`needs_facts`); every other file is only syntax-checked unless a rule asks.
+in parallel and up front, the facts of the files some rule must inspect (the
+*primary* files, chosen by the prefilter of `needs.py`) and marks them
+(`mark_primary`); rules iterate over them with `primary_facts`. Every other file is
+only syntax-checked unless a rule asks.
+
+`resolve` answers with a `Target`: a named tuple whose first field, ``tag``, says
+which of the four it is (and keeps it equal to the tagged tuple it stands for).
 """
 
 from __future__ import annotations
@@ -15,10 +20,12 @@ import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Optional
+from types import MappingProxyType
+from typing import Callable, Iterator, Mapping, NamedTuple, Optional, Union
 
-from .config import Settings
-from .facts import FileFacts, Import
+from .config import Settings, under
+from .facts import AliasBinding, DefBinding, Definition, DictBinding, DictValue, FileFacts, FromBinding, Import
+from .facts import ModuleBinding, StrRef
 
 _GLOB_CHARS = set("*?[")
 NOT_UTF8 = "name is not valid UTF-8"
@@ -34,19 +41,30 @@ class SourceFile:
     size: int
 
 
+def excluder(patterns) -> Callable[[str], bool]:
+    """`is_excluded` for fixed `patterns`, with the patterns sorted out once (the
+    walk asks for every entry)."""
+    stripped = [pattern.strip("/") for pattern in patterns]
+    plain = frozenset(p for p in stripped if not _GLOB_CHARS & set(p))
+    below = tuple(p + "/" for p in plain)
+    globs = tuple(p for p in stripped if _GLOB_CHARS & set(p))
+
+    def excluded(rel: str) -> bool:
+        if rel in plain or rel.startswith(below):
+            return True
+        if not globs:
+            return False
+        parts = rel.split("/")
+        prefixes = ["/".join(parts[:i]) for i in range(1, len(parts) + 1)]
+        return any(fnmatch.fnmatchcase(prefix, glob) for glob in globs for prefix in prefixes)
+
+    return excluded
+
+
 def is_excluded(rel: str, patterns) -> bool:
     """A pattern without glob characters excludes that path and everything below it;
     a glob is matched against the path and each of its parent directories."""
-    for pattern in patterns:
-        pattern = pattern.strip("/")
-        if not _GLOB_CHARS & set(pattern):
-            if rel == pattern or rel.startswith(pattern + "/"):
-                return True
-            continue
-        parts = rel.split("/")
-        if any(fnmatch.fnmatchcase("/".join(parts[:i]), pattern) for i in range(1, len(parts) + 1)):
-            return True
-    return False
+    return excluder(patterns)(rel)
 
 
 def module_name(rel: str) -> tuple:
@@ -62,6 +80,7 @@ def walk_python_files(root: Path, top: str, exclude, problems: list) -> Iterator
     """Python files below `root/top`; symlinked directories are not followed (no
     loops), entries that are not regular files are recorded in `problems`."""
     base = os.path.join(root, top)
+    excluded = excluder(exclude or ())
     if not os.path.isdir(base):
         return
     prefix = len(str(root)) + 1
@@ -76,7 +95,7 @@ def walk_python_files(root: Path, top: str, exclude, problems: list) -> Iterator
             continue
         for entry in entries:
             rel = entry.path[prefix:].replace(os.sep, "/")
-            if entry.name == "__pycache__" or (exclude and is_excluded(rel, exclude)):
+            if entry.name == "__pycache__" or excluded(rel):
                 continue
             try:
                 if entry.is_dir(follow_symlinks=False):
@@ -105,6 +124,42 @@ def _rel(root: Path, path: Path) -> str:
     return path.relative_to(root).as_posix()
 
 
+# what `Project.resolve` finds ---------------------------------------------------------
+
+
+class ModuleTarget(NamedTuple):
+    """A module of this project."""
+
+    tag: str  # "module"
+    name: str
+
+
+class DefTarget(NamedTuple):
+    """A ``def`` or ``class`` in a module of this project."""
+
+    tag: str  # "def"
+    module: str
+    definition: Definition
+
+
+class DictTarget(NamedTuple):
+    """A module-level dict in a module of this project."""
+
+    tag: str  # "dict"
+    module: str
+    value: DictValue
+
+
+class External(NamedTuple):
+    """Something outside the project, or not statically known: its dotted name."""
+
+    tag: str  # "external"
+    name: str
+
+
+Target = Union[ModuleTarget, DefTarget, DictTarget, External]
+
+
 class Project:
     """Files of one project and lazy access to their facts."""
 
@@ -113,23 +168,56 @@ class Project:
         self.settings = settings
         self._load_facts = load_facts
         self.read_problems: list = []  # (rel, message) for EXP000
-        self.files: dict = {}  # rel -> SourceFile
-        self.by_module: dict = {}  # module -> rel (package files only)
+        self._files: dict = {}  # rel -> SourceFile
+        self._by_module: dict = {}  # module -> rel (package files only)
         self._facts: dict = {}
-        self.primary: set = set()  # rels whose complete facts were computed up front
+        self._primary: set = set()  # rels whose complete facts were computed up front
         self._docs = None
         self._examples = None
+        self._excluded = None
         for top in (settings.package.replace(".", "/"), settings.stable_tests):
             for source in walk_python_files(root, top, settings.exclude, self.read_problems):
-                if source.rel in self.files:
+                if source.rel in self._files:
                     continue
-                self.files[source.rel] = source
+                self._files[source.rel] = source
                 if source.module.startswith(settings.package + ".") or source.module == settings.package:
-                    self.by_module[source.module] = source.rel
+                    self._by_module[source.module] = source.rel
+
+    # the files ---------------------------------------------------------------------
+    @property
+    def files(self) -> Mapping[str, SourceFile]:
+        """rel -> `SourceFile` of every Python file checked (read-only)."""
+        return MappingProxyType(self._files)
+
+    def drop_unreadable(self, rel: str, message: str) -> None:
+        """`rel` could not be read: it is an EXP000 finding, and no longer a module."""
+        source = self._files.pop(rel)
+        if self._by_module.get(source.module) == rel:
+            del self._by_module[source.module]
+        self.read_problems.append((rel, message))
+
+    def mark_primary(self, rel: str) -> None:
+        """`rel`'s complete facts were computed up front (the runner's prefilter)."""
+        self._primary.add(rel)
+
+    def is_primary(self, rel: str) -> bool:
+        return rel in self._primary
+
+    def primary_facts(self, *kinds) -> Iterator:
+        """``(rel, facts)`` of every primary file of one of `kinds` (`needs.Kind`) that
+        parses, in path order."""
+        for rel in sorted(self._primary):
+            source = self._files.get(rel)
+            if source is not None and any(kind.member(self, source) for kind in kinds):
+                facts = self.facts(rel)
+                if facts.syntax_error is None:
+                    yield rel, facts
 
     # non-Python files ------------------------------------------------------------
     def excluded(self, rel: str) -> bool:
-        return is_excluded(rel, self.settings.exclude)
+        if self._excluded is None:
+            self._excluded = excluder(self.settings.exclude)
+        return self._excluded(rel)
 
     def docs_pages(self) -> list:
         """``(rel, text)`` of the docs pages the settings name (EXP006)."""
@@ -150,6 +238,19 @@ class Project:
                         pages[rel] = text
             self._docs = sorted(pages.items())
         return self._docs
+
+    def feature_records(self) -> list:
+        """Relative paths of the ``FEATURE.toml`` of each experimental feature directory."""
+        base = self.root / self.settings.experimental_dir
+        return [_rel(self.root, p) for p in sorted(base.glob("*/FEATURE.toml"))] if base.is_dir() else []
+
+    def read_text(self, rel: str) -> Optional[str]:
+        """The text of a non-Python file (a docs page as already read), or None."""
+        if self._docs is not None:
+            for page, text in self._docs:
+                if page == rel:
+                    return text
+        return _read_text(self.root / rel)
 
     def example_texts(self) -> dict:
         """rel -> text of the example scripts that parse (EXP009)."""
@@ -176,7 +277,7 @@ class Project:
         """Complete facts of `rel` (parsed on demand)."""
         facts = self._facts.get(rel)
         if facts is None or not facts.complete:
-            facts = self._load_facts(self.files[rel])
+            facts = self._load_facts(self._files[rel])
             self._facts[rel] = facts
         return facts
 
@@ -185,7 +286,7 @@ class Project:
         return self._facts.get(rel)
 
     def module_facts(self, module: str) -> Optional[FileFacts]:
-        rel = self.by_module.get(module)
+        rel = self._by_module.get(module)
         if rel is None:
             return None
         facts = self.facts(rel)
@@ -193,11 +294,24 @@ class Project:
 
     # classification ------------------------------------------------------------
     def is_module(self, module: Optional[str]) -> bool:
-        return module in self.by_module
+        return module in self._by_module
+
+    def rel_of(self, module: str) -> Optional[str]:
+        """The file a module of the package is read from, or None."""
+        return self._by_module.get(module)
+
+    def is_module_file(self, rel: str) -> bool:
+        """Is `rel` the file its module is read from (a package module, and not
+        shadowed: ``a.py`` beside ``a/__init__.py``)?"""
+        source = self._files.get(rel)
+        return source is not None and self._by_module.get(source.module) == rel
 
     def is_stable_test(self, rel: str) -> bool:
         s = self.settings
         return under(rel, s.stable_tests) and not under(rel, s.experimental_tests)
+
+    def is_experimental_test(self, rel: str) -> bool:
+        return under(rel, self.settings.experimental_tests)
 
     def import_targets(self, imp: Import) -> list:
         """Absolute modules an import runs: the named module, plus each imported name
@@ -212,67 +326,67 @@ class Project:
         return targets
 
     # resolution ----------------------------------------------------------------
-    def resolve(self, module: str, name: str, _seen: Optional[set] = None):
-        """What `name` (possibly dotted) means in `module`, following re-exports.
-
-        Returns ``("module", name)``, ``("def", module, Definition)``,
-        ``("dict", module, DictValue)`` or ``("external", dotted)`` for things
-        outside the project or not statically known.
+    def resolve(self, module: str, name: str, _seen: Optional[set] = None) -> Optional[Target]:
+        """What `name` (possibly dotted) means in `module`, following re-exports: a
+        `ModuleTarget`, `DefTarget`, `DictTarget`, or `External` for things outside
+        the project or not statically known; None for a name bound to something
+        else (a list of strings).
         """
         seen = _seen if _seen is not None else set()
         if (module, name) in seen or len(seen) > 50:
-            return ("external", f"{module}.{name}")
+            return External("external", f"{module}.{name}")
         seen.add((module, name))
         first, _, rest = name.partition(".")
         facts = self.module_facts(module)
         if facts is None:
-            return ("external", f"{module}.{name}")
+            return External("external", f"{module}.{name}")
         definition = facts.definitions.get(name)
         if definition is not None:
-            return ("def", module, definition)
+            return DefTarget("def", module, definition)
         binding = facts.bindings.get(first)
         target = None
         if binding is None:
             if self.is_module(f"{module}.{first}"):
-                target = ("module", f"{module}.{first}")
+                target = ModuleTarget("module", f"{module}.{first}")
             else:
                 lazy = self._lazy_export(facts, first)
                 if lazy is not None:
                     return self._descend(self.resolve(lazy, first, seen), rest, seen)
-                return ("external", f"{module}.{name}")
-        elif binding[0] == "def":
-            return ("def", module, facts.definitions[binding[1]])
-        elif binding[0] == "module":
-            target = ("module", binding[1]) if self.is_module(binding[1]) else ("external", binding[1])
-        elif binding[0] == "from":
-            source, attribute = binding[1], binding[2]
+                return External("external", f"{module}.{name}")
+        elif isinstance(binding, DefBinding):
+            return DefTarget("def", module, facts.definitions[binding.qualname])
+        elif isinstance(binding, ModuleBinding):
+            found = self.is_module(binding.module)
+            target = ModuleTarget("module", binding.module) if found else External("external", binding.module)
+        elif isinstance(binding, FromBinding):
+            source, attribute = binding.module, binding.name
             if self.is_module(f"{source}.{attribute}"):
-                target = ("module", f"{source}.{attribute}")
+                target = ModuleTarget("module", f"{source}.{attribute}")
             elif self.is_module(source):
                 target = self.resolve(source, attribute, seen)
             else:
-                target = ("external", f"{source}.{attribute}")
-        elif binding[0] == "alias":
-            target = self.resolve(module, binding[1], seen)
-        elif binding[0] == "dict":
-            target = ("dict", module, binding[1])
+                target = External("external", f"{source}.{attribute}")
+        elif isinstance(binding, AliasBinding):
+            target = self.resolve(module, binding.dotted, seen)
+        elif isinstance(binding, DictBinding):
+            target = DictTarget("dict", module, binding.value)
         return self._descend(target, rest, seen)
 
-    def _descend(self, target, rest: str, seen: set):
+    def _descend(self, target: Optional[Target], rest: str, seen: set) -> Optional[Target]:
         if not rest or target is None:
             return target
-        if target[0] == "module":
-            return self.resolve(target[1], rest, seen)
-        if target[0] == "def":
+        if isinstance(target, ModuleTarget):
+            return self.resolve(target.name, rest, seen)
+        if isinstance(target, DefTarget):
             # a method: Class.method
-            facts = self.module_facts(target[1])
-            qualname = f"{target[2].qualname}.{rest}"
+            facts = self.module_facts(target.module)
+            qualname = f"{target.definition.qualname}.{rest}"
             if facts is not None and qualname in facts.definitions:
-                return ("def", target[1], facts.definitions[qualname])
-            return ("external", f"{target[1]}.{qualname}")
-        if target[0] == "external":
-            return ("external", f"{target[1]}.{rest}")
-        return ("external", rest)
+                return DefTarget("def", target.module, facts.definitions[qualname])
+            return External("external", f"{target.module}.{qualname}")
+        if isinstance(target, External):
+            return External("external", f"{target.name}.{rest}")
+        return External("external", rest)
 
     def _lazy_export(self, facts: FileFacts, name: str) -> Optional[str]:
         """The submodule a PEP 562 lazy export table in a package ``__init__`` maps
@@ -281,17 +395,16 @@ class Project:
         if not facts.is_package or "__getattr__" not in facts.definitions:
             return None
         for binding in facts.bindings.values():
-            if binding[0] != "dict":
+            if not isinstance(binding, DictBinding):
                 continue
-            for key, ref in binding[1].entries:
-                if key == name and ref[0] == "str":
-                    value = ref[1]
-                    for candidate in (f"{facts.module}.{value.lstrip('.')}", value):
+            for key, ref in binding.value.entries:
+                if key == name and isinstance(ref, StrRef):
+                    for candidate in (f"{facts.module}.{ref.text.lstrip('.')}", ref.text):
                         if self.is_module(candidate):
                             return candidate
         return None
 
-    def resolve_absolute(self, dotted: str):
+    def resolve_absolute(self, dotted: str) -> Optional[Target]:
         """`resolve` for an absolute dotted name (``flashinfer.norm.fast``): the
         longest prefix that is a project module, then the rest inside it. None
         when no prefix is a project module."""
@@ -299,19 +412,21 @@ class Project:
         for cut in range(len(parts), 0, -1):
             module = ".".join(parts[:cut])
             if self.is_module(module):
-                return ("module", module) if cut == len(parts) else self.resolve(module, ".".join(parts[cut:]))
+                if cut == len(parts):
+                    return ModuleTarget("module", module)
+                return self.resolve(module, ".".join(parts[cut:]))
         return None
 
-    def decorated_with(self, module: str, definition, marker: str) -> bool:
+    def decorated_with(self, module: str, definition: Definition, marker: str) -> bool:
         """Does `definition` (in `module`) carry a decorator whose name, followed
         through aliases and re-exports, ends in `marker`?"""
         for decorator in definition.decorators:
             if decorator.rpartition(".")[2] == marker:
                 return True
             target = self.resolve_absolute(decorator) if decorator else None
-            if target and target[0] == "def" and target[2].qualname.rpartition(".")[2] == marker:
+            if isinstance(target, DefTarget) and target.definition.qualname.rpartition(".")[2] == marker:
                 return True
-            if target and target[0] == "external" and target[1].rpartition(".")[2] == marker:
+            if isinstance(target, External) and target.name.rpartition(".")[2] == marker:
                 return True
         return False
 
@@ -337,9 +452,3 @@ def printable(text: str) -> str:
 def _escape_surrogate(match) -> str:
     point = ord(match.group())
     return f"\\x{point - 0xDC00:02x}" if 0xDC80 <= point <= 0xDCFF else f"\\u{point:04x}"
-
-
-def under(rel: str, top: str) -> bool:
-    """Is the relative path `rel` `top` itself or below it?"""
-    return rel == top or rel.startswith(top.rstrip("/") + "/")
-

@@ -1,38 +1,43 @@
-"""One run of the checker: files -> facts (cache or parallel parse) -> rules ->
-suppressions -> sorted findings.
+"""One run of the checker: files -> prefilter -> facts (cache or parallel parse) ->
+rules -> suppressions -> sorted findings.
 
-Which files get a full fact extraction up front is decided by `needs_facts`, a
-byte-level prefilter; every other file is only syntax-checked (EXP000), and any
-rule that follows a reference into it gets its facts on demand. The prefilter is
-sound for what the rules inspect as *primary* files (the proof is in its
-docstring); `tests/policy_checks/test_runner.py` checks it by running with and
-without the prefilter over trees holding every import form and comparing.
+The rules the run checks come from the rule table (`rules.registry`); what each
+needs comes from its own declaration (`Rule.reads`, `Rule.triggers`), which
+`needs.Prefilter` composes into the byte-level prefilter that decides which files
+get complete facts up front (*primary* files; the soundness argument is in
+`policy_checks/needs.py`). Every other file is only syntax-checked (EXP000), and a
+rule that follows a reference into it gets its facts on demand.
+
+Work per file happens once: a file whose facts are not in the cache is read,
+hashed, scanned for triggers and parsed by one worker process; a warm run reads and
+hashes each file in this process and finds the rest (facts and trigger scan) in
+the cache. When the cache holds nothing, this process does not read the files at
+all: the workers do. Files of equal size go to one worker together, which
+syntax-checks each distinct content once (generated trees repeat files: 8% of
+FlashInfer 0.7.4's bytes are copies).
 """
 
 from __future__ import annotations
 
 import fnmatch
-import io
-import multiprocessing
+import gc
 import os
 import re
 import sys
 import time
-import tokenize
-import unicodedata
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Optional
 
 from . import cache as cache_module
-from .config import Settings
-from .facts import CALL_TOKENS, FileFacts, extract, syntax_only, text_suppressions
-from .project import Project, SourceFile, printable, under
-from .rules import RULES
-from .rules.exp008 import pytest_config
-from .suppressions import META_RULES, apply
+from .config import Settings, under
+from .facts import FileFacts, SyntaxProblem, extract, syntax_only, text_suppressions
+from .needs import BACKEND_REQUIREMENT, CORE_MODULE, EXPERIMENTAL_MODULE, Prefilter, Scanner, is_primary
+from .project import Project, SourceFile, printable
+from .rules.registry import ALL_IDS, RULES, check_settings, matches, selected_ids
+from .suppressions import apply
 
-ALL_IDS = {**{i: r for i, r in RULES.items()}, **META_RULES}
 _POOL_THRESHOLD = 48  # fewer files to parse than this: not worth starting processes
 
 
@@ -44,122 +49,62 @@ class Result:
     parsed: int = 0  # files whose facts were computed this run (not from the cache)
 
 
-def needs_facts(project: Project, source: SourceFile, data: bytes) -> bool:
-    """Must this file's facts be computed up front (is it a *primary* file)?
-
-    Proof sketch, rule by rule (the rules iterate over primary files only):
-
-    - EXP001/EXP002/EXP007 look at core modules that import a module under the
-      experimental package. Every import form names its target literally: absolute
-      forms spell each dotted component, so ``experimental`` appears; a relative
-      form in a core module can only reach the experimental package by spelling it
-      (``from . import experimental``, ``from ..experimental.x import``), because
-      core lies outside it and a relative import only climbs. Dynamic imports are
-      recognised only by the names ``import_module`` / ``__import__``; a file
-      containing either is primary, so string escapes and implicit concatenation
-      in their literal cannot hide a target (``pytest.importorskip`` likewise).
-    - EXP002 and EXP005: the package ``__init__`` and the AOT modules are always primary.
-    - EXP004 starts from ``backend_requirement`` calls; the extractor recognises a
-      call by that name or by an alias bound in the same file, whose binding
-      spells ``backend_requirement``. An alias bound at module level in another
-      module is found after this pass (that module spells the name, so it is
-      primary); every module naming the alias is then extracted again, knowing it
-      (`_follow_requirement_aliases`).
-    - EXP008 looks at stable tests importing below the experimental package; tests
-      are not in the package, so the import is absolute and spells ``experimental``.
-    - EXP003, EXP006 and EXP009 reach other files through references from primary
-      files, docs pages or directories, and load their facts on demand.
-
-    "Spells" is meant as Python reads identifiers (NFKC, PEP 3131): the bytes of a
-    non-ASCII file are normalised first, so ``ｅxperimental`` is found too.
-    """
-    s = project.settings
-    if not data.isascii():
-        data = _as_python_reads_names(data)
-    if any(token in data for token in CALL_TOKENS):
-        return True
-    if project.is_stable_test(source.rel):
-        return names_experimental(data, s.package)
-    if project.by_module.get(source.module) != source.rel:
-        return False
-    if b"backend_requirement" in data:
-        return True
-    if s.is_experimental(source.module):
-        return False
-    return source.module == s.package or source.module in s.aot_modules or names_experimental(data, s.package)
+def _task(project: Project, needs: Prefilter, source: SourceFile, complete: bool = False) -> tuple:
+    """What a worker needs to know of one file, as a plain tuple (cheap to send):
+    ``(rel, path, module, is_package, want, complete)``; `want` is
+    `Prefilter.want`'s, `complete` asks for complete facts even if not primary."""
+    want = needs.want(project, source)
+    return source.rel, os.path.join(project.root, source.rel), source.module, source.is_package, want, complete
 
 
-def _as_python_reads_names(data: bytes) -> bytes:
-    """`data` decoded with its declared encoding (PEP 263) and NFKC-normalised, as
-    the tokenizer normalises identifiers; strings and comments change too, which
-    only widens the prefilter."""
+def _by_size(project: Project, tasks: list) -> list:
+    """`tasks` as groups (tuples) of files of one size, biggest first: only files
+    of equal size can be copies of each other (`_compute`)."""
+    groups = {}
+    for task in tasks:
+        groups.setdefault(project.files[task[0]].size, []).append(task)
+    return [tuple(group) for _, group in sorted(groups.items(), key=lambda item: -item[0] * len(item[1]))]
+
+
+def _compute(scanner: Scanner, keyed: bool, group: tuple) -> list:
+    """Worker: for each file of `group`, ``(rel, cache key, facts, trigger scan,
+    primary?)``, or ``(rel, None, None, error message, False)`` when it cannot be
+    read. The key is None unless `keyed` (a run with a cache). Copies are scanned
+    and syntax-checked once: both depend on the bytes alone."""
+    # A syntax tree is many objects that all survive until the tree dies whole, by
+    # reference counting: the cyclic collector would only walk them again and again
+    # (a quarter of the time `extract` takes).
+    collecting = gc.isenabled()
+    gc.disable()
     try:
-        encoding = tokenize.detect_encoding(io.BytesIO(data).readline)[0]
-        text = data.decode(encoding)
-    except (SyntaxError, UnicodeDecodeError, LookupError):
-        encoding, text = "", data.decode("utf-8", "replace")
-    if encoding.startswith("utf-8") and unicodedata.is_normalized("NFKC", text):
-        return data  # the common case: nothing to rewrite
-    return unicodedata.normalize("NFKC", text).encode("utf-8", "replace")
+        return _compute_group(scanner, keyed, group)
+    finally:
+        if collecting:
+            gc.enable()
 
 
-_WORD = b"experimental"
-_IDENTIFIER = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
-
-
-def names_experimental(data: bytes, package: str) -> bool:
-    """Could `data` name a module called ``experimental`` of this project?
-
-    In an import, the experimental package is a dotted-name component, so the
-    word ``experimental`` stands alone: ``flashinfer_experimental_api`` cannot name
-    it. An occurrence inside an absolute dotted chain whose head is another
-    top-level name (``cutlass.cute.experimental``, ``cuda.core.experimental``)
-    names a third-party module. Any other occurrence (in code, a string or a
-    comment alike) makes the file a candidate; that over-approximation is what keeps
-    the filter sound.
-    """
-    head = package.partition(".")[0].encode()
-    at = data.find(_WORD)
-    while at >= 0:
-        end = at + len(_WORD)
-        standalone = (at == 0 or data[at - 1] not in _IDENTIFIER) and (end == len(data) or data[end] not in _IDENTIFIER)
-        if standalone and _chain_head(data, at) in (None, head):
-            return True
-        at = data.find(_WORD, end)
-    return False
-
-
-def _chain_head(data: bytes, at: int):
-    """The first name of the absolute dotted chain ending in ``.experimental`` at
-    `at` (``b"cutlass"`` for ``cutlass.cute.experimental``), or None when the word
-    is not such a chain's last component (or the chain is relative)."""
-    position = at
-    head = None
-    while position > 0 and data[position - 1] == ord("."):
-        end = position - 1
-        start = end
-        while start > 0 and data[start - 1] in _IDENTIFIER:
-            start -= 1
-        if start == end or data[start] in b"0123456789":
-            return None  # ".experimental" after a non-name: relative or odd, keep it
-        head, position = data[start:end], start
-    if head is None or (position > 0 and data[position - 1] == ord(".")):
-        return None
-    return head
-
-
-def _compute(task) -> tuple:
-    """Worker: ``(rel, cache key, facts)`` of one file."""
-    rel, path, module, is_package, complete = task
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read()
-    except OSError as error:
-        facts = FileFacts(module, is_package)
-        facts.syntax_error = (1, 1, f"cannot read: {error.strerror or error}")
-        return rel, None, facts
-    make = extract if complete else syntax_only
-    return rel, cache_module.key(rel, data), make(data, module, is_package)
+def _compute_group(scanner: Scanner, keyed: bool, group: tuple) -> list:
+    results = []
+    seen = {}  # bytes -> [trigger scan, syntax-only facts or None]
+    for rel, path, module, is_package, want, complete in group:
+        try:
+            data = Path(path).read_bytes()
+        except OSError as error:
+            results.append((rel, None, None, f"cannot read: {error.strerror or error}", False))
+            continue
+        shared = seen.get(data)
+        if shared is None:
+            shared = seen[data] = [scanner.scan(data), None]
+        found = shared[0]
+        primary = is_primary(want, found)
+        if primary or complete:
+            facts = extract(data, module, is_package)
+        elif shared[1] is None:
+            facts = shared[1] = syntax_only(data, module, is_package)
+        else:
+            facts = replace(shared[1], module=module, is_package=is_package)
+        results.append((rel, cache_module.key(rel, data) if keyed else None, facts, found, primary))
+    return results
 
 
 class _Progress:
@@ -194,13 +139,19 @@ def run(
     progress: bool = True,
     cache_dir=None,
 ) -> Result:
-    """`cache_dir`: where to keep the facts cache (default: `cache.location`'s)."""
+    """`cache_dir`: where to keep the facts cache (default: `cache.location`'s).
+    `prefilter` False gives every file complete facts (what the prefilter must not
+    change the findings of)."""
     root = Path(root).resolve()
+    check_settings(settings)
     package_dir = root / settings.package.replace(".", "/")
     if not package_dir.is_dir():
         raise ValueError(f"no package {settings.package!r} at {package_dir}; pass --root or set [tool.policy-check] package")
-    facts_cache = cache_module.FactsCache(root, enabled=use_cache, directory=cache_dir)
-    warnings = []
+    rel_paths = _relative_paths(root, paths)
+    selected = selected_ids(settings, select, ignore)
+    rules = [rule for rule_id, rule in RULES.items() if rule_id in selected]
+    needs = Prefilter(rules, RULES.values(), settings, enabled=prefilter)
+    facts_cache = cache_module.FactsCache(root, enabled=use_cache, directory=cache_dir, vocabulary=needs.scanner.key)
     parsed = [0]
 
     def load(source: SourceFile) -> FileFacts:
@@ -209,54 +160,68 @@ def run(
             data = (root / source.rel).read_bytes()
         except OSError as error:
             facts = FileFacts(source.module, source.is_package)
-            facts.syntax_error = (1, 1, f"cannot read: {error.strerror or error}")
+            facts.syntax_error = SyntaxProblem(1, 1, f"cannot read: {error.strerror or error}")
             return facts
         key = cache_module.key(source.rel, data)
         facts = facts_cache.get(key, complete=True)
         if facts is None:
             facts = extract(data, source.module, source.is_package)
-            facts_cache.put(key, facts)
+            facts_cache.put(key, facts, needs.scanner.scan(data))
             parsed[0] += 1
         return facts
 
     project = Project(root, settings, load)
-    tasks = []
-    for rel, source in list(project.files.items()):
-        try:
-            data = (root / rel).read_bytes()
-        except OSError as error:
-            project.read_problems.append((rel, f"cannot read: {error.strerror or error}"))
-            del project.files[rel]
-            project.by_module.pop(source.module, None)
-            continue
-        complete = needs_facts(project, source, data) if prefilter else True
-        if complete:
-            project.primary.add(rel)
-        cached = facts_cache.get(cache_module.key(rel, data), complete=complete)
-        if cached is not None:
-            project.set_facts(rel, cached)
-        else:
-            tasks.append((rel, str(root / rel), source.module, source.is_package, complete))
+    tasks = _facts_from_cache(project, needs, facts_cache)
     parsed[0] += len(tasks)
-    _compute_all(project, facts_cache, tasks, jobs, progress, lambda: _prefetch(project))
-    parsed[0] += _follow_requirement_aliases(project, facts_cache)
+    follow_up = partial(_prefetch, project, needs, rules)
+    _compute_all(project, facts_cache, needs.scanner, tasks, jobs, progress, follow_up)
+    if BACKEND_REQUIREMENT in needs.triggers:
+        parsed[0] += _follow_requirement_aliases(project, facts_cache)
 
-    selected = _selected_ids(settings, select, ignore)
     findings = []
-    for rule_id, rule in RULES.items():
-        if rule_id in selected:
-            findings.extend(f for f in rule.check(project) if f.rule in selected)
+    for rule in rules:
+        findings.extend(f for f in rule.check(project) if f.rule in selected)
     findings = apply(findings, _suppressions(project), set(ALL_IDS), selected)
     findings = [f for f in findings if f.rule in selected and not _ignored_for_file(settings, f)]
-    rel_paths = _relative_paths(root, paths)
     if rel_paths:
         findings = [f for f in findings if any(under(f.path, p) for p in rel_paths)]
     checked = list(project.files) + [rel for rel, _ in project.docs_pages()]
     if rel_paths:
         checked = [c for c in checked if any(under(c, p) for p in rel_paths)]
     facts_cache.save()
-    warnings += facts_cache.warnings
-    return Result(sorted({_printable(f) for f in findings}), len(checked), warnings, parsed[0])
+    return Result(sorted({_printable(f) for f in findings}), len(checked), facts_cache.warnings, parsed[0])
+
+
+def _facts_from_cache(project: Project, needs: Prefilter, facts_cache) -> list:
+    """Set the facts the cache holds and mark primary files; returns the tasks for
+    every other file. An empty cache is not consulted: the workers read the files."""
+    if not facts_cache.holds_entries:
+        return [_task(project, needs, source) for source in project.files.values()]
+    tasks = []
+    for rel, source in list(project.files.items()):
+        try:
+            with open(os.path.join(project.root, rel), "rb") as handle:
+                data = handle.read()
+        except OSError as error:
+            project.drop_unreadable(rel, f"cannot read: {error.strerror or error}")
+            continue
+        key = cache_module.key(rel, data)
+        if not facts_cache.holds(key):
+            tasks.append(_task(project, needs, source))
+            continue
+        found = facts_cache.found(key)
+        if found is None:  # facts stored without their scan (another vocabulary)
+            found = needs.scanner.scan(data)
+            facts_cache.put_scan(key, found)
+        primary = is_primary(needs.want(project, source), found)
+        cached = facts_cache.get(key, complete=primary)
+        if cached is None:
+            tasks.append(_task(project, needs, source))
+            continue
+        project.set_facts(rel, cached)
+        if primary:
+            project.mark_primary(rel)
+    return tasks
 
 
 def _printable(finding):
@@ -266,63 +231,56 @@ def _printable(finding):
     return replace(finding, path=printable(finding.path), message=printable(finding.message))
 
 
-def _compute_all(project, facts_cache, tasks, jobs, progress, follow_up) -> None:
+def _compute_all(project, facts_cache, scanner, tasks, jobs, progress, follow_up) -> None:
     """Compute `tasks` (in a pool when worth it), then the tasks `follow_up()`
     names once the first results are in."""
     jobs = jobs or os.cpu_count() or 1
-    tasks.sort(key=lambda t: -project.files[t[0]].size)  # big files first: even load
+    groups = _by_size(project, tasks)  # big files first: even load
     bar = _Progress(len(tasks), progress)
+    work = partial(_compute, scanner, facts_cache.enabled)
     if jobs > 1 and len(tasks) >= _POOL_THRESHOLD:
+        import multiprocessing  # only here: a warm run starts no process
+
         context = multiprocessing.get_context("fork" if sys.platform != "win32" else "spawn")
-        with context.Pool(min(jobs, len(tasks))) as pool:
-            _collect(project, facts_cache, pool.imap_unordered(_compute, tasks, chunksize=4), bar)
-            _collect(project, facts_cache, pool.imap_unordered(_compute, follow_up()), None)
+        with context.Pool(min(jobs, len(groups))) as pool:
+            _collect(project, facts_cache, pool.imap_unordered(work, groups, chunksize=4), bar)
+            _collect(project, facts_cache, pool.imap_unordered(work, _by_size(project, follow_up())), None)
     else:
-        _collect(project, facts_cache, map(_compute, tasks), bar)
-        _collect(project, facts_cache, map(_compute, follow_up()), None)
+        _collect(project, facts_cache, map(work, groups), bar)
+        _collect(project, facts_cache, map(work, _by_size(project, follow_up())), None)
     bar.close()
 
 
-def _prefetch(project) -> list:
-    """Tasks for facts EXP005 will certainly ask for: the package modules the AOT
-    modules import names from (it follows each name to its definition). Computing
-    them in the pool beats parsing them one by one later."""
+def _prefetch(project: Project, needs: Prefilter, rules: list) -> list:
+    """Tasks for the files the rules say they will certainly ask facts of
+    (`Rule.prefetch`) and that have no complete facts yet: computing them in the
+    pool beats parsing them one by one later."""
     wanted = set()
-    for module in project.settings.aot_modules:
-        facts = project.known_facts(project.by_module.get(module, ""))
-        if facts is None or not facts.complete:
-            continue
-        for imp in facts.imports:
-            for target in project.import_targets(imp):
-                if project.is_module(target):
-                    wanted.add(project.by_module[target])
+    for rule in rules:
+        wanted.update(rule.prefetch(project))
     tasks = []
     for rel in sorted(wanted):
         known = project.known_facts(rel)
-        if known is None or not known.complete:
-            source = project.files[rel]
-            tasks.append((rel, str(project.root / rel), source.module, source.is_package, True))
+        if rel in project.files and (known is None or not known.complete):
+            tasks.append(_task(project, needs, project.files[rel], complete=True))
     return tasks
 
 
-def requirement_aliases(project) -> frozenset:
+def requirement_aliases(project: Project) -> frozenset:
     """Absolute names that package modules bind to ``backend_requirement`` under
     another name at module level (``from .utils import backend_requirement as
     requires`` in ``flashinfer/dispatch.py`` gives ``flashinfer.dispatch.requires``).
     Such a module spells ``backend_requirement``, so it is primary."""
     found = set()
-    for rel in project.primary:
-        module, facts = project.files[rel].module, project.known_facts(rel)
-        if project.by_module.get(module) != rel or facts is None or facts.syntax_error:
-            continue
+    for _, facts in project.primary_facts(CORE_MODULE, EXPERIMENTAL_MODULE):
         for name, binding in facts.bindings.items():
-            if name != "backend_requirement" and binding[0] in ("from", "alias"):
+            if name != "backend_requirement" and binding.tag in ("from", "alias"):
                 if facts.resolve_local(name).rpartition(".")[2] == "backend_requirement":
-                    found.add(f"{module}.{name}")
+                    found.add(f"{facts.module}.{name}")
     return frozenset(found)
 
 
-def _follow_requirement_aliases(project, facts_cache) -> int:
+def _follow_requirement_aliases(project: Project, facts_cache) -> int:
     """Re-extract, knowing the aliases, every package module that names one (its
     calls through the alias are ``backend_requirement`` calls, EXP004); those
     modules become primary. Returns how many were parsed. Rare, so serial."""
@@ -333,7 +291,7 @@ def _follow_requirement_aliases(project, facts_cache) -> int:
     words = [re.compile(rb"(?<!\w)" + re.escape(a.rpartition(".")[2].encode()) + rb"\b") for a in aliases]
     parsed = 0
     for rel, source in project.files.items():
-        if project.by_module.get(source.module) != rel:
+        if not project.is_module_file(rel):
             continue
         try:
             data = (project.root / rel).read_bytes()
@@ -345,35 +303,33 @@ def _follow_requirement_aliases(project, facts_cache) -> int:
         facts = facts_cache.get(key, complete=True)
         if facts is None:
             facts = extract(data, source.module, source.is_package, aliases)
-            facts_cache.put(key, facts)
+            facts_cache.put(key, facts, None)
             parsed += 1
         project.set_facts(rel, facts)
-        project.primary.add(rel)
+        project.mark_primary(rel)
     return parsed
 
 
-def _collect(project, facts_cache, results, bar) -> None:
-    for done, (rel, key, facts) in enumerate(results, 1):
-        if key is not None:
-            facts_cache.put(key, facts)
-        project.set_facts(rel, facts)
-        if bar is not None:
-            bar.update(done)
-
-
-def _matches(rule_id: str, patterns) -> bool:
-    return any(rule_id.startswith(p) for p in patterns)
-
-
-def _selected_ids(settings: Settings, select, ignore) -> set:
-    select = tuple(select) if select else settings.select
-    ignore = tuple(ignore) + settings.ignore
-    return {i for i in ALL_IDS if (not select or _matches(i, select)) and not _matches(i, ignore)}
+def _collect(project, facts_cache, groups, bar) -> None:
+    done = 0
+    for results in groups:
+        for rel, key, facts, found, primary in results:
+            if facts is None:
+                project.drop_unreadable(rel, found)  # `found` holds the error message
+            else:
+                if key is not None:
+                    facts_cache.put(key, facts, found)
+                project.set_facts(rel, facts)
+                if primary:
+                    project.mark_primary(rel)
+            done += 1
+            if bar is not None:
+                bar.update(done)
 
 
 def _ignored_for_file(settings: Settings, finding) -> bool:
     for pattern, ids in settings.per_file_ignores:
-        if (fnmatch.fnmatchcase(finding.path, pattern) or under(finding.path, pattern)) and _matches(finding.rule, ids):
+        if (fnmatch.fnmatchcase(finding.path, pattern) or under(finding.path, pattern)) and matches(finding.rule, ids):
             return True
     return False
 
@@ -391,29 +347,20 @@ def _relative_paths(root: Path, paths) -> list:
 
 
 def _suppressions(project: Project) -> dict:
-    """path -> suppressions, from Python files and the non-Python files findings point at."""
+    """path -> suppressions: from Python files, and from every non-Python file a
+    rule says its findings may point at (`needs.Kind.locate`), whether or not the
+    rule is selected (an invalid suppression is reported in any run)."""
     found = {}
     for rel in project.files:
         facts = project.known_facts(rel)
         if facts is not None and facts.suppressions:
             found[rel] = facts.suppressions
-    for rel, text in project.docs_pages():
-        items = text_suppressions(text, ("..", "#"))
-        if items:
-            found[rel] = items
-    others = []
-    config = pytest_config(project)
-    if config is not None:
-        others.append(config[0])
-    experimental_dir = project.root / project.settings.experimental_dir
-    if experimental_dir.is_dir():
-        others += [p.relative_to(project.root).as_posix() for p in experimental_dir.glob("*/FEATURE.toml")]
-    for rel in others:
-        try:
-            text = (project.root / rel).read_text(encoding="utf-8", errors="replace")
-        except OSError:
+    for kind in dict.fromkeys(kind for rule in RULES.values() for kind in rule.reads):
+        if kind.locate is None or not kind.comment_markers:
             continue
-        items = text_suppressions(text, ("#", ";"))
-        if items:
-            found[rel] = items
+        for rel in kind.locate(project):
+            text = project.read_text(rel)
+            items = text_suppressions(text, kind.comment_markers) if text is not None else ()
+            if items:
+                found[rel] = items
     return found

@@ -9,11 +9,11 @@ primitives, so feature code can write ``from flashinfer.experimental import ...`
 from ..api_logging import (
     ExperimentalWarning,
     experimental_auto_backends_allowed,
+    experimental_backend,
     flashinfer_experimental_api,
     require_experimental_auto_backends,
     warn_experimental_backend_once,
 )
-from ..utils import experimental_backend
 
 __all__ = [
     "ExperimentalWarning",

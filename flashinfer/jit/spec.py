@@ -16,9 +16,9 @@ import sys
 from pathlib import Path
 from typing import Iterable, Mapping, Optional, Tuple
 
-__all__ = ["CSRC_DIR", "DEFAULT_ARCHS", "EXPERIMENTAL_PACKAGE", "JitSpec", "common_headers", "read_source"]
+from ..track import EXPERIMENTAL_PACKAGE, is_experimental_module
 
-EXPERIMENTAL_PACKAGE = "flashinfer.experimental"
+__all__ = ["CSRC_DIR", "DEFAULT_ARCHS", "EXPERIMENTAL_PACKAGE", "JitSpec", "common_headers", "read_source"]
 
 #: Compute capabilities a spec targets unless it says otherwise (all have bf16 mma.sync).
 DEFAULT_ARCHS: Tuple[int, ...] = (80, 86, 89, 90, 100, 120)
@@ -35,10 +35,6 @@ def read_source(path: Path) -> str:
 def common_headers() -> dict:
     """``{"common.cuh": text}``: the shared device helpers, for a spec's ``headers``."""
     return {"common.cuh": read_source(CSRC_DIR / "common.cuh")}
-
-
-def _is_experimental_module(module: str) -> bool:
-    return module == EXPERIMENTAL_PACKAGE or module.startswith(EXPERIMENTAL_PACKAGE + ".")
 
 
 class JitSpec:
@@ -91,7 +87,7 @@ class JitSpec:
         self.options = tuple(options)
         self.archs = tuple(sorted(set(int(a) for a in archs)))
         self.created_in = creator
-        self.experimental = bool(experimental) or _is_experimental_module(creator)
+        self.experimental = bool(experimental) or is_experimental_module(creator)
         self.digest = self._content_digest()
 
     def _content_digest(self) -> str:

@@ -1,10 +1,18 @@
-"""The experimental-track bot: PR checks and the scheduled lifecycle review (SPEC §3.2).
+"""The experimental-track bot: PR checks and the scheduled lifecycle review.
+
+Experimental code is admitted for a bounded time, with a named owner and a tracking
+issue. The containment checker sees only the tree; the bot holds each PR and each
+feature to that contract where the rest of it lives, on GitHub (issues, comments,
+dates). The contract is docs/experimental.rst ("Contributor rules"); what the bot does,
+its request budgets and its threat model are docs/bot.rst.
 
 Layout, one concern per module:
 
 - ``parsers``      text in, facts out: PR body section, tracking-issue body, extension
-                   commands, FEATURE.toml. No network.
-- ``deadlines``    calendar arithmetic and the "N days left" wording.
+                   commands; FEATURE.toml through ``policy_checks.features``, the record
+                   module the checker's EXP009 uses too. No network.
+- ``deadlines``    UTC dates, the weekly cycle and the "N days left" wording; the window
+                   and the deadline status come from ``policy_checks.graduation``.
 - ``markdown``     escaping of user text quoted in comments.
 - ``client``       PyGithub connection with a bounded retry budget, error wording.
 - ``graphql``      the bulk reads (one request where REST needs one per issue or file),
@@ -17,5 +25,7 @@ Layout, one concern per module:
 - ``review``       ``policy-check bot review``.
 - ``cli``          the click commands.
 
-PyGithub is imported only below this package, so ``policy-check run`` never loads it.
+PyGithub is an optional extra (``pip install "fi-experimental-track[bot]"``). It is
+imported only below this package, and ``cli`` imports it only when a command runs, so
+``policy-check run`` never loads it and installs without it.
 """

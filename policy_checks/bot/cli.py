@@ -3,20 +3,36 @@
 The token comes from ``GITHUB_TOKEN`` only (never an option, so it never lands in a shell
 history or a process list) and is never printed. Exit status: 0 fine, 1 the PR check
 failed or a review write failed, 2 usage, configuration or API error.
+
+PyGithub is an optional extra (``fi-experimental-track[bot]``): this module imports
+nothing that needs it until a command runs, so ``policy-check --help`` and
+``policy-check bot pr --help`` work without it, and a command says in one line what to
+install.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import importlib
 import json
 import os
-import re
 
 import click
 
-from .client import DEFAULT_API_URL, BotError, connect
-from .comments import BotIdentity
-from .writes import FAILED, Writes
+from ..features import repository_problem
+
+DEFAULT_API_URL = "https://api.github.com"
+NEEDS_PYGITHUB = 'policy-check: the bot needs PyGithub: pip install "fi-experimental-track[bot]"'
+
+
+def _require_pygithub() -> None:
+    """Exit with status 2 and one line naming the extra to install when PyGithub cannot be imported."""
+    try:
+        for module in ("github", "requests"):  # PyGithub, and the HTTP library it brings
+            importlib.import_module(module)
+    except ImportError:
+        click.echo(NEEDS_PYGITHUB, err=True)
+        raise SystemExit(2) from None
 
 
 class BotFailure(click.ClickException):
@@ -25,12 +41,11 @@ class BotFailure(click.ClickException):
     exit_code = 2
 
 
-_REPO_RE = re.compile(r"^[A-Za-z0-9-]+/[A-Za-z0-9._-]+$")
-
-
 def _repo(ctx, param, value: str) -> str:
-    if not _REPO_RE.match(value):
-        raise click.BadParameter("expected OWNER/NAME, e.g. flashinfer-ai/flashinfer")
+    owner, slash, name = value.partition("/")
+    why = repository_problem(owner, name) if slash else None
+    if not slash or why:
+        raise click.BadParameter("expected OWNER/NAME, e.g. flashinfer-ai/flashinfer" + (f": {why}" if why else ""))
     return value
 
 
@@ -40,11 +55,27 @@ def _repos(ctx, param, values: tuple[str, ...]) -> frozenset[str]:
     return frozenset(value.lower() for value in values)
 
 
-def _connect(api_url: str, retry_budget: float, timeout: int, write_interval: float):
+def _session(api_url: str, retry_budget: float, timeout: int, write_interval: float, bot_login: str | None):
+    """The PyGithub client and the bot's identity; first, one line naming the extra when PyGithub is missing."""
+    _require_pygithub()
+    from .client import connect
+    from .comments import BotIdentity
+
     token = os.environ.get("GITHUB_TOKEN", "").strip()
     if not token:
         raise click.UsageError("GITHUB_TOKEN is not set: the bot needs a token to read the repository")
-    return connect(token, api_url, retry_budget_s=retry_budget, timeout_s=timeout, write_interval_s=write_interval)
+    gh = connect(token, api_url, retry_budget_s=retry_budget, timeout_s=timeout, write_interval_s=write_interval)
+    return gh, BotIdentity(gh, bot_login)
+
+
+def _reported(work, *args):
+    """``work(*args)``; an API failure becomes one line of the log and exit status 2."""
+    from .client import BotError
+
+    try:
+        return work(*args)
+    except BotError as exc:
+        raise BotFailure(str(exc)) from None
 
 
 def _write_step_summary(markdown: str) -> None:
@@ -100,14 +131,12 @@ def pr(repo, dry_run, api_url, bot_login, tracking_repos, retry_budget, timeout,
     `experimental-track` commit status, adds the `experimental` label, and keeps one comment
     on the PR up to date.
     """
+    gh, identity = _session(api_url, retry_budget, timeout, write_interval, bot_login)
     from .pr_check import render, run_pr_check
+    from .writes import FAILED, Writes
 
-    gh = _connect(api_url, retry_budget, timeout, write_interval)
     writes = Writes(dry_run=dry_run, echo=click.echo)
-    try:
-        verdict = run_pr_check(gh, repo, number, writes, BotIdentity(gh, bot_login), tracking_repos)
-    except BotError as exc:
-        raise BotFailure(str(exc)) from None
+    verdict = _reported(run_pr_check, gh, repo, number, writes, identity, tracking_repos)
     report = render(verdict)
     click.echo(report)
     refused = writes.summary_lines()
@@ -134,17 +163,15 @@ def review(repo, dry_run, api_url, bot_login, tracking_repos, retry_budget, time
     issue; posts one review comment per tracking issue per weekly cycle where something needs
     the owner, labels overdue ones, and never closes an issue.
     """
+    gh, identity = _session(api_url, retry_budget, timeout, write_interval, bot_login)
     from .deadlines import today_utc
     from .review import run_review
+    from .writes import FAILED, Writes
 
     day: dt.date = today.date() if today else today_utc()
-    gh = _connect(api_url, retry_budget, timeout, write_interval)
     # Dry-run lines go to stderr under --json so that stdout stays one JSON document.
     writes = Writes(dry_run=dry_run, max_writes=max_writes, echo=lambda s: click.echo(s, err=as_json))
-    try:
-        result = run_review(gh, repo, day, writes, BotIdentity(gh, bot_login), tracking_repos)
-    except BotError as exc:
-        raise BotFailure(str(exc)) from None
+    result = _reported(run_review, gh, repo, day, writes, identity, tracking_repos)
     markdown = result.markdown()
     click.echo(json.dumps(result.as_json(), indent=2) if as_json else markdown)
     _write_step_summary(markdown)

@@ -16,8 +16,6 @@ import requests
 from urllib3.exceptions import MaxRetryError
 from urllib3.util.retry import Retry
 
-DEFAULT_API_URL = "https://api.github.com"
-
 
 class BotError(Exception):
     """A failure worded for the person reading the workflow log (never holds the token)."""
@@ -92,7 +90,7 @@ class BoundedRetry(Retry):
 
 def connect(
     token: str,
-    api_url: str = DEFAULT_API_URL,
+    api_url: str,
     *,
     retry_budget_s: float = 60.0,
     timeout_s: int = 15,

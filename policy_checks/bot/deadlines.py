@@ -1,11 +1,18 @@
-"""Calendar dates for graduation deadlines: compared in UTC, printed with days left or overdue."""
+"""Calendar dates for graduation deadlines, as the bot uses them: UTC days, the weekly cycle, the wording.
+
+The window and the status of a deadline (`status`: on track, due soon, overdue) are
+`policy_checks.graduation`'s, shared with the checker; they are imported here so that the
+bot has one calendar module.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
 
-ADMISSION_WINDOW = dt.timedelta(weeks=4)  # default and maximum time from admission to graduation
-DUE_SOON = dt.timedelta(days=7)
+from ..graduation import DUE_SOON, ON_TRACK, OVERDUE, default_deadline, days_left, status
+
+__all__ = ["DUE_SOON", "ON_TRACK", "OVERDUE", "days_left", "default_deadline", "describe", "review_cycle", "status",
+           "today_utc", "utc_date"]
 
 
 def today_utc() -> dt.date:
@@ -17,14 +24,6 @@ def utc_date(moment: dt.datetime) -> dt.date:
     if moment.tzinfo is not None:
         moment = moment.astimezone(dt.timezone.utc)
     return moment.date()
-
-
-def default_deadline(admitted: dt.date) -> dt.date:
-    return admitted + ADMISSION_WINDOW
-
-
-def days_left(deadline: dt.date, today: dt.date) -> int:
-    return (deadline - today).days
 
 
 def describe(deadline: dt.date, today: dt.date) -> str:

@@ -1,5 +1,9 @@
 """Text in, facts out: everything the bot reads from PR bodies, issues, comments and records.
 
+``FEATURE.toml`` is read by `policy_checks.features` (shared with the checker's EXP009);
+`parse_feature_toml` only quotes its problems as Markdown. GitHub's rules for logins and
+tracking references come from there too.
+
 Nothing here touches the network, and nothing here raises on odd input: a parser
 returns what it could read plus a list of problems worded for a contributor. A problem
 that quotes input quotes it with `markdown.code`, an inert code span.
@@ -19,22 +23,16 @@ from __future__ import annotations
 import datetime as dt
 import html
 import re
-import sys
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
+from .. import features
+from ..features import (CROSS_REPO_REF, ISSUE_NUMBER, LOGIN_RE, NAME_CHARS, OWNER_CHARS, FeatureRecord, TrackingRef,
+                        issue_number)
 from .markdown import code
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
 
 PR_SECTION_TITLE = "experimental track"  # compared as words: see `_heading_words`
 NO_RESPONSE = "_no response_"  # what GitHub issue forms write for an empty field
-
-# A GitHub login: alphanumerics and single hyphens, at most 39 characters.
-LOGIN_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}$")
 
 _FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 # match() only, so one start per line; \s, the bullet and \d are disjoint, and (.*)$ cannot fail.
@@ -42,17 +40,16 @@ _CHECKBOX_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+\[([ xX])\]\s*(.*)$")
 # Starts with a literal; the blanks around the colon can split two ways, but (.*) after them
 # cannot fail, so nothing is retried.
 _TRACKING_LINE_RE = re.compile(r"tracking[ \t]+issue[ \t]*:?[ \t]*(.*)", re.IGNORECASE)
-# Issue numbers: ASCII digits, at most nine of them and not followed by a tenth (int() refuses
-# strings of more than 4,300 digits; GitHub links only ASCII digits).
-_NUMBER = r"([0-9]{1,9})(?![0-9])"
+# Owners, names and issue numbers are `policy_checks.features`' pieces (numbers: at most nine
+# ASCII digits, not followed by a tenth).
 _ISSUE_URL_RE = re.compile(
-    r"https?://[A-Za-z0-9.-]+(?::[0-9]{1,5})?/([A-Za-z0-9-]+)/([A-Za-z0-9._-]+)/(issues|pull|pulls)/" + _NUMBER
+    rf"https?://[A-Za-z0-9.-]+(?::[0-9]{{1,5}})?/({OWNER_CHARS})/({NAME_CHARS})/(issues|pull|pulls)/{ISSUE_NUMBER}"
 )
 # The lookbehind excludes the owner's own characters, so a match starts only where a run of
 # them begins (searching "-" * 65,000 used to try every position and scan to the end: quadratic).
-_CROSS_REPO_RE = re.compile(r"(?<![\w/-])([A-Za-z0-9-]+)/([A-Za-z0-9._-]+)#" + _NUMBER + r"\b")
-_GH_RE = re.compile(r"(?<![\w-])GH-" + _NUMBER + r"\b", re.IGNORECASE)
-_HASH_RE = re.compile(r"(?<![\w&/])#" + _NUMBER + r"\b")
+_CROSS_REPO_RE = re.compile(r"(?<![\w/-])" + CROSS_REPO_REF + r"\b")
+_GH_RE = re.compile(r"(?<![\w-])GH-" + ISSUE_NUMBER + r"\b", re.IGNORECASE)
+_HASH_RE = re.compile(r"(?<![\w&/])#" + ISSUE_NUMBER + r"\b")
 _EXTEND_RE = re.compile(r"^[ \t]*/experimental[ \t]+extend\b(.*)$", re.IGNORECASE | re.MULTILINE)
 _TARGET_RELEASE_RE = re.compile(r"target[ \t]+release[ \t]*:[ \t]*`?v?([0-9][\w.+-]*)", re.IGNORECASE)
 _TARGET_DATE_RE = re.compile(r"target[ \t]+date[ \t]*:[ \t]*(.*)", re.IGNORECASE)
@@ -61,19 +58,6 @@ _WORD_RE = re.compile(r"[^\W_]+")  # a run of letters and digits
 # GitHub emoji shortcodes (":microscope:"), alone or several together, between blanks.
 _SHORTCODES_RE = re.compile(r"(?<!\S)(?::[A-Za-z0-9_+-]+:)+(?!\S)")
 _PUNCTUATION_RE = re.compile(r"[^\w\s]")
-
-
-@dataclass(frozen=True)
-class TrackingRef:
-    """A tracking issue: its number and, for another repository, ``owner/name``."""
-
-    number: int
-    repo: str | None = None
-
-    def render(self, this_repo: str) -> str:
-        if self.repo is None or self.repo.lower() == this_repo.lower():
-            return f"#{self.number}"
-        return f"{self.repo}#{self.number}"
 
 
 @dataclass
@@ -102,20 +86,6 @@ class TrackingIssueBody:
 class ExtendCommand:
     weeks: int
     reason: str
-
-
-@dataclass
-class FeatureRecord:
-    """A parsed ``FEATURE.toml``; fields that were missing or malformed are ``None``."""
-
-    name: str
-    kind: str | None = None
-    owner: str | None = None
-    tracking: TrackingRef | None = None
-    admitted: dt.date | None = None
-    target_release: str | None = None
-    target_date: dt.date | None = None
-    problems: list[str] = field(default_factory=list)
 
 
 def _without_comments(text: str) -> str:
@@ -226,24 +196,23 @@ def _section(text: str, wanted: str) -> list[str] | None:
 def parse_tracking_ref(value: str) -> tuple[TrackingRef | None, str | None]:
     """Find the first tracking reference in ``value``: an issue URL, ``owner/repo#N``, ``GH-N`` or ``#N``.
 
-    Returns ``(ref, problem)``; a link to a pull request is a problem, not a reference.
+    Returns ``(ref, problem)``; a link to a pull request is a problem, not a reference, and
+    the first reference found to number 0 (no issue has it) makes none.
     """
     url = _ISSUE_URL_RE.search(value)
     if url:
-        owner, name, kind, number = url.groups()
+        owner, name, kind, digits = url.groups()
         if kind != "issues":
             return None, f"the tracking reference {code(url.group(0))} is a pull request, not an issue"
-        return TrackingRef(int(number), f"{owner}/{name}"), None
-    cross = _CROSS_REPO_RE.search(value)
-    if cross:
-        return TrackingRef(int(cross.group(3)), f"{cross.group(1)}/{cross.group(2)}"), None
-    gh = _GH_RE.search(value)
-    if gh:
-        return TrackingRef(int(gh.group(1))), None
-    plain = _HASH_RE.search(value)
-    if plain:
-        return TrackingRef(int(plain.group(1))), None
-    return None, None
+        repo = f"{owner}/{name}"
+    elif cross := _CROSS_REPO_RE.search(value):
+        digits, repo = cross.group(3), f"{cross.group(1)}/{cross.group(2)}"
+    elif plain := _GH_RE.search(value) or _HASH_RE.search(value):
+        digits, repo = plain.group(1), None
+    else:
+        return None, None
+    number = issue_number(digits)
+    return (TrackingRef(number, repo) if number else None), None
 
 
 def parse_pr_body(body: str | None) -> PrDeclaration:
@@ -368,52 +337,8 @@ def normalise_reason(reason: str) -> str:
 
 
 def parse_feature_toml(name: str, text: str) -> FeatureRecord:
-    """Read the fields of §3.1 the bot uses; every missing or malformed field becomes a problem."""
-    record = FeatureRecord(name=name)
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        # The message can quote the file ("Cannot declare ('<key>',) twice"): a code span.
-        record.problems.append(f"FEATURE.toml is not valid TOML: {code(str(exc))}")
-        return record
-    except ValueError:  # an integer of more than 4,300 digits
-        record.problems.append("FEATURE.toml is not valid TOML: a number is too long")
-        return record
-    except RecursionError:  # arrays or inline tables nested a thousand deep
-        record.problems.append("FEATURE.toml is not valid TOML: values are nested too deeply")
-        return record
-
-    def take(key: str, kind: type, what: str):
-        value = data.get(key)
-        if value is None:
-            record.problems.append(f"FEATURE.toml has no `{key}`")
-            return None
-        # TOML datetimes are dt.datetime, a dt.date subclass: a date field must be a plain date.
-        if not isinstance(value, kind) or (kind is dt.date and isinstance(value, dt.datetime)):
-            record.problems.append(f"FEATURE.toml `{key}` must be {what}")
-            return None
-        return value
-
-    record.kind = take("kind", str, 'one of "api", "backend", "both"')
-    owner = take("owner", str, "a GitHub login")
-    if owner is not None:
-        login = owner.strip().lstrip("@")
-        record.owner = login if LOGIN_RE.match(login) else None
-        if record.owner is None:
-            record.problems.append("FEATURE.toml `owner` is not a GitHub login")
-    tracking = data.get("tracking_issue")
-    if isinstance(tracking, int) and not isinstance(tracking, bool) and tracking > 0:
-        record.tracking = TrackingRef(tracking)
-    elif isinstance(tracking, str) and _CROSS_REPO_RE.fullmatch(tracking.strip()):
-        record.tracking, _ = parse_tracking_ref(tracking)
-    elif tracking is None:
-        record.problems.append("FEATURE.toml has no `tracking_issue`")
-    else:
-        record.problems.append('FEATURE.toml `tracking_issue` must be an issue number or "owner/repo#N"')
-    record.admitted = take("admitted", dt.date, "a TOML date")
-    record.target_release = take("target_release", str, "a version string")
-    record.target_date = take("target_date", dt.date, "a TOML date")
-    return record
+    """Read a FEATURE.toml (`policy_checks.features.parse`), quoting its text in problems as inert code spans."""
+    return features.parse(name, text, quote=code)
 
 
 _TAG_NAME_ENDS = (" ", "\t", "\n", "\r", "\f", "/", ">", "\x00")  # what ends a tag name for HTMLParser

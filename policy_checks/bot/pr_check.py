@@ -24,19 +24,21 @@ from itertools import islice
 import github
 import requests
 
+from ..config import is_experimental_path  # with FlashInfer's default layout: the PR is of a FlashInfer checkout
+from ..features import TrackingRef
+from ..graduation import WINDOW_IN_WORDS
 from . import deadlines, graphql
 from .client import BotError, call, describe_failure, fetched
 from .comments import BotIdentity, keep_comment, list_comments, own_comments
 from .extensions import Permissions, confirmed_owners, extended_weeks, read_extensions
 from .markdown import bullet_list, code
-from .parsers import TrackingRef, mentioned_users, parse_pr_body, parse_tracking_issue
+from .parsers import mentioned_users, parse_pr_body, parse_tracking_issue
 from .writes import FORBIDDEN, Writes
 
 PR_MARKER = "<!-- experimental-track-bot:pr -->"
 BOT_MARKER_PREFIX = "<!-- experimental-track-bot:"
 STATUS_CONTEXT = "experimental-track"
 EXPERIMENTAL_LABEL = "experimental"
-EXPERIMENTAL_PREFIXES = ("flashinfer/experimental/", "tests/experimental/")
 DECORATOR = "@flashinfer_experimental_api"
 MAX_FILE_PAGES = 30  # 3,000 files: all GitHub lists for a pull request
 
@@ -75,10 +77,6 @@ class PrVerdict:
         else:
             text = "Not an Experimental Track PR"
         return text if len(text) <= 140 else text[:139] + "…"
-
-
-def is_experimental_path(path: str) -> bool:
-    return path.startswith(EXPERIMENTAL_PREFIXES)
 
 
 def adds_decorator(patch: str | None) -> bool:
@@ -192,7 +190,7 @@ def _examine_tracking_issue(gh, repo_name: str, pull, ref: TrackingRef, context:
         allowed = deadlines.default_deadline(admission) + dt.timedelta(weeks=extensions_weeks)
         if body.target_date > allowed:
             verdict.problems.append(
-                f"the target date {body.target_date.isoformat()} is more than four weeks after admission "
+                f"the target date {body.target_date.isoformat()} is more than {WINDOW_IN_WORDS} after admission "
                 f"({admission.isoformat()}, the day the PR was opened) and no maintainer extension covers it"
             )
         if body.target_date < admission:

@@ -19,22 +19,23 @@ from dataclasses import dataclass, field
 from urllib.parse import quote, unquote
 
 
+from ..config import DEFAULT
+from ..features import FeatureRecord, TrackingRef
 from . import deadlines, graphql
 from .client import BotError
 from .comments import BotIdentity, keep_comment, list_comments, own_comments
+from .deadlines import DUE_SOON, ON_TRACK, OVERDUE
 from .extensions import Extension, Permissions, extended_weeks, read_extensions
 from .markdown import bullet_list, code, table_row
-from .parsers import FeatureRecord, TrackingRef, parse_feature_toml, parse_tracking_issue
+from .parsers import parse_feature_toml, parse_tracking_issue
 from .pr_check import BOT_MARKER_PREFIX, EXPERIMENTAL_LABEL
 from .writes import Writes
 
-FEATURES_DIR = "flashinfer/experimental"
+FEATURES_DIR = DEFAULT.experimental_dir  # the bot reads FlashInfer's own layout: the default settings
 OVERDUE_LABEL = "graduation-overdue"
 REVIEW_MARKER_PREFIX = BOT_MARKER_PREFIX + "review feature="
 
-ON_TRACK = "on track"
-DUE_SOON = "due within 7 days"
-OVERDUE = "overdue"
+# A feature's states: the deadline's (ON_TRACK, DUE_SOON, OVERDUE, from deadlines.status), and these.
 EXTENDED = "extended"
 ORPHANED = "orphaned"
 ISSUE_CLOSED = "tracking issue closed, code still there"
@@ -159,9 +160,9 @@ def _records_from_tree(tree: dict | None) -> list[FeatureRecord]:
         blob = next((e.get("object") or {} for e in (entry.get("object") or {}).get("entries") or []
                      if e["name"] == "FEATURE.toml" and e["type"] == "blob"), None)
         if blob is None:
-            records.append(FeatureRecord(name=entry["name"], problems=[f"{path} is missing"]))
+            records.append(FeatureRecord(name=entry["name"], problems=[f"{code(path)} is missing"]))
         elif blob.get("text") is None:  # GitHub gives no text for binary (or very large) blobs
-            records.append(FeatureRecord(name=entry["name"], problems=[f"{path} is not UTF-8 text"]))
+            records.append(FeatureRecord(name=entry["name"], problems=[f"{code(path)} is not UTF-8 text"]))
         else:
             records.append(parse_feature_toml(entry["name"], blob["text"]))
     return records
@@ -241,9 +242,8 @@ def _classify(record: FeatureRecord, issue, comments: list, permissions: Permiss
     if review.owner and not permissions.is_collaborator(review.owner):
         review.states.append(ORPHANED)
         review.problems.append(f"the owner {code(review.owner)} is not a collaborator of the repository")
-    base = record.target_date or (deadlines.default_deadline(record.admitted) if record.admitted else None)
-    if record.admitted and record.target_date and record.target_date > deadlines.default_deadline(record.admitted):
-        review.problems.append("the record's target date is more than four weeks after admission")
+    # (A target date outside the admission window is among the record's problems.)
+    base = record.deadline
     if base is None:
         if INCOMPLETE not in review.states:
             review.states.append(INCOMPLETE)
@@ -252,8 +252,7 @@ def _classify(record: FeatureRecord, issue, comments: list, permissions: Permiss
     review.deadline = base + dt.timedelta(weeks=weeks)
     if weeks:
         review.states.append(EXTENDED)
-    left = deadlines.days_left(review.deadline, today)
-    review.states.append(OVERDUE if left < 0 else DUE_SOON if left <= deadlines.DUE_SOON.days else ON_TRACK)
+    review.states.append(deadlines.status(review.deadline, today))
     # Order: what needs a person first.
     order = [ISSUE_CLOSED, CODE_REMOVED, ORPHANED, OVERDUE, DISAGREE, INCOMPLETE, DUE_SOON, EXTENDED, ON_TRACK]
     review.states.sort(key=order.index)

@@ -17,9 +17,9 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import checker_marker, deferred_imports, docs_pages, lazy_exports
 from .cst_tools import Unfixable, apply_edits, parse
-from .findings import Finding, Project
+from .findings import Finding, FixTarget
 
-# rule id -> rewrite(file, finding, project, edits) -> note for a person or None
+# rule id -> rewrite(file, finding, target, edits) -> note for a person or None
 PYTHON_REWRITES = {
     "EXP001": deferred_imports.rewrite,
     "EXP002": lazy_exports.rewrite,
@@ -49,18 +49,18 @@ class FileFix:
         return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
 
 
-def plan(project: Project, findings: Sequence[Finding]) -> List[FileFix]:
+def plan(target: FixTarget, findings: Sequence[Finding]) -> List[FileFix]:
     """One `FileFix` per file with fixable findings, in path order."""
     by_path: Dict[str, List[Finding]] = {}
     for finding in findings:
         if finding.rule in FIXABLE_RULES:
             by_path.setdefault(finding.path, []).append(finding)
-    return [_fix_file(project, path, sorted(group, key=lambda f: (f.line, f.column))) for path, group in sorted(by_path.items())]
+    return [_fix_file(target, path, sorted(group, key=lambda f: (f.line, f.column))) for path, group in sorted(by_path.items())]
 
 
-def _fix_file(project: Project, path: str, findings: List[Finding]) -> FileFix:
+def _fix_file(target: FixTarget, path: str, findings: List[Finding]) -> FileFix:
     try:
-        before = (project.root / path).read_bytes()
+        before = (target.root / path).read_bytes()
     except OSError as error:
         return FileFix(path, b"", b"", left=[(f, f"cannot read the file: {error.strerror}") for f in findings])
     outcome = FileFix(path, before, before)
@@ -77,14 +77,14 @@ def _fix_file(project: Project, path: str, findings: List[Finding]) -> FileFix:
         outcome.left += left
         return outcome
     try:
-        file = parse(before, *project.module_of(path))
+        file = parse(before, *target.module_of(path))
     except Unfixable as reason:
         outcome.left += [(f, str(reason)) for f in findings]
         return outcome
     edits: dict = {}
     for finding in findings:
         try:
-            note = PYTHON_REWRITES[rule](file, finding, project, edits)
+            note = PYTHON_REWRITES[rule](file, finding, target, edits)
         except Unfixable as reason:
             outcome.left.append((finding, str(reason)))
             continue
@@ -102,24 +102,24 @@ def _fix_file(project: Project, path: str, findings: List[Finding]) -> FileFix:
     return outcome
 
 
-def write(project: Project, fix: FileFix, before_replace: Optional[Callable[[Path], None]] = None) -> bool:
+def write(target: FixTarget, fix: FileFix, before_replace: Optional[Callable[[Path], None]] = None) -> bool:
     """Replace the file with `fix.after` unless it changed since `plan` read it.
 
     `before_replace` runs just before the last check (tests use it to change the file
     under the run). Returns False, writing nothing, when the file changed.
     """
-    target = project.root / fix.path
-    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".fix", dir=target.parent)
+    path = target.root / fix.path
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".fix", dir=path.parent)
     try:
         with os.fdopen(handle, "wb") as stream:
             stream.write(fix.after)
-        os.chmod(temporary, target.stat().st_mode & 0o7777)
+        os.chmod(temporary, path.stat().st_mode & 0o7777)
         if before_replace is not None:
-            before_replace(target)
-        if _digest(target.read_bytes()) != _digest(fix.before):
+            before_replace(path)
+        if _digest(path.read_bytes()) != _digest(fix.before):
             os.unlink(temporary)
             return False
-        os.replace(temporary, target)
+        os.replace(temporary, path)
     except BaseException:
         if os.path.exists(temporary):
             os.unlink(temporary)

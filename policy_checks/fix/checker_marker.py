@@ -26,17 +26,17 @@ from .cst_tools import (
     relative_form,
     with_aliases,
 )
-from .findings import Finding, Project
+from .findings import Finding, FixTarget
 
 MARKER = "experimental_backend"
 
 
-def rewrite(file: PythonFile, finding: Finding, project: Project, edits: Dict[cst.CSTNode, Edit]) -> Optional[str]:
+def rewrite(file: PythonFile, finding: Finding, target: FixTarget, edits: Dict[cst.CSTNode, Edit]) -> Optional[str]:
     """Add the edits that fix `finding` to `edits`."""
     function = _def_at(file, finding.line)
     if MARKER in decorator_names(function):
         raise Unfixable(f"{function.name.value}() already has @{MARKER}")
-    marker = _existing_reference(file, project) or _add_import(file, project, edits)
+    marker = _existing_reference(file, target) or _add_import(file, target, edits)
     decorator = cst.Decorator(decorator=cst.parse_expression(marker))
     add_edit(edits, function, lambda updated: updated.with_changes(decorators=[decorator, *updated.decorators]))
     return None
@@ -59,9 +59,9 @@ def _top_level_imports(file: PythonFile) -> List[cst.BaseSmallStatement]:
     ]
 
 
-def _existing_reference(file: PythonFile, project: Project) -> Optional[str]:
+def _existing_reference(file: PythonFile, target: FixTarget) -> Optional[str]:
     """How the module can already name the marker: ``experimental_backend``, an alias, ``u.experimental_backend``."""
-    utils = f"{project.package}.utils"
+    utils = f"{target.package}.utils"
     for statement in _top_level_imports(file):
         if isinstance(statement, cst.Import):
             for alias in statement.names:
@@ -80,10 +80,10 @@ def _existing_reference(file: PythonFile, project: Project) -> Optional[str]:
     return None
 
 
-def _add_import(file: PythonFile, project: Project, edits: Dict[cst.CSTNode, Edit]) -> str:
-    utils = f"{project.package}.utils"
+def _add_import(file: PythonFile, target: FixTarget, edits: Dict[cst.CSTNode, Edit]) -> str:
+    utils = f"{target.package}.utils"
     imports = _top_level_imports(file)
-    sources = (utils, project.experimental_package)
+    sources = (utils, target.experimental_package)
     joinable = [
         s
         for s in imports

@@ -55,14 +55,14 @@ def run_fix(
     verb = "would fix" if diff else "fixed"
     fixed, changed_files = 0, set()
     try:
-        project = load_project(Path(root) if root else None, Path(paths[0]) if paths else None)
+        target = load_project(Path(root) if root else None, Path(paths[0]) if paths else None)
         for _ in range(1 if diff else MAX_ROUNDS):
-            fixes = plan(project, collect(project, paths, rules, use_cache=not diff))
+            fixes = plan(target, collect(target, paths, rules, use_cache=not diff))
             for file_fix in fixes:
                 if diff:
                     click.echo(file_fix.diff(), nl=False)
                 elif file_fix.changed:
-                    _write(project, file_fix, before_replace)
+                    _write(target, file_fix, before_replace)
                 for finding in file_fix.fixed:
                     click.echo(f"{verb}: {_where(finding)} {finding.message}", err=diff)
                 fixed += len(file_fix.fixed)
@@ -79,10 +79,10 @@ def run_fix(
     return 1 if left else 0
 
 
-def _write(project, file_fix, before_replace) -> None:
+def _write(target, file_fix, before_replace) -> None:
     """Write one file; when that cannot be done, its findings all become leftovers."""
     try:
-        problem = None if write(project, file_fix, before_replace) else "the file changed on disk during the run"
+        problem = None if write(target, file_fix, before_replace) else "the file changed on disk during the run"
     except OSError as error:
         problem = f"cannot write the file: {error.strerror or error}"
     if problem:

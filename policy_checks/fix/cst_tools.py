@@ -13,7 +13,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Union
 import libcst as cst
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider, ScopeProvider
 
-from .findings import Finding, Project
+from .findings import Finding, FixTarget
 
 Edit = Callable[[cst.CSTNode], cst.CSTNode]
 ImportStatement = Union[cst.Import, cst.ImportFrom]
@@ -145,16 +145,16 @@ def bound_name(alias: cst.ImportAlias, statement: ImportStatement) -> str:
     return name.split(".")[0] if isinstance(statement, cst.Import) else name
 
 
-def experimental_aliases(file: PythonFile, statement: ImportStatement, project: Project) -> List[cst.ImportAlias]:
+def experimental_aliases(file: PythonFile, statement: ImportStatement, target: FixTarget) -> List[cst.ImportAlias]:
     """The aliases of `statement` that bring in code from the experimental package."""
     if isinstance(statement, cst.Import):
-        return [a for a in statement.names if project.is_experimental(dotted_name(a.name))]
+        return [a for a in statement.names if target.settings.is_experimental_module(dotted_name(a.name))]
     if isinstance(statement.names, cst.ImportStar):
         raise Unfixable("a star import cannot be moved; list the names")
     source = imported_module(file, statement)
-    if project.is_experimental(source):
+    if target.settings.is_experimental_module(source):
         return list(statement.names)
-    return [a for a in statement.names if project.is_experimental(f"{source}.{dotted_name(a.name)}")]
+    return [a for a in statement.names if target.settings.is_experimental_module(f"{source}.{dotted_name(a.name)}")]
 
 
 def with_aliases(statement: ImportStatement, aliases: Sequence[cst.ImportAlias]) -> ImportStatement:

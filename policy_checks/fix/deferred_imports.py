@@ -34,28 +34,28 @@ from .cst_tools import (
     resolve_from,
     with_aliases,
 )
-from .findings import Finding, Project
+from .findings import Finding, FixTarget
 
 # Decorators of the functions EXP007 lets import experimental code in their body.
 ENTRY_POINT_DECORATORS = {"flashinfer_api", "flashinfer_experimental_api", "backend_requirement"}
 
 
-def rewrite(file: PythonFile, finding: Finding, project: Project, edits: Dict[cst.CSTNode, Edit]) -> Optional[str]:
+def rewrite(file: PythonFile, finding: Finding, target: FixTarget, edits: Dict[cst.CSTNode, Edit]) -> Optional[str]:
     """Add the edits that fix `finding` to `edits`; returns what is left for a person."""
     statement = import_at(file, finding)
     if not in_module_scope(file, statement):
         raise Unfixable("the import is in a class or function body")
-    aliases = experimental_aliases(file, statement, project)
+    aliases = experimental_aliases(file, statement, target)
     if not aliases:
-        raise Unfixable(f"imports nothing from {project.experimental_package}")
+        raise Unfixable(f"imports nothing from {target.experimental_package}")
     users: Dict[int, Tuple[cst.ImportAlias, List[cst.FunctionDef]]] = {}
     left: List[str] = []
     for alias in aliases:
         name = bound_name(alias, statement)
         try:
-            users[id(alias)] = (alias, _functions_using(file, statement, alias, name, project))
+            users[id(alias)] = (alias, _functions_using(file, statement, alias, name, target))
         except Unfixable as reason:
-            if not _may_stay(file, statement, alias, project):
+            if not _may_stay(file, statement, alias, target):
                 left.append(f"'{name}' {reason}")
     if not users:
         raise Unfixable("; ".join(left) or "every name is an @experimental_backend checker")
@@ -72,7 +72,7 @@ def rewrite(file: PythonFile, finding: Finding, project: Project, edits: Dict[cs
     return "; ".join(left) or None
 
 
-def _functions_using(file: PythonFile, statement: ImportStatement, alias: cst.ImportAlias, name: str, project: Project) -> List[cst.FunctionDef]:
+def _functions_using(file: PythonFile, statement: ImportStatement, alias: cst.ImportAlias, name: str, target: FixTarget) -> List[cst.FunctionDef]:
     """The functions that must import `name` themselves; `Unfixable` when it cannot move."""
     scope = file.scopes[file.tree]
     full = dotted_name(alias.name)
@@ -104,15 +104,15 @@ def _functions_using(file: PythonFile, statement: ImportStatement, alias: cst.Im
                 f"is used in {function.name.value}() (line {file.line_of(function)}), which is not an "
                 "entry point: a deferred import there would be EXP007"
             )
-    importer = _importer_elsewhere(project, file, name)
+    importer = _importer_elsewhere(target, file, name)
     if importer:
         raise Unfixable(f"is imported from this module by {importer}")
     return list(functions.values())
 
 
-def _may_stay(file: PythonFile, statement: ImportStatement, alias: cst.ImportAlias, project: Project) -> bool:
+def _may_stay(file: PythonFile, statement: ImportStatement, alias: cst.ImportAlias, target: FixTarget) -> bool:
     """A checker imported from a support module may stay (once the rest has moved)."""
-    return isinstance(statement, cst.ImportFrom) and project.is_marked_checker(
+    return isinstance(statement, cst.ImportFrom) and target.is_marked_checker(
         imported_module(file, statement), dotted_name(alias.name)
     )
 
@@ -123,17 +123,17 @@ def _is_entry_point(file: PythonFile, function: cst.FunctionDef) -> bool:
     return bool(ENTRY_POINT_DECORATORS & set(decorator_names(function)))
 
 
-def _importer_elsewhere(project: Project, file: PythonFile, name: str) -> Optional[str]:
+def _importer_elsewhere(target: FixTarget, file: PythonFile, name: str) -> Optional[str]:
     """``path:line`` of another module that does ``from <this module> import name``
     (``import <this module>`` followed by attribute access is not looked for)."""
-    for relative in project.package_files():
+    for relative in target.package_files():
         try:
-            text = (project.root / relative).read_text(encoding="utf-8")
+            text = (target.root / relative).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             continue
         if name not in text:
             continue
-        module, is_package = project.module_of(relative)
+        module, is_package = target.module_of(relative)
         if module == file.module_name:
             continue
         try:

@@ -1,7 +1,8 @@
-"""The one place where ``fix`` meets the checker: findings in, a project model out.
+"""The one place where ``fix`` meets the checker: findings in, the tree to fix out.
 
-Everything else in `policy_checks.fix` works from the small records defined here, so
-a change in the checker's interface changes only this module.
+Everything else in `policy_checks.fix` works from the checker's `Finding` and the
+small `FixTarget` defined here, so a change in the checker's interface changes only
+this module.
 """
 
 from __future__ import annotations
@@ -14,6 +15,9 @@ from typing import Iterable, List, Optional, Sequence, Tuple
 from .. import config
 from .. import project as checker_project
 from .. import runner
+from ..rules.base import Finding
+
+__all__ = ["Finding", "FixError", "FixTarget", "collect", "load_project"]
 
 
 class FixError(Exception):
@@ -21,24 +25,23 @@ class FixError(Exception):
 
 
 @dataclass(frozen=True)
-class Finding:
-    """One checker finding, as in the JSON report (SPEC 2.1)."""
-
-    rule: str
-    path: str  # relative to the project root, "/" separators
-    line: int  # 1-based
-    column: int  # 1-based
-    message: str
-
-
-@dataclass(frozen=True)
-class Project:
-    """What the rewrites need to know about the checked tree."""
+class FixTarget:
+    """The tree ``policy-check fix`` rewrites: its root and settings, and the few
+    questions the rewrites ask of it on disk, one file at a time, after the
+    checker's run. Not the checker's `policy_checks.project.Project`, which is the
+    indexed model of one run (every file's module name and facts, resolution
+    across modules)."""
 
     root: Path
-    package: str  # "flashinfer"
-    experimental_package: str  # "flashinfer.experimental"
-    settings: config.Settings = field(default_factory=config.Settings, compare=False)
+    settings: config.Settings = field(default_factory=config.Settings)
+
+    @property
+    def package(self) -> str:
+        return self.settings.package  # "flashinfer"
+
+    @property
+    def experimental_package(self) -> str:
+        return self.settings.experimental_package  # "flashinfer.experimental"
 
     def module_of(self, path: str) -> Tuple[str, bool]:
         """Dotted module name of a root-relative ``.py`` path, and whether it is a package."""
@@ -49,9 +52,6 @@ class Project:
         checker walks them: regular files with UTF-8 names (never a FIFO to block on)."""
         walk = checker_project.walk_python_files(self.root, self.package.replace(".", "/"), (), [])
         return sorted(source.rel for source in walk)
-
-    def is_experimental(self, module: str) -> bool:
-        return module == self.experimental_package or module.startswith(self.experimental_package + ".")
 
     def is_marked_checker(self, module: str, name: str) -> bool:
         """Does `module` define `name` as an ``@experimental_backend`` function? Such a
@@ -74,17 +74,17 @@ def _last_name(node: ast.expr) -> str:
     return node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", "")
 
 
-def load_project(root: Optional[Path], start: Optional[Path] = None) -> Project:
+def load_project(root: Optional[Path], start: Optional[Path] = None) -> FixTarget:
     """The project at `root`, or the one the checker finds from `start` (default: here)."""
     root = root.resolve() if root else config.find_root(start or Path.cwd())
     try:
         settings = config.load(root)
     except config.ConfigError as error:
         raise FixError(str(error)) from error
-    return Project(root, settings.package, settings.experimental_package, settings)
+    return FixTarget(root, settings)
 
 
-def collect(project: Project, paths: Sequence[str], rules: Iterable[str], use_cache: bool) -> List[Finding]:
+def collect(target: FixTarget, paths: Sequence[str], rules: Iterable[str], use_cache: bool) -> List[Finding]:
     """Run the checker over `paths` (all of the project when empty), keeping `rules`.
 
     ``fix --diff`` writes nothing at all, not even the checker's cache, so it runs
@@ -92,8 +92,8 @@ def collect(project: Project, paths: Sequence[str], rules: Iterable[str], use_ca
     """
     try:
         result = runner.run(
-            project.root, project.settings, paths=tuple(paths), select=tuple(rules), use_cache=use_cache, progress=False
+            target.root, target.settings, paths=tuple(paths), select=tuple(rules), use_cache=use_cache, progress=False
         )
     except (config.ConfigError, ValueError) as error:
         raise FixError(str(error)) from error
-    return [Finding(f.rule, f.path, f.line, f.column, f.message) for f in result.findings]
+    return list(result.findings)

@@ -29,16 +29,16 @@ from .cst_tools import (
     prepend_statements,
     with_aliases,
 )
-from .findings import Finding, Project
+from .findings import Finding, FixTarget
 
 
-def rewrite(file: PythonFile, finding: Finding, project: Project, edits: Dict[cst.CSTNode, Edit]) -> Optional[str]:
+def rewrite(file: PythonFile, finding: Finding, target: FixTarget, edits: Dict[cst.CSTNode, Edit]) -> Optional[str]:
     """Add the edits that fix `finding` to `edits`; returns what is left for a person."""
     statement = import_at(file, finding)
     if not in_module_scope(file, statement):
         raise Unfixable("the import is in a class or function body")
     lazy, left = [], []
-    for alias in experimental_aliases(file, statement, project):
+    for alias in experimental_aliases(file, statement, target):
         name = bound_name(alias, statement)
         try:
             _check_movable(file, statement, alias, name)
@@ -47,7 +47,7 @@ def rewrite(file: PythonFile, finding: Finding, project: Project, edits: Dict[cs
         else:
             lazy.append(alias)
     if not lazy:
-        raise Unfixable("; ".join(left) or f"imports nothing from {project.experimental_package}")
+        raise Unfixable("; ".join(left) or f"imports nothing from {target.experimental_package}")
 
     kept = [a for a in statement.names if all(a is not m for m in lazy)]
     drop_small_statement(file, statement, with_aliases(statement, kept) if kept else None, edits)

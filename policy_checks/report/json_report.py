@@ -1,4 +1,6 @@
-"""The JSON object of SPEC §2.1."""
+"""The JSON report: one object, the stable output contract that CI scripts read
+(its fields are documented in docs/policy_check.rst, "Output formats").
+``version`` changes only when a field changes meaning or disappears."""
 
 from __future__ import annotations
 

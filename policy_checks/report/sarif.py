@@ -6,13 +6,12 @@ import json
 from urllib.parse import quote
 
 from .. import __version__
+from ..rules.registry import ALL_IDS
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
 
 def sarif(result, rule_names: dict, statistics: bool = False) -> str:
-    from ..runner import ALL_IDS
-
     summaries = {i: r.summary for i, r in ALL_IDS.items()}
     ids = sorted(rule_names)
     index = {rule: n for n, rule in enumerate(ids)}

@@ -1,22 +1,28 @@
 """What every rule is made of, and the helpers several rules share.
 
 A rule is a small class: its id, its name, a one-line summary, a docstring that
-explains the rule and why it exists, and VALID / INVALID examples. Each example is
-a tiny project (a mapping of paths to file contents); the test suite runs every
-rule over every example, in the manner of Fixit's rule examples.
+explains the rule and why it exists, what it reads (`reads`, `triggers`: see
+`policy_checks.needs`), and VALID / INVALID examples. Each example is a tiny
+project (a mapping of paths to file contents); the test suite runs every rule over
+every example, in the manner of Fixit's rule examples.
 """
 
 from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from ..facts import MODULE, TYPE_CHECKING
+from ..needs import CORE_MODULE
+from ..project import DefTarget
 
 
 @dataclass(frozen=True, order=True)
 class Finding:
+    """One finding, the checker's only output: every report format and
+    ``policy-check fix`` carry these. Findings sort by path, line, column, rule."""
+
     path: str  # relative to the root, "/" separators
     line: int  # 1-based
     column: int  # 1-based
@@ -39,11 +45,24 @@ class Rule:
     id = ""
     name = ""
     summary = ""
+    # What the rule reads (`needs.Kind` values), and what a Python file of one of
+    # those kinds must contain for the rule to need its complete facts up front
+    # (`needs` triggers; none: the rule needs no file's facts up front). The runner
+    # composes these declarations into its prefilter; each rule says why its
+    # triggers occur in every file it inspects through `Project.primary_facts`.
+    reads: tuple = ()
+    triggers: tuple = ()
     VALID: list = []
     INVALID: list = []
 
     def check(self, project) -> Iterator[Finding]:
         raise NotImplementedError
+
+    def prefetch(self, project) -> Iterable[str]:
+        """Files (relative paths) whose facts the rule will certainly ask for, given
+        the primary files' facts: the runner computes them in its worker pool rather
+        than one by one on demand. An optimisation only."""
+        return ()
 
     def finding(self, path: str, line: int, column: int, message: str) -> Finding:
         return Finding(path, line, column, self.id, message)
@@ -61,14 +80,15 @@ EXPERIMENTAL_BACKEND = "experimental_backend"
 
 
 def runs_at_import(project, scope: str) -> bool:
-    """SPEC "module level": the module body, not function bodies, and not
+    """Does an import in `scope` run when the module is imported ("module level" in
+    docs/policy_check.rst, "Rules")? The module body, not function bodies, and not
     ``if TYPE_CHECKING:`` blocks unless the settings say those count."""
     return scope == MODULE or (scope == TYPE_CHECKING and project.settings.type_checking_imports)
 
 
 def experimental_targets(project, imp) -> list:
     """The modules under the experimental package that `imp` imports."""
-    return [t for t in project.import_targets(imp) if project.settings.is_experimental(t)]
+    return [t for t in project.import_targets(imp) if project.settings.is_experimental_module(t)]
 
 
 def checker_import(project, imp) -> bool:
@@ -81,10 +101,10 @@ def checker_import(project, imp) -> bool:
         if name == "*" or project.is_module(f"{imp.module}.{name}"):
             return False
         target = project.resolve(imp.module, name)
-        if target is None or target[0] != "def":
+        if not isinstance(target, DefTarget):
             return False
-        module, definition = target[1], target[2]
-        if definition.kind != "function" or not s.is_experimental(module):
+        module, definition = target.module, target.definition
+        if definition.kind != "function" or not s.is_experimental_module(module):
             return False
         if not project.decorated_with(module, definition, EXPERIMENTAL_BACKEND):
             return False
@@ -108,11 +128,7 @@ def is_aot(project, facts) -> bool:
 
 
 def core_primary(project) -> Iterator:
-    """``(rel, facts)`` of every core module the runner parsed up front: by the
-    prefilter's proof, every core module that can import experimental code."""
-    for rel in sorted(project.primary):
-        source = project.files[rel]
-        if project.settings.is_core(source.module) and project.by_module.get(source.module) == rel:
-            facts = project.facts(rel)
-            if facts.syntax_error is None:
-                yield rel, facts
+    """``(rel, facts)`` of every core module the runner parsed up front: with the
+    triggers of a rule reading core modules for experimental imports, every core
+    module that can import experimental code (the package ``__init__`` included)."""
+    return project.primary_facts(CORE_MODULE)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..needs import DOCS_PAGE, PYTHON_FILE
 from .base import Example, Rule
 
 
@@ -19,6 +20,10 @@ class ParseError(Rule):
     id = "EXP000"
     name = "parse-error"
     summary = "a file could not be read or parsed; the others are still checked"
+    # Every file is syntax-checked whether or not it is primary; no file needs
+    # complete facts for this rule.
+    reads = (PYTHON_FILE, DOCS_PAGE)
+    triggers = ()
 
     VALID = [Example({"flashinfer/__init__.py": "", "flashinfer/ok.py": "x = 1\n"})]
     INVALID = [

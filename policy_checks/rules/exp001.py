@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..needs import CORE_MODULE, EXPERIMENTAL_NAME, IMPORT_CALLS
 from .base import Example, Rule, checker_import, core_primary, experimental_targets, is_aot, is_init, runs_at_import
 
 _CHECKER = (
@@ -37,6 +38,10 @@ class CoreImportsExperimental(Rule):
     id = "EXP001"
     name = "core-imports-experimental"
     summary = "a core module imports flashinfer.experimental... at module level"
+    # A core module that imports experimental code names the experimental package
+    # in the import (static forms), or calls an import function (dynamic forms).
+    reads = (CORE_MODULE,)
+    triggers = (EXPERIMENTAL_NAME, *IMPORT_CALLS)
 
     VALID = [
         Example(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..needs import ALWAYS, PACKAGE_INIT
 from .base import Example, Rule, core_primary, experimental_targets, is_init, runs_at_import
 
 
@@ -17,6 +18,8 @@ class InitImportsExperimental(Rule):
     id = "EXP002"
     name = "init-imports-experimental"
     summary = "flashinfer/__init__.py imports flashinfer.experimental at module level"
+    reads = (PACKAGE_INIT,)
+    triggers = (ALWAYS,)  # one file, read by other rules through re-exports anyway
 
     VALID = [
         Example(

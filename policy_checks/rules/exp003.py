@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..needs import CORE_MODULE, EXPERIMENTAL_NAME
 from .base import STDLIB, Example, Rule, checker_import, core_primary, memo, runs_at_import
 
 
@@ -15,8 +16,8 @@ def support_modules(project) -> dict:
     found = {}
     for rel, facts in core_primary(project):
         for imp in facts.imports:
-            if runs_at_import(project, imp.scope) and s.is_experimental(imp.module) and checker_import(project, imp):
-                defining = [project.resolve(imp.module, name)[1] for name, _ in imp.names]
+            if runs_at_import(project, imp.scope) and s.is_experimental_module(imp.module) and checker_import(project, imp):
+                defining = [project.resolve(imp.module, name).module for name, _ in imp.names]
                 for module in [imp.module] + defining:
                     parts = module.split(".")
                     for depth in range(top + 1, len(parts) + 1):
@@ -44,6 +45,11 @@ class HeavySupportModule(Rule):
     id = "EXP003"
     name = "heavy-support-module"
     summary = "a support module imports more than stdlib, torch and light core modules"
+    # Support modules are found from core modules' static imports of experimental
+    # checkers, which name the experimental package; the support modules themselves
+    # are reached through those imports, their facts loaded on demand.
+    reads = (CORE_MODULE,)
+    triggers = (EXPERIMENTAL_NAME,)
 
     _TREE = {
         "flashinfer/__init__.py": "",
@@ -122,7 +128,7 @@ class HeavySupportModule(Rule):
         jit = s.package + ".jit"
         supports = memo(project, "support_modules", support_modules)
         for module, importer in sorted(supports.items()):
-            rel = project.by_module.get(module)
+            rel = project.rel_of(module)
             facts = project.module_facts(module)
             if facts is None:
                 continue

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from ..facts import CallRef, DictRef, NameRef
+from ..needs import BACKEND_REQUIREMENT, CORE_MODULE, EXPERIMENTAL_MODULE
+from ..project import DefTarget, DictTarget
 from .base import EXPERIMENTAL_BACKEND, Example, Rule
 
 
@@ -25,6 +28,10 @@ class UnmarkedExperimentalChecker(Rule):
     id = "EXP004"
     name = "unmarked-experimental-checker"
     summary = "an experimental backend checker lacks @experimental_backend"
+    # Checkers are found from backend_requirement calls: a module making one spells
+    # the name, or an alias the runner follows across modules after its first pass.
+    reads = (CORE_MODULE, EXPERIMENTAL_MODULE)
+    triggers = (BACKEND_REQUIREMENT,)
 
     _TREE = {
         "flashinfer/__init__.py": "",
@@ -110,24 +117,19 @@ class UnmarkedExperimentalChecker(Rule):
     def check(self, project):
         s = project.settings
         reported = set()
-        for rel in sorted(project.primary):
-            module = project.files[rel].module
-            if project.by_module.get(module) != rel:
-                continue
-            facts = project.facts(rel)
-            if facts.syntax_error is not None:
-                continue
+        for rel, facts in project.primary_facts(CORE_MODULE, EXPERIMENTAL_MODULE):
+            module = facts.module
             for call in facts.backend_calls:
                 for key, where, ref in self._values(project, module, call.checks, None, set()):
                     target = self._function(project, where, ref)
                     if target is None:
                         continue
                     def_module, definition = target
-                    if not s.is_experimental(def_module) or definition.kind != "function":
+                    if not s.is_experimental_module(def_module) or definition.kind != "function":
                         continue
                     if project.decorated_with(def_module, definition, EXPERIMENTAL_BACKEND):
                         continue
-                    def_rel = project.by_module[def_module]
+                    def_rel = project.rel_of(def_module)
                     if (def_rel, definition.line) in reported:
                         continue
                     reported.add((def_rel, definition.line))
@@ -141,38 +143,36 @@ class UnmarkedExperimentalChecker(Rule):
 
     def _values(self, project, module, ref, key, seen):
         """Yield ``(backend key, module the ref is written in, ref)`` for each mapping value."""
-        if ref is None:
-            return
-        kind = ref[0]
-        if kind == "dict":
-            for entry_key, value in ref[1]:
-                if entry_key is None:  # **spread
-                    yield from self._values(project, module, value, None, seen)
+        if isinstance(ref, DictRef):
+            for entry in ref.entries:
+                if entry.key is None:  # **spread
+                    yield from self._values(project, module, entry.value, None, seen)
                 else:
-                    yield entry_key, module, value
-        elif kind == "name":
-            target = project.resolve(module, ref[1])
-            if target and target[0] == "dict" and (target[1], ref[1]) not in seen:
-                seen.add((target[1], ref[1]))
-                yield from self._values(project, target[1], ("dict", target[2].entries), key, seen)
+                    yield entry.key, module, entry.value
+        elif isinstance(ref, NameRef):
+            target = project.resolve(module, ref.dotted)
+            if isinstance(target, DictTarget) and (target.module, ref.dotted) not in seen:
+                seen.add((target.module, ref.dotted))
+                yield from self._values(project, target.module, DictRef("dict", target.value.entries), key, seen)
 
     def _function(self, project, module, ref):
         """The ``(module, Definition)`` a value ref names, or None (also for values
         wrapped inline in ``experimental_backend(...)``)."""
-        if ref[0] == "name":
-            target = project.resolve(module, ref[1])
-            if target and target[0] == "def":
-                return target[1], target[2]
-        elif ref[0] == "call":
-            func = project.resolve(module, ref[1]) if ref[1] else None
-            name = ""
-            if func and func[0] == "def":
-                name = func[2].qualname
-            elif func:
-                name = func[1]
-            if name.rpartition(".")[2] == EXPERIMENTAL_BACKEND or ref[1].rpartition(".")[2] == EXPERIMENTAL_BACKEND:
+        if isinstance(ref, NameRef):
+            target = project.resolve(module, ref.dotted)
+            if isinstance(target, DefTarget):
+                return target.module, target.definition
+        elif isinstance(ref, CallRef):
+            func = project.resolve(module, ref.func) if ref.func else None
+            if isinstance(func, DefTarget):
+                name = func.definition.qualname
+            elif isinstance(func, DictTarget):
+                name = func.module
+            else:
+                name = func.name if func is not None else ""
+            if name.rpartition(".")[2] == EXPERIMENTAL_BACKEND or ref.func.rpartition(".")[2] == EXPERIMENTAL_BACKEND:
                 return None
-            for arg in ref[2]:
+            for arg in ref.args:
                 found = self._function(project, module, arg)
                 if found is not None:
                     return found

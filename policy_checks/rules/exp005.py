@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ..needs import ALWAYS, AOT_MODULE
+from ..project import DefTarget
 from .base import Example, Rule, experimental_targets
 
 
@@ -20,6 +22,10 @@ class AotRegistersExperimental(Rule):
     id = "EXP005"
     name = "aot-registers-experimental"
     summary = "the AOT module imports or registers experimental JIT specs"
+    # The AOT modules are few and read whole; what they import is loaded on demand
+    # (computed up front in the pool: `prefetch`).
+    reads = (AOT_MODULE,)
+    triggers = (ALWAYS,)
 
     _TREE = {
         "flashinfer/__init__.py": "",
@@ -47,9 +53,23 @@ class AotRegistersExperimental(Rule):
         )
     ]
 
+    def prefetch(self, project):
+        """The package modules the AOT modules import names from: the rule follows
+        each name to its definition."""
+        wanted = set()
+        for module in project.settings.aot_modules:
+            facts = project.known_facts(project.rel_of(module) or "")
+            if facts is None or not facts.complete:
+                continue
+            for imp in facts.imports:
+                for target in project.import_targets(imp):
+                    if project.is_module(target):
+                        wanted.add(project.rel_of(target))
+        return sorted(wanted)
+
     def check(self, project):
         for module in project.settings.aot_modules:
-            rel = project.by_module.get(module)
+            rel = project.rel_of(module)
             facts = project.module_facts(module) if rel else None
             if facts is None:
                 continue
@@ -63,10 +83,10 @@ class AotRegistersExperimental(Rule):
                     continue
                 for name, _ in imp.names:
                     target = project.resolve(imp.module, name) if name != "*" and imp.module else None
-                    if target and target[0] == "def" and project.settings.is_experimental(target[1]):
+                    if isinstance(target, DefTarget) and project.settings.is_experimental_module(target.module):
                         yield self.finding(
                             rel, imp.line, imp.column,
-                            f"AOT module uses {name}, defined in {target[1]}; experimental "
+                            f"AOT module uses {name}, defined in {target.module}; experimental "
                             "kernels are JIT-only",
                         )
                         break

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import re
 
+from ..facts import NamesBinding
+from ..needs import DOCS_PAGE
+from ..project import DefTarget, External, ModuleTarget
 from .base import EXPERIMENTAL_API, Example, Rule
 
 _CURRENT = re.compile(r"^\s*\.\.\s+(?:py:)?(?:currentmodule|module)::\s*(\S*)")
@@ -111,6 +114,10 @@ class ExperimentalApiInDocs(Rule):
     id = "EXP006"
     name = "experimental-api-in-docs"
     summary = "a docs/api page lists an experimental API"
+    # The pages are read whole; the names they list are followed into modules,
+    # whose facts are loaded on demand.
+    reads = (DOCS_PAGE,)
+    triggers = ()
 
     _TREE = {
         "flashinfer/__init__.py": "from .norm import rmsnorm, fast_norm as fused_norm\n",
@@ -185,7 +192,7 @@ class ExperimentalApiInDocs(Rule):
                 reason = self._experimental(project, target)
                 if reason:
                     yield self.finding(rel, line, column, f"stable API page lists {name}: {reason}")
-                elif "members" in options and target and target[0] in ("module", "def"):
+                elif "members" in options and isinstance(target, (ModuleTarget, DefTarget)):
                     hidden = self._experimental_members(project, target, options)
                     if hidden:
                         yield self.finding(
@@ -200,24 +207,22 @@ class ExperimentalApiInDocs(Rule):
         s = project.settings
         candidates = [f"{current}.{name}", name] if current else [name]
         for dotted in candidates:
-            if s.is_experimental(dotted):
-                return ("external", dotted)
+            if s.is_experimental_module(dotted):
+                return External("external", dotted)
             target = project.resolve_absolute(dotted)
-            if target is not None and (target[0] != "external" or s.is_experimental(target[1])):
+            if target is not None and (not isinstance(target, External) or s.is_experimental_module(target.name)):
                 return target
         return None  # not found: try the next candidate
 
     def _experimental(self, project, target):
         s = project.settings
-        if target is None:
-            return None
-        if target[0] in ("external", "module"):
-            return f"it is under {s.experimental_package}" if s.is_experimental(target[1]) else None
-        if target[0] == "def":
-            where = f"{target[1]}.{target[2].qualname}"
-            if s.is_experimental(target[1]):
+        if isinstance(target, (External, ModuleTarget)):
+            return f"it is under {s.experimental_package}" if s.is_experimental_module(target.name) else None
+        if isinstance(target, DefTarget):
+            where = f"{target.module}.{target.definition.qualname}"
+            if s.is_experimental_module(target.module):
                 return f"{where} is defined under {s.experimental_package}"
-            if project.decorated_with(target[1], target[2], EXPERIMENTAL_API):
+            if project.decorated_with(target.module, target.definition, EXPERIMENTAL_API):
                 return f"{where} is @{EXPERIMENTAL_API}"
         return None
 
@@ -226,10 +231,10 @@ class ExperimentalApiInDocs(Rule):
         option documents that are experimental, as autodoc picks them: the names
         listed in the option (re-exports included), else a module's ``__all__``
         (re-exports included), else the public defs of the module or class."""
-        if target[0] == "module":
-            module, prefix = target[1], ""
-        elif target[2].kind == "class":
-            module, prefix = target[1], target[2].qualname + "."
+        if isinstance(target, ModuleTarget):
+            module, prefix = target.name, ""
+        elif target.definition.kind == "class":
+            module, prefix = target.module, target.definition.qualname + "."
         else:
             return []
         facts = project.module_facts(module)
@@ -237,8 +242,8 @@ class ExperimentalApiInDocs(Rule):
             return []
         chosen = _names(options.get("members", ""))
         exported = facts.bindings.get("__all__")
-        if not chosen and not prefix and exported and exported[0] == "names":
-            chosen = list(exported[1])
+        if not chosen and not prefix and isinstance(exported, NamesBinding):
+            chosen = list(exported.names)
         elif not chosen:
             chosen = [
                 q[len(prefix):] for q in facts.definitions

@@ -7,6 +7,7 @@ from .base import (
     experimental_targets, is_aot,
 )
 from ..facts import MODULE
+from ..needs import CORE_MODULE, EXPERIMENTAL_NAME, IMPORT_CALLS
 
 
 _MARKERS = (EXPERIMENTAL_API, PUBLIC_API, BACKEND_REQUIREMENT)
@@ -41,22 +42,27 @@ class DeferredImportOutsideEntryPoint(Rule):
     """A core function imports ``flashinfer.experimental...`` but is not an entry point.
 
     Deferred imports are how core hands off to experimental code, and the hand-off
-    must happen only in the thin entry points the SPEC allows, so that deleting a
-    feature means deleting its directory plus its tagged entry points: an
-    ``@flashinfer_experimental_api`` function, a public API (``@flashinfer_api`` or
-    ``@backend_requirement``) selecting an experimental backend, or the module
-    ``__getattr__`` of a package ``__init__.py`` (a lazy export). A helper that
-    imports experimental code spreads the feature through core. A nested function
-    counts as inside its enclosing entry point, and a method as inside its class
-    when the class is an experimental API (decorated itself, or with an
-    ``@flashinfer_experimental_api`` method such as ``run``): the class is then
-    the tagged entry point, removed with the feature. A lambda is a function
-    too: one at module level that imports experimental code is not an entry point.
+    must happen only in thin entry points (docs/experimental.rst, "Containment"),
+    so that deleting a feature means deleting its directory plus its tagged entry
+    points: an ``@flashinfer_experimental_api`` function, a public API
+    (``@flashinfer_api`` or ``@backend_requirement``) selecting an experimental
+    backend, or the module ``__getattr__`` of a package ``__init__.py`` (a lazy
+    export). A helper that imports experimental code spreads the feature through
+    core. A nested function counts as inside its enclosing entry point, and a
+    method as inside its class when the class is an experimental API (decorated
+    itself, or with an ``@flashinfer_experimental_api`` method such as ``run``):
+    the class is then the tagged entry point, removed with the feature. A lambda
+    is a function too: one at module level that imports experimental code is not
+    an entry point.
     """
 
     id = "EXP007"
     name = "deferred-import-outside-entry-point"
     summary = "a core function that is not an entry point imports experimental code"
+    # As for EXP001: a deferred import of experimental code names the experimental
+    # package (static forms) or calls an import function (dynamic forms).
+    reads = (CORE_MODULE,)
+    triggers = (EXPERIMENTAL_NAME, *IMPORT_CALLS)
 
     _TREE = {
         "flashinfer/__init__.py": "",

@@ -7,6 +7,8 @@ import fnmatch
 import re
 import shlex
 
+from ..needs import EXPERIMENTAL_NAME, IMPORT_CALLS, STABLE_TEST, Kind
+from ..project import DefTarget
 from .base import Example, Rule
 
 try:
@@ -97,6 +99,13 @@ def anchored(entry: str, path: str) -> bool:
     return "/" in entry and fnmatch.fnmatchcase(path, entry) and not fnmatch.fnmatchcase(elsewhere, entry)
 
 
+PYTEST_CONFIG = Kind(
+    "the pytest configuration file",
+    locate=lambda project: [found[0]] if (found := pytest_config(project)) else [],
+    comment_markers=("#", ";"),
+)
+
+
 class StableLaneNotIsolated(Rule):
     """The stable test lane can collect or import experimental code.
 
@@ -117,6 +126,10 @@ class StableLaneNotIsolated(Rule):
     id = "EXP008"
     name = "stable-lane-not-isolated"
     summary = "the stable test lane is not isolated from tests/experimental"
+    # A stable test imports below the experimental package with an absolute name
+    # (tests are not in the package), which names it, or through an import function.
+    reads = (STABLE_TEST, PYTEST_CONFIG)
+    triggers = (EXPERIMENTAL_NAME, *IMPORT_CALLS)
 
     _TREE = {
         "flashinfer/__init__.py": "",
@@ -212,19 +225,14 @@ class StableLaneNotIsolated(Rule):
                     f"add the entry `{s.experimental_tests}`",
                 )
         prefix = s.experimental_package + "."
-        for rel in sorted(project.primary):
-            if not project.is_stable_test(rel):
-                continue
-            facts = project.facts(rel)
-            if facts.syntax_error is not None:
-                continue
+        for rel, facts in project.primary_facts(STABLE_TEST):
             for imp in facts.imports:
                 below = [t for t in project.import_targets(imp) if t.startswith(prefix)]
                 if not below and imp.module == s.experimental_package:
                     for name, _ in imp.names:
                         target = project.resolve(imp.module, name) if name != "*" else None
-                        if target and target[0] == "def" and target[1].startswith(prefix):
-                            below.append(target[1])
+                        if isinstance(target, DefTarget) and target.module.startswith(prefix):
+                            below.append(target.module)
                 if below:
                     yield self.finding(
                         rel, imp.line, imp.column,

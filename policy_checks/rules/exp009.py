@@ -2,24 +2,15 @@
 
 from __future__ import annotations
 
-import datetime
 import re
 
+from .. import features
+from ..needs import EXAMPLE, EXPERIMENTAL_TEST, FEATURE_README, FEATURE_TOML
 from .base import Example, Rule
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib
-
-MAX_TERM = datetime.timedelta(weeks=4)
-_LOGIN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}$")
-_ISSUE_REF = re.compile(r"^[\w.-]+/[\w.-]+#[1-9]\d*$")
-_VERSION = re.compile(r"^\d+\.\d+\.\d+\S*$")
-_DOTTED = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)+$")
-_PAIR = re.compile(r"^[A-Za-z_][\w.]*:[\w.-]+$")
-
-# README items (SPEC §3.1) -> pattern a heading (or a bold lead-in) must match
+# The four items of the user contract every feature's README.md states
+# (docs/experimental.rst, "What each experimental feature documents") -> a pattern that
+# one of its headings (or a bold lead-in) must match.
 README_ITEMS = {
     "what is experimental": re.compile(r"what|experimental|scope", re.I),
     "supported cases and limits": re.compile(r"support|limit", re.I),
@@ -27,48 +18,6 @@ README_ITEMS = {
     "automatic-routing participation": re.compile(r"auto", re.I),
 }
 _HEADING = re.compile(r"^\s{0,3}(?:#{1,6}\s+(?P<h>.+)|\*\*(?P<b>[^*]+)\*\*)")
-
-
-def _is_date(value) -> bool:
-    return isinstance(value, datetime.date) and not isinstance(value, datetime.datetime)
-
-
-def record_problems(data: dict) -> list:
-    """``(key, problem)`` for every field of FEATURE.toml that is missing or wrong."""
-    problems = []
-
-    def need(key, ok, what):
-        if key not in data:
-            problems.append((key, f"missing field {key!r} ({what})"))
-        elif not ok(data[key]):
-            problems.append((key, f"field {key!r} must be {what}, not {data[key]!r}"))
-
-    need("kind", lambda v: v in ("api", "backend", "both"), '"api", "backend" or "both"')
-    need("owner", lambda v: isinstance(v, str) and bool(_LOGIN.match(v.lstrip("@"))), "a GitHub login")
-    need(
-        "tracking_issue",
-        lambda v: (isinstance(v, int) and not isinstance(v, bool) and v > 0) or (isinstance(v, str) and bool(_ISSUE_REF.match(v))),
-        'an issue number or "owner/repo#N"',
-    )
-    need("admitted", _is_date, "a TOML date")
-    need("target_release", lambda v: isinstance(v, str) and bool(_VERSION.match(v)), 'a version "X.Y.Z"')
-    need("target_date", _is_date, "a TOML date")
-    need("apis", lambda v: isinstance(v, list) and all(isinstance(a, str) and _DOTTED.match(a) for a in v), "a list of dotted paths")
-    need("backends", lambda v: isinstance(v, list) and all(isinstance(b, str) and _PAIR.match(b) for b in v), 'a list of "api:backend" strings')
-    need("auto_routing", lambda v: isinstance(v, bool), "true or false")
-    bad = {key for key, _ in problems}
-    if not bad & {"admitted", "target_date"}:
-        admitted, due = data["admitted"], data["target_date"]
-        if due < admitted:
-            problems.append(("target_date", f"target_date {due} is before admitted {admitted}"))
-        elif due - admitted > MAX_TERM:
-            problems.append(("target_date", f"target_date {due} is more than four weeks after admitted {admitted}"))
-    kind = data.get("kind")
-    if "apis" not in bad and kind in ("api", "both") and not data.get("apis"):
-        problems.append(("apis", f'kind "{kind}" needs at least one entry in apis'))
-    if "backends" not in bad and kind in ("backend", "both") and not data.get("backends"):
-        problems.append(("backends", f'kind "{kind}" needs at least one entry in backends'))
-    return problems
 
 
 def missing_readme_items(text: str) -> list:
@@ -96,8 +45,10 @@ class FeatureRecordIncomplete(Rule):
 
     Every feature under ``flashinfer/experimental/<feature>/`` is admitted for a
     bounded time with a named owner; the bot and the reviewers read that from its
-    record: ``FEATURE.toml`` with every field of SPEC §3.1 (types checked, and
-    ``target_date`` at most four weeks after ``admitted``), a ``README.md`` whose
+    record: ``FEATURE.toml`` with every field of the record (read and validated by
+    ``policy_checks.features``, the same code the bot reads it with: types and GitHub's
+    name rules checked, and ``target_date`` inside the admission window of
+    ``policy_checks.graduation``), a ``README.md`` whose
     headings (``#`` lines or ``**bold**`` lead-ins) cover the four user-contract
     items (what is experimental; supported cases and limits; the gates; automatic
     routing), tests under ``tests/experimental/<feature>/`` and a runnable example
@@ -114,6 +65,8 @@ class FeatureRecordIncomplete(Rule):
     id = "EXP009"
     name = "feature-record-incomplete"
     summary = "an experimental feature lacks FEATURE.toml, README.md, tests or an example"
+    reads = (FEATURE_TOML, FEATURE_README, EXPERIMENTAL_TEST, EXAMPLE)
+    triggers = ()  # it reads directories and texts, no Python file's facts
 
     _TREE = {
         "flashinfer/__init__.py": "",
@@ -178,17 +131,8 @@ class FeatureRecordIncomplete(Rule):
         anchor = f"{rel_dir}/FEATURE.toml" if toml_path.is_file() else f"{rel_dir}/__init__.py"
         missing = []
         if toml_path.is_file():
-            try:
-                text = toml_path.read_text(encoding="utf-8")
-                data = tomllib.loads(text)
-            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
-                yield self.finding(anchor, 1, 1, f"FEATURE.toml of {feature} cannot be read: {error}")
-            else:
-                for key, problem in record_problems(data):
-                    line = next(
-                        (n for n, l in enumerate(text.splitlines(), 1) if re.match(rf"^\s*{key}\s*=", l)), 1
-                    )
-                    yield self.finding(anchor, line, 1, f"FEATURE.toml of {feature}: {problem}")
+            for problem in features.read(toml_path).problems:
+                yield self.finding(anchor, problem.line, 1, str(problem))
         else:
             missing.append("FEATURE.toml")
         readme = directory / "README.md"

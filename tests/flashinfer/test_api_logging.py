@@ -333,7 +333,7 @@ def test_banner_renders_with_docutils_and_keeps_the_sections():
 
 
 def test_the_naive_unindented_prepend_breaks_the_same_docstring():
-    """Contrast: FlashInfer 0.7's prepend (banner + raw docstring) loses the sections."""
+    """Contrast: prepending the banner to the raw, indented docstring loses the sections."""
     naive = (
         ".. warning::\n"
         "    ``add_op`` is experimental: it provides no compatibility guarantees.\n\n"

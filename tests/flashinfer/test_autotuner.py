@@ -1,4 +1,4 @@
-"""Autotuning and its cache (flashinfer/autotuner.py), on CPU tensors.
+"""Autotuning and its cache (flashinfer/autotuner.py, flashinfer/tuning/), on CPU tensors.
 
 The toy API has two stable backends ('slow', 'medium') and one experimental
 backend ('fast', of the feature 'toy_fast'); its body counts the calls of each
@@ -21,6 +21,7 @@ import pytest
 import torch
 
 from flashinfer import api_logging, autotuner
+from flashinfer.tuning import files, keys, tuner
 from flashinfer.api_logging import EXPERIMENTAL_AUTO_ENV_VAR, ExperimentalWarning
 from flashinfer.autotuner import (
     TuningConfigWarning,
@@ -82,9 +83,9 @@ def make_toy_api(*, with_fast=True, fast_feature="toy_fast"):
 
 @pytest.fixture(autouse=True)
 def _fresh_tuner():
-    autotuner._reset_for_tests()
+    tuner._reset_for_tests()
     yield
-    autotuner._reset_for_tests()
+    tuner._reset_for_tests()
 
 
 def tuning_warnings(record) -> list:
@@ -102,7 +103,7 @@ def tune_fast_winner(path, monkeypatch):
     assert runs["fast"] > 0
     assert save_autotune_cache(path) == 1
     monkeypatch.delenv(EXPERIMENTAL_AUTO_ENV_VAR)
-    autotuner._reset_for_tests()
+    tuner._reset_for_tests()
     api_logging._reset_warnings_for_tests()
     return json.loads(path.read_text())
 
@@ -115,7 +116,7 @@ def test_tuning_times_only_stable_candidates_while_gate_is_unset():
     with autotune():
         api(torch.ones(4, 8))
     assert runs["fast"] == 0  # not even timed
-    assert runs["slow"] == autotuner.WARMUP_RUNS + autotuner.TIMED_RUNS
+    assert runs["slow"] == tuner.WARMUP_RUNS + tuner.TIMED_RUNS
     runs.clear()
     for _ in range(3):  # outside the block: the remembered winner
         api(torch.ones(4, 8))
@@ -263,7 +264,7 @@ def test_save_and_load_round_trip(tmp_path):
     assert entry["tuned_at"].endswith("+00:00")
     assert (tmp_path / "cache.json").stat().st_mode & 0o777 == 0o644  # not mkstemp's 0600
 
-    autotuner._reset_for_tests()
+    tuner._reset_for_tests()
     api, runs = make_toy_api()
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a clean load warns nothing
@@ -283,10 +284,10 @@ def test_keys_in_memory_and_in_the_saved_file_agree_after_a_round_trip(tmp_path)
     (saved,) = json.loads((tmp_path / "cache.json").read_text())["entries"]
     assert saved["key"] == ["cpu", ["x", [4, 8], "bfloat16"]]
 
-    autotuner._reset_for_tests()
+    tuner._reset_for_tests()
     api, runs = make_toy_api()
     assert load_autotune_cache(tmp_path / "cache.json").loaded == 1
-    (loaded,) = autotuner._tables[api].entries
+    (loaded,) = tuner._tables[api].entries
     assert type(loaded[1][1]) is tuple  # read back from JSON
     assert loaded == in_memory and hash(loaded) == hash(in_memory)
     api(x)  # so the lookup finds the loaded winner
@@ -333,7 +334,7 @@ def test_load_merges_and_the_newer_entry_wins(tmp_path):
 
 def _save_repeatedly(path: str, rows: int, rounds: int) -> None:
     """Child process: tune one problem of its own, then save to the shared path."""
-    autotuner._reset_for_tests()
+    tuner._reset_for_tests()
     api, _ = make_toy_api()
     with autotune():
         api(torch.ones(rows, 8))
@@ -525,10 +526,10 @@ def test_autotune_with_a_hostile_cache_file_tunes_and_saves_over_it(tmp_path, un
 def test_a_cache_longer_than_the_cap_is_ignored(tmp_path, monkeypatch):
     tune_fast_winner(tmp_path / "cache.json", monkeypatch)
     size = (tmp_path / "cache.json").stat().st_size
-    monkeypatch.setattr(autotuner, "MAX_CONFIG_BYTES", size - 1)
+    monkeypatch.setattr(files, "MAX_CONFIG_BYTES", size - 1)
     with pytest.warns(TuningConfigWarning, match=f"larger than {size - 1} bytes"):
         assert load_autotune_cache(tmp_path / "cache.json").error is not None
-    monkeypatch.setattr(autotuner, "MAX_CONFIG_BYTES", size)
+    monkeypatch.setattr(files, "MAX_CONFIG_BYTES", size)
     with pytest.warns(TuningConfigWarning, match="skipped 1"):  # read; the entry is gated
         assert load_autotune_cache(tmp_path / "cache.json").error is None
 
@@ -538,7 +539,7 @@ def test_a_key_nested_past_the_recursion_limit_is_malformed_not_an_error():
     for _ in range(sys.getrecursionlimit() + 100):
         nested = [nested]
     with pytest.raises(TypeError, match="nested too deeply"):
-        autotuner.freeze_key(nested)
+        keys.freeze_key(nested)
 
 
 def test_an_entry_that_breaks_the_loader_is_skipped_and_the_rest_load(tmp_path, monkeypatch):
@@ -546,14 +547,14 @@ def test_an_entry_that_breaks_the_loader_is_skipped_and_the_rest_load(tmp_path, 
     entry = {"api": API, "key": ["cpu", ["x", [4, 8], "float32"]], "backend": "medium", "tactic": None, "experimental": False, "feature": None, "tuned_at": "2026-01-01"}
     broken = dict(entry, api="toy_models.breaks_the_loader")
     (tmp_path / "cache.json").write_text(json.dumps({"format": "flashinfer-autotune-cache", "schema_version": 1, "entries": [broken, entry]}))
-    real = autotuner.resolve_entry
+    real = tuner.resolve_entry
 
     def resolve(name, backend, summary):  # stands for a failure no check foresaw
         if name == broken["api"]:
             raise RecursionError("maximum recursion depth exceeded")
         return real(name, backend, summary)
 
-    monkeypatch.setattr(autotuner, "resolve_entry", resolve)
+    monkeypatch.setattr(tuner, "resolve_entry", resolve)
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
         summary = load_autotune_cache(tmp_path / "cache.json")

@@ -1,7 +1,7 @@
 """Per-call dispatch state under concurrency (flashinfer/utils.py).
 
-FlashInfer 0.7 stores ``suitable_auto_backends`` on the shared wrapper, so a thread
-can read another thread's candidates. Here many threads call one API with
+A ``suitable_auto_backends`` kept on the shared wrapper would let a thread read
+another thread's candidates. Here many threads call one API with
 different arguments at once and each must read its own call's state, inside the
 body and after the call, also after a failed call.
 """

@@ -68,13 +68,6 @@ def test_bad_inputs_are_named(x, w, eps, message):
         rmsnorm(x, w, eps=eps)
 
 
-def test_row_kernel_threads_cover_the_row():
-    for vecs in (1, 31, 256, 1024, 4096, 5000):
-        threads = norm.row_kernel_threads(vecs)
-        assert threads % 32 == 0 and 32 <= threads <= 1024
-        assert threads * 4 >= min(vecs, 4096)  # up to 4096 vectors stay in registers
-
-
 def test_rmsnorm_spec_is_stable():
     spec = norm.rmsnorm_spec()
     assert not spec.experimental and spec.kernels == ("fi_rmsnorm_bf16",)

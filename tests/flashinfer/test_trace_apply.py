@@ -17,6 +17,7 @@ import pytest
 import torch
 
 from flashinfer import autotuner, trace_apply
+from flashinfer.tuning import files, tuner
 from flashinfer.api_logging import EXPERIMENTAL_AUTO_ENV_VAR, ExperimentalWarning
 from flashinfer.autotuner import TuningConfigWarning, autotune, register_api
 from flashinfer.trace_apply import apply_trace_config
@@ -71,10 +72,10 @@ def make_toy_api(*, with_fast=True):
 
 @pytest.fixture(autouse=True)
 def _fresh_pins():
-    autotuner._reset_for_tests()
+    tuner._reset_for_tests()
     trace_apply._reset_for_tests()
     yield
-    autotuner._reset_for_tests()
+    tuner._reset_for_tests()
     trace_apply._reset_for_tests()
 
 
@@ -129,7 +130,7 @@ def test_pin_of_an_experimental_backend_is_skipped_while_the_gate_is_unset(tmp_p
     (warning,) = ours(record)  # the load's one warning; the calls add none
     assert issubclass(warning.category, TuningConfigWarning)
     assert EXPERIMENTAL_AUTO_ENV_VAR in str(warning.message) and f"{API}:fast" in str(warning.message)
-    assert (summary.loaded, summary.skipped) == (0, {autotuner.GATE_UNSET_REASON: [f"{API}:fast"]})
+    assert (summary.loaded, summary.skipped) == (0, {files.GATE_UNSET_REASON: [f"{API}:fast"]})
     assert runs == [("ref", ["ref", "alt"])] * 3  # automatic selection among stable backends
 
 
@@ -287,10 +288,10 @@ def test_a_config_longer_than_the_cap_is_ignored(tmp_path, monkeypatch):
     make_toy_api()
     path = write_toml(tmp_path, f'[[pin]]\napi = "{API}"\nbackend = "alt"\n')
     size = path.stat().st_size
-    monkeypatch.setattr(autotuner, "MAX_CONFIG_BYTES", size - 1)
+    monkeypatch.setattr(files, "MAX_CONFIG_BYTES", size - 1)
     with pytest.warns(TuningConfigWarning, match=f"larger than {size - 1} bytes"):
         assert apply_trace_config(path).loaded == 0
-    monkeypatch.setattr(autotuner, "MAX_CONFIG_BYTES", size)
+    monkeypatch.setattr(files, "MAX_CONFIG_BYTES", size)
     assert apply_trace_config(path).loaded == 1
 
 

@@ -1,4 +1,4 @@
-"""Backend dispatch of flashinfer/utils.py, on CPU tensors (capability 0)."""
+"""Backend dispatch (flashinfer/utils.py, flashinfer/dispatch/), on CPU tensors (capability 0)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import warnings
 import pytest
 import torch
 
-from flashinfer import utils
+from flashinfer.dispatch.hooks import hooks
 from flashinfer.api_logging import EXPERIMENTAL_AUTO_ENV_VAR, ExperimentalWarning
 from flashinfer.utils import (
     CPU_COMPUTE_CAPABILITY,
@@ -644,7 +644,7 @@ def test_first_tensor_decides_the_capability_even_as_keyword(x):
     assert op(None, b=None, backend="gpu") == "ran"  # no tensor: no capability check
 
 
-# -- hooks (installed by flashinfer.autotuner; the contract seen from dispatch) -----------
+# -- hooks (registered by flashinfer.tuning.tuner; the contract seen from dispatch) ------
 
 
 def test_tuned_choice_can_only_reorder_the_candidates(x, monkeypatch, gate_on):
@@ -655,7 +655,7 @@ def test_tuned_choice_can_only_reorder_the_candidates(x, monkeypatch, gate_on):
         calls.append((dispatch, candidates, bound["backend"]))
         return next(answers)
 
-    monkeypatch.setattr(utils, "tuned_choice_hook", hook)
+    monkeypatch.setattr(hooks, "tuned_choice", hook)
     api, seen = make_api()
     with pytest.warns(ExperimentalWarning):
         api(x)
@@ -666,7 +666,7 @@ def test_tuned_choice_can_only_reorder_the_candidates(x, monkeypatch, gate_on):
 
 def test_tuned_choice_never_sees_gate_dropped_backends(x, monkeypatch):
     offered = []
-    monkeypatch.setattr(utils, "tuned_choice_hook", lambda d, c, b: offered.append(c) or "fast")
+    monkeypatch.setattr(hooks, "tuned_choice", lambda d, c, b: offered.append(c) or "fast")
     api, seen = make_api()
     api(x)
     assert seen[-1][1] == ["ref"]

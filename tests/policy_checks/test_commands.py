@@ -232,7 +232,7 @@ def test_a_root_without_the_package_is_an_error(tmp_path):
 
 
 def test_an_internal_error_exits_2(tree, monkeypatch):
-    from policy_checks.rules import RULES
+    from policy_checks.rules.registry import RULES
 
     def broken(project):
         raise RuntimeError("bug")

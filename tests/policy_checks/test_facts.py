@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from policy_checks.facts import FUNCTION, MODULE, TYPE_CHECKING, extract, parse_suppression, resolve_relative, syntax_error
+from policy_checks.facts import AliasBinding, CallRef, DefBinding, DictBinding, Entry, Import, NameRef
 
 
 def imports_of(source, module="flashinfer.ops.a", is_package=False):
@@ -186,6 +187,12 @@ def test_facts_survive_the_json_round_trip():
     ).encode()
     facts = extract(source, "flashinfer.gemm", False)
     assert facts.bindings["__all__"] == ("names", ("f", "K"))
+    # every fact is a named tuple; a tagged one still equals its tagged tuple
+    checks = facts.bindings["CHECKS"]
+    assert isinstance(checks, DictBinding) and checks.value.entries[0] == Entry("a", NameRef("name", "x.a"))
+    assert checks.value.entries[2].value == CallRef("call", "experimental_backend", (NameRef("name", "c"),))
+    assert facts.bindings["alias"] == AliasBinding("alias", "br") and facts.bindings["K"] == DefBinding("def", "K")
+    assert isinstance(facts.backend_calls[0].checks, NameRef) and isinstance(facts.imports[0], Import)
     assert from_data(json.loads(json.dumps(to_data(facts)))) == facts
     broken = extract(b"def (:\n", "m", False)
     assert from_data(json.loads(json.dumps(to_data(broken)))) == broken
@@ -244,7 +251,8 @@ def test_positions_in_a_declared_encoding_and_with_old_mac_line_ends():
 
 
 def test_a_dynamic_import_points_at_its_statement():
-    """SPEC §2: a finding on a Python statement points at the statement's first line and column."""
+    """A finding on a Python statement points at the statement's first line and column
+    (docs/policy_check.rst, "Running it"), where an editor takes the reader."""
     got = imports_of(
         "import importlib\n"
         "KERNELS = importlib.import_module(\n    'flashinfer.experimental.f'\n)\n"  # 2

@@ -1,12 +1,13 @@
 """Every rule's VALID and INVALID examples (Fixit-style): valid ones produce no
 finding of the rule, invalid ones exactly the listed ones; with and without the
-prefilter, and with one and two worker processes."""
+prefilter, with every rule selected and with the rule alone (its own declaration is
+then the whole prefilter)."""
 
 from __future__ import annotations
 
 import pytest
 
-from policy_checks.rules import RULES
+from policy_checks.rules.registry import RULES
 
 from .conftest import located
 
@@ -20,8 +21,10 @@ CASES = [
 
 @pytest.mark.parametrize("rule,example,valid", CASES)
 @pytest.mark.parametrize("prefilter", [True, False])
-def test_example(check, rule, example, valid, prefilter):
-    result = check(example.files, example.settings, prefilter=prefilter, jobs=1)
+@pytest.mark.parametrize("alone", [False, True], ids=["all-rules", "alone"])
+def test_example(check, rule, example, valid, prefilter, alone):
+    select = [rule.id] if alone else None
+    result = check(example.files, example.settings, prefilter=prefilter, jobs=1, select=select)
     expected = [] if valid else sorted(example.expect)
     assert located(result, rule.id) == expected, [f for f in result.findings if f.rule == rule.id]
 

@@ -1,5 +1,5 @@
-"""The runner: the prefilter's soundness, the cache never changing a result,
-parallel and serial runs agreeing, and robustness against bad input."""
+"""The runner: the prefilter's soundness, rule by rule and composed, the cache never
+changing a result, parallel and serial runs agreeing, and robustness against bad input."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from policy_checks import cache as cache_module
 from policy_checks.config import Settings
-from policy_checks.runner import names_experimental, run
+from policy_checks.rules.registry import RULES
+from policy_checks.runner import run
 
 from .conftest import located, write_raw_name, write_tree
 
@@ -28,18 +29,6 @@ BASE = {
     "flashinfer/gdn_kernels/__init__.py": "",
     "flashinfer/gdn_kernels/experimental/__init__.py": "x = 1\n",
 }
-
-
-def test_names_experimental():
-    assert names_experimental(b"from .experimental import f", "flashinfer")
-    assert names_experimental(b"import flashinfer.experimental.f", "flashinfer")
-    assert names_experimental(b"from flashinfer . experimental import f", "flashinfer")
-    assert names_experimental(b"from cutlass import experimental", "flashinfer")
-    assert names_experimental(b"import cutlass.experimental, flashinfer.experimental", "flashinfer")
-    assert not names_experimental(b"from .api_logging import flashinfer_experimental_api", "flashinfer")
-    assert not names_experimental(b"import cutlass.cute.experimental as ce", "flashinfer")
-    assert not names_experimental(b"from cuda.core.experimental import Device", "flashinfer")
-    assert not names_experimental(b"is_cute_dsl_experimental_available()", "flashinfer")
 
 
 def test_prefilter_reads_identifiers_as_python_does(check):
@@ -96,19 +85,43 @@ def _render(form: str, target: str) -> str:
 statements = st.lists(
     st.tuples(st.sampled_from(FORMS), st.sampled_from(TARGETS), st.sampled_from(PLACES)), min_size=1, max_size=4
 )
+# every rule whose declaration makes files primary, alone (its declaration is then
+# the whole prefilter), and all rules together (None)
+DECLARING = [None] + [rule_id for rule_id, rule in RULES.items() if rule.triggers]
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(statements)
-def test_prefilter_is_sound(tmp_path_factory, chosen):
-    """Whatever import forms a core module uses, the prefiltered run finds exactly
-    what a run that parses every file finds."""
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(statements, st.sampled_from(DECLARING))
+def test_prefilter_is_sound(tmp_path_factory, chosen, rule_id):
+    """Whatever import forms a core module and a stable test use, the prefiltered
+    run finds exactly what a run that parses every file finds, whichever rules run:
+    the prefilter is composed from the declarations of the rules selected."""
     body = "import importlib\nfrom importlib import import_module as im\nfrom typing import TYPE_CHECKING\n"
     body += "".join(place.format(stmt=_render(form, target)) for form, target, place in chosen)
-    root = write_tree(tmp_path_factory.mktemp("tree"), {**BASE, "flashinfer/ops/deep/mod.py": body})
-    fast = run(root, Settings(), use_cache=False, jobs=1, progress=False)
-    full = run(root, Settings(), use_cache=False, jobs=1, progress=False, prefilter=False)
+    files = {**BASE, "flashinfer/ops/deep/mod.py": body, "tests/test_generated.py": body, "pytest.ini": PYTEST_INI}
+    root = write_tree(tmp_path_factory.mktemp("tree"), files)
+    select = [rule_id] if rule_id else None
+    fast = run(root, Settings(), select=select, use_cache=False, jobs=1, progress=False)
+    full = run(root, Settings(), select=select, use_cache=False, jobs=1, progress=False, prefilter=False)
     assert fast.findings == full.findings
+
+
+PYTEST_INI = "[pytest]\nnorecursedirs = tests/experimental\n"
+
+
+def test_a_renamed_experimental_package_is_found_by_the_prefilter(check):
+    """The trigger word is the experimental package's own last name, from the settings."""
+    files = {
+        "flashinfer/__init__.py": "",
+        "flashinfer/incubator/__init__.py": "",
+        "flashinfer/incubator/feat/__init__.py": "",
+        "flashinfer/gemm.py": "from .incubator.feat import kernels\nfrom . import experimental\n",
+        "flashinfer/experimental.py": "",
+    }
+    settings = {"experimental-package": "flashinfer.incubator"}
+    expected = [("flashinfer/gemm.py", 1)]
+    assert located(check(files, settings, jobs=1), "EXP001") == expected
+    assert located(check(files, settings, jobs=1, prefilter=False), "EXP001") == expected
 
 
 def test_traps_are_not_reported(check):
@@ -307,3 +320,41 @@ def test_progress_shows_only_on_a_terminal_after_a_second(monkeypatch, capsys):
         bar.update(16)
         bar.close()
         assert ("parsed 16/32 files" in stream.getvalue()) == shown, (tty, elapsed)
+
+
+def test_a_warm_run_neither_scans_nor_parses(tmp_path, monkeypatch):
+    """The trigger scan of each file's bytes is cached beside its facts."""
+    from policy_checks import needs
+
+    root = write_tree(tmp_path, _tree_for_consistency())
+    cold = run(root, Settings(), use_cache=True, jobs=1, progress=False)
+
+    def no_scan(self, data):
+        raise AssertionError("scanned again")
+
+    monkeypatch.setattr(needs.Scanner, "scan", no_scan)
+    warm = run(root, Settings(), use_cache=True, jobs=1, progress=False)
+    assert warm.findings == cold.findings and warm.parsed == 0
+    # another selection reads the same cache: the scan covers every rule's triggers
+    assert run(root, Settings(), select=["EXP004"], use_cache=True, jobs=1, progress=False).parsed == 0
+
+
+def test_copies_are_syntax_checked_once(tmp_path, monkeypatch):
+    """Files with the same bytes share one syntax check; each keeps its own facts."""
+    from policy_checks import runner
+
+    calls = []
+    real = runner.syntax_only
+
+    def counting(source, module, is_package):
+        calls.append(module)
+        return real(source, module, is_package)
+
+    monkeypatch.setattr(runner, "syntax_only", counting)
+    copy = "x = 1  # policy: ignore[EXP001] copied\ndef broken(:\n"
+    files = {**BASE, **{f"flashinfer/gen{n}/__init__.py": copy for n in range(3)}, "flashinfer/other.py": "y = 2\n"}
+    root = write_tree(tmp_path, files)
+    result = run(root, Settings(), use_cache=False, jobs=1, progress=False)
+    assert len([m for m in calls if m.startswith("flashinfer.gen")]) == 1
+    assert located(result, "EXP000") == [(f"flashinfer/gen{n}/__init__.py", 2) for n in range(3)]
+    assert result.findings == run(root, Settings(), use_cache=False, jobs=2, progress=False, prefilter=False).findings

@@ -9,7 +9,7 @@ from typing import NamedTuple, Optional
 import torch
 
 from flashinfer.jit import JitSpec, common_headers, get_kernel, read_source
-from flashinfer.norm import rms_normalize_fp32, row_kernel_threads
+from flashinfer.norm_rows import rms_normalize_fp32, row_kernel_threads
 
 __all__ = ["DEFAULT_CONFIG", "GatedConfig", "gated_rmsnorm_spec", "kernel_applies", "run", "run_torch"]
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import torch
 
+from flashinfer.capabilities import CPU_COMPUTE_CAPABILITY, NVRTC_CAPABILITIES, supported_compute_capability
 from flashinfer.experimental import experimental_backend
 from flashinfer.gemm_layout import check_16_byte_operands
-from flashinfer.utils import CPU_COMPUTE_CAPABILITY, supported_compute_capability
 
 __all__ = ["MAX_M", "check_splitk"]
 
@@ -19,7 +19,7 @@ MAX_M = 16
 
 
 @experimental_backend
-@supported_compute_capability([CPU_COMPUTE_CAPABILITY, 80, 86, 87, 89, 90, 100, 103, 110, 120, 121])
+@supported_compute_capability([CPU_COMPUTE_CAPABILITY, *NVRTC_CAPABILITIES])
 def check_splitk(a: torch.Tensor, b: torch.Tensor, out=None, backend="auto") -> bool:
     """Decode shapes only: ``M <= 16``; on CUDA also 16-byte rows and pointers."""
     if a.shape[0] > MAX_M:

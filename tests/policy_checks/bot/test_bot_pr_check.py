@@ -469,3 +469,14 @@ def test_a_flooded_thread_is_read_within_a_page_cap(repo, bot_cli):
         assert "its comment is left alone" in result.output
     assert bot_comments(repo, pr) == []  # never a comment per run that the next run cannot find
     assert status_of(repo, pr)["state"] == "success"
+
+
+def test_experimental_paths_are_the_checkers_definition():
+    from policy_checks import config
+    from policy_checks.bot import pr_check
+
+    assert pr_check.is_experimental_path is config.is_experimental_path  # FlashInfer's default layout
+    assert pr_check.is_experimental_path("flashinfer/experimental/splitk/kernel.py")
+    assert pr_check.is_experimental_path("tests/experimental/splitk/test_splitk.py")
+    assert not pr_check.is_experimental_path("flashinfer/experimental_utils.py")
+    assert not pr_check.is_experimental_path("flashinfer/gemm.py")

@@ -12,7 +12,7 @@ from typing import Dict, Union
 import pytest
 
 from policy_checks.fix.apply import FileFix, plan
-from policy_checks.fix.findings import Finding, Project, load_project
+from policy_checks.fix.findings import Finding, FixTarget, load_project
 
 PYPROJECT = """\
 [tool.policy-check]
@@ -92,7 +92,7 @@ def tree(tmp_path):
         root = tmp_path
 
         @property
-        def project(self) -> Project:
+        def project(self) -> FixTarget:
             return load_project(tmp_path)
 
         def write(self, files):
@@ -110,7 +110,7 @@ def tree(tmp_path):
                 line, column = line if isinstance(line, tuple) else (line, None)
                 if column is None:
                     column = len(text[line - 1]) - len(text[line - 1].lstrip()) + 1
-                findings.append(Finding(rule, rel, line, column, "test finding"))
+                findings.append(Finding(rule=rule, path=rel, line=line, column=column, message="test finding"))
             (result,) = plan(self.project, findings)
             return result
 

@@ -43,7 +43,7 @@ Trailing paragraph.
 
 
 def _finding(line: int) -> Finding:
-    return Finding("EXP006", "docs/api/gemm.rst", line, 1, "test")
+    return Finding(rule="EXP006", path="docs/api/gemm.rst", line=line, column=1, message="test")
 
 
 @pytest.mark.parametrize("newline", ["\n", "\r\n"])

@@ -9,8 +9,9 @@ import libcst as cst
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from policy_checks.config import Settings
 from policy_checks.fix.apply import plan
-from policy_checks.fix.findings import Finding, Project
+from policy_checks.fix.findings import Finding, FixTarget
 
 NOISE = st.sampled_from(
     [
@@ -25,6 +26,10 @@ NOISE = st.sampled_from(
     ]
 )
 IMPORT = "from .experimental.feat.kernels import run"
+
+
+def _fxpkg(root) -> FixTarget:
+    return FixTarget(root, Settings(package="fxpkg", experimental_package="fxpkg.experimental"))
 
 
 def _block(lines, newline):
@@ -51,7 +56,7 @@ def test_only_the_moved_import_and_the_inserted_lines_change(tmp_path, before, b
     (tmp_path / "fxpkg/core.py").write_bytes(source.encode())
 
     line = head.count(newline) + 1
-    (result,) = plan(Project(tmp_path, "fxpkg", "fxpkg.experimental"), [Finding("EXP001", "fxpkg/core.py", line, 1, "")])
+    (result,) = plan(_fxpkg(tmp_path), [Finding(rule="EXP001", path="fxpkg/core.py", line=line, column=1, message="")])
 
     if cst.parse_module(source).code != source:  # a libcst round-trip gap: hands off
         assert not result.changed and result.left[0][1].startswith("libcst does not reproduce this file")
@@ -66,6 +71,6 @@ def test_a_file_libcst_cannot_print_back_unchanged_is_not_touched(tmp_path):
     source = IMPORT + "\n\n\n@flashinfer_api\ndef api(x):\n    return run(x)\n\n\f\n"
     (tmp_path / "fxpkg").mkdir()
     (tmp_path / "fxpkg/core.py").write_text(source)
-    (result,) = plan(Project(tmp_path, "fxpkg", "fxpkg.experimental"), [Finding("EXP001", "fxpkg/core.py", 1, 1, "")])
+    (result,) = plan(_fxpkg(tmp_path), [Finding(rule="EXP001", path="fxpkg/core.py", line=1, column=1, message="")])
     assert not result.changed
     assert [r for _, r in result.left] == ["libcst does not reproduce this file byte for byte; fix it by hand"]

@@ -1,0 +1,349 @@
+"""The feature record: ``flashinfer/experimental/<feature>/FEATURE.toml``, read and validated in one place.
+
+Every experimental feature carries a record of who answers for it, where it is tracked
+and when it must graduate (docs/experimental.rst, "Admission"). The checker (EXP009
+fails a tree whose record is incomplete), the bot (the weekly review compares the
+record with its tracking issue) and any later command that lists, graduates or removes
+features read it through `parse` or `read`, so that a record one of them accepts the
+others accept too. GitHub's own rules for the names in a record (logins, repository
+names, issue references) are defined here once; the bot's parsers of PR bodies reuse
+the pieces.
+
+Nothing here raises on odd input: the result holds what could be read plus a list of
+problems, each worded for a contributor (what is wrong and what to write instead).
+Text from the file appears in a problem only through the caller's ``quote`` function:
+the bot passes an inert Markdown code span, the checker `repr` (printable on a
+terminal). Every regex runs in time linear in its input (the bot reads records at the
+default branch as untrusted text). Nothing here imports the bot or PyGithub.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from .graduation import WINDOW_IN_WORDS, default_deadline
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+KINDS = ("api", "backend", "both")
+
+# A GitHub login (user or organisation): ASCII letters, digits and single hyphens, at most
+# 39 characters, neither starting nor ending with a hyphen. Use with match().
+LOGIN_RE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}\Z")
+LOGIN_RULE = "letters, digits and single hyphens, at most 39 characters, not starting or ending with a hyphen"
+
+# The pieces of a tracking reference, for full matches here and for searches in PR bodies
+# (policy_checks.bot.parsers adds what a search needs around them). Owners are logins, so
+# no "_" or "."; repository names may hold both. An issue number is at most nine ASCII
+# digits, not followed by a tenth (int() refuses strings of more than 4,300 digits, and
+# GitHub links only ASCII digits).
+OWNER_CHARS = r"[A-Za-z0-9-]+"
+NAME_CHARS = r"[A-Za-z0-9._-]+"
+ISSUE_NUMBER = r"([0-9]{1,9})(?![0-9])"
+CROSS_REPO_REF = rf"({OWNER_CHARS})/({NAME_CHARS})#{ISSUE_NUMBER}"  # groups: owner, name, number
+MAX_ISSUE = 999_999_999
+MAX_REPO_NAME = 100
+
+_NAME_RE = re.compile(NAME_CHARS)
+# "X.Y.Z" and an optional suffix (0.8.0rc1, 0.8.0.post1, 0.8.0+cu124). The suffix starts
+# with a non-digit, so the last number and the suffix cannot split a run of digits two ways.
+_VERSION_RE = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+(?:[A-Za-z.+-][A-Za-z0-9.+-]*)?")
+_DOTTED_RE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")  # \w excludes ".": one way to split
+_PAIR_RE = re.compile(r"[A-Za-z_][\w.]*:[\w.-]+")  # "api:backend"; [\w.] excludes ":"
+
+
+@dataclass(frozen=True)
+class TrackingRef:
+    """A tracking issue: its number and, for another repository, ``owner/name``."""
+
+    number: int
+    repo: str | None = None
+
+    def render(self, this_repo: str) -> str:
+        if self.repo is None or self.repo.lower() == this_repo.lower():
+            return f"#{self.number}"
+        return f"{self.repo}#{self.number}"
+
+
+def is_login(text: str) -> bool:
+    return bool(LOGIN_RE.match(text))
+
+
+def issue_number(digits: str) -> int | None:
+    """The issue that digits matched by `ISSUE_NUMBER` name; None for 0, which no issue has."""
+    number = int(digits)
+    return number if number >= 1 else None
+
+
+def number_problem(number: int) -> str | None:
+    """Why ``number`` cannot be an issue number; None when it can."""
+    if number < 1:
+        return "issue numbers start at 1"
+    return "issue numbers have at most nine digits" if number > MAX_ISSUE else None
+
+
+def repository_problem(owner: str, name: str) -> str | None:
+    """Why ``owner/name`` cannot be a GitHub repository, worded without echoing it; None when it can."""
+    if not is_login(owner):
+        return f"the owner is not a GitHub user or organisation ({LOGIN_RULE}; no `_`)"
+    if not _NAME_RE.fullmatch(name) or name in (".", "..") or len(name) > MAX_REPO_NAME:
+        return (f"the repository name is not one GitHub allows (letters, digits, `.`, `_` and `-`, "
+                f"at most {MAX_REPO_NAME} characters)")
+    return None
+
+
+def parse_cross_repo_ref(text: str) -> tuple[TrackingRef | None, str | None]:
+    """Read exactly ``owner/name#N``: ``(ref, None)``, or ``(None, why)`` worded without echoing the text.
+
+    What it accepts is what `CROSS_REPO_REF` matches whose owner is a login and whose
+    number is an issue's; the parts are taken apart with string code so that the reason
+    can name the part that is wrong.
+    """
+    owner, slash, rest = text.partition("/")
+    name, sharp, digits = rest.rpartition("#")
+    if not (slash and sharp):
+        return None, 'it is not of the form "owner/repo#N"'
+    why = repository_problem(owner, name)
+    if why is None and not (digits.isascii() and digits.isdigit()):
+        why = "the issue number is not a number"
+    if why is None:
+        why = number_problem(int(digits)) if len(digits) <= 9 else "issue numbers have at most nine digits"
+    return (None, why) if why else (TrackingRef(int(digits), f"{owner}/{name}"), None)
+
+
+class Problem(str):
+    """One problem of a record, worded for a contributor; also the field it concerns and that field's line."""
+
+    key: str | None  # the field; None for the file as a whole
+    line: int  # 1-based line of the field in the file; 1 when it is missing or unknown
+
+    def __new__(cls, text: str, key: str | None = None, line: int = 1) -> Problem:
+        problem = super().__new__(cls, text)
+        problem.key, problem.line = key, line
+        return problem
+
+
+@dataclass
+class FeatureRecord:
+    """A parsed ``FEATURE.toml``; a field that is missing or malformed is ``None``.
+
+    ``target_release`` is the exception: a string that is not a version is kept (and is a
+    problem), because the review compares it with the tracking issue's.
+    """
+
+    name: str
+    kind: str | None = None
+    owner: str | None = None  # the login, without "@"
+    tracking: TrackingRef | None = None
+    admitted: dt.date | None = None
+    target_release: str | None = None
+    target_date: dt.date | None = None
+    apis: tuple[str, ...] | None = None
+    backends: tuple[str, ...] | None = None
+    auto_routing: bool | None = None
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def deadline(self) -> dt.date | None:
+        """The graduation deadline before extensions: the target date, else the end of the admission window."""
+        if self.target_date is not None:
+            return self.target_date
+        return default_deadline(self.admitted) if self.admitted is not None else None
+
+
+# What to write for each field, told to a contributor who left it out.
+_MISSING = {
+    "kind": 'add `kind = "api"`, `"backend"` or `"both"`: what the feature adds',
+    "owner": 'add `owner = "login"`: the GitHub login of the person who answers for the feature',
+    "tracking_issue": 'add `tracking_issue = N` (an issue of this repository) or `"owner/repo#N"`',
+    "admitted": "add `admitted = YYYY-MM-DD` (a TOML date, no quotes): the day the feature was admitted",
+    "target_release": 'add `target_release = "X.Y.Z"`: the release the feature should graduate in',
+    "target_date": f"add `target_date = YYYY-MM-DD` (a TOML date, no quotes), at most {WINDOW_IN_WORDS} "
+                   "after `admitted`",
+    "apis": 'add `apis = ["flashinfer.name"]`: the experimental APIs (`[]` when there are none)',
+    "backends": 'add `backends = ["api:backend"]`: the experimental backends (`[]` when there are none)',
+    "auto_routing": 'add `auto_routing = true` or `false`: whether `backend="auto"` may choose the feature',
+}
+_DATE = "a TOML date such as 2026-11-02 (no quotes, no time)"
+
+
+def _type_name(value: object) -> str:
+    """How TOML calls the type of a value, for "must be X, not Y"."""
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, dt.datetime):
+        return "a date with a time"
+    for kind, name in ((str, "a string"), (int, "a number"), (float, "a number"), (dt.date, "a date"),
+                       (dt.time, "a time"), (list, "a list"), (dict, "a table")):
+        if isinstance(value, kind):
+            return name
+    return type(value).__name__
+
+
+def _is(value: object, kind: type) -> bool:
+    """isinstance, with TOML's distinctions: a bool is no number, a date with a time no date."""
+    if isinstance(value, bool) and kind is not bool:
+        return False
+    if kind is dt.date and isinstance(value, dt.datetime):
+        return False
+    return isinstance(value, kind)
+
+
+def _key_lines(text: str) -> dict[str, int]:
+    """The line of each ``key =`` that starts a line (first occurrence), read with string code."""
+    lines: dict[str, int] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        key, equals, _ = line.partition("=")
+        if equals:
+            lines.setdefault(key.strip(), number)
+    return lines
+
+
+class _Reader:
+    """Fills a record from the TOML table, collecting problems."""
+
+    def __init__(self, record: FeatureRecord, data: dict, text: str, quote: Callable[[str], str]):
+        self.record, self.data, self.text, self.quote = record, data, text, quote
+        self._lines: dict[str, int] | None = None
+
+    def problem(self, key: str | None, message: str) -> None:
+        line = 1
+        if key is not None and key in self.data:
+            if self._lines is None:
+                self._lines = _key_lines(self.text)
+            line = self._lines.get(key, 1)
+        self.record.problems.append(Problem(message, key, line))
+
+    def missing(self, key: str) -> None:
+        self.problem(key, f"FEATURE.toml has no `{key}`: {_MISSING[key]}")
+
+    def typed(self, key: str, kind: type, what: str):
+        """The value of ``key`` if it has the type ``kind``, else None and a problem."""
+        if key not in self.data:
+            self.missing(key)
+            return None
+        value = self.data[key]
+        if not _is(value, kind):
+            self.problem(key, f"FEATURE.toml `{key}` must be {what}, not {_type_name(value)}")
+            return None
+        return value
+
+    def strings(self, key: str, pattern: re.Pattern, what: str, example: str) -> tuple[str, ...] | None:
+        values = self.typed(key, list, f'a list of strings such as ["{example}"]')
+        if values is None:
+            return None
+        for value in values:
+            if not isinstance(value, str):
+                self.problem(key, f"FEATURE.toml `{key}` must hold strings, not {_type_name(value)}")
+                return None
+            if not pattern.fullmatch(value):
+                self.problem(key, f"FEATURE.toml `{key}` entry {self.quote(value)} is not {what} such as `{example}`")
+                return None
+        return tuple(values)
+
+    def read(self) -> None:
+        record, quote = self.record, self.quote
+        kind = self.typed("kind", str, '"api", "backend" or "both"')
+        if kind is not None:
+            if kind in KINDS:
+                record.kind = kind
+            else:
+                self.problem("kind", f'FEATURE.toml `kind` must be "api", "backend" or "both", not {quote(kind)}')
+        owner = self.typed("owner", str, 'a GitHub login in quotes, such as "octocat"')
+        if owner is not None:
+            login = owner[1:] if owner.startswith("@") else owner
+            if is_login(login):
+                record.owner = login
+            else:
+                self.problem("owner", f"FEATURE.toml `owner` is not a GitHub login: {quote(owner)} ({LOGIN_RULE})")
+        self.read_tracking()
+        record.admitted = self.typed("admitted", dt.date, _DATE)
+        release = self.typed("target_release", str, 'a version in quotes, such as "0.8.0"')
+        if release is not None:
+            record.target_release = release  # kept even when malformed: see FeatureRecord
+            if not _VERSION_RE.fullmatch(release):
+                self.problem("target_release", "FEATURE.toml `target_release` must be a version X.Y.Z such as "
+                                               f"`0.8.0` or `0.8.0rc1`, not {quote(release)}")
+        record.target_date = self.typed("target_date", dt.date, _DATE)
+        record.apis = self.strings("apis", _DOTTED_RE, "a dotted path", "flashinfer.gated_rmsnorm")
+        record.backends = self.strings("backends", _PAIR_RE, 'an "api:backend" pair', "mm_bf16:splitk")
+        record.auto_routing = self.typed("auto_routing", bool, "true or false")
+        self.read_consistency()
+
+    def read_tracking(self) -> None:
+        value = self.data.get("tracking_issue")
+        wanted = 'an issue number such as 12 (an issue of this repository) or "owner/repo#12"'
+        if "tracking_issue" not in self.data:
+            self.missing("tracking_issue")
+        elif _is(value, int):
+            why = number_problem(value)
+            if why is None:
+                self.record.tracking = TrackingRef(value)
+            else:
+                self.problem("tracking_issue", f"FEATURE.toml `tracking_issue` is not an issue number: {why}")
+        elif isinstance(value, str):
+            self.record.tracking, why = parse_cross_repo_ref(value)
+            if why:
+                self.problem("tracking_issue", f"FEATURE.toml `tracking_issue` {self.quote(value)} is not a tracking "
+                                               f"reference: {why}; write {wanted}")
+        else:
+            self.problem("tracking_issue", f"FEATURE.toml `tracking_issue` must be {wanted}, not {_type_name(value)}")
+
+    def read_consistency(self) -> None:
+        """The rules between fields: the admission window, and what each kind needs."""
+        record = self.record
+        admitted, target = record.admitted, record.target_date
+        if admitted is not None and target is not None:
+            if target < admitted:
+                self.problem("target_date", f"FEATURE.toml `target_date` {target} is before `admitted` {admitted}")
+            elif target > default_deadline(admitted):
+                self.problem("target_date", f"FEATURE.toml `target_date` {target} is more than {WINDOW_IN_WORDS} "
+                                            f"after `admitted` {admitted}: at the latest {default_deadline(admitted)}")
+        if record.kind in ("api", "both") and record.apis == ():
+            self.problem("apis", f'FEATURE.toml: a feature of kind "{record.kind}" needs at least one entry in `apis`')
+        if record.kind in ("backend", "both") and record.backends == ():
+            self.problem("backends",
+                         f'FEATURE.toml: a feature of kind "{record.kind}" needs at least one entry in `backends`')
+
+
+def parse(name: str, text: str, quote: Callable[[str], str] = repr) -> FeatureRecord:
+    """Read the record of feature ``name`` from the text of its FEATURE.toml.
+
+    Every field that is missing or malformed is ``None`` in the result and a `Problem` in
+    its ``problems``; ``quote`` renders the text from the file that a problem shows.
+    """
+    record = FeatureRecord(name=name)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        # The message can quote the file ("Cannot declare ('<key>',) twice"): quoted.
+        record.problems.append(Problem(f"FEATURE.toml is not valid TOML: {quote(str(exc))}"))
+        return record
+    except ValueError:  # an integer of more than 4,300 digits
+        record.problems.append(Problem("FEATURE.toml is not valid TOML: a number is too long"))
+        return record
+    except RecursionError:  # arrays or inline tables nested a thousand deep
+        record.problems.append(Problem("FEATURE.toml is not valid TOML: values are nested too deeply"))
+        return record
+    _Reader(record, data, text, quote).read()
+    return record
+
+
+def read(path: Path, quote: Callable[[str], str] = repr) -> FeatureRecord:
+    """Read the FEATURE.toml at ``path`` (the feature is its directory); a file that cannot be read is a problem."""
+    name = path.parent.name
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        return FeatureRecord(name=name, problems=[Problem("FEATURE.toml cannot be read: it is not UTF-8 text")])
+    except OSError as error:
+        return FeatureRecord(name=name, problems=[Problem(f"FEATURE.toml cannot be read: {error.strerror or error}")])
+    return parse(name, text, quote)

@@ -1,0 +1,72 @@
+"""The rule table: every rule by id, with its metadata, and rule selection.
+
+Adding a rule means writing its module (a `Rule` subclass that declares what it
+reads, beside its examples) and listing it here; nothing else changes. The CLI's
+``rules`` and ``explain``, the report formats and the runner all read rule
+metadata here, without importing each other.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ..config import ConfigError, SECTION, Settings
+from ..suppressions import META_RULES
+from .exp000 import ParseError
+from .exp001 import CoreImportsExperimental
+from .exp002 import InitImportsExperimental
+from .exp003 import HeavySupportModule
+from .exp004 import UnmarkedExperimentalChecker
+from .exp005 import AotRegistersExperimental
+from .exp006 import ExperimentalApiInDocs
+from .exp007 import DeferredImportOutsideEntryPoint
+from .exp008 import StableLaneNotIsolated
+from .exp009 import FeatureRecordIncomplete
+
+# the containment rules, in id order: id -> rule instance
+RULES = {
+    rule.id: rule
+    for rule in (
+        ParseError(),
+        CoreImportsExperimental(),
+        InitImportsExperimental(),
+        HeavySupportModule(),
+        UnmarkedExperimentalChecker(),
+        AotRegistersExperimental(),
+        ExperimentalApiInDocs(),
+        DeferredImportOutsideEntryPoint(),
+        StableLaneNotIsolated(),
+        FeatureRecordIncomplete(),
+    )
+}
+# every id a finding can carry -> its rule (``id``, ``name``, ``summary``, doc)
+ALL_IDS = {**RULES, **META_RULES}
+
+
+def matches(rule_id: str, patterns) -> bool:
+    """Does `rule_id` start with one of `patterns` (ids or prefixes such as ``EXP00``)?"""
+    return any(rule_id.startswith(p) for p in patterns)
+
+
+def unknown_rule(values) -> Optional[str]:
+    """The first of `values` that is no rule id nor the prefix of one, else None:
+    a typo in ``select`` would otherwise silently check nothing."""
+    return next((v for v in values if not any(k.startswith(v) for k in ALL_IDS)), None)
+
+
+def check_settings(settings: Settings) -> None:
+    """Raise `ConfigError`, naming the key, if a setting names no rule."""
+    named = [("select", settings.select), ("ignore", settings.ignore)]
+    named += [(f"per-file-ignores.{glob}", ids) for glob, ids in settings.per_file_ignores]
+    for key, values in named:
+        unknown = unknown_rule(values)
+        if unknown is not None:
+            raise ConfigError(f"[{SECTION}] {key}: no rule id starts with {unknown!r} (see `policy-check rules`)")
+
+
+def selected_ids(settings: Settings, select=(), ignore=()) -> set:
+    """The ids a run checks: `select` (else the settings' selection, else every
+    rule) minus `ignore` and the settings' ``ignore``."""
+    select = tuple(select) if select else settings.select
+    ignore = tuple(ignore) + settings.ignore
+    return {i for i in ALL_IDS if (not select or matches(i, select)) and not matches(i, ignore)}
