@@ -1,8 +1,9 @@
 """Parse times of the bot's parsers on adversarial input. Prints figures; asserts nothing.
 
 Every parser in ``policy_checks/bot/parsers.py`` reads untrusted text (PR bodies, issue
-bodies, comments, FEATURE.toml, rendered issue HTML), so each must take time linear in
-the input. Each case below builds a text of the given size aimed at one regex or loop
+bodies, comments, FEATURE.toml, rendered issue HTML), and so does the reader of a PR's
+diff of ``policy-check-baseline.json`` (``baseline_diff.py``), so each must take time
+linear in the input. Each case below builds a text of the given size aimed at one regex or loop
 (the first two are the known slow ones); every parser is run on every text, best of
 ``--repeat`` runs (garbage collection off while timing, as in timeit), in milliseconds.
 A parser that raises prints ``ERROR`` (listed under the table); one that runs past
@@ -32,12 +33,23 @@ sys.path.insert(0, str(ROOT))
 PR = "## Experimental Track\n\n- [x] This PR is an Experimental Track PR\n- Tracking issue: "
 ISSUE = "### Owner\n\n@octocat\n\n### Use case\n\nx\n\n### Why experimental\n\nx\n\n### Graduation plan\n\n"
 LINK = '<a class="user-mention notranslate" data-hovercard-type="user" href="https://github.com/u">@u</a> '
+ENTRY = '{{"rule": "EXP001", "module": "{module}", "scope": "", "subject": "s", "count": {count}}}'
 
 
 def fill(size: int, head: str, unit: str, tail: str = "") -> str:
     """``head``, then ``unit`` repeated, then ``tail``: exactly ``size`` characters (at least the head and tail)."""
     room = max(size - len(head) - len(tail), 0)
     return head + (unit * (room // len(unit) + 1))[:room] + tail
+
+
+def numbered(size: int, line) -> str:
+    """``line(0)``, ``line(1)``, ... one a line, cut to exactly ``size`` characters: distinct lines."""
+    parts, length, i = [], 0, 0
+    while length < size:
+        parts.append(line(i) + "\n")
+        length += len(parts[-1])
+        i += 1
+    return "".join(parts)[:size]
 
 
 # (label, what it aims at, builder)
@@ -87,6 +99,17 @@ CASES = [
     ("tags inside a mention link", "mention links", lambda n: fill(n, '<a class="user-mention">@', "<b>")),
     ("'&#' + digits in a mention", "mention links", lambda n: fill(n, '<a class="user-mention">@&#', "1", ";</a>")),
     ("real mention links", "mention links", lambda n: fill(n, "<p>", LINK, "</p>")),
+    ("baseline: new entries", "baseline entries",
+     lambda n: numbered(n, lambda i: "+    " + ENTRY.format(module=f"m{i}", count=1) + ",")),
+    ("baseline: renames", "baseline moves",
+     lambda n: numbered(n, lambda i: "-+"[i % 2] + "    " + ENTRY.format(module=f"m{i}", count=1 + i % 3) + ",")),
+    ("baseline: one entry, many lines", "baseline netting", lambda n: fill(n, "", "+    " + ENTRY.format(
+        module="m", count=1) + ",\n-    " + ENTRY.format(module="m", count=2) + ",\n")),
+    ("baseline: deep nesting", "baseline JSON", lambda n: fill(n, '+{"rule": ', "[", "}")),
+    ("baseline: long count", "baseline count", lambda n: fill(n, '+{"count": ', "1", "}")),
+    ("baseline: escapes", "baseline JSON", lambda n: fill(n, '+{"rule": "', "\\u0041", '", "count": 1}')),
+    ("baseline: '+' lines", "baseline lines", lambda n: fill(n, "", "+ ,\n")),
+    ("baseline: '{' run", "baseline frame", lambda n: fill(n, "+", "{")),
 ]
 
 PARSERS = [
@@ -100,6 +123,7 @@ PARSERS = [
     ("login", "parse_login", lambda f, t: f(t)),
     ("reason", "normalise_reason", lambda f, t: f(t)),
     ("mentions", "mentioned_users", lambda f, t: f(t)),
+    ("baseline", "baseline_diff.parse_baseline_patch", lambda f, t: f(t)),
 ]
 
 
@@ -117,10 +141,21 @@ def load_parsers(path: Path | None):
     return module
 
 
+def find(module, name: str):
+    """``name`` in the parsers module, or ``other.name`` in another module of the bot package."""
+    if "." in name:
+        other, name = name.split(".")
+        try:
+            module = importlib.import_module(f"policy_checks.bot.{other}")
+        except ImportError:  # a checkout from before that module: the column shows n/a
+            return None
+    return getattr(module, name, None)
+
+
 def measure(parsers_file, text, columns, repeat, budget_s, pipe) -> None:
     """In the child: time each parser in ``columns`` on ``text``, sending ``(column, ms | error)`` as each ends."""
     module = load_parsers(parsers_file)
-    calls = {column: (getattr(module, name, None), call) for column, name, call in PARSERS}
+    calls = {column: (find(module, name), call) for column, name, call in PARSERS}
     for column in columns:
         function, call = calls[column]
         if function is None:

@@ -122,7 +122,7 @@ class FactsCache:
 
     def _load(self) -> None:
         try:
-            stored = json.loads(_read_bounded(self.path))
+            stored = json.loads(read_bounded(self.path))
             if not isinstance(stored, dict):
                 raise ValueError("not a mapping")
             self.entries = {bytes.fromhex(k): v for k, v in stored.items()}
@@ -206,9 +206,11 @@ class FactsCache:
             self.warnings.append(f"cannot write cache {self.path}: {error}")
 
 
-def _read_bounded(path: Path) -> bytes:
+def read_bounded(path: Path, limit: Optional[int] = None) -> bytes:
     """The bytes of the regular file `path` (not through a symbolic link, never
-    blocking on a FIFO), at most `MAX_BYTES` of them."""
+    blocking on a FIFO), at most `limit` (default `MAX_BYTES`) of them: a longer
+    file raises ValueError unread. Also reads the baseline (`policy_checks.baseline`)."""
+    limit = MAX_BYTES if limit is None else limit
     if not hasattr(os, "O_NOFOLLOW") and path.is_symlink():
         raise ValueError("a symbolic link")
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
@@ -222,9 +224,9 @@ def _read_bounded(path: Path) -> bytes:
         info = os.fstat(handle.fileno())
         if not stat.S_ISREG(info.st_mode):
             raise ValueError("not a regular file")
-        data = handle.read(MAX_BYTES + 1) if info.st_size <= MAX_BYTES else b""
-    if len(data) > MAX_BYTES or info.st_size > MAX_BYTES:
-        raise ValueError(f"larger than {MAX_BYTES} bytes")
+        data = handle.read(limit + 1) if info.st_size <= limit else b""
+    if len(data) > limit or info.st_size > limit:
+        raise ValueError(f"larger than {limit} bytes")
     return data
 
 

@@ -18,8 +18,10 @@ _SUBCOMMANDS = {
     "run": "policy_checks.commands:run",
     "rules": "policy_checks.commands:rules",
     "explain": "policy_checks.commands:explain",
+    "baseline": "policy_checks.commands:baseline_command",
     "fix": "policy_checks.fix.cli:fix",
     "bot": "policy_checks.bot.cli:bot",
+    "features": "policy_checks.board:features",
 }
 
 

@@ -1,12 +1,13 @@
-"""The checker's click commands: ``run``, ``rules`` and ``explain``.
+"""The checker's click commands: ``run``, ``baseline``, ``rules`` and ``explain``.
 
 `policy_checks/cli.py` imports this module only when one of them is invoked. Rule
-metadata comes from the rule table (`rules.registry`); only ``run`` imports the
-runner.
+metadata comes from the rule table (`rules.registry`); only ``run`` and
+``baseline`` import the runner.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
 from pathlib import Path
@@ -30,21 +31,37 @@ def _doc(rule) -> str:
     return inspect.cleandoc(getattr(rule, "doc", None) or type(rule).__doc__ or "")
 
 
+def _work_options(command):
+    """``--jobs``, ``--no-cache`` and ``--cache-dir``: how a command that runs the
+    checker gets its facts."""
+    options = (
+        click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes (default: CPUs)."),
+        click.option("--no-cache", is_flag=True, help="Neither read nor write the facts cache."),
+        click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=None, metavar="DIR",
+                     help="Keep the facts cache under DIR (default: $POLICY_CHECK_CACHE_DIR, else the user's cache "
+                          "directory). Inside the project only if git ignores it and tracks nothing in it."),
+    )
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
 @click.command()
 @click.argument("paths", nargs=-1, type=click.Path(exists=True))
 @click.option("--format", "output_format", type=click.Choice(sorted(FORMATS)), default="text", show_default=True)
 @click.option("--select", default="", help="Comma-separated rule ids or prefixes to check (default: all).")
 @click.option("--ignore", default="", help="Comma-separated rule ids or prefixes to skip.")
-@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes (default: CPUs).")
-@click.option("--no-cache", is_flag=True, help="Neither read nor write the facts cache.")
-@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=None, metavar="DIR",
-              help="Keep the facts cache under DIR (default: $POLICY_CHECK_CACHE_DIR, else the user's cache "
-                   "directory). Inside the project only if git ignores it and tracks nothing in it.")
+@_work_options
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @click.option("--statistics", is_flag=True, help="Also count findings per rule.")
 @click.option("--root", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
               help="Project root (default: nearest pyproject.toml with [tool.policy-check], or a flashinfer checkout).")
-def run(paths, output_format, select, ignore, jobs, no_cache, cache_dir, exit_zero, statistics, root):
+@click.option("--baseline", "baseline_file", type=click.Path(dir_okay=True, path_type=Path), default=None,
+              metavar="FILE", help="Report only findings this baseline does not accept "
+              "(default: policy-check-baseline.json at the root, when it exists).")
+@click.option("--no-baseline", is_flag=True, help="Ignore the baseline: report every finding.")
+def run(paths, output_format, select, ignore, jobs, no_cache, cache_dir, exit_zero, statistics, root,
+        baseline_file, no_baseline):
     """Check the project (or only report findings under PATHS)."""
     from .runner import run as run_checks
 
@@ -54,9 +71,12 @@ def run(paths, output_format, select, ignore, jobs, no_cache, cache_dir, exit_ze
         unknown = unknown_rule(_ids(select) + _ids(ignore))
         if unknown is not None:
             raise ConfigError(f"--select/--ignore: unknown rule id {unknown!r}")
+        if baseline_file is not None and no_baseline:
+            raise ConfigError("--baseline and --no-baseline exclude each other")
+        accepted = None if no_baseline else _read_baseline(root, baseline_file)
         result = run_checks(
             root, settings, paths=paths, select=_ids(select), ignore=_ids(ignore),
-            jobs=jobs, use_cache=not no_cache, cache_dir=cache_dir,
+            jobs=jobs, use_cache=not no_cache, cache_dir=cache_dir, baseline=accepted,
         )
     except (ConfigError, ValueError) as error:
         click.echo(f"policy-check: error: {error}", err=True)
@@ -69,6 +89,72 @@ def run(paths, output_format, select, ignore, jobs, no_cache, cache_dir, exit_ze
     names = {i: r.name for i, r in ALL_IDS.items()}
     click.echo(FORMATS[output_format](result, names, statistics), nl=False)
     sys.exit(EXIT_FINDINGS if result.findings and not exit_zero else EXIT_CLEAN)
+
+
+def _baseline_name(root: Path, path: Path) -> str:
+    """How reports name the baseline file: relative to the root when inside it."""
+    try:
+        return (path.parent.resolve() / path.name).relative_to(root).as_posix()  # the link, not its target
+    except (ValueError, OSError):
+        return str(path)
+
+
+def _read_baseline(root: Path, path):
+    """The baseline to apply: `path`, else the root's baseline file when something
+    is there (a FIFO or a dangling link there is an error, not "no baseline")."""
+    from . import baseline
+
+    if path is None:
+        path = baseline.default_path(root)
+        if not os.path.lexists(path):
+            return None
+    return baseline.read(path, _baseline_name(root, Path(path)))
+
+
+@click.command("baseline")
+@click.option("--root", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
+              help="Project root (default: as for `policy-check run`).")
+@click.option("--file", "baseline_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              metavar="FILE", help="The baseline file (default: policy-check-baseline.json at the root).")
+@click.option("--prune", is_flag=True, help="Only remove what no finding uses any more; never add an entry "
+              "nor raise a count.")
+@_work_options
+def baseline_command(root, baseline_file, prune, jobs, no_cache, cache_dir):
+    """Write today's findings as the baseline (accepting them), or --prune it."""
+    from . import baseline
+    from .runner import run as run_checks
+
+    try:
+        root = root.resolve() if root else find_root(Path.cwd())
+        settings = load(root)
+        path = baseline_file or baseline.default_path(root)
+        name = _baseline_name(root, path)
+        old = baseline.read(path, name) if prune else None
+        result = run_checks(root, settings, jobs=jobs, use_cache=not no_cache, cache_dir=cache_dir,
+                            baseline=old, fingerprints=True)
+        if prune:
+            counts = baseline.pruned(old.counts, result.fixed)
+            removed = sum(n for _, n in result.fixed)
+            summary = (f"{name}: pruned {removed} finding(s) no longer found "
+                       f"({len(old.counts) - len(counts)} entries removed); {len(counts)} entries kept")
+            if result.findings:
+                summary += f"; {len(result.findings)} new finding(s) not added (run `policy-check baseline` to accept them)"
+        else:
+            counts = baseline.counted(result.fingerprints)
+            summary = f"{name}: wrote {len(counts)} entries for {len(result.fingerprints)} finding(s)"
+        baseline.write(path, counts)
+    except (ConfigError, ValueError) as error:
+        click.echo(f"policy-check: error: {error}", err=True)
+        sys.exit(EXIT_ERROR)
+    except OSError as error:
+        click.echo(f"policy-check: error: cannot write the baseline: {error}", err=True)
+        sys.exit(EXIT_ERROR)
+    except Exception:
+        click.echo(f"policy-check: internal error:\n{traceback.format_exc()}", err=True)
+        sys.exit(EXIT_ERROR)
+    for warning in result.warnings:
+        click.echo(f"policy-check: warning: {warning}", err=True)
+    click.echo(summary)
 
 
 @click.command()

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple, Optional, Union
 
 # Bump when the shape or meaning of facts changes: it invalidates every cache entry.
-FACTS_VERSION = "7"
+FACTS_VERSION = "8"
 
 # calls that import the module their first argument names (``pytest.importorskip``
 # too: stable tests use it, EXP008)
@@ -45,6 +45,7 @@ IMPORT_FUNCTIONS = ("import_module", "__import__", "importorskip")
 MODULE = "module"  # runs at import time
 FUNCTION = "function"  # inside a function or lambda body
 TYPE_CHECKING = "type-checking"  # inside `if TYPE_CHECKING:` at module level
+MODULE_SCOPE = "<module>"  # `FileFacts.scope_at` of a line outside every def and class
 
 
 class Import(NamedTuple):
@@ -69,9 +70,10 @@ class Import(NamedTuple):
 class Definition(NamedTuple):
     qualname: str
     kind: str  # "function" or "class"
-    line: int
+    line: int  # of the ``def`` / ``class`` keyword (decorators are above it)
     column: int
     decorators: tuple  # resolved dotted names of the decorators (calls unwrapped)
+    end_line: int = 0  # last line of the body: lines line..end_line are inside it
 
 
 # References: a value expression in a checks mapping or a dict -------------------
@@ -215,6 +217,18 @@ class FileFacts:
     syntax_error: Optional[SyntaxProblem] = None
     suppressions: list = field(default_factory=list)
     complete: bool = True  # False: only syntax_error and suppressions were computed
+    # definitions a later one of the same qualname replaced in `definitions` (a
+    # ``def`` in each branch of an ``if``): still places a line can be inside
+    shadowed: list = field(default_factory=list)
+
+    def scope_at(self, line: int) -> str:
+        """The qualname of the innermost ``def`` or ``class`` whose lines hold
+        `line`, else ``"<module>"`` (complete facts only)."""
+        best = None
+        for d in (*self.definitions.values(), *self.shadowed):
+            if d.line <= line <= d.end_line and (best is None or (d.line, len(d.qualname)) > (best.line, len(best.qualname))):
+                best = d
+        return best.qualname if best is not None else MODULE_SCOPE
 
     def resolve_local(self, dotted: str, _depth: int = 0) -> str:
         """Rewrite the first component of `dotted` through this module's top-level bindings."""
@@ -450,7 +464,10 @@ class _Extractor(ast.NodeVisitor):
         self.raw_decorators[qualname] = [
             dotted_name(d.func if isinstance(d, ast.Call) else d) or "" for d in node.decorator_list
         ]
-        self.facts.definitions[qualname] = Definition(qualname, kind, line, column, ())
+        replaced = self.facts.definitions.get(qualname)
+        if replaced is not None:
+            self.facts.shadowed.append(replaced)
+        self.facts.definitions[qualname] = Definition(qualname, kind, line, column, (), node.end_lineno or line)
         self._bind(node.name, DefBinding("def", qualname))
         if kind == "function":
             args = node.args
@@ -767,6 +784,7 @@ def to_data(facts: FileFacts) -> list:
     return [
         facts.module, facts.is_package, facts.complete, facts.syntax_error, facts.imports,
         list(facts.definitions.values()), facts.bindings, facts.backend_calls, facts.suppressions,
+        facts.shadowed,
     ]
 
 
@@ -807,7 +825,7 @@ def _binding(data) -> Binding:
 
 
 def from_data(data: list) -> FileFacts:
-    module, is_package, complete, error, imports, definitions, bindings, calls, suppressions = data
+    module, is_package, complete, error, imports, definitions, bindings, calls, suppressions, shadowed = data
     facts = FileFacts(module, is_package, complete=complete)
     if error is not None:
         facts.syntax_error = SyntaxProblem(*error)
@@ -818,9 +836,14 @@ def from_data(data: list) -> FileFacts:
         ]
     if definitions:
         facts.definitions = {
-            qualname: Definition(qualname, kind, line, column, tuple(decorators))
-            for qualname, kind, line, column, decorators in definitions
+            qualname: Definition(qualname, kind, line, column, tuple(decorators), end_line)
+            for qualname, kind, line, column, decorators, end_line in definitions
         }
+    if shadowed:
+        facts.shadowed = [
+            Definition(qualname, kind, line, column, tuple(decorators), end_line)
+            for qualname, kind, line, column, decorators, end_line in shadowed
+        ]
     if bindings:
         facts.bindings = {name: _binding(b) for name, b in bindings.items()}
     if calls:

@@ -30,6 +30,7 @@ from functools import partial
 from pathlib import Path
 from typing import Optional
 
+from . import baseline as baseline_module
 from . import cache as cache_module
 from .config import Settings, under
 from .facts import FileFacts, SyntaxProblem, extract, syntax_only, text_suppressions
@@ -43,10 +44,20 @@ _POOL_THRESHOLD = 48  # fewer files to parse than this: not worth starting proce
 
 @dataclass
 class Result:
-    findings: list
+    findings: list  # with a baseline: the new ones only
     files_checked: int
     warnings: list = field(default_factory=list)
     parsed: int = 0  # files whose facts were computed this run (not from the cache)
+    # Asked for (`run`'s `fingerprints`, or a baseline): `baseline.Fingerprint` of
+    # each of `findings`, in the same order; else None.
+    fingerprints: Optional[list] = None
+    # With a baseline (`baseline.Baseline`): its name, the findings it accepts (and
+    # their fingerprints), and ``(Fingerprint, count)`` of what it accepts beyond
+    # today's findings (paid-off debt, until pruned). Without one: None and empty.
+    baseline: Optional[str] = None
+    baselined: list = field(default_factory=list)
+    baselined_fingerprints: list = field(default_factory=list)
+    fixed: list = field(default_factory=list)
 
 
 def _task(project: Project, needs: Prefilter, source: SourceFile, complete: bool = False) -> tuple:
@@ -138,10 +149,14 @@ def run(
     prefilter: bool = True,
     progress: bool = True,
     cache_dir=None,
+    baseline=None,
+    fingerprints: bool = False,
 ) -> Result:
     """`cache_dir`: where to keep the facts cache (default: `cache.location`'s).
     `prefilter` False gives every file complete facts (what the prefilter must not
-    change the findings of)."""
+    change the findings of). `baseline` (a `baseline.Baseline`): report only the
+    findings it does not accept (`Result.baselined`, `Result.fixed`).
+    `fingerprints`: also give each finding's fingerprint."""
     root = Path(root).resolve()
     check_settings(settings)
     package_dir = root / settings.package.replace(".", "/")
@@ -188,8 +203,40 @@ def run(
     checked = list(project.files) + [rel for rel, _ in project.docs_pages()]
     if rel_paths:
         checked = [c for c in checked if any(under(c, p) for p in rel_paths)]
+    result = Result(sorted({_printable(f) for f in findings}), len(checked), facts_cache.warnings)
+    if baseline is not None or fingerprints:
+        _fingerprint(project, result, baseline, selected, rel_paths)  # may parse: before saving
     facts_cache.save()
-    return Result(sorted({_printable(f) for f in findings}), len(checked), facts_cache.warnings, parsed[0])
+    result.parsed = parsed[0]
+    return result
+
+
+def _fingerprint(project: Project, result: Result, baseline, selected: set, rel_paths: list) -> None:
+    """Fingerprint `result`'s findings and, with a baseline, keep only the new ones.
+    Entries of rules this run did not check, or (with PATHS) for files elsewhere,
+    are not reported as fixed: this run could not have seen their findings."""
+    by_path = frozenset(rule_id for rule_id, rule in RULES.items() if getattr(rule, "fingerprint_by_path", False))
+    prints = [baseline_module.fingerprint(project, f, by_path) for f in result.findings]
+    result.fingerprints = prints
+    if baseline is None:
+        return
+    locate = baseline_module.locator(project)
+    counts = {fp: n for fp, n in baseline.counts.items() if fp.rule in selected}
+    matched = baseline_module.match(counts, prints, lambda module: locate(module) is not None)
+    findings = result.findings
+    result.findings = [findings[i] for i in matched.new]
+    result.fingerprints = [prints[i] for i in matched.new]
+    result.baselined = [findings[i] for i in matched.baselined]
+    result.baselined_fingerprints = [prints[i] for i in matched.baselined]
+    result.baseline = baseline.name
+    if rel_paths:
+        def here(fp) -> bool:
+            rel = locate(fp.module)
+            return rel is not None and any(under(rel, p) for p in rel_paths)
+
+        result.fixed = [(fp, n) for fp, n in matched.fixed if here(fp)]
+    else:
+        result.fixed = matched.fixed
 
 
 def _facts_from_cache(project: Project, needs: Prefilter, facts_cache) -> list:
@@ -228,7 +275,9 @@ def _printable(finding):
     """Names on disk need not be UTF-8. Python files and docs pages so named are
     EXP000, but a rule may still name another path (a feature directory, say): every
     path and message leaves the run as valid text, whatever the format."""
-    return replace(finding, path=printable(finding.path), message=printable(finding.message))
+    return replace(
+        finding, path=printable(finding.path), message=printable(finding.message), subject=printable(finding.subject)
+    )
 
 
 def _compute_all(project, facts_cache, scanner, tasks, jobs, progress, follow_up) -> None:

@@ -43,7 +43,7 @@ def apply(findings: list, suppressions: dict, known_ids, checked_ids) -> list:
             unknown = [i for i in s.ids if i not in known_ids]
             problem = s.problem or (f"names an unknown rule id {unknown[0]!r}" if unknown else None)
             if problem:
-                result.append(Finding(path, s.line, s.column, INVALID.id, f"invalid suppression `{s.text}`: {problem}"))
+                result.append(Finding(path, s.line, s.column, INVALID.id, f"invalid suppression `{s.text}`: {problem}", s.text))
             else:
                 by_line.setdefault((path, s.line), []).append([s, False])
     for finding in findings:
@@ -56,5 +56,5 @@ def apply(findings: list, suppressions: dict, known_ids, checked_ids) -> list:
     for (path, _), entries in by_line.items():
         for s, used in entries:
             if not used and all(i in checked_ids for i in s.ids):
-                result.append(Finding(path, s.line, s.column, UNUSED.id, f"unused suppression `{s.text}`: it silences nothing"))
+                result.append(Finding(path, s.line, s.column, UNUSED.id, f"unused suppression `{s.text}`: it silences nothing", s.text))
     return result

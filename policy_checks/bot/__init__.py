@@ -21,6 +21,8 @@ Layout, one concern per module:
                    read-only tokens).
 - ``comments``     one bot comment per thread, found by marker and login.
 - ``extensions``   `/experimental extend` comments, checked against permissions.
+- ``baseline_diff`` a PR's diff of ``policy-check-baseline.json``: debt added, paid
+                   off, moved. No network.
 - ``pr_check``     ``policy-check bot pr``.
 - ``review``       ``policy-check bot review``.
 - ``cli``          the click commands.

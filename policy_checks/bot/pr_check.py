@@ -8,6 +8,10 @@ only when nothing already read proves the login. Writes, only when something cha
 ``experimental`` label, the ``experimental-track`` commit status (whose answer names the
 bot, so ``GET /user`` is rarely needed), and the one bot comment.
 
+Every PR's change to ``policy-check-baseline.json`` is read from the diff that comes with
+the file listing (``baseline_diff``, no request): debt it adds is named in the comment for
+a maintainer to approve, debt it pays off is thanked for. Neither changes the status.
+
 Whose word counts (see the threat model in docs/bot.rst): permissions are read on the
 repository the bot serves, never on the tracking issue's repository, which the PR's
 author chooses; a tracking issue in another repository counts only when the workflow
@@ -28,6 +32,7 @@ from ..config import is_experimental_path  # with FlashInfer's default layout: t
 from ..features import TrackingRef
 from ..graduation import WINDOW_IN_WORDS
 from . import deadlines, graphql
+from .baseline_diff import BASELINE_FILE, BaselineChange, BaselineEntry, baseline_change
 from .client import BotError, call, describe_failure, fetched
 from .comments import BotIdentity, keep_comment, list_comments, own_comments
 from .extensions import Permissions, confirmed_owners, extended_weeks, read_extensions
@@ -57,6 +62,7 @@ class PrVerdict:
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     label_requested: bool = False
+    baseline: BaselineChange | None = None  # the PR's change to policy-check-baseline.json, if any
 
     @property
     def ok(self) -> bool:
@@ -65,6 +71,11 @@ class PrVerdict:
     @property
     def touches_experimental(self) -> bool:
         return bool(self.experimental_files or self.decorator_files)
+
+    @property
+    def wants_comment(self) -> bool:
+        """Experimental PRs and PRs whose baseline change is worth a word get a comment; others only the status."""
+        return self.declared or self.touches_experimental or bool(self.baseline and self.baseline.worth_saying)
 
     def status_description(self) -> str:
         """One line for the commit status (GitHub keeps at most 140 characters)."""
@@ -236,6 +247,7 @@ def examine(gh, repo_name: str, number: int,
         (verdict.experimental_files if is_experimental_path(changed.filename) else verdict.core_files).append(changed.filename)
         if adds_decorator(changed.patch):
             verdict.decorator_files.append(changed.filename)
+    verdict.baseline = baseline_change(files)  # every PR: debt added matters whether or not it is experimental
     context = read_context(gh, repo_name, pull, ref if declaration.ticked else None)
     if not declaration.ticked:
         if verdict.touches_experimental:
@@ -275,6 +287,7 @@ def render(verdict: PrVerdict) -> str:
         lines += ["**Problems**", ""] + bullet_list(verdict.problems) + [""]
     if verdict.notes:
         lines += ["**Notes**", ""] + bullet_list(verdict.notes) + [""]
+    lines += baseline_lines(verdict.baseline)
     if verdict.declared or verdict.touches_experimental:
         lines += [f"**Experimental files** ({len(verdict.experimental_files)})", ""]
         lines += bullet_list([code(p, 200) for p in verdict.experimental_files]) + [""]
@@ -284,6 +297,47 @@ def render(verdict: PrVerdict) -> str:
     if verdict.label_requested:
         lines += [f"The bot may not add labels here: a maintainer, please add the `{EXPERIMENTAL_LABEL}` label.", ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _entries(entries: list[BaselineEntry]) -> str:
+    """``3 baseline entries``, with the findings when counts make them more."""
+    findings = sum(entry.count for entry in entries)
+    text = f"{len(entries)} baseline {'entry' if len(entries) == 1 else 'entries'}"
+    return text if findings == len(entries) else f"{text} ({findings} findings)"
+
+
+def _entry_item(entry: BaselineEntry) -> str:
+    """One entry, every field quoted inertly (they are the PR's text)."""
+    scope = f", scope {code(entry.scope)}" if entry.scope else ""
+    more = f" ({entry.count} findings)" if entry.count > 1 else ""
+    return f"{code(entry.rule, 40)} in {code(entry.module, 200)}{scope}: {code(entry.subject)}{more}"
+
+
+def baseline_lines(change: BaselineChange | None) -> list[str]:
+    """The comment's words on the PR's baseline change: debt for a maintainer to approve, or thanks."""
+    if change is None:
+        return []
+    where = code(BASELINE_FILE)
+    delta = change.delta
+    if delta is None:
+        verb = "adds" if change.adopted else "changes"
+        return [f"This PR {verb} {where}, but GitHub sent no diff of it (too large to show): "
+                "a maintainer, please review the baseline change.", ""]
+    lines = []
+    if delta.added or delta.unreadable:
+        lines += ["**Baseline debt added: a maintainer must approve**", ""]
+        if change.adopted:
+            lines += [f"This PR adds {where} (initial adoption): {_entries(delta.added)} accepted as debt.", ""]
+        items = [_entry_item(entry) for entry in delta.added]
+        items += [f"a baseline line the bot cannot read: {code(text)}" for text in delta.unreadable]
+        lines += bullet_list(items) + [""]
+        if delta.paid:
+            lines += [f"It also pays off {_entries(delta.paid)}.", ""]
+    elif delta.paid:
+        lines += [f"This PR pays off {_entries(delta.paid)}: thank you.", ""]
+    if delta.moved:
+        lines += [f"{_entries(delta.moved)} moved to another module (a rename): neither added nor paid off.", ""]
+    return lines
 
 
 def run_pr_check(gh, repo_name: str, number: int, writes: Writes, identity: BotIdentity,
@@ -300,7 +354,7 @@ def run_pr_check(gh, repo_name: str, number: int, writes: Writes, identity: BotI
 
     body = render(verdict)
     marked = [c for c in comments if (c.body or "").startswith(PR_MARKER)]
-    if not (verdict.declared or verdict.touches_experimental) and not own_comments(marked, PR_MARKER, identity):
+    if not verdict.wants_comment and not own_comments(marked, PR_MARKER, identity):
         # No comment wanted and none to keep up to date: only the status, read before it is written.
         if not _status_is(gh, repo_name, verdict):
             _set_status(gh, repo_name, verdict, writes, identity)

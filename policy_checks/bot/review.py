@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from urllib.parse import quote, unquote
 
 
+from ..board import BoardRow, render_markdown
+from ..board import rows as board_rows
 from ..config import DEFAULT
 from ..features import FeatureRecord, TrackingRef
 from . import deadlines, graphql
@@ -86,6 +88,7 @@ class ReviewResult:
     features: list[FeatureReview]
     writes: Writes
     notes: list[str] = field(default_factory=list)  # run-level limits, e.g. permissions unreadable
+    board: list[BoardRow] = field(default_factory=list)  # the records, as `policy-check features` shows them
 
     def as_json(self) -> dict:
         return {
@@ -116,6 +119,8 @@ class ReviewResult:
         extra = self.writes.summary_lines()
         if extra:
             lines += [""] + extra
+        if self.board:  # the feature board, with each tracking issue's state (docs/features.rst)
+            lines += ["", "### Feature records", "", render_markdown(self.board).rstrip("\n")]
         return "\n".join(lines) + "\n"
 
 
@@ -347,6 +352,7 @@ def run_review(gh, repo_name: str, today: dt.date, writes: Writes, identity: Bot
     permissions = _permissions(repo, reads.collaborators)
     reviews: list[FeatureReview] = []
     referenced: set[int] = set()
+    issue_states: dict[str, str] = {}
     for record in reads.records:
         review = FeatureReview(name=record.name)
         reviews.append(review)
@@ -356,6 +362,7 @@ def run_review(gh, repo_name: str, today: dt.date, writes: Writes, identity: Bot
             review.tracking = record.tracking.render(repo_name)
             if record.tracking.repo is None or record.tracking.repo.lower() == repo_name.lower():
                 referenced.add(record.tracking.number)
+        issue_states[record.name] = _issue_state(record, issue)
         comments = _comments_of(read, review.tracking) if issue is not None and issue.pull_request is None else []
         _classify(record, issue, comments, permissions, today, review)
         if issue is not None and issue.pull_request is None:
@@ -382,7 +389,17 @@ def run_review(gh, repo_name: str, today: dt.date, writes: Writes, identity: Bot
     notes = []
     if permissions.unavailable:
         notes.append(f"{permissions.unavailable}: orphan checks were skipped and extensions not counted")
-    return ReviewResult(repo_name, today, cycle, reviews, writes, notes)
+    return ReviewResult(repo_name, today, cycle, reviews, writes, notes,
+                        board_rows(reads.records, today, repo_name, issue_states))
+
+
+def _issue_state(record: FeatureRecord, issue) -> str:
+    """The tracking issue's state for the board: ``open``, ``closed``, ``not found``, ``pull request`` or ``none``."""
+    if record.tracking is None:
+        return "none"
+    if issue is None:
+        return "not found"
+    return "pull request" if issue.pull_request is not None else issue.state
 
 
 _REVIEWED_RE = re.compile(re.escape(REVIEW_MARKER_PREFIX) + r"(\S+) cycle=")

@@ -1,6 +1,9 @@
-"""GitHub Actions workflow commands: one ``::error`` annotation per finding."""
+"""GitHub Actions workflow commands: one ``::error`` annotation per finding (with a
+baseline: per new finding, and one ``::notice`` with the baselined and fixed counts)."""
 
 from __future__ import annotations
+
+from .text import fixed_line
 
 
 def _escape(value: str, property_value: bool = False) -> str:
@@ -18,4 +21,8 @@ def github(result, rule_names: dict, statistics: bool = False) -> str:
             f"::error file={_escape(f.path, True)},line={f.line},col={f.column},title={title}::"
             f"{_escape(f'{f.rule} {f.message}')}"
         )
+    if result.baseline is not None:
+        notice = f"policy-check: {len(result.findings)} new finding(s), {len(result.baselined)} baselined in {result.baseline}"
+        fixed = fixed_line(result)
+        lines.append(f"::notice title=policy-check baseline::{_escape(notice + ('; ' + fixed if fixed else ''))}")
     return "\n".join(lines) + ("\n" if lines else "")

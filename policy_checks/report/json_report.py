@@ -8,22 +8,29 @@ import json
 
 
 def json_report(result, rule_names: dict, statistics: bool = False) -> str:
-    document = {
-        "version": 1,
-        "findings": [
-            {
-                "rule": f.rule,
-                "name": rule_names.get(f.rule, ""),
-                "path": f.path,
-                "line": f.line,
-                "column": f.column,
-                "message": f.message,
-                "severity": "error",
-            }
-            for f in result.findings
-        ],
-        "files_checked": result.files_checked,
-    }
+    findings = [
+        {
+            "rule": f.rule,
+            "name": rule_names.get(f.rule, ""),
+            "path": f.path,
+            "line": f.line,
+            "column": f.column,
+            "message": f.message,
+            "severity": "error",
+        }
+        for f in result.findings
+    ]
+    if result.fingerprints is not None:  # a baseline run: say how a finding is known
+        for item, fp in zip(findings, result.fingerprints):
+            item.update(module=fp.module, scope=fp.scope, subject=fp.subject)
+    document = {"version": 1, "findings": findings, "files_checked": result.files_checked}
+    if result.baseline is not None:
+        from ..baseline import entry  # only a baseline run pays for it
+
+        document["baseline"] = result.baseline
+        document["baselined"] = len(result.baselined)
+        document["baseline_fixed"] = sum(n for _, n in result.fixed)
+        document["baseline_fixed_entries"] = [entry(fp, n) for fp, n in result.fixed]
     if statistics:
         counts = {}
         for f in result.findings:

@@ -1,4 +1,11 @@
-"""SARIF 2.1.0, for code-scanning uploads."""
+"""SARIF 2.1.0, for code-scanning uploads.
+
+With a baseline, every result carries its ``baselineState`` (SARIF 2.1.0's ``result``):
+``new`` for a finding the baseline does not accept; ``unchanged`` for one it
+accepts, which also carries an ``external`` suppression (``result.suppressions``) whose justification
+names the baseline file, so that viewers show it as suppressed; ``absent`` for what
+the baseline accepts beyond today's findings (fixed debt), located at the baseline
+file. Without a baseline, results carry neither."""
 
 from __future__ import annotations
 
@@ -11,10 +18,60 @@ from ..rules.registry import ALL_IDS
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
 
+def _location(path: str, line=None, column=None) -> dict:
+    if path.startswith("/"):  # a baseline outside the project
+        artifact = {"uri": "file://" + quote(path)}
+    else:
+        artifact = {"uri": quote(path), "uriBaseId": "%SRCROOT%"}
+    physical = {"artifactLocation": artifact}
+    if line is not None:
+        physical["region"] = {"startLine": line, "startColumn": column}
+    return {"physicalLocation": physical}
+
+
 def sarif(result, rule_names: dict, statistics: bool = False) -> str:
     summaries = {i: r.summary for i, r in ALL_IDS.items()}
     ids = sorted(rule_names)
     index = {rule: n for n, rule in enumerate(ids)}
+
+    def found(f, state=None) -> dict:
+        item = {
+            "ruleId": f.rule,
+            "ruleIndex": index.get(f.rule, 0),
+            "level": "error",
+            "message": {"text": f.message},
+            "locations": [_location(f.path, f.line, f.column)],
+        }
+        if state is not None:
+            item["baselineState"] = state
+        return item
+
+    with_baseline = result.baseline is not None
+    results = [found(f, "new" if with_baseline else None) for f in result.findings]
+    if with_baseline:
+        for f in result.baselined:
+            item = found(f, "unchanged")
+            item["suppressions"] = [{
+                "kind": "external",
+                "status": "accepted",
+                "justification": f"accepted as existing debt by the baseline {result.baseline}",
+            }]
+            results.append(item)
+        for fp, count in result.fixed:
+            item = {"ruleId": fp.rule}
+            if fp.rule in index:
+                item["ruleIndex"] = index[fp.rule]
+            item.update({
+                "level": "note",
+                "message": {"text": (
+                    f"fixed: the baseline {result.baseline} accepts {fp.rule} in {fp.module} "
+                    f"({fp.scope or 'file'}: {fp.subject}) but no such finding remains; run "
+                    "\"policy-check baseline --prune\" to remove it"
+                )},
+                "locations": [_location(result.baseline)],
+                "baselineState": "absent",
+            })
+            results.extend(dict(item) for _ in range(count))
     document = {
         "$schema": SCHEMA,
         "version": "2.1.0",
@@ -35,23 +92,7 @@ def sarif(result, rule_names: dict, statistics: bool = False) -> str:
                         ],
                     }
                 },
-                "results": [
-                    {
-                        "ruleId": f.rule,
-                        "ruleIndex": index.get(f.rule, 0),
-                        "level": "error",
-                        "message": {"text": f.message},
-                        "locations": [
-                            {
-                                "physicalLocation": {
-                                    "artifactLocation": {"uri": quote(f.path), "uriBaseId": "%SRCROOT%"},
-                                    "region": {"startLine": f.line, "startColumn": f.column},
-                                }
-                            }
-                        ],
-                    }
-                    for f in result.findings
-                ],
+                "results": results,
             }
         ],
     }

@@ -21,13 +21,21 @@ from ..project import DefTarget
 @dataclass(frozen=True, order=True)
 class Finding:
     """One finding, the checker's only output: every report format and
-    ``policy-check fix`` carry these. Findings sort by path, line, column, rule."""
+    ``policy-check fix`` carry these. Findings sort by path, line, column, rule.
+
+    `subject` says what the finding is about, in words that survive edits around
+    it: the imported module, the checker function, the feature and its missing
+    item, never a line or a column. With the module and the enclosing definition it
+    makes the finding's fingerprint (`policy_checks.baseline`). It is not part of a
+    finding's identity: two findings at one place with one message are one finding.
+    """
 
     path: str  # relative to the root, "/" separators
     line: int  # 1-based
     column: int  # 1-based
     rule: str
     message: str
+    subject: str = field(default="", compare=False)
 
 
 @dataclass
@@ -54,6 +62,10 @@ class Rule:
     triggers: tuple = ()
     VALID: list = []
     INVALID: list = []
+    # True when findings are about a directory or a record rather than Python code:
+    # their fingerprint then names the path and no enclosing definition, even when
+    # they point at a ``.py`` file (EXP009 at a feature's ``__init__.py``).
+    fingerprint_by_path: bool = False
 
     def check(self, project) -> Iterator[Finding]:
         raise NotImplementedError
@@ -64,8 +76,8 @@ class Rule:
         than one by one on demand. An optimisation only."""
         return ()
 
-    def finding(self, path: str, line: int, column: int, message: str) -> Finding:
-        return Finding(path, line, column, self.id, message)
+    def finding(self, path: str, line: int, column: int, message: str, subject: str = "") -> Finding:
+        return Finding(path, line, column, self.id, message, subject)
 
 
 # shared helpers ---------------------------------------------------------------------

@@ -41,9 +41,11 @@ class ParseError(Rule):
     def check(self, project):
         project.docs_pages()  # reading the pages records their problems
         for rel, message in project.read_problems:
-            yield self.finding(rel, 1, 1, message)
+            yield self.finding(rel, 1, 1, message, subject=message)
         for rel in project.files:
             facts = project.known_facts(rel)
             if facts is not None and facts.syntax_error is not None:
                 line, column, message = facts.syntax_error
-                yield self.finding(rel, line, column, f"cannot parse: {message}")
+                # the error's kind ("SyntaxError"), not its wording: that may name a line
+                kind = message.partition(":")[0]
+                yield self.finding(rel, line, column, f"cannot parse: {message}", subject=f"cannot parse: {kind}")

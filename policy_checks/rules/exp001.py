@@ -148,4 +148,5 @@ class CoreImportsExperimental(Rule):
                         f"core module imports {targets[-1]} at module level; defer the import "
                         "into a sanctioned entry point (only @experimental_backend checkers "
                         "may be imported from a support module)",
+                        subject=targets[-1],
                     )

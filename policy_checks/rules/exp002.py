@@ -60,9 +60,11 @@ class InitImportsExperimental(Rule):
             if not is_init(project, facts):
                 continue
             for imp in facts.imports:
-                if runs_at_import(project, imp.scope) and experimental_targets(project, imp):
+                targets = experimental_targets(project, imp) if runs_at_import(project, imp.scope) else []
+                if targets:
                     yield self.finding(
                         rel, imp.line, imp.column,
                         f"{project.settings.package}/__init__.py imports from "
                         f"{imp.module} at module level; export it lazily from __getattr__",
+                        subject=targets[-1],
                     )

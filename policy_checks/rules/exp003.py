@@ -151,5 +151,6 @@ class HeavySupportModule(Rule):
                             f"{target} at module level; a support module may import only the "
                             "standard library, torch, typing_extensions, the experimental package "
                             "and core modules outside the JIT",
+                            subject=target,
                         )
                         break

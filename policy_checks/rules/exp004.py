@@ -139,6 +139,7 @@ class UnmarkedExperimentalChecker(Rule):
                         f"checker {definition.qualname} is defined under the experimental package "
                         f"and used{label} by backend_requirement at {rel}:{call.line} but lacks "
                         "@experimental_backend",
+                        subject=definition.qualname,
                     )
 
     def _values(self, project, module, ref, key, seen):

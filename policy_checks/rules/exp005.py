@@ -79,6 +79,7 @@ class AotRegistersExperimental(Rule):
                     yield self.finding(
                         rel, imp.line, imp.column,
                         f"AOT module imports {targets[-1]}; experimental kernels are JIT-only",
+                        subject=targets[-1],
                     )
                     continue
                 for name, _ in imp.names:
@@ -88,5 +89,6 @@ class AotRegistersExperimental(Rule):
                             rel, imp.line, imp.column,
                             f"AOT module uses {name}, defined in {target.module}; experimental "
                             "kernels are JIT-only",
+                            subject=f"{target.module}.{target.definition.qualname}",
                         )
                         break

@@ -20,11 +20,17 @@ _OPTION = re.compile(r"^\s*:(?P<key>[\w-]+):\s*(?P<value>.*)$")
 _COMMENT = re.compile(r"^(?P<indent>\s*)\.\.(?:\s*$|\s+(?=\S)(?![\w:.+-]+::)(?![_\[|]))")
 
 
-def listed_names(text: str):
+def listed_names(text: str, directives: bool = False):
     """Yield ``(line, column, name, current module, options)`` for every object an
     ``.rst`` page lists: ``auto*`` directive arguments (with the directive's options,
     such as ``members``) and ``autosummary`` entries (options empty); not those
-    inside comments."""
+    inside comments. With `directives`, each tuple ends with the directive's name
+    (``autofunction``, ``autosummary``)."""
+    for item in _listed(text):
+        yield item if directives else item[:5]
+
+
+def _listed(text: str):
     current = None
     lines = text.splitlines()
     number = 0
@@ -47,7 +53,8 @@ def listed_names(text: str):
             entry = _ENTRY.match(match.group("arg"))
             if entry:
                 options = _options(lines, number, indent)
-                yield number, match.start("arg") + entry.start("name") + 1, entry.group("name"), current, options
+                column = match.start("arg") + entry.start("name") + 1
+                yield number, column, entry.group("name"), current, options, match.group("name")
             continue
         while number < len(lines):
             body = lines[number]
@@ -60,7 +67,7 @@ def listed_names(text: str):
             entry = _ENTRY.match(stripped)
             if entry:
                 offset = len(body) - len(body.lstrip())
-                yield number, offset + entry.start("name") + 1, entry.group("name"), current, {}
+                yield number, offset + entry.start("name") + 1, entry.group("name"), current, {}, "autosummary"
 
 
 def _skip_comment(lines: list, start: int, indent: int) -> int:
@@ -187,11 +194,13 @@ class ExperimentalApiInDocs(Rule):
 
     def check(self, project):
         for rel, text in project.docs_pages():
-            for line, column, name, current, options in listed_names(text):
+            for line, column, name, current, options, directive in listed_names(text, directives=True):
+                # the entry as written (and the module it is read in), not where it resolves to
+                entry = f"{directive}:: {name}" + (f" in {current}" if current else "")
                 target = self._target(project, name, current)
                 reason = self._experimental(project, target)
                 if reason:
-                    yield self.finding(rel, line, column, f"stable API page lists {name}: {reason}")
+                    yield self.finding(rel, line, column, f"stable API page lists {name}: {reason}", subject=entry)
                 elif "members" in options and isinstance(target, (ModuleTarget, DefTarget)):
                     hidden = self._experimental_members(project, target, options)
                     if hidden:
@@ -199,6 +208,7 @@ class ExperimentalApiInDocs(Rule):
                             rel, line, column,
                             f"stable API page lists the members of {name}, which include "
                             + "; ".join(f"{member} ({why})" for member, why in hidden) + "; exclude them",
+                            subject=entry,
                         )
 
     def _target(self, project, name: str, current):

@@ -124,4 +124,5 @@ class DeferredImportOutsideEntryPoint(Rule):
                         f"{imp.functions[-1]} imports {targets[-1]} but is not an entry point "
                         "(@flashinfer_experimental_api, @flashinfer_api / @backend_requirement, "
                         "or a package's module __getattr__)",
+                        subject=targets[-1],
                     )

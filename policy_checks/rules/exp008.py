@@ -215,6 +215,7 @@ class StableLaneNotIsolated(Rule):
                 "pytest.ini", 1, 1,
                 f"no pytest configuration: add `norecursedirs = {s.experimental_tests}` to keep the "
                 "experimental lane out of the stable one",
+                subject="pytest configuration",
             )
         else:
             name, entries, line = config
@@ -223,6 +224,7 @@ class StableLaneNotIsolated(Rule):
                     name, line, 1,
                     f"pytest's norecursedirs does not exclude {s.experimental_tests} by path; "
                     f"add the entry `{s.experimental_tests}`",
+                    subject="norecursedirs",
                 )
         prefix = s.experimental_package + "."
         for rel, facts in project.primary_facts(STABLE_TEST):
@@ -238,4 +240,5 @@ class StableLaneNotIsolated(Rule):
                         rel, imp.line, imp.column,
                         f"stable test imports {below[-1]}; experimental tests belong under "
                         f"{s.experimental_tests}/",
+                        subject=below[-1],
                     )

@@ -67,6 +67,7 @@ class FeatureRecordIncomplete(Rule):
     summary = "an experimental feature lacks FEATURE.toml, README.md, tests or an example"
     reads = (FEATURE_TOML, FEATURE_README, EXPERIMENTAL_TEST, EXAMPLE)
     triggers = ()  # it reads directories and texts, no Python file's facts
+    fingerprint_by_path = True  # a feature's record, even when reported at its __init__.py
 
     _TREE = {
         "flashinfer/__init__.py": "",
@@ -132,7 +133,7 @@ class FeatureRecordIncomplete(Rule):
         missing = []
         if toml_path.is_file():
             for problem in features.read(toml_path).problems:
-                yield self.finding(anchor, problem.line, 1, str(problem))
+                yield self.finding(anchor, problem.line, 1, str(problem), subject=f"{feature}: {problem.key or 'FEATURE.toml'}")
         else:
             missing.append("FEATURE.toml")
         readme = directory / "README.md"
@@ -149,4 +150,5 @@ class FeatureRecordIncomplete(Rule):
             if not any(feature in text for text in examples.values()):
                 missing.append(f"a runnable example under {s.examples}/ that mentions {feature}")
         if missing:
-            yield self.finding(anchor, 1, 1, f"experimental feature {feature} lacks " + "; ".join(missing))
+            missed = "; ".join(missing)
+            yield self.finding(anchor, 1, 1, f"experimental feature {feature} lacks {missed}", subject=f"{feature}: {missed}")

@@ -146,14 +146,16 @@ class FakeGitHub:
         r.comments.setdefault(number, [])
         return number
 
-    def add_pull(self, repo: str, body: str | None, files: list[tuple[str, str]], *, author: str = "octocat",
+    def add_pull(self, repo: str, body: str | None, files: list[tuple], *, author: str = "octocat",
                  created: str = "2026-11-02T09:00:00Z", labels=()) -> int:
+        """A PR whose files are ``(path, patch)`` or ``(path, patch, status)``; a None patch is left out,
+        as GitHub leaves it out of a diff too large to show."""
         r = self.repo(repo)
         number = self.add_issue(repo, body or "", author=author, labels=labels, created=created)
         r.issues[number]["body"] = body
         r.issues[number]["is_pull"] = True
         r.pulls[number] = {"head": {"sha": f"{number:04d}" + "ab" * 18, "ref": "topic"}, "base": {"ref": "main"}}
-        r.pull_files[number] = [{"filename": path, "patch": patch, "status": "modified"} for path, patch in files]
+        r.pull_files[number] = [_pull_file(*changed) for changed in files]
         return number
 
     def add_comment(self, repo: str, number: int, body: str, author: str, created: str | None = None) -> dict:
@@ -442,6 +444,13 @@ class FakeGitHub:
         match = re.match(r"\s*query\s+(\w+)", payload.get("query", ""))
         self.graphql_log.append((match.group(1) if match else "", payload.get("variables") or {}))
         return self._json(self.graphql_endpoint.answer(payload, token_can_list_collaborators=can_write))
+
+
+def _pull_file(path: str, patch: str | None, status: str = "modified") -> dict:
+    listed = {"filename": path, "status": status}
+    if patch is not None:
+        listed["patch"] = patch
+    return listed
 
 
 class _Served:

@@ -9,6 +9,7 @@ are arbitrary text and text built from the pieces attackers use.
 
 from __future__ import annotations
 
+import json
 import re
 
 from hypothesis import HealthCheck, example, given, settings
@@ -96,12 +97,23 @@ def _issue_body(owner: str, text: str) -> str:
 ATTACK = "https://x,@octocat,[Re-run_the_check_here](https:evil.example),<details><summary>x/a/b/pull/1"
 
 
+def _baseline_patch(fields: list[str], line: str) -> str:
+    """A diff of ``policy-check-baseline.json`` adding an entry made of ``fields``, paying one off, and
+    adding ``line`` as it stands (an unreadable line, or whatever it parses as)."""
+    rule, module, scope, subject = fields
+    added = json.dumps({"rule": rule, "module": module, "scope": scope, "subject": subject, "count": 2},
+                       ensure_ascii=False)
+    paid = json.dumps({"rule": subject, "module": rule, "scope": "", "subject": module, "count": 1})
+    return "\n".join(["@@ -1,3 +1,3 @@", f"+    {added},", f"-    {paid},", *("+" + part for part in line.split("\n"))])
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@example(tracking=ATTACK, path="x", owner="octocat", text="x", comment="x")
-@example(tracking="evil/repo#1", path="@everyone", owner="carol", text="#1 @octocat", comment="<details>")
+@example(tracking=ATTACK, path="x", owner="octocat", text="x", comment="x", fields=[ATTACK] * 4, line=ATTACK)
+@example(tracking="evil/repo#1", path="@everyone", owner="carol", text="#1 @octocat", comment="<details>",
+         fields=["@everyone", "evil/repo#1", "<details>", "[a](https://x)"], line="#1 <img src=x> @octocat")
 @given(tracking=hostile, path=hostile, owner=st.sampled_from(["octocat", "ghost-user", "carol"]), text=hostile,
-       comment=hostile)
-def test_pr_check_comment_is_inert(fresh_github, tracking, path, owner, text, comment):
+       comment=hostile, fields=st.lists(hostile, min_size=4, max_size=4), line=hostile)
+def test_pr_check_comment_is_inert(fresh_github, tracking, path, owner, text, comment, fields, line):
     g = fresh_github()
     g.add_collaborator(REPO, "maintainer", "maintain")
     g.add_user("carol")
@@ -109,10 +121,12 @@ def test_pr_check_comment_is_inert(fresh_github, tracking, path, owner, text, co
     g.add_comment(REPO, 1, comment, "outsider")
     g.add_comment(REPO, 1, f"/experimental extend 2 {comment}", "maintainer")
     body = f"## 🔬 Experimental Track\n\n- [x] This PR adds experimental code\n  - Tracking issue: {tracking}\n"
-    pr = g.add_pull(REPO, body, [(f"flashinfer/experimental/{path}", "+x"), (path or "x", "+y")])
+    pr = g.add_pull(REPO, body, [(f"flashinfer/experimental/{path}", "+x"), (path or "x", "+y"),
+                                 ("policy-check-baseline.json", _baseline_patch(fields, line))])
     gh = connect(g.token, g.url, retry_budget_s=1, write_interval_s=0)
     run_pr_check(gh, REPO, pr, Writes(dry_run=False, echo=lambda s: None), BotIdentity(gh))
     [ours] = [c["body"] for c in g.comments_by(REPO, pr) if c["body"].startswith(PR_MARKER)]
+    assert "**Baseline debt added: a maintainer must approve**" in ours  # the hostile entry is in the comment
     assert live_parts(ours) == [], ours
     assert headings(ours) == 1, ours
 

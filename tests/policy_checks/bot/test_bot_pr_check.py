@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 
 import pytest
@@ -109,7 +110,8 @@ def test_every_run_stays_within_8_requests(repo, bot_cli, owner, thread, labelle
         repo.add_comment(REPO, 1, "/experimental extend 4 please", "outsider")  # refused, no request
         repo.add_comment(REPO, 1, "/experimental extend 2 waiting for CUTLASS 4.1", "maintainer")
     repo.repo(REPO).issues[1]["body"] = body
-    files = [EXPERIMENTAL_FILE] + [(f"tests/experimental/splitk/test_{i}.py", "+x") for i in range(99)]
+    files = [EXPERIMENTAL_FILE, ("policy-check-baseline.json", baseline_patch(added=[MOE]))]  # read with the files
+    files += [(f"tests/experimental/splitk/test_{i}.py", "+x") for i in range(98)]
     pr = repo.add_pull(REPO, BODY, files, labels=("experimental",) if labelled else ())
     if thread:
         repo.add_comment(REPO, pr, "LGTM @carol", "outsider")
@@ -480,3 +482,120 @@ def test_experimental_paths_are_the_checkers_definition():
     assert pr_check.is_experimental_path("tests/experimental/splitk/test_splitk.py")
     assert not pr_check.is_experimental_path("flashinfer/experimental_utils.py")
     assert not pr_check.is_experimental_path("flashinfer/gemm.py")
+
+
+# ----- the baseline (policy-check-baseline.json) ------------------------------------------
+
+BASELINE = "policy-check-baseline.json"
+MOE = ("EXP001", "flashinfer.mega_moe_v3", "<module>", "flashinfer.experimental.mega_moe_v3.runtime")
+B12X = ("EXP009", "flashinfer/experimental/b12x/__init__.py", "", "b12x: FEATURE.toml")
+DEBT_HEADING = "**Baseline debt added: a maintainer must approve**"
+
+
+def entry(rule: str, module: str, scope: str, subject: str, count: int = 1) -> str:
+    return json.dumps({"rule": rule, "module": module, "scope": scope, "subject": subject, "count": count})
+
+
+def baseline_patch(added=(), removed=(), kept=(B12X,)) -> str:
+    """The diff GitHub lists for the baseline: entries are ``(rule, module, scope, subject[, count])``."""
+    lines = ["@@ -1,6 +1,7 @@", " {", '   "policy-check-baseline": 1,', '   "entries": [']
+    lines += [f"-    {entry(*e)}," for e in removed] + [f"+    {entry(*e)}," for e in added]
+    lines += [f"     {entry(*e)}" for e in kept] + ["   ]", " }"]
+    return "\n".join(lines)
+
+
+def test_baseline_debt_added_is_named_for_a_maintainer(repo, bot_cli):
+    pr = repo.add_pull(REPO, BODY, [EXPERIMENTAL_FILE, (BASELINE, baseline_patch(added=[MOE, (*B12X[:3], "x", 3)]))])
+    assert check(bot_cli, pr).exit_code == 0  # debt is for a maintainer to approve, not a failure
+    assert status_of(repo, pr)["state"] == "success"
+    body = bot_comments(repo, pr)[0]["body"]
+    assert DEBT_HEADING in body
+    assert ("- `EXP001` in `flashinfer.mega_moe_v3`, scope `<module>`: `flashinfer.experimental.mega_moe_v3.runtime`"
+            in body)
+    assert "- `EXP009` in `flashinfer/experimental/b12x/__init__.py`: `x` (3 findings)" in body
+    assert "pays off" not in body
+
+
+def test_a_plain_pr_that_changes_the_baseline_gets_a_comment(repo, bot_cli):
+    pr = repo.add_pull(REPO, "Refactor.", [("flashinfer/gemm.py", "+x"), (BASELINE, baseline_patch(added=[MOE]))])
+    assert check(bot_cli, pr).exit_code == 0
+    assert status_of(repo, pr)["description"] == "Not an Experimental Track PR"
+    [comment] = bot_comments(repo, pr)
+    assert DEBT_HEADING in comment["body"] and "`flashinfer.mega_moe_v3`" in comment["body"]
+    assert "Experimental files" not in comment["body"]
+    repo.requests.clear()
+    assert check(bot_cli, pr).exit_code == 0
+    assert repo.writes() == []  # unchanged: nothing written again
+
+
+def test_paying_off_baseline_debt_is_thanked_in_one_line(repo, bot_cli):
+    patch = baseline_patch(removed=[MOE, (*B12X[:3], "x", 3)], added=[(*B12X[:3], "x", 1)])
+    pr = repo.add_pull(REPO, "Fix the MoE imports.", [("flashinfer/moe.py", "-x"), (BASELINE, patch)])
+    assert check(bot_cli, pr).exit_code == 0
+    body = bot_comments(repo, pr)[0]["body"]
+    assert "\nThis PR pays off 2 baseline entries (3 findings): thank you.\n" in body
+    assert DEBT_HEADING not in body and "`EXP001`" not in body
+
+
+def test_debt_added_and_paid_in_one_pr(repo, bot_cli):
+    pr = repo.add_pull(REPO, None, [(BASELINE, baseline_patch(added=[MOE], removed=[B12X], kept=()))])
+    assert check(bot_cli, pr).exit_code == 0
+    body = bot_comments(repo, pr)[0]["body"]
+    assert DEBT_HEADING in body and "It also pays off 1 baseline entry." in body and "thank you" not in body
+
+
+def test_a_renamed_module_is_no_debt(repo, bot_cli):
+    moved = (MOE[0], "flashinfer.mega_moe_v4", *MOE[2:])
+    patch = baseline_patch(added=[moved], removed=[MOE])
+    pr = repo.add_pull(REPO, "Rename.", [("flashinfer/mega_moe_v4.py", "+x"), (BASELINE, patch)])
+    assert check(bot_cli, pr).exit_code == 0
+    assert bot_comments(repo, pr) == []  # nothing worth a comment: only the status
+    pr = repo.add_pull(REPO, BODY, [EXPERIMENTAL_FILE, (BASELINE, patch)])
+    assert check(bot_cli, pr).exit_code == 0
+    body = bot_comments(repo, pr)[0]["body"]
+    assert "1 baseline entry moved to another module (a rename): neither added nor paid off." in body
+    assert DEBT_HEADING not in body and "pays off" not in body
+
+
+def test_a_new_baseline_file_is_the_initial_adoption(repo, bot_cli):
+    entries = [MOE, B12X] + [("EXP002", f"flashinfer.m{i}", "", "s") for i in range(40)]
+    lines = ['{', '  "policy-check-baseline": 1,', '  "entries": [']
+    lines += [f"    {entry(*e)}," for e in entries[:-1]] + [f"    {entry(*entries[-1])}", "  ]", "}"]
+    patch = f"@@ -0,0 +1,{len(lines)} @@\n" + "\n".join("+" + line for line in lines)
+    pr = repo.add_pull(REPO, "Adopt the baseline.", [(BASELINE, patch, "added")])
+    assert check(bot_cli, pr).exit_code == 0
+    body = bot_comments(repo, pr)[0]["body"]
+    assert DEBT_HEADING in body
+    assert f"This PR adds `{BASELINE}` (initial adoption): 42 baseline entries accepted as debt." in body
+    assert "- `EXP001` in `flashinfer.mega_moe_v3`" in body and "- … and 12 more" in body  # bounded
+    assert "cannot read" not in body  # the file's frame is not an entry
+
+
+def test_a_baseline_diff_too_large_to_show(repo, bot_cli):
+    pr = repo.add_pull(REPO, "Regenerate.", [(BASELINE, None)])
+    gh = connect(repo.token, repo.url, retry_budget_s=3, write_interval_s=0)
+    [listed] = gh.get_repo(REPO).get_pull(pr).get_files()
+    assert "patch" not in repo.repo(REPO).pull_files[pr][0] and listed.patch is None  # as GitHub leaves it out
+    assert check(bot_cli, pr).exit_code == 0
+    assert status_of(repo, pr)["state"] == "success"  # a note, not a failure
+    body = bot_comments(repo, pr)[0]["body"]
+    assert (f"This PR changes `{BASELINE}`, but GitHub sent no diff of it (too large to show): "
+            "a maintainer, please review the baseline change.") in body
+    assert DEBT_HEADING not in body
+
+
+def test_a_baseline_line_the_bot_cannot_read(repo, bot_cli):
+    bad = '{"rule": "EXP001", "module": "@everyone", "scope": "", "subject": "s", "count": 0}'
+    patch = baseline_patch(added=[MOE]) + f"\n+    {bad}\n+    not json at all"
+    pr = repo.add_pull(REPO, None, [(BASELINE, patch), ("docs/x.rst", "+x")])
+    assert check(bot_cli, pr).exit_code == 0
+    body = bot_comments(repo, pr)[0]["body"]
+    assert DEBT_HEADING in body and "- `EXP001` in `flashinfer.mega_moe_v3`" in body
+    assert "- a baseline line the bot cannot read: `not json at all`" in body
+    assert '- a baseline line the bot cannot read: `{"rule": "EXP001", "module": "@\u200deveryone"' in body
+
+
+def test_only_the_baseline_at_the_root_counts(repo, bot_cli):
+    pr = repo.add_pull(REPO, None, [(f"examples/{BASELINE}", baseline_patch(added=[MOE]))])
+    assert check(bot_cli, pr).exit_code == 0
+    assert bot_comments(repo, pr) == []

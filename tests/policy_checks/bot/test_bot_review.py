@@ -268,3 +268,26 @@ def test_a_copied_review_marker_neither_forces_nor_suppresses_a_comment(g, bot_c
     assert len(g.comments_by(REPO, quiet)) == 0  # not forced
     [ours] = g.comments_by(REPO, late)  # not suppressed
     assert "overdue" in ours["body"]
+
+
+def test_step_summary_holds_the_feature_board_with_issue_states(g, bot_cli, tmp_path):
+    """The board of `policy-check features`, built from the records the review read, with each
+    tracking issue's state as a column, lands in $GITHUB_STEP_SUMMARY."""
+    from markdown_it import MarkdownIt
+
+    add_feature(g, "late", admitted="2026-10-25", target="2026-11-20")
+    add_feature(g, "closed", state="closed")
+    g.repo(REPO).files["flashinfer/experimental/no_record/README.md"] = "# x\n"
+    summary = tmp_path / "summary.md"
+    review(bot_cli, env={"GITHUB_STEP_SUMMARY": str(summary)})
+    text = summary.read_text()
+    board = text[text.index("### Feature records"):]
+    assert "3 features: 1 overdue, 0 due within 7 days, 1 on track, 1 with an incomplete record" in board
+    assert "| feature | kind | owner | tracking issue | issue state | admitted | deadline |" in board
+    assert ("| `late` | `backend` | `octocat` | `#1` | `open` | 2026-10-25 | 2026-11-20 | 7 days overdue | overdue "
+            "| yes | none | `mm:late` | — |") in board
+    assert "| `closed` | `backend` | `octocat` | `#2` | `closed` |" in board
+    assert "| `no_record` | — | — | — | `none` |" in board and board.rstrip().endswith("`FEATURE.toml` |")
+    tokens = MarkdownIt("commonmark").enable("table").parse(board)
+    assert sum(t.type == "table_open" for t in tokens) == 1
+    assert sum(t.type == "tr_open" for t in tokens) == 4  # the header and three features

@@ -4,6 +4,7 @@ fixed modules can be imported and the moved code called."""
 
 from __future__ import annotations
 
+import importlib
 import sys
 import textwrap
 from pathlib import Path
@@ -84,7 +85,7 @@ def write_tree(root: Path, files: Dict[str, Union[str, bytes]]) -> None:
 
 
 @pytest.fixture
-def tree(tmp_path):
+def tree(tmp_path, monkeypatch):
     """A fresh fixture project; ``tree.write({...})`` adds files, ``tree.imported(mod)``
     imports a module of it (and forgets it all afterwards)."""
 
@@ -115,11 +116,14 @@ def tree(tmp_path):
             return result
 
         def imported(self, module: str):
+            importlib.invalidate_caches()  # the finders' directory listings predate the fix's writes
             __import__(module)
             return sys.modules[module]
 
     write_tree(tmp_path, BASE_FILES)
     sys.path.insert(0, str(tmp_path))
+    # Files are rewritten within the second they were written: no bytecode whose mtime could match.
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
     yield Tree()
     sys.path.remove(str(tmp_path))
     for name in [m for m in sys.modules if m == "fxpkg" or m.startswith("fxpkg.")]:

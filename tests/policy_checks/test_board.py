@@ -1,0 +1,203 @@
+"""``policy-check features``: the board of the experimental track, in each format."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+from markdown_it import MarkdownIt
+
+from policy_checks import board
+from policy_checks.cli import main
+from policy_checks.features import parse
+
+from .conftest import write_tree
+
+PYPROJECT = '[tool.policy-check]\npackage = "acme"\nexperimental-package = "acme.labs"\n'
+TODAY = "2026-11-27"
+
+
+def record(owner: str = "octocat", admitted: str = "2026-11-01", target: str = "2026-11-20", kind: str = "backend",
+           extra: str = "") -> str:
+    return (f'kind = "{kind}"\nowner = "{owner}"\ntracking_issue = 12\nadmitted = {admitted}\n'
+            f'target_release = "0.8.0"\ntarget_date = {target}\napis = []\nbackends = ["mm_bf16:splitk"]\n'
+            f"auto_routing = true\n{extra}")
+
+
+@pytest.fixture
+def tree(tmp_path):
+    return write_tree(tmp_path / "project", {
+        "pyproject.toml": PYPROJECT,
+        "acme/__init__.py": "",
+        "acme/labs/__init__.py": "",
+        "acme/labs/late/FEATURE.toml": record(admitted="2026-10-25", target="2026-11-20"),
+        "acme/labs/soon/FEATURE.toml": record(admitted="2026-11-10", target="2026-12-01"),
+        "acme/labs/fine/FEATURE.toml": record(admitted="2026-11-25", target="2026-12-20"),
+        "acme/labs/default_deadline/FEATURE.toml": record().replace("target_date = 2026-11-20\n", ""),
+        "acme/labs/bare/README.md": "# no record\n",
+        "acme/labs/_private/FEATURE.toml": record(),  # not a feature directory
+        "acme/labs/.hidden/FEATURE.toml": record(),
+        "acme/labs/module.py": "",
+    })
+
+
+def invoke(*args: str) -> str:
+    result = CliRunner().invoke(main, ["features", *args])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_json_lists_every_feature_directory_with_its_deadline(tree):
+    rows = json.loads(invoke("--root", str(tree), "--format", "json", "--today", TODAY))
+    by_name = {r["feature"]: r for r in rows}
+    assert [r["feature"] for r in rows] == ["bare", "default_deadline", "fine", "late", "soon"]
+    assert list(rows[0]) == ["feature", "kind", "owner", "tracking_issue", "admitted", "target_release", "target_date",
+                             "deadline", "days_left", "status", "auto_routing", "apis", "backends", "lacks", "problems"]
+    late = by_name["late"]
+    assert late == {"feature": "late", "kind": "backend", "owner": "octocat", "tracking_issue": "#12",
+                    "admitted": "2026-10-25", "target_release": "0.8.0", "target_date": "2026-11-20",
+                    "deadline": "2026-11-20", "days_left": -7, "status": "overdue", "auto_routing": True, "apis": [],
+                    "backends": ["mm_bf16:splitk"], "lacks": [], "problems": []}
+    assert (by_name["soon"]["days_left"], by_name["soon"]["status"]) == (4, "due within 7 days")
+    assert (by_name["fine"]["days_left"], by_name["fine"]["status"]) == (23, "on track")
+    # Without a target date the deadline is the end of the admission window, and the record lacks it.
+    default = by_name["default_deadline"]
+    assert default["target_date"] is None and default["deadline"] == "2026-11-29" and default["days_left"] == 2
+    assert default["lacks"] == ["target_date"]
+    bare = by_name["bare"]
+    assert bare["lacks"] == ["FEATURE.toml"] and bare["status"] is None and bare["days_left"] is None
+    assert "FEATURE.toml is missing: add acme/labs/bare/FEATURE.toml" in bare["problems"][0]
+
+
+def test_days_are_counted_from_today(tree):
+    rows = json.loads(invoke("--root", str(tree), "--format", "json", "--today", "2026-11-20"))
+    late = next(r for r in rows if r["feature"] == "late")
+    assert (late["days_left"], late["status"]) == (0, "due within 7 days")
+
+
+def test_text_is_an_aligned_table(tree):
+    out = invoke("--root", str(tree), "--today", TODAY)
+    lines = out.splitlines()
+    assert lines[0].split() == list(board.TEXT_COLUMNS)
+    assert lines[-1] == "5 features: 1 overdue, 2 due within 7 days, 1 on track, 2 with an incomplete record"
+    table = lines[:6]
+    # Every column starts at the same offset on every line.
+    for column in ("KIND", "DEADLINE", "LEFT", "LACKS"):
+        start = lines[0].index(column)
+        assert all(line[start - 2:start] == "  " and line[start] != " " for line in table), column
+    late = next(line for line in table if line.startswith("late "))
+    assert late.split() == ["late", "backend", "octocat", "#12", "2026-10-25", "2026-11-20", "7", "days", "overdue",
+                            "overdue", "yes", "none", "mm_bf16:splitk", "-"]
+    bare = next(line for line in table if line.startswith("bare "))
+    assert bare.split()[-1] == "FEATURE.toml"
+
+
+def test_incomplete_and_invalid_records_say_what_they_lack(tmp_path):
+    root = write_tree(tmp_path / "p", {
+        "pyproject.toml": PYPROJECT,
+        "acme/labs/partial/FEATURE.toml": 'kind = "api"\nowner = "not a login"\napis = []\n',
+        "acme/labs/broken/FEATURE.toml": "kind = \n",
+        "acme/labs/wide/FEATURE.toml": record(admitted="2026-10-01", target="2026-12-20"),
+    })
+    rows = {r["feature"]: r for r in json.loads(invoke("--root", str(root), "--format", "json", "--today", TODAY))}
+    assert rows["partial"]["lacks"] == ["owner", "tracking_issue", "admitted", "target_release", "target_date",
+                                        "apis", "backends", "auto_routing"]
+    assert rows["broken"]["lacks"] == ["FEATURE.toml"]
+    assert "not valid TOML" in rows["broken"]["problems"][0]
+    assert rows["wide"]["lacks"] == ["target_date"]  # set, but past the admission window
+
+
+def test_no_experimental_package_is_an_empty_board(tmp_path):
+    root = write_tree(tmp_path / "p", {"pyproject.toml": PYPROJECT})
+    assert invoke("--root", str(root)) == "No experimental features.\n"
+    assert json.loads(invoke("--root", str(root), "--format", "json")) == []
+
+
+def test_unreadable_settings_exit_2(tmp_path):
+    root = write_tree(tmp_path / "p", {"pyproject.toml": '[tool.policy-check]\nbogus = 1\n'})
+    result = CliRunner().invoke(main, ["features", "--root", str(root)])
+    assert result.exit_code == 2 and "unknown key 'bogus'" in result.output
+
+
+def test_the_installed_command_runs_without_the_bot(tree):
+    """A subprocess, as users run it: exit 0, and neither PyGithub nor the bot's network code is loaded."""
+    code = (
+        "import sys\n"
+        "from policy_checks.cli import main\n"
+        "try:\n"
+        f"    main(['features', '--root', {str(tree)!r}, '--today', {TODAY!r}])\n"
+        "except SystemExit as exit:\n"
+        "    assert not exit.code, exit.code\n"
+        "loaded = [m for m in sys.modules if m == 'github' or m.startswith(('github.', 'policy_checks.bot.'))]\n"
+        "assert loaded == ['policy_checks.bot.markdown'], loaded\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "1 overdue" in done.stdout
+
+
+# --- Markdown: a GitHub table that input cannot break -------------------------------------
+
+_parser = MarkdownIt("commonmark").enable("table")
+HOSTILE = "a|b `c`` @everyone <details><summary>x</summary>\n| d |\n\n# heading"
+
+
+def table_cells(markdown: str) -> list[list[str]]:
+    """The rows of the one table in ``markdown``, each a list of its cells' inline source."""
+    tokens = _parser.parse(markdown)
+    assert sum(t.type == "table_open" for t in tokens) == 1, markdown
+    assert not any(t.type in ("html_block", "heading_open") for t in tokens), markdown
+    found, cells = [], None
+    for token in tokens:
+        if token.type == "tr_open":
+            cells = []
+        elif token.type == "inline" and cells is not None:
+            assert not any(c.type in ("html_inline", "link_open") for c in token.children or []), token.content
+            cells.append(token)
+        elif token.type == "tr_close":
+            found.append(cells)
+            cells = None
+    return found
+
+
+def test_markdown_is_one_table_with_a_row_per_feature(tree):
+    out = invoke("--root", str(tree), "--format", "markdown", "--today", TODAY)
+    rows = table_cells(out)
+    assert len(rows) == 6 and all(len(r) == len(board.MARKDOWN_COLUMNS) for r in rows)
+    assert [c.content for c in rows[0]] == list(board.MARKDOWN_COLUMNS)
+    late = next(r for r in rows if r[0].content == "`late`")
+    assert [c.content for c in late] == ["`late`", "`backend`", "`octocat`", "`#12`", "2026-10-25", "2026-11-20",
+                                         "7 days overdue", "overdue", "yes", "none", "`mm_bf16:splitk`", "—"]
+
+
+def hostile_record(value: str):
+    text = record(extra="").replace('target_release = "0.8.0"', f"target_release = {json.dumps(value)}")
+    return parse("feat|" + value, text)  # a directory name may hold a newline too
+
+
+@pytest.mark.parametrize("value", [HOSTILE, "`", "``x``", "@octocat", "| | |", "<img src=x>", "line\nbreak", "\\|"])
+def test_hostile_values_stay_inside_their_cells(value):
+    rec = hostile_record(value)
+    rows = board.rows([rec], dt.date(2026, 11, 27), issue_states={rec.name: value})
+    out = board.render_markdown(rows)
+    cells = table_cells(out)
+    assert len(cells) == 2 and all(len(r) == len(board.MARKDOWN_COLUMNS) + 1 for r in cells)
+    feature, issue_state = cells[1][0], cells[1][4]
+    for cell in (feature, issue_state):
+        # The whole cell is one code span: the input shows literally, nothing in it is live.
+        assert [c.type for c in cell.children] == ["code_inline"], cell.children
+    flat = " ".join(value.split())
+    assert issue_state.children[0].content.replace("\u200d", "") == flat
+    assert "feat|" in feature.children[0].content
+    assert "@everyone" not in out and "@octocat" not in out  # mentions carry a zero-width joiner
+
+
+def test_the_record_parser_is_reused_not_repeated(tree):
+    """The board shows what `policy_checks.features` reads: the same record, the same problems."""
+    path = tree / "acme/labs/default_deadline/FEATURE.toml"
+    rec = parse("default_deadline", path.read_text())
+    (row,) = board.rows([rec], dt.date(2026, 11, 27))
+    assert row.problems == rec.problems and row.deadline == rec.deadline
