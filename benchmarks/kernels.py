@@ -1,8 +1,9 @@
 """Kernel throughput beside the torch baselines, in one run: python3 benchmarks/kernels.py
 
 - mm_bf16 "nvrtc" vs torch.matmul (cuBLAS) at 4096^3 and 8192^3: TFLOP/s;
-- split-K (experimental) vs the stable "nvrtc" kernel and cuBLAS at M in {1, 4, 16},
-  N = K = 8192: microseconds and GB/s;
+- split-K (experimental) vs the stable "nvrtc" kernel and cuBLAS at M in {1, 2, 4, 8, 16},
+  K = 8192, N = 8192 and 28672 (the decode shapes split-K is admitted for): microseconds
+  and the share of the HBM roofline for reading b once, after a check against float32;
 - rmsnorm and gated_rmsnorm (NVRTC) vs their torch paths at 16384 x 8192 bf16:
   GB/s and the share of the H200's 4.8 TB/s, beside a device-to-device copy.
 
