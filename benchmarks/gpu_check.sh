@@ -11,4 +11,7 @@ timeout 200 python3 -m pytest -q -p no:cacheprovider -o addopts="" --import-mode
     tests/flashinfer/test_kernels_gpu.py tests/experimental/splitk_gemm tests/experimental/gated_rmsnorm \
     "tests/flashinfer/test_autotuner.py::test_mm_bf16_tuning_on_cuda_times_with_events_and_respects_the_gate" 2>&1 | tee "$OUT/tests.log" | tail -40
 timeout 240 python3 benchmarks/kernels.py 2>&1 | tee "$OUT/kernels.log"
+# End to end: tune a decode step with the gate set, then load that cache in a process without it.
+timeout 120 python3 benchmarks/autotune_decode_gpu.py tune "$OUT/decode-cache.json" 2>&1 | tee "$OUT/autotune.log"
+timeout 60 python3 benchmarks/autotune_decode_gpu.py load "$OUT/decode-cache.json" 2>&1 | tee -a "$OUT/autotune.log"
 rm -rf "$OUT/jit-cache"
