@@ -20,6 +20,7 @@ _SUBCOMMANDS = {
     "explain": "policy_checks.commands:explain",
     "baseline": "policy_checks.commands:baseline_command",
     "fix": "policy_checks.fix.cli:fix",
+    "remove": "policy_checks.fix.remove:remove",
     "bot": "policy_checks.bot.cli:bot",
     "features": "policy_checks.board:features",
 }

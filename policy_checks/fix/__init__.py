@@ -13,4 +13,7 @@ EXP002    `lazy_exports`                  eager re-export -> module ``__getattr_
 EXP004    `checker_marker`                add ``@experimental_backend``
 EXP006    `docs_pages`                    drop the entries from ``docs/api/*.rst``
 ========  ==============================  ==========================================
+
+`remove` (``policy-check remove FEATURE``) uses the same machinery for the removal path
+of a whole feature: its directory, tests, examples and the core entry points reaching it.
 """
