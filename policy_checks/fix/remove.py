@@ -104,17 +104,21 @@ def plan_removal(target: FixTarget, feature: str) -> Removal:
     def reaches(facts: FileFacts, imp) -> bool:
         return any(t == prefix or t.startswith(prefix + ".") for t in project.import_targets(imp))
 
+    def core_files():
+        """(rel, source, facts) of every parsable core module the removal keeps."""
+        for rel in sorted(project.files):
+            source = project.files[rel]
+            if gone(rel) or not settings.is_core(source.module):
+                continue
+            facts = project.facts(rel)
+            if facts.syntax_error is None:
+                yield rel, source, facts
+
     # core modules that import the feature, and what each loses
     names_by_module: Dict[str, Set[str]] = {}
     backends: Set[str] = set()
     files: Dict[str, tuple] = {}  # rel -> (PythonFile, edits)
-    for rel in sorted(project.files):
-        source = project.files[rel]
-        if gone(rel) or not settings.is_core(source.module):
-            continue
-        facts = project.facts(rel)
-        if facts.syntax_error is not None:
-            continue
+    for rel, source, facts in core_files():
         hits = [imp for imp in facts.imports if reaches(facts, imp)]
         if not hits:
             continue
@@ -144,13 +148,7 @@ def plan_removal(target: FixTarget, feature: str) -> Removal:
     removal.removed += [f"backend {b!r}" for b in sorted(backends)]
 
     # lazy-export tables and __all__ naming the removed functions and classes
-    for rel in sorted(project.files):
-        source = project.files[rel]
-        if gone(rel) or not settings.is_core(source.module):
-            continue
-        facts = project.facts(rel)
-        if facts.syntax_error is not None:
-            continue
+    for rel, source, facts in core_files():
         lazy = _lazy_entries(project, facts, names_by_module)
         listed = names_by_module.get(source.module, set())
         if source.is_package:
