@@ -8,7 +8,7 @@ printed back byte for byte (libcst keeps all whitespace and comments in the tree
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Sequence, Union
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Union
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider, ScopeProvider
@@ -103,17 +103,24 @@ def imported_module(file: PythonFile, node: cst.ImportFrom) -> str:
     return resolve_from(file.module_name, file.is_package, len(node.relative), base)
 
 
+def module_small_statements(file: PythonFile) -> Iterator[cst.BaseSmallStatement]:
+    """Every small statement of the module's top level (``a = 1; b = 2`` gives two)."""
+    for line in file.tree.body:
+        if isinstance(line, cst.SimpleStatementLine):
+            yield from line.body
+
+
+def all_assignments(file: PythonFile) -> Iterator[cst.BaseSmallStatement]:
+    """The module-level assignments to ``__all__`` that have a value (plain, annotated or augmented)."""
+    for small in module_small_statements(file):
+        targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [getattr(small, "target", None)]
+        if any(isinstance(t, cst.Name) and t.value == "__all__" for t in targets) and getattr(small, "value", None) is not None:
+            yield small
+
+
 def all_names(file: PythonFile) -> set:
     """The string entries of the module-level ``__all__`` assignments."""
-    names = set()
-    for line in file.tree.body:
-        if not isinstance(line, cst.SimpleStatementLine):
-            continue
-        for small in line.body:
-            targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [getattr(small, "target", None)]
-            if any(isinstance(t, cst.Name) and t.value == "__all__" for t in targets) and small.value is not None:
-                names |= {s.evaluated_value for s in _strings(small.value)}
-    return names
+    return {s.evaluated_value for small in all_assignments(file) for s in _strings(small.value)}
 
 
 def _strings(node: cst.CSTNode) -> List[cst.SimpleString]:

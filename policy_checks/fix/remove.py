@@ -37,12 +37,14 @@ from .cst_tools import (
     PythonFile,
     Unfixable,
     add_edit,
+    all_assignments,
     apply_edits,
     bound_name,
     dotted_name,
     drop_small_statement,
     enclosing_function,
     import_at,
+    module_small_statements,
     parse,
 )
 from .findings import FixError, FixTarget, load_project
@@ -388,35 +390,23 @@ def _lazy_entries(project, facts, names_by_module) -> list:
 def _remove_dict_keys(file, keys, edits, removed_nodes) -> None:
     if not keys:
         return
-    for statement in file.tree.body:
-        if not isinstance(statement, cst.SimpleStatementLine):
-            continue
-        for small in statement.body:
-            value = getattr(small, "value", None)
-            if isinstance(small, (cst.Assign, cst.AnnAssign)) and isinstance(value, cst.Dict):
-                for element in value.elements:
-                    if isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString):
-                        if element.key.evaluated_value in keys:
-                            _remove_element(file, element, edits, removed_nodes)
+    for small in module_small_statements(file):
+        value = getattr(small, "value", None)
+        if isinstance(small, (cst.Assign, cst.AnnAssign)) and isinstance(value, cst.Dict):
+            for element in value.elements:
+                if isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString):
+                    if element.key.evaluated_value in keys:
+                        _remove_element(file, element, edits, removed_nodes)
 
 
 def _remove_all_entries(file, names, edits, removed_nodes) -> None:
     if not names:
         return
-    for statement in file.tree.body:
-        if not isinstance(statement, cst.SimpleStatementLine):
-            continue
-        for small in statement.body:
-            if not isinstance(small, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
-                continue
-            targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
-            if not any(isinstance(t, cst.Name) and t.value == "__all__" for t in targets):
-                continue
-            value = small.value
-            if isinstance(value, (cst.List, cst.Tuple)):
-                for element in value.elements:
-                    if isinstance(element.value, cst.SimpleString) and element.value.evaluated_value in names:
-                        _remove_element(file, element, edits, removed_nodes)
+    for small in all_assignments(file):
+        if isinstance(small.value, (cst.List, cst.Tuple)):
+            for element in small.value.elements:
+                if isinstance(element.value, cst.SimpleString) and element.value.evaluated_value in names:
+                    _remove_element(file, element, edits, removed_nodes)
 
 
 def _inside(file, node, removed_nodes) -> bool:
