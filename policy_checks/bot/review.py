@@ -30,7 +30,7 @@ from .deadlines import DUE_SOON, ON_TRACK, OVERDUE
 from .extensions import Extension, Permissions, extended_weeks, read_extensions
 from .markdown import bullet_list, code, table_row
 from .parsers import parse_feature_toml, parse_tracking_issue
-from .pr_check import BOT_MARKER_PREFIX, EXPERIMENTAL_LABEL
+from .pr_check import BOT_MARKER_PREFIX, EXPERIMENTAL_LABEL, admitted_ref
 from .writes import Writes
 
 FEATURES_DIR = DEFAULT.experimental_dir  # the bot reads FlashInfer's own layout: the default settings
@@ -332,12 +332,9 @@ def _permissions(repo, collaborators: graphql.Collaborators) -> Permissions:
 
 def _admit_tracking(record: FeatureRecord, repo_name: str, tracking_repos: frozenset[str]) -> None:
     """Drop a tracking reference to a repository the workflow does not list, as a problem of the record."""
-    ref = record.tracking
-    if ref is None or ref.repo is None or ref.repo.lower() in (repo_name.lower(), *tracking_repos):
-        return
-    record.problems.append(f"the tracking issue {code(ref.render(repo_name))} is in another repository: only issues "
-                           f"of {code(repo_name)} count, unless the workflow lists that repository (`--tracking-repo`)")
-    record.tracking = None
+    record.tracking, refused = admitted_ref(record.tracking, repo_name, tracking_repos)
+    if refused:
+        record.problems.append(refused)
 
 
 def run_review(gh, repo_name: str, today: dt.date, writes: Writes, identity: BotIdentity,

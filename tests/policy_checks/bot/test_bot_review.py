@@ -291,3 +291,18 @@ def test_step_summary_holds_the_feature_board_with_issue_states(g, bot_cli, tmp_
     tokens = MarkdownIt("commonmark").enable("table").parse(board)
     assert sum(t.type == "table_open" for t in tokens) == 1
     assert sum(t.type == "tr_open" for t in tokens) == 4  # the header and three features
+
+
+def test_a_record_tracked_in_an_unlisted_repository_is_not_read(g, bot_cli):
+    """As in the PR check, another repository's issue counts only when the workflow lists it."""
+    add_feature(g, "x")
+    other = g.add_issue("evil/repo", issue_body("octocat", "0.8.0", "2026-12-05"), number=7)
+    path = "flashinfer/experimental/x/FEATURE.toml"
+    g.repo(REPO).files[path] = g.repo(REPO).files[path].replace("tracking_issue = 1", f'tracking_issue = "evil/repo#{other}"')
+    [feature] = review(bot_cli)["features"]
+    assert "`evil/repo#7` is in another repository" in feature["problems"][-1]
+    assert "record or issue incomplete" in feature["states"]
+    assert all(not any(k.startswith("o") and v == "evil" for k, v in variables.items())
+               for _, variables in g.graphql_log)  # never asked for
+    [feature] = review(bot_cli, "--tracking-repo", "evil/repo")["features"]
+    assert not any("another repository" in p for p in feature["problems"])
