@@ -5,12 +5,15 @@ A feature is admitted for a bounded time: its target date lies at most
 end of that window (docs/experimental.rst, "Admission"; docs/bot.rst). The checker
 (EXP009, through `policy_checks.features`), the bot's PR check and its weekly review
 all take the window, its wording and the status of a deadline from here, so they
-cannot drift apart. Pure date arithmetic: nothing here imports the bot or PyGithub.
+cannot drift apart. The graduation checklist (`GRADUATION_STEPS`) is defined here
+too: ``policy-check graduate`` prints it and the bot's PR check shows it on a
+graduation PR. Pure data and date arithmetic: nothing here imports the bot or PyGithub.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from typing import NamedTuple
 
 ADMISSION_WINDOW = dt.timedelta(weeks=4)  # default and longest time from admission to the target date
 DUE_SOON_WITHIN = dt.timedelta(days=7)  # a deadline at most this far away is "due soon"
@@ -50,3 +53,25 @@ def status(deadline: dt.date, today: dt.date) -> str:
     if left < 0:
         return OVERDUE
     return DUE_SOON if left <= DUE_SOON_WITHIN.days else ON_TRACK
+
+
+class GraduationStep(NamedTuple):
+    """One step of the graduation checklist (docs/experimental.rst, "Graduation")."""
+
+    number: int
+    text: str
+    by_command: bool  # ``policy-check graduate`` carries it out; otherwise a person does
+
+
+GRADUATION_STEPS = (
+    GraduationStep(1, "Settle the API contract: names, dtypes, keyword-only performance arguments.", False),
+    GraduationStep(2, "Move the code out of the experimental package to its stable home, leaving a re-export shim "
+                      "at the old path for one release.", True),
+    GraduationStep(3, "Replace `@flashinfer_experimental_api` with `@flashinfer_api` and drop the experimental "
+                      "gate calls and `@experimental_backend` markers.", True),
+    GraduationStep(4, "Finish the stable-API checklist: trace template, trace example test, docs page, top-level "
+                      "export.", False),
+    GraduationStep(5, "If the kernels ship prebuilt, register their JIT specs in the AOT module.", True),
+    GraduationStep(6, "Move the tests from the experimental lane to the stable lane.", True),
+    GraduationStep(7, "Close the tracking issue, naming the release the feature graduated in.", False),
+)
