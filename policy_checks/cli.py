@@ -21,6 +21,7 @@ _SUBCOMMANDS = {
     "baseline": "policy_checks.commands:baseline_command",
     "fix": "policy_checks.fix.cli:fix",
     "remove": "policy_checks.fix.remove:remove",
+    "graduate": "policy_checks.fix.graduate:graduate",
     "bot": "policy_checks.bot.cli:bot",
     "features": "policy_checks.board:features",
 }

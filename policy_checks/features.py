@@ -19,6 +19,7 @@ default branch as untrusted text). Nothing here imports the bot or PyGithub.
 
 from __future__ import annotations
 
+import ast
 import datetime as dt
 import re
 import sys
@@ -347,3 +348,25 @@ def read(path: Path, quote: Callable[[str], str] = repr) -> FeatureRecord:
     except OSError as error:
         return FeatureRecord(name=name, problems=[Problem(f"FEATURE.toml cannot be read: {error.strerror or error}")])
     return parse(name, text, quote)
+
+
+# A graduated feature leaves a shim package at its old path for one release; its
+# ``__init__`` binds this name to the stable home (``policy-check graduate`` writes it).
+SHIM_MARKER = "__graduated_to__"
+
+
+def graduated_to(feature_dir: Path) -> str | None:
+    """The stable home a graduated feature's shim package names, or None for a feature."""
+    try:
+        tree = ast.parse((feature_dir / "__init__.py").read_bytes())
+    except (OSError, SyntaxError, ValueError, RecursionError):
+        return None
+    for node in tree.body:
+        if (
+            isinstance(node, ast.Assign)
+            and [getattr(t, "id", None) for t in node.targets] == [SHIM_MARKER]
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
+        ):
+            return node.value.value
+    return None

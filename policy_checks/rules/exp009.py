@@ -58,7 +58,8 @@ class FeatureRecordIncomplete(Rule):
 
     A feature is a direct subdirectory of the experimental package holding Python
     files or a ``FEATURE.toml``; one whose name starts with ``_`` or ``.`` is shared
-    code, not a feature. A missing part is reported at ``FEATURE.toml`` (or the feature's
+    code, not a feature, and so is the shim package a graduated feature leaves for one
+    release (its ``__init__`` binds ``__graduated_to__``). A missing part is reported at ``FEATURE.toml`` (or the feature's
     ``__init__.py`` when there is no ``FEATURE.toml``), line 1; a bad field at its line.
     """
 
@@ -123,6 +124,8 @@ class FeatureRecordIncomplete(Rule):
                 continue
             if not any(p.suffix == ".py" or p.name == "FEATURE.toml" for p in directory.iterdir()):
                 continue
+            if features.graduated_to(directory) is not None:
+                continue  # the shim a graduated feature leaves for one release
             yield from self._check_feature(project, directory, rel_dir, checkout, examples)
 
     def _check_feature(self, project, directory, rel_dir, checkout, examples):

@@ -1,0 +1,957 @@
+"""``policy-check graduate FEATURE --to MODULE``: the mechanical steps of graduation.
+
+The graduation checklist (`policy_checks.graduation.GRADUATION_STEPS`) has seven
+steps; this command carries out 2, 3, 5 and 6 and prints all seven with their state:
+
+2. The feature's files move from ``<experimental package>/<feature>/`` to the package
+   MODULE (imports inside them retargeted); at each old module path a shim re-exports
+   the new one with a `DeprecationWarning` naming it, for one release. The shim
+   package's ``__init__`` binds ``__graduated_to__``, which tells the checker (EXP009)
+   and the board that the directory is a shim, not a feature. ``FEATURE.toml`` goes.
+3. In core, ``@flashinfer_experimental_api(...)`` on the entry points becomes
+   ``@flashinfer_api`` (its ``trace=`` kept), the deferred imports and the checker
+   imports point at the new home, ``require_experimental_*`` and
+   ``warn_experimental_backend_once`` calls in the code that reaches the feature go;
+   in the moved code ``@experimental_backend`` and ``experimental=True`` go.
+5. With ``--aot``, the moved module's spec factories (functions annotated to return
+   ``JitSpec`` and callable without arguments) are registered in the AOT module.
+6. ``<experimental tests>/<feature>/`` moves to the stable lane, imports retargeted;
+   test functions that assert the experimental contract (the opt-in warning, the
+   markers, JIT-only refusal, the record) are dropped and listed.
+
+Step 4 is partly mechanical: the API is added to the ``docs/api`` page that lists its
+stable neighbours and to the top-level lazy-export table; the rest (trace template and
+example) is for a person, as are steps 1 and 7. The plan is computed in full before
+anything is written, and anything it cannot do cleanly refuses the whole graduation
+(exit 1, nothing written). Where the feature is imported is read from the checker's
+facts (`policy_checks.project.Project`); rewrites use `cst_tools`.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Set, Tuple
+
+import click
+import libcst as cst
+
+from .. import features as feature_records
+from ..facts import FUNCTION, FileFacts, extract
+from ..graduation import GRADUATION_STEPS
+from ..project import Project, SourceFile
+from .apply import FileFix, write
+from .cst_tools import (
+    PythonFile,
+    Unfixable,
+    add_edit,
+    apply_edits,
+    bound_name,
+    dotted_name,
+    drop_small_statement,
+    imported_module,
+    module_small_statements,
+    parse,
+    with_aliases,
+)
+from .findings import FixError, FixTarget, load_project
+
+EXPERIMENTAL_API = "flashinfer_experimental_api"
+STABLE_API = "flashinfer_api"
+EXPERIMENTAL_BACKEND = "experimental_backend"
+GATE_CALLS = ("require_experimental_auto_backends", "require_experimental", "warn_experimental_backend_once")
+SHIM_MARKER = feature_records.SHIM_MARKER
+
+# What a test asserting the experimental contract mentions; such tests do not hold for a
+# stable API and are dropped (and listed) when the tests move.
+_MARKER_ATTRIBUTES = {"is_experimental", "experimental_feature", "experimental"}
+_CONTRACT_STRINGS = ("FEATURE.toml",)
+
+
+class Refused(Exception):
+    """The graduation cannot be done cleanly; the message says why."""
+
+
+@dataclass
+class Graduation:
+    """What graduating one feature does, computed before anything is written."""
+
+    target: FixTarget
+    feature: str
+    home: str  # the stable package, e.g. "flashinfer.gated_norm"
+    rewrites: List[FileFix] = field(default_factory=list)  # existing files, new bytes
+    creations: Dict[str, bytes] = field(default_factory=dict)  # new files
+    deletions: List[str] = field(default_factory=list)
+    done: Dict[int, List[str]] = field(default_factory=dict)  # checklist step -> what this run did
+    for_a_person: Dict[int, List[str]] = field(default_factory=dict)
+
+    def did(self, step: int, text: str) -> None:
+        self.done.setdefault(step, []).append(text)
+
+    def ask(self, step: int, text: str) -> None:
+        self.for_a_person.setdefault(step, []).append(text)
+
+
+def _load_facts(root: Path):
+    def load(source: SourceFile) -> FileFacts:
+        return extract((root / source.rel).read_bytes(), source.module, source.is_package)
+
+    return load
+
+
+def _under(name: str, prefix: str) -> bool:
+    return name == prefix or name.startswith(prefix + ".")
+
+
+def _moved(name: str, old: str, new: str) -> str:
+    return new + name[len(old):] if _under(name, old) else name
+
+
+def plan_graduation(target: FixTarget, feature: str, home: str, aot: bool = False) -> Graduation:
+    """The whole graduation, or `Refused`; reads the tree, writes nothing."""
+    s = target.settings
+    if not feature.isidentifier():
+        raise Refused(f"{feature!r} is not a feature name")
+    feature_dir = target.root / s.experimental_dir / feature
+    if not feature_dir.is_dir():
+        raise Refused(f"no feature directory {s.experimental_dir}/{feature}")
+    if feature_records.graduated_to(feature_dir) is not None:
+        raise Refused(f"{feature} already graduated to {feature_records.graduated_to(feature_dir)}")
+    _check_home(target, home)
+    old = f"{s.experimental_package}.{feature}"
+    graduation = Graduation(target, feature, home)
+    project = Project(target.root, s, _load_facts(target.root))
+    record = feature_records.read(feature_dir / "FEATURE.toml") if (feature_dir / "FEATURE.toml").is_file() else None
+    backends = set(record.backends or ()) if record else set()
+
+    _move_feature(graduation, project, feature_dir, old)
+    entry_points = _swap_core(graduation, project, old, backends)
+    _move_tests(graduation, project, old)
+    _retarget_examples(graduation, project, old)
+    _list_in_docs(graduation, project, entry_points)
+    _export_top_level(graduation, project, entry_points)
+    if aot:
+        _register_aot(graduation, project)
+    else:
+        graduation.ask(5, "if the kernels ship prebuilt, run again with --aot or register their specs by hand")
+    graduation.ask(1, "settle the API contract: names, dtypes, keyword-only performance arguments")
+    graduation.ask(4, "add the trace template and its example test")
+    tracking = f" ({record.tracking.render('')})" if record and record.tracking else ""
+    graduation.ask(7, f"close the tracking issue{tracking}, naming the release {feature} graduated in")
+    for rel, after in list(graduation.creations.items()):
+        if rel.endswith(".py"):
+            _must_parse(rel, after)
+    for fix in graduation.rewrites:
+        if fix.path.endswith(".py"):
+            _must_parse(fix.path, fix.after)
+    return graduation
+
+
+def _must_parse(rel: str, data: bytes) -> None:
+    try:
+        ast.parse(data)
+    except SyntaxError as error:  # a safety net, as in `fix`
+        raise Refused(f"internal error: the rewrite of {rel} does not parse ({error.msg})") from None
+
+
+def _check_home(target: FixTarget, home: str) -> None:
+    s = target.settings
+    parts = home.split(".")
+    if not all(p.isidentifier() for p in parts) or not _under(home, s.package) or home == s.package:
+        raise Refused(f"--to {home}: not a module under {s.package}")
+    if s.is_experimental_module(home):
+        raise Refused(f"--to {home}: inside the experimental package")
+    path = target.root.joinpath(*parts)
+    if path.exists() or path.with_suffix(".py").exists():
+        raise Refused(f"--to {home}: {path.relative_to(target.root).as_posix()} already exists")
+    parent = path.parent
+    if not (parent / "__init__.py").is_file():
+        raise Refused(f"--to {home}: its parent package {'.'.join(parts[:-1])} has no __init__.py")
+    exported = _exported_names(parent / "__init__.py")
+    if parts[-1] in exported:
+        raise Refused(
+            f"--to {home}: {'.'.join(parts[:-1])} exports a name {parts[-1]!r}, which importing the new package "
+            "would shadow; choose another name"
+        )
+
+
+def _exported_names(init: Path) -> Set[str]:
+    """Names a package ``__init__`` binds or lists in a lazy-export table."""
+    try:
+        tree = ast.parse(init.read_bytes())
+    except (OSError, SyntaxError, ValueError):
+        return set()
+    names: Set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Dict):
+            names |= {k.value for k in node.value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+    return names
+
+
+# step 2: the code moves, shims stay ------------------------------------------------
+
+
+def _move_feature(graduation: Graduation, project: Project, feature_dir: Path, old: str) -> None:
+    target = graduation.target
+    home_dir = graduation.home.replace(".", "/")
+    old_dir = feature_dir.relative_to(target.root).as_posix()
+    files = sorted(p for p in feature_dir.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    if not (feature_dir / "__init__.py").is_file():
+        raise Refused(f"{old_dir} has no __init__.py; only a package can graduate")
+    for path in files:
+        rel = path.relative_to(target.root).as_posix()
+        inner = path.relative_to(feature_dir).as_posix()
+        new_rel = f"{home_dir}/{inner}"
+        if path.name == "FEATURE.toml":
+            graduation.deletions.append(rel)
+            continue
+        data = path.read_bytes()
+        if path.suffix != ".py":
+            graduation.creations[new_rel] = data
+            graduation.deletions.append(rel)
+            continue
+        module, is_package = target.module_of(rel)
+        new_module, _ = target.module_of(new_rel)
+        file = _parse(target, rel)
+        edits: dict = {}
+        _retarget(file, old, graduation.home, new_module, edits)
+        _drop_experimental_markers(file, edits)
+        graduation.creations[new_rel] = apply_edits(file, edits) if edits else data
+        shim = _shim(graduation.feature, module, new_module, is_package and rel == f"{old_dir}/__init__.py", graduation.home)
+        graduation.rewrites.append(FileFix(rel, data, shim))
+    graduation.did(2, f"moved {old_dir}/ to {home_dir}/ ({len(files)} files), shims left at the old module paths")
+    if (feature_dir / "FEATURE.toml").is_file():
+        graduation.did(2, f"deleted {old_dir}/FEATURE.toml")
+
+
+def _shim(feature: str, module: str, new_module: str, marks_package: bool, home: str) -> bytes:
+    """A module at the old path that re-exports the new one and says where it went.
+    Module names are dotted identifiers, so they need no escaping in a string."""
+    marker = f'{SHIM_MARKER} = "{home}"\n\n' if marks_package else ""
+    return (
+        f'"""Moved to `{new_module}` when {feature} graduated from the experimental track.\n\n'
+        f"This re-export stays for one release; import `{new_module}` instead.\n"
+        f'"""\n\n'
+        f"import importlib as _importlib\n"
+        f"import warnings as _warnings\n\n"
+        f"from {new_module} import *  # noqa: F401,F403\n\n"
+        f"{marker}"
+        f"_warnings.warn(\n"
+        f'    "{module} moved to {new_module} when "\n'
+        f'    "{feature} graduated; the old path goes in the next release",\n'
+        f"    DeprecationWarning,\n"
+        f"    stacklevel=2,\n"
+        f")\n\n\n"
+        f"def __getattr__(name):\n"
+        f'    return getattr(_importlib.import_module("{new_module}"), name)\n'
+    ).encode("utf-8")
+
+
+def _retarget(file: PythonFile, old: str, new: str, new_module: str, edits: dict) -> int:
+    """Point imports of `old` (and its submodules) at `new`, for a file whose module is
+    now `new_module`; relative imports stay relative. Returns how many changed."""
+    new_is_package = file.is_package
+    changed = 0
+    for node in _imports(file):
+        if isinstance(node, cst.Import):
+            aliases = [a for a in node.names if _under(dotted_name(a.name), old)]
+            if not aliases:
+                continue
+            if any(a.asname is None for a in aliases):
+                raise Refused(f"{file.module_name}:{file.line_of(node)}: `import {old}...` binds the experimental "
+                              "package's name; import it with `as` or `from` first")
+
+            def edit(updated, node=node):
+                names = [a.with_changes(name=_dotted_node(_moved(dotted_name(a.name), old, new)))
+                         if _under(dotted_name(a.name), old) else a for a in updated.names]
+                return updated.with_changes(names=names)
+
+            add_edit(edits, node, edit)
+            changed += 1
+            continue
+        source = imported_module(file, node)
+        moved = _moved(source, old, new)
+        relative = len(node.relative)
+        if relative:
+            package = new_module if new_is_package else new_module.rpartition(".")[0]
+            text = _relative_text(package, moved)
+            before = "." * relative + (dotted_name(node.module) if node.module else "")
+            if text == before:
+                continue
+        elif moved == source:
+            continue
+        else:
+            text = moved
+        dots = len(text) - len(text.lstrip("."))
+        rest = text[dots:]
+
+        def edit(updated, dots=dots, rest=rest):
+            return updated.with_changes(
+                relative=[cst.Dot()] * dots, module=_dotted_node(rest) if rest else None,
+            )
+
+        add_edit(edits, node, edit)
+        changed += 1
+    return changed
+
+
+def _imports(file: PythonFile) -> List:
+    found: list = []
+
+    class Finder(cst.CSTVisitor):
+        def visit_Import(self, node: cst.Import) -> None:
+            found.append(node)
+
+        def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+            found.append(node)
+
+    file.tree.visit(Finder())
+    return found
+
+
+def _relative_text(package: str, target: str) -> str:
+    """`target` as a relative import from inside `package`."""
+    here, there = package.split("."), target.split(".")
+    common = 0
+    while common < min(len(here), len(there)) and here[common] == there[common]:
+        common += 1
+    return "." * (len(here) - common + 1) + ".".join(there[common:])
+
+
+def _dotted_node(name: str):
+    return cst.parse_expression(name)
+
+
+def _drop_experimental_markers(file: PythonFile, edits: dict) -> None:
+    """``@experimental_backend`` decorators and ``experimental=True`` arguments go; an
+    import of ``experimental_backend`` left unused goes too."""
+    dropped = []
+
+    class Finder(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+            keep = [d for d in node.decorators if _decorator_name(d) != EXPERIMENTAL_BACKEND]
+            if len(keep) != len(node.decorators):
+                dropped.extend(d for d in node.decorators if d not in keep)
+                add_edit(edits, node, lambda updated: updated.with_changes(
+                    decorators=[d for d in updated.decorators if _decorator_name(d) != EXPERIMENTAL_BACKEND]))
+
+        def visit_Call(self, node: cst.Call) -> None:
+            if dotted_name(node.func).rpartition(".")[2] == "JitSpec" and any(
+                a.keyword is not None and a.keyword.value == "experimental" for a in node.args
+            ):
+                add_edit(edits, node, _without_keyword("experimental"))
+
+    file.tree.visit(Finder())
+    if dropped:
+        _drop_unused_import(file, EXPERIMENTAL_BACKEND, edits, ignore=dropped)
+
+
+def _decorator_name(decorator: cst.Decorator) -> str:
+    expression = decorator.decorator
+    if isinstance(expression, cst.Call):
+        expression = expression.func
+    return dotted_name(expression).rpartition(".")[2]
+
+
+def _without_keyword(keyword: str):
+    def edit(updated: cst.Call) -> cst.Call:
+        args = [a for a in updated.args if not (a.keyword is not None and a.keyword.value == keyword)]
+        if args and updated.args and args[-1] is not updated.args[-1]:
+            args[-1] = args[-1].with_changes(comma=updated.args[-1].comma)
+        return updated.with_changes(args=args)
+
+    return edit
+
+
+def _drop_unused_import(file: PythonFile, name: str, edits: dict, ignore=()) -> None:
+    """Remove the module-level import alias binding `name` when every use of it lies in `ignore`."""
+    ignored = [id(n) for n in ignore]
+    for assignment in file.scopes[file.tree].assignments[name]:
+        statement = assignment.node
+        if not isinstance(statement, (cst.Import, cst.ImportFrom)) or isinstance(statement.names, cst.ImportStar):
+            return
+        for reference in assignment.references:
+            if not _inside(file, reference.node, ignored):
+                return
+        kept = [a for a in statement.names if bound_name(a, statement) != name]
+        if kept:
+            add_edit(edits, statement, lambda updated, kept=[bound_name(a, statement) for a in kept]: with_aliases(
+                updated, [a for a in updated.names if bound_name(a, updated) in kept]))
+        else:
+            drop_small_statement(file, statement, None, edits)
+
+
+def _inside(file: PythonFile, node, ids) -> bool:
+    while node is not None:
+        if id(node) in ids:
+            return True
+        node = file.parents.get(node)
+    return False
+
+
+# step 3: the entry points ---------------------------------------------------------
+
+
+def _swap_core(graduation: Graduation, project: Project, old: str, backends: Set[str]) -> List[Tuple[str, str]]:
+    """Rewrite the core modules that import the feature; returns the swapped entry
+    points as ``(module, name)``."""
+    target = graduation.target
+    s = target.settings
+    entry_points: List[Tuple[str, str]] = []
+    for rel in sorted(project.files):
+        source = project.files[rel]
+        if not s.is_core(source.module) or s.is_experimental_module(source.module):
+            continue
+        facts = project.facts(rel)
+        if facts.syntax_error is not None:
+            continue
+        hits = [imp for imp in facts.imports if any(_under(t, old) for t in project.import_targets(imp))]
+        data = (target.root / rel).read_bytes()
+        marked = EXPERIMENTAL_API.encode() in data and graduation.feature.encode() in data
+        if not hits and not marked:
+            continue
+        file = _parse(target, rel)
+        edits: dict = {}
+        _retarget(file, old, graduation.home, source.module, edits)
+        functions = {imp.functions[0] for imp in hits if imp.scope == FUNCTION}
+        swapped = _swap_decorators(file, functions, graduation.feature, edits)
+        entry_points += [(source.module, name) for name in swapped]
+        gates = _drop_gate_calls(file, set(swapped), backends, graduation.feature, edits)
+        before = (target.root / rel).read_bytes()
+        after = apply_edits(file, edits)
+        if after != before:
+            graduation.rewrites.append(FileFix(rel, before, after))
+            graduation.did(3, f"{rel}: imports point at {graduation.home}" + (
+                f"; @{STABLE_API} on {', '.join(swapped)}" if swapped else "") + (
+                f"; {gates} gate call(s) dropped" if gates else ""))
+    if not entry_points and not backends:
+        raise Refused(f"no core entry point reaches {graduation.feature}: nothing marks it @{EXPERIMENTAL_API} "
+                      "and its record names no backend")
+    return entry_points
+
+
+def _swap_decorators(file: PythonFile, functions: Set[str], feature: str, edits: dict) -> List[str]:
+    """``@flashinfer_experimental_api(...)`` -> ``@flashinfer_api`` on the top-level
+    functions (and methods) named in `functions` or marked with this feature."""
+    swapped: List[str] = []
+    decorators: list = []
+
+    class Finder(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+            for decorator in node.decorators:
+                if _decorator_name(decorator) != EXPERIMENTAL_API:
+                    continue
+                if node.name.value in functions or _names_feature(decorator, feature):
+                    swapped.append(node.name.value)
+                    decorators.append(decorator)
+                    add_edit(edits, decorator, _stable_decorator)
+
+    file.tree.visit(Finder())
+    if swapped:
+        _ensure_stable_api_imported(file, edits, decorators)
+    return swapped
+
+
+def _names_feature(decorator: cst.Decorator, feature: str) -> bool:
+    """``@flashinfer_experimental_api(feature="<feature>")``."""
+    call = decorator.decorator
+    return isinstance(call, cst.Call) and any(
+        a.keyword is not None and a.keyword.value == "feature" and isinstance(a.value, cst.SimpleString)
+        and a.value.evaluated_value == feature for a in call.args
+    )
+
+
+def _stable_decorator(updated: cst.Decorator) -> cst.Decorator:
+    expression = updated.decorator
+    if isinstance(expression, cst.Call):
+        args = [a for a in expression.args if not (a.keyword is not None and a.keyword.value == "feature")]
+        if args:
+            args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            return updated.with_changes(decorator=expression.with_changes(func=_renamed(expression.func), args=args))
+        expression = expression.func
+    return updated.with_changes(decorator=_renamed(expression))
+
+
+def _renamed(expression):
+    if isinstance(expression, cst.Attribute):
+        return expression.with_changes(attr=cst.Name(STABLE_API))
+    return cst.Name(STABLE_API)
+
+
+def _ensure_stable_api_imported(file: PythonFile, edits: dict, decorators: list) -> None:
+    """The module imports ``flashinfer_api`` beside ``flashinfer_experimental_api``, which
+    goes when nothing else uses it."""
+    scope = file.scopes[file.tree]
+    has_stable = bool(scope.assignments[STABLE_API])
+    for assignment in scope.assignments[EXPERIMENTAL_API]:
+        statement = assignment.node
+        if not isinstance(statement, cst.ImportFrom) or isinstance(statement.names, cst.ImportStar):
+            continue
+        still_used = any(not _inside(file, r.node, [id(d) for d in decorators]) for r in assignment.references)
+        names = [bound_name(a, statement) for a in statement.names]
+        wanted = [n for n in names if n != EXPERIMENTAL_API or still_used]
+        if not has_stable:
+            wanted.append(STABLE_API)
+        wanted = sorted(set(wanted), key=lambda n: (n not in names, names.index(n) if n in names else 0))
+
+        def edit(updated, wanted=wanted):
+            by_name = {bound_name(a, updated): a for a in updated.names}
+            aliases = [by_name.get(n) or cst.ImportAlias(name=cst.Name(n)) for n in wanted]
+            if not isinstance(updated.names, cst.ImportStar) and updated.names and len(aliases) > 1:
+                aliases = _sorted_like(updated, aliases)
+            return with_aliases(updated, aliases)
+
+        add_edit(edits, statement, edit)
+        return
+    if not has_stable:
+        raise Refused(f"{file.module_name}: cannot tell how to import {STABLE_API} (no `from ... import "
+                      f"{EXPERIMENTAL_API}` at module level)")
+
+
+def _sorted_like(statement: cst.ImportFrom, aliases: list) -> list:
+    """Keep alphabetical order when the statement had it."""
+    names = [bound_name(a, statement) for a in statement.names]
+    if names == sorted(names):
+        return sorted(aliases, key=lambda a: bound_name(a, statement))
+    return aliases
+
+
+def _drop_gate_calls(file: PythonFile, functions: Set[str], backends: Set[str], feature: str, edits: dict) -> int:
+    """Statement-level gate calls in the swapped entry points, or naming the feature or
+    one of its backends."""
+    count = 0
+    names = backends | {feature}
+
+    class Finder(cst.CSTVisitor):
+        def __init__(self) -> None:
+            self.function: List[str] = []
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+            self.function.append(node.name.value)
+
+        def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+            self.function.pop()
+
+        def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+            nonlocal count
+            if len(node.body) != 1 or not isinstance(node.body[0], cst.Expr) or not isinstance(node.body[0].value, cst.Call):
+                return
+            call = node.body[0].value
+            if dotted_name(call.func).rpartition(".")[2] not in GATE_CALLS:
+                return
+            strings = {a.value.evaluated_value for a in call.args if isinstance(a.value, cst.SimpleString)}
+            if (self.function and self.function[0] in functions) or strings & names:
+                count += 1
+                add_edit(edits, node, lambda updated: cst.RemovalSentinel.REMOVE)
+
+    file.tree.visit(Finder())
+    return count
+
+
+# step 6: the tests --------------------------------------------------------------
+
+
+def stable_tests_dir(target: FixTarget, home: str) -> str:
+    """Where the moved tests go: beside the tests of the package when the stable lane
+    mirrors it (``tests/flashinfer/...``), else ``<stable tests>/<last part>``."""
+    s = target.settings
+    parts = home.split(".")
+    mirrored = f"{s.stable_tests}/{s.package.replace('.', '/')}"
+    if (target.root / mirrored).is_dir():
+        return f"{s.stable_tests}/{'/'.join(parts)}"
+    return f"{s.stable_tests}/{parts[-1]}"
+
+
+def _move_tests(graduation: Graduation, project: Project, old: str) -> None:
+    target = graduation.target
+    s = target.settings
+    tests = target.root / s.experimental_tests / graduation.feature
+    if not tests.is_dir():
+        graduation.ask(6, f"write stable tests: {s.experimental_tests}/{graduation.feature}/ does not exist")
+        return
+    new_dir = stable_tests_dir(target, graduation.home)
+    if (target.root / new_dir).exists():
+        raise Refused(f"the tests would move to {new_dir}, which already exists")
+    dropped: List[str] = []
+    trimmed: List[str] = []
+    files = sorted(p for p in tests.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    for path in files:
+        rel = path.relative_to(target.root).as_posix()
+        new_rel = f"{new_dir}/{path.relative_to(tests).as_posix()}"
+        data = path.read_bytes()
+        if path.suffix == ".py":
+            file = _parse(target, rel)
+            edits: dict = {}
+            _retarget(file, old, graduation.home, target.module_of(new_rel)[0], edits)
+            gone, pruned = _drop_contract_tests(file, edits)
+            dropped += [f"{new_rel}::{name}" for name in gone]
+            trimmed += [f"{new_rel}::{name}" for name in pruned]
+            data = apply_edits(file, edits) if edits else data
+        graduation.creations[new_rel] = data
+    graduation.deletions.append(tests.relative_to(target.root).as_posix())
+    graduation.did(6, f"moved {s.experimental_tests}/{graduation.feature}/ to {new_dir}/ ({len(files)} files)")
+    for name in dropped:
+        graduation.did(6, f"dropped a test of the experimental contract: {name}")
+    for name in trimmed:
+        graduation.did(6, f"dropped assertions on experimental markers in {name}")
+    if dropped or trimmed:
+        graduation.ask(6, "check that what was dropped covered nothing else")
+
+
+def _drop_contract_tests(file: PythonFile, edits: dict) -> Tuple[List[str], List[str]]:
+    """Top-level ``test_*`` functions about the experimental contract go (named for it,
+    or expecting its warning, its AOT refusal or its record); in the others, the
+    operands of an ``assert`` that read an experimental marker go (the whole statement
+    when nothing is left). Returns the dropped tests and the pruned ones."""
+    dropped, pruned = [], []
+    for statement in file.tree.body:
+        if not (isinstance(statement, cst.FunctionDef) and statement.name.value.startswith("test")):
+            continue
+        name = statement.name.value
+        if "experimental" in name or _expects_contract(statement):
+            dropped.append(name)
+            add_edit(edits, statement, lambda updated: cst.RemovalSentinel.REMOVE)
+        elif _prune_marker_asserts(statement, edits):
+            pruned.append(name)
+    return dropped, pruned
+
+
+def _reads_marker(node: cst.CSTNode) -> bool:
+    found = False
+
+    class Finder(cst.CSTVisitor):
+        def visit_Attribute(self, attribute: cst.Attribute) -> None:
+            nonlocal found
+            found = found or attribute.attr.value in _MARKER_ATTRIBUTES
+
+    node.visit(Finder())
+    return found
+
+
+def _prune_marker_asserts(function: cst.FunctionDef, edits: dict) -> bool:
+    asserts: list = []
+
+    class Finder(cst.CSTVisitor):
+        def visit_Assert(self, node: cst.Assert) -> None:
+            if _reads_marker(node.test):
+                asserts.append(node)
+
+    function.visit(Finder())
+    for node in asserts:
+        operands = _and_operands(node.test)
+        kept = [o for o in operands if not _reads_marker(o)]
+        if not kept:
+            add_edit(edits, node, lambda updated: cst.RemovalSentinel.REMOVE)
+            continue
+        test = kept[0]
+        for operand in kept[1:]:
+            test = cst.BooleanOperation(test, cst.And(), operand)
+        add_edit(edits, node, lambda updated, test=test: updated.with_changes(test=test))
+    return bool(asserts)
+
+
+def _and_operands(node: cst.BaseExpression) -> list:
+    if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.And) and not node.lpar:
+        return _and_operands(node.left) + _and_operands(node.right)
+    return [node]
+
+
+def _expects_contract(function: cst.FunctionDef) -> bool:
+    found = False
+
+    class Finder(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            nonlocal found
+            found = found or node.value == "AotRefusedError"
+
+        def visit_Attribute(self, node: cst.Attribute) -> None:
+            nonlocal found
+            found = found or node.attr.value == "AotRefusedError"
+
+        def visit_Call(self, node: cst.Call) -> None:
+            nonlocal found
+            if dotted_name(node.func).endswith("warns") and any(
+                dotted_name(a.value).rpartition(".")[2] == "ExperimentalWarning" for a in node.args
+            ):
+                found = True
+            if dotted_name(node.func).endswith("simplefilter") and len(node.args) >= 2 and isinstance(
+                node.args[0].value, cst.SimpleString
+            ) and node.args[0].value.evaluated_value == "error" and dotted_name(node.args[1].value).endswith(
+                "ExperimentalWarning"
+            ):
+                found = True
+
+        def visit_SimpleString(self, node: cst.SimpleString) -> None:
+            nonlocal found
+            found = found or any(s in node.value for s in _CONTRACT_STRINGS)
+
+    function.visit(Finder())
+    return found
+
+
+def _retarget_examples(graduation: Graduation, project: Project, old: str) -> None:
+    target = graduation.target
+    for rel in sorted(project.example_texts()):
+        data = (target.root / rel).read_bytes()
+        if old.encode() not in data and b".experimental" not in data:
+            continue
+        file = _parse(target, rel)
+        edits: dict = {}
+        if _retarget(file, old, graduation.home, file.module_name, edits):
+            graduation.rewrites.append(FileFix(rel, data, apply_edits(file, edits)))
+            graduation.did(2, f"{rel}: imports point at {graduation.home}")
+
+
+# step 4 (its mechanical part): docs page and top-level export ----------------------
+
+_AUTOSUMMARY_RE = re.compile(r"^\.\. autosummary::[^\n]*\n(?:[ \t]+:[^\n]*\n)*\n?((?:[ \t]+\S[^\n]*\n)+)", re.M)
+_AUTOFUNCTION_RE = re.compile(r"^\.\. autofunction:: (\S+)[^\n]*\n", re.M)
+
+
+def _list_in_docs(graduation: Graduation, project: Project, entry_points: List[Tuple[str, str]]) -> None:
+    """Add each entry point to the ``docs/api`` page that documents a stable neighbour
+    from the same module (its autosummary list and an ``autofunction``)."""
+    target = graduation.target
+    pages = dict(project.docs_pages())
+    for module, name in entry_points:
+        neighbours = _module_names(project, module) - {name}
+        page = next((rel for rel, text in sorted(pages.items())
+                     if any(n in neighbours for n in _AUTOFUNCTION_RE.findall(text))), None)
+        if page is None:
+            graduation.ask(4, f"list {module}.{name} on a docs/api page (no page documents its neighbours)")
+            continue
+        text = pages[page]
+        if re.search(rf"^\.\. autofunction:: {re.escape(name)}\b", text, re.M):
+            continue
+        text = _add_to_page(text, name)
+        pages[page] = text
+        graduation.did(4, f"{page}: lists {name}")
+    for rel, text in pages.items():
+        before = (target.root / rel).read_bytes()
+        after = text.encode("utf-8")
+        if after != before:
+            graduation.rewrites.append(FileFix(rel, before, after))
+
+
+def _module_names(project: Project, module: str) -> Set[str]:
+    rel = project.rel_of(module)
+    if rel is None:
+        return set()
+    return set(project.facts(rel).definitions)
+
+
+def _add_to_page(text: str, name: str) -> str:
+    summary = _AUTOSUMMARY_RE.search(text)
+    if summary:
+        entries = summary.group(1)
+        indent = re.match(r"[ \t]+", entries).group(0)
+        text = text[: summary.end(1)] + f"{indent}{name}\n" + text[summary.end(1):]
+    last = None
+    for last in _AUTOFUNCTION_RE.finditer(text):
+        pass
+    addition = f"\n.. autofunction:: {name}\n"
+    if last is None:
+        return text.rstrip("\n") + "\n" + addition
+    return text[: last.end()] + addition + text[last.end():]
+
+
+def _export_top_level(graduation: Graduation, project: Project, entry_points: List[Tuple[str, str]]) -> None:
+    """Each entry point is in the top-level package's lazy-export table, like its neighbours."""
+    target = graduation.target
+    s = target.settings
+    rel = project.rel_of(s.package)
+    if rel is None:
+        return
+    file = _parse(target, rel)
+    table = next((small for small in module_small_statements(file)
+                  if isinstance(small, (cst.Assign, cst.AnnAssign)) and isinstance(small.value, cst.Dict)
+                  and _is_lazy_table(small.value)), None)
+    missing = []
+    for module, name in entry_points:
+        relative = module[len(s.package) + 1:]
+        if table is not None and any(isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)
+                                     and e.key.evaluated_value == name for e in table.value.elements):
+            graduation.did(4, f"{rel}: already exports {name}")
+            continue
+        if name in _exported_names(target.root / rel):
+            graduation.did(4, f"{rel}: already exports {name}")
+            continue
+        missing.append((name, relative))
+    if not missing:
+        return
+    if table is None:
+        for name, relative in missing:
+            graduation.ask(4, f"export {name} from {s.package} (no lazy-export table in {rel})")
+        return
+    edits: dict = {}
+
+    def edit(updated: cst.Dict) -> cst.Dict:
+        elements = list(updated.elements)
+        last = elements[-1]
+        for name, relative in missing:
+            element = cst.DictElement(cst.SimpleString(f'"{name}"'), cst.SimpleString(f'"{relative}"'),
+                                      comma=last.comma)
+            elements.append(element)
+        return updated.with_changes(elements=elements)
+
+    add_edit(edits, table.value, edit)
+    before = (target.root / rel).read_bytes()
+    graduation.rewrites.append(FileFix(rel, before, apply_edits(file, edits)))
+    for name, _ in missing:
+        graduation.did(4, f"{rel}: exports {name}")
+
+
+def _is_lazy_table(mapping: cst.Dict) -> bool:
+    return bool(mapping.elements) and all(
+        isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString) and isinstance(e.value, cst.SimpleString)
+        for e in mapping.elements
+    )
+
+
+# step 5: AOT ------------------------------------------------------------------------
+
+
+def _register_aot(graduation: Graduation, project: Project) -> None:
+    """Register the moved modules' spec factories in the AOT module's ``_register_builtin``."""
+    target = graduation.target
+    factories = []
+    for new_rel, data in sorted(graduation.creations.items()):
+        if not new_rel.endswith(".py") or not _under(target.module_of(new_rel)[0], graduation.home):
+            continue
+        module = target.module_of(new_rel)[0]
+        for node in ast.parse(data).body:
+            if isinstance(node, ast.FunctionDef) and _returns_spec(node) and _callable_bare(node):
+                factories.append((module, node.name))
+    if not factories:
+        graduation.ask(5, "--aot: no spec factory (a function returning JitSpec callable without arguments) "
+                          "in the moved code; register the specs by hand")
+        return
+    aot_module = target.settings.aot_modules[0]
+    rel = project.rel_of(aot_module)
+    if rel is None:
+        raise Refused(f"--aot: no AOT module {aot_module}")
+    file = _parse(target, rel)
+    function = next((s for s in file.tree.body if isinstance(s, cst.FunctionDef) and s.name.value == "_register_builtin"), None)
+    if function is None:
+        raise Refused(f"--aot: {rel} has no _register_builtin() to add the specs to; register them by hand")
+    lines = []
+    for module, name in factories:
+        lines.append(f"from {_relative_text(aot_module.rpartition('.')[0], module)} import {name}\n")
+    lines += [f"register({name}())\n" for _, name in factories]
+    statements = [cst.parse_statement(line) for line in lines]
+    for at in (0, len(factories)):
+        statements[at] = statements[at].with_changes(leading_lines=[cst.EmptyLine(indent=False)])
+    edits: dict = {}
+    add_edit(edits, function.body, lambda updated: updated.with_changes(body=[*updated.body, *statements]))
+    before = (target.root / rel).read_bytes()
+    graduation.rewrites.append(FileFix(rel, before, apply_edits(file, edits)))
+    for module, name in factories:
+        graduation.did(5, f"{rel}: registers {module}.{name}()")
+
+
+def _returns_spec(node: ast.FunctionDef) -> bool:
+    annotation = node.returns
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        return annotation.value.rpartition(".")[2] == "JitSpec"
+    return isinstance(annotation, (ast.Name, ast.Attribute)) and (
+        getattr(annotation, "id", None) == "JitSpec" or getattr(annotation, "attr", None) == "JitSpec")
+
+
+def _callable_bare(node: ast.FunctionDef) -> bool:
+    args = node.args
+    positional = args.posonlyargs + args.args
+    return len(args.defaults) == len(positional) and all(d is not None for d in args.kw_defaults)
+
+
+# the command ------------------------------------------------------------------------
+
+
+def _parse(target: FixTarget, rel: str) -> PythonFile:
+    try:
+        return parse((target.root / rel).read_bytes(), *target.module_of(rel))
+    except Unfixable as reason:
+        raise Refused(f"{rel}: {reason}") from None
+
+
+def apply_graduation(graduation: Graduation) -> None:
+    """Write the plan: new files first, then rewrites, then deletions."""
+    root = graduation.target.root
+    for rel, data in graduation.creations.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "xb") as stream:  # never over an existing file
+            stream.write(data)
+    for file_fix in graduation.rewrites:
+        if not write(graduation.target, file_fix):
+            raise Refused(f"{file_fix.path} changed on disk during the run; stopped there")
+    import shutil
+
+    for rel in graduation.deletions:
+        path = root / rel
+        if path.is_dir():
+            shutil.rmtree(path)
+        elif path.exists():
+            path.unlink()
+
+
+def checklist(graduation: Graduation, applied: bool) -> List[str]:
+    """The seven steps, each with what this run did and what is left for a person."""
+    lines = []
+    for step in GRADUATION_STEPS:
+        done = graduation.done.get(step.number, [])
+        left = graduation.for_a_person.get(step.number, [])
+        mark = "x" if done and not left and applied else " "
+        lines.append(f"[{mark}] {step.number}. {step.text}")
+        verb = "" if applied else "would: "
+        lines += [f"      {verb}{item}" for item in done]
+        lines += [f"      for a person: {item}" for item in left]
+    return lines
+
+
+@click.command()
+@click.argument("feature")
+@click.option("--to", "home", required=True, metavar="MODULE", help="The stable package the code moves to, e.g. flashinfer.gated_norm.")
+@click.option("--diff", is_flag=True, help="Print a unified diff of the graduation and write nothing.")
+@click.option("--aot", is_flag=True, help="Register the moved kernels' JIT specs for ahead-of-time builds.")
+@click.option("--root", type=click.Path(file_okay=False, exists=True), default=None, help="Project root (default: nearest pyproject.toml).")
+def graduate(feature: str, home: str, diff: bool, aot: bool, root: Optional[str]) -> None:
+    """Graduate the experimental FEATURE into the stable package MODULE, and print the
+    graduation checklist with each step's state.
+
+    Exit status: 0 done (or, with --diff, possible), 1 refused (nothing written), 2 error.
+    """
+    raise SystemExit(run_graduate(feature, home, diff=diff, aot=aot, root=root))
+
+
+def run_graduate(feature: str, home: str, *, diff: bool = False, aot: bool = False, root: Optional[str] = None) -> int:
+    try:
+        target = load_project(Path(root) if root else None)
+    except FixError as error:
+        click.echo(f"policy-check graduate: {error}", err=True)
+        return 2
+    try:
+        graduation = plan_graduation(target, feature, home, aot=aot)
+    except Refused as reason:
+        click.echo(f"policy-check graduate: {feature}: refused, nothing written: {reason}", err=True)
+        return 1
+    if diff:
+        for rel, data in graduation.creations.items():
+            click.echo(FileFix(rel, b"", data).diff(), nl=False)
+        for file_fix in graduation.rewrites:
+            click.echo(file_fix.diff(), nl=False)
+    else:
+        try:
+            apply_graduation(graduation)
+        except (Refused, OSError) as error:
+            click.echo(f"policy-check graduate: {feature}: {error}", err=True)
+            return 1
+    click.echo(f"Graduation checklist for {feature} -> {home}:", err=diff)
+    for line in checklist(graduation, applied=not diff):
+        click.echo(line, err=diff)
+    return 0
