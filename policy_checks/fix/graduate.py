@@ -67,7 +67,10 @@ SHIM_MARKER = feature_records.SHIM_MARKER
 # What a test asserting the experimental contract mentions; such tests do not hold for a
 # stable API and are dropped (and listed) when the tests move.
 _MARKER_ATTRIBUTES = {"is_experimental", "experimental_feature", "experimental"}
-_CONTRACT_STRINGS = ("FEATURE.toml",)
+# Names that only a test of the experimental contract reads: the AOT refusal, the gate.
+_CONTRACT_NAMES = {"AotRefusedError", "EXPERIMENTAL_AUTO_ENV_VAR", "experimental_auto_backends_allowed",
+                   "dropped_experimental_backends", "gate_on"}
+_CONTRACT_STRINGS = ("FEATURE.toml", "FLASHINFER_ALLOW_EXPERIMENTAL_AUTO_BACKENDS")
 
 
 class Refused(Exception):
@@ -404,6 +407,7 @@ def _swap_core(graduation: Graduation, project: Project, old: str, backends: Set
     target = graduation.target
     s = target.settings
     entry_points: List[Tuple[str, str]] = []
+    reached = False
     for rel in sorted(project.files):
         source = project.files[rel]
         if not s.is_core(source.module) or s.is_experimental_module(source.module):
@@ -422,7 +426,11 @@ def _swap_core(graduation: Graduation, project: Project, old: str, backends: Set
         functions = {imp.functions[0] for imp in hits if imp.scope == FUNCTION}
         swapped = _swap_decorators(file, functions, graduation.feature, edits)
         entry_points += [(source.module, name) for name in swapped]
-        gates = _drop_gate_calls(file, set(swapped), backends, graduation.feature, edits)
+        removed_gates = _drop_gate_calls(file, set(swapped), backends, graduation.feature, edits)
+        for name in GATE_CALLS if removed_gates else ():
+            _drop_unused_import(file, name, edits, ignore=removed_gates)
+        gates = len(removed_gates)
+        reached = reached or bool(hits) or bool(swapped)
         before = (target.root / rel).read_bytes()
         after = apply_edits(file, edits)
         if after != before:
@@ -430,9 +438,9 @@ def _swap_core(graduation: Graduation, project: Project, old: str, backends: Set
             graduation.did(3, f"{rel}: imports point at {graduation.home}" + (
                 f"; @{STABLE_API} on {', '.join(swapped)}" if swapped else "") + (
                 f"; {gates} gate call(s) dropped" if gates else ""))
-    if not entry_points and not backends:
-        raise Refused(f"no core entry point reaches {graduation.feature}: nothing marks it @{EXPERIMENTAL_API} "
-                      "and its record names no backend")
+    if not reached:
+        raise Refused(f"no core module reaches {graduation.feature}: nothing imports it or marks it "
+                      f"@{EXPERIMENTAL_API}(feature={graduation.feature!r})")
     return entry_points
 
 
@@ -522,10 +530,10 @@ def _sorted_like(statement: cst.ImportFrom, aliases: list) -> list:
     return aliases
 
 
-def _drop_gate_calls(file: PythonFile, functions: Set[str], backends: Set[str], feature: str, edits: dict) -> int:
+def _drop_gate_calls(file: PythonFile, functions: Set[str], backends: Set[str], feature: str, edits: dict) -> list:
     """Statement-level gate calls in the swapped entry points, or naming the feature or
-    one of its backends."""
-    count = 0
+    one of its backends; returns the statements removed."""
+    removed: list = []
     names = backends | {feature}
 
     class Finder(cst.CSTVisitor):
@@ -539,7 +547,6 @@ def _drop_gate_calls(file: PythonFile, functions: Set[str], backends: Set[str], 
             self.function.pop()
 
         def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
-            nonlocal count
             if len(node.body) != 1 or not isinstance(node.body[0], cst.Expr) or not isinstance(node.body[0].value, cst.Call):
                 return
             call = node.body[0].value
@@ -547,11 +554,11 @@ def _drop_gate_calls(file: PythonFile, functions: Set[str], backends: Set[str], 
                 return
             strings = {a.value.evaluated_value for a in call.args if isinstance(a.value, cst.SimpleString)}
             if (self.function and self.function[0] in functions) or strings & names:
-                count += 1
+                removed.append(node)
                 add_edit(edits, node, lambda updated: cst.RemovalSentinel.REMOVE)
 
     file.tree.visit(Finder())
-    return count
+    return removed
 
 
 # step 6: the tests --------------------------------------------------------------
@@ -599,27 +606,56 @@ def _move_tests(graduation: Graduation, project: Project, old: str) -> None:
     for name in dropped:
         graduation.did(6, f"dropped a test of the experimental contract: {name}")
     for name in trimmed:
-        graduation.did(6, f"dropped assertions on experimental markers in {name}")
+        graduation.did(6, f"dropped what expects experimental markers in {name}")
     if dropped or trimmed:
         graduation.ask(6, "check that what was dropped covered nothing else")
 
 
 def _drop_contract_tests(file: PythonFile, edits: dict) -> Tuple[List[str], List[str]]:
     """Top-level ``test_*`` functions about the experimental contract go (named for it,
-    or expecting its warning, its AOT refusal or its record); in the others, the
-    operands of an ``assert`` that read an experimental marker go (the whole statement
-    when nothing is left). Returns the dropped tests and the pruned ones."""
-    dropped, pruned = [], []
+    or reading its gate, its AOT refusal or its record); in the others, a ``with
+    pytest.warns(ExperimentalWarning):`` block gives way to its body, and the operands
+    of an ``assert`` that read an experimental marker go (the whole statement when
+    nothing is left). Returns the dropped tests and the trimmed ones."""
+    dropped, trimmed = [], []
     for statement in file.tree.body:
         if not (isinstance(statement, cst.FunctionDef) and statement.name.value.startswith("test")):
             continue
         name = statement.name.value
-        if "experimental" in name or _expects_contract(statement):
+        warns = _warns_blocks(statement)
+        if "experimental" in name or _expects_contract(statement) or any(w is None for w in warns):
             dropped.append(name)
             add_edit(edits, statement, lambda updated: cst.RemovalSentinel.REMOVE)
-        elif _prune_marker_asserts(statement, edits):
-            pruned.append(name)
-    return dropped, pruned
+            continue
+        for block in warns:
+            add_edit(edits, block, lambda updated: cst.FlattenSentinel(updated.body.body))
+        if _prune_marker_asserts(statement, edits) or warns:
+            trimmed.append(name)
+    return dropped, trimmed
+
+
+def _warns_blocks(function: cst.FunctionDef) -> list:
+    """``with pytest.warns(ExperimentalWarning...):`` statements of one item in `function`
+    (None for one that binds the record with ``as``, or has more items: the test goes)."""
+    found: list = []
+
+    class Finder(cst.CSTVisitor):
+        def visit_With(self, node: cst.With) -> None:
+            expects = [item for item in node.items if _is_warns_experimental(item.item)]
+            if expects:
+                simple = len(node.items) == 1 and expects[0].asname is None and isinstance(node.body, cst.IndentedBlock)
+                found.append(node if simple else None)
+
+    function.visit(Finder())
+    return found
+
+
+def _is_warns_experimental(node: cst.BaseExpression) -> bool:
+    return (
+        isinstance(node, cst.Call)
+        and dotted_name(node.func).rpartition(".")[2] == "warns"
+        and any(dotted_name(a.value).rpartition(".")[2] == "ExperimentalWarning" for a in node.args)
+    )
 
 
 def _reads_marker(node: cst.CSTNode) -> bool:
@@ -666,26 +702,13 @@ def _expects_contract(function: cst.FunctionDef) -> bool:
     found = False
 
     class Finder(cst.CSTVisitor):
-        def visit_Name(self, node: cst.Name) -> None:
+        def visit_Name(self, node: cst.Name) -> None:  # parameters (fixtures) included
             nonlocal found
-            found = found or node.value == "AotRefusedError"
+            found = found or node.value in _CONTRACT_NAMES
 
         def visit_Attribute(self, node: cst.Attribute) -> None:
             nonlocal found
-            found = found or node.attr.value == "AotRefusedError"
-
-        def visit_Call(self, node: cst.Call) -> None:
-            nonlocal found
-            if dotted_name(node.func).endswith("warns") and any(
-                dotted_name(a.value).rpartition(".")[2] == "ExperimentalWarning" for a in node.args
-            ):
-                found = True
-            if dotted_name(node.func).endswith("simplefilter") and len(node.args) >= 2 and isinstance(
-                node.args[0].value, cst.SimpleString
-            ) and node.args[0].value.evaluated_value == "error" and dotted_name(node.args[1].value).endswith(
-                "ExperimentalWarning"
-            ):
-                found = True
+            found = found or node.attr.value in _CONTRACT_NAMES
 
         def visit_SimpleString(self, node: cst.SimpleString) -> None:
             nonlocal found
@@ -792,12 +815,16 @@ def _export_top_level(graduation: Graduation, project: Project, entry_points: Li
     edits: dict = {}
 
     def edit(updated: cst.Dict) -> cst.Dict:
+        """New entries at the end, separated as the others are (one per line in a table
+        written one per line); the old last entry's trailing comma ends the new last."""
         elements = list(updated.elements)
-        last = elements[-1]
-        for name, relative in missing:
-            element = cst.DictElement(cst.SimpleString(f'"{name}"'), cst.SimpleString(f'"{relative}"'),
-                                      comma=last.comma)
-            elements.append(element)
+        last_comma = elements[-1].comma
+        earlier = elements[-2].comma if len(elements) > 1 else None
+        separator = earlier if isinstance(earlier, cst.Comma) else cst.Comma(whitespace_after=updated.lbrace.whitespace_after)
+        elements[-1] = elements[-1].with_changes(comma=separator)
+        for index, (name, relative) in enumerate(missing):
+            comma = last_comma if index == len(missing) - 1 else separator
+            elements.append(cst.DictElement(cst.SimpleString(f'"{name}"'), cst.SimpleString(f'"{relative}"'), comma=comma))
         return updated.with_changes(elements=elements)
 
     add_edit(edits, table.value, edit)

@@ -1,0 +1,366 @@
+"""``policy-check graduate FEATURE --to MODULE``: the mechanical graduation steps.
+
+Unit tests on the fixture package (``fxpkg``, conftest.py) for each shape the command
+rewrites and each refusal; the round trip on a copy of this repository is in
+test_lifecycle_round_trip.py.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import warnings
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from policy_checks.cli import main
+
+REPO = Path(__file__).resolve().parents[3]
+BIN = Path(sys.executable).parent
+
+API_FEATURE = {
+    "fxpkg/__init__.py": """\
+        import importlib
+
+        _LAZY_EXPORTS = {
+            "stable": "ops",
+        }
+
+
+        def __getattr__(name):
+            return getattr(importlib.import_module(f"fxpkg.{_LAZY_EXPORTS[name]}"), name)
+        """,
+    "fxpkg/ops.py": """\
+        from .api_logging import flashinfer_api, flashinfer_experimental_api
+
+
+        @flashinfer_api
+        def stable(x):
+            return x
+
+
+        @flashinfer_experimental_api(feature="feat", trace=None)
+        def fancy(x):
+            \"\"\"The fancy op.\"\"\"
+            from .experimental.feat.kernels import run
+
+            return run(x)
+        """,
+    "fxpkg/experimental/feat/FEATURE.toml": 'kind = "api"\ntracking_issue = 12\n',
+    "fxpkg/experimental/feat/README.md": "# feat\n",
+    "fxpkg/experimental/feat/helpers.py": """\
+        from ...utils import supported_compute_capability
+        from .kernels import LIMIT
+
+
+        def limit():
+            return LIMIT
+        """,
+    "docs/api/ops.rst": """\
+        Ops
+        ===
+
+        .. currentmodule:: fxpkg
+
+        .. autosummary::
+           :nosignatures:
+
+           stable
+
+        .. autofunction:: stable
+        """,
+    "tests/fxpkg/test_ops.py": "def test_ops():\n    pass\n",
+    "tests/experimental/feat/test_feat.py": """\
+        import warnings
+
+        import pytest
+
+        from fxpkg import fancy
+        from fxpkg.experimental.feat import kernels
+
+
+        class ExperimentalWarning(UserWarning):
+            pass
+
+
+        def test_is_marked_experimental():
+            assert fancy.is_experimental
+
+
+        def test_runs():
+            with pytest.warns(ExperimentalWarning):
+                warnings.warn("first call", ExperimentalWarning)
+                assert fancy(1) == 2
+            assert fancy.is_experimental and kernels.run(2) == 3
+
+
+        def test_the_record(tmp_path):
+            assert "FEATURE.toml"
+        """,
+}
+
+
+def graduate(tree, *args):
+    return CliRunner().invoke(main, ["graduate", *args, "--root", str(tree.root)])
+
+
+def test_an_experimental_api_graduates(tree):
+    tree.write(API_FEATURE)
+    result = graduate(tree, "feat", "--to", "fxpkg.fancy_ops")
+    assert result.exit_code == 0, result.output
+
+    # step 2: the code moved, relative imports out of the feature retargeted; shims stay
+    assert not (tree.root / "fxpkg/experimental/feat/FEATURE.toml").exists()
+    assert tree.read("fxpkg/fancy_ops/README.md") == b"# feat\n"
+    helpers = tree.read("fxpkg/fancy_ops/helpers.py").decode()
+    assert helpers.startswith("from ..utils import supported_compute_capability\nfrom .kernels import LIMIT\n")
+    shim = tree.read("fxpkg/experimental/feat/__init__.py").decode()
+    assert '__graduated_to__ = "fxpkg.fancy_ops"' in shim
+    with pytest.warns(DeprecationWarning, match="fxpkg.experimental.feat.kernels moved to fxpkg.fancy_ops.kernels"):
+        old = tree.imported("fxpkg.experimental.feat.kernels")
+    assert old.run(1) == 2 and old.LIMIT == 7
+
+    # step 3: the entry point is stable and imports the new home
+    ops = tree.read("fxpkg/ops.py").decode()
+    assert "from .api_logging import flashinfer_api\n" in ops
+    assert "@flashinfer_api(trace=None)\ndef fancy(x):" in ops
+    assert "from .fancy_ops.kernels import run" in ops and "experimental" not in ops
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert tree.imported("fxpkg").fancy(1) == 2
+
+    # step 4: listed beside its neighbour, exported at the top level
+    page = tree.read("docs/api/ops.rst").decode()
+    assert "   stable\n   fancy\n" in page and page.endswith(".. autofunction:: stable\n\n.. autofunction:: fancy\n")
+    assert '    "fancy": "ops",\n' in tree.read("fxpkg/__init__.py").decode()
+
+    # step 6: the tests moved beside the package's, the contract's own test dropped
+    assert not (tree.root / "tests/experimental/feat").exists()
+    moved = tree.read("tests/fxpkg/fancy_ops/test_feat.py").decode()
+    assert "from fxpkg.fancy_ops import kernels" in moved
+    assert "test_is_marked_experimental" not in moved and "test_the_record" not in moved
+    assert "def test_runs():\n    warnings.warn(\"first call\", ExperimentalWarning)\n    assert fancy(1) == 2\n" in moved
+    assert "    assert kernels.run(2) == 3\n" in moved
+
+    # the checklist: what was done, what a person does
+    assert "[x] 2. Move the code" in result.output and "[x] 3. Replace" in result.output
+    assert "[ ] 1. Settle the API contract" in result.output
+    assert "close the tracking issue (#12)" in result.output
+    assert "dropped a test of the experimental contract: tests/fxpkg/fancy_ops/test_feat.py::test_the_record" in result.output
+
+
+def test_a_backend_graduates_and_its_checker_loses_the_marker(tree):
+    tree.write(
+        {
+            "fxpkg/experimental/feat/FEATURE.toml": 'kind = "backend"\nbackends = ["feat"]\n',
+            "fxpkg/experimental/feat/support.py": """\
+                from ...utils import experimental_backend, supported_compute_capability
+
+
+                @experimental_backend
+                @supported_compute_capability([90])
+                def check_feat(x, backend="auto"):
+                    return True
+                """,
+            "fxpkg/ops.py": """\
+                from .api_logging import flashinfer_api, warn_experimental_backend_once
+                from .experimental.feat.support import check_feat
+                from .utils import backend_requirement
+
+
+                @backend_requirement({"feat": check_feat})
+                @flashinfer_api
+                def op(x, backend="auto"):
+                    if backend == "feat":
+                        warn_experimental_backend_once("op", "feat")
+                        from .experimental.feat.kernels import run
+
+                        return run(x)
+                    return x
+                """,
+        }
+    )
+    result = graduate(tree, "feat", "--to", "fxpkg.feat_backend")
+    assert result.exit_code == 0, result.output
+    support = tree.read("fxpkg/feat_backend/support.py").decode()
+    assert support.startswith("from ...utils import supported_compute_capability\n".replace("...", ".."))
+    assert "@experimental_backend" not in support and "@supported_compute_capability([90])\n" in support
+    ops = tree.read("fxpkg/ops.py").decode()
+    assert "from .feat_backend.support import check_feat\n" in ops
+    assert "warn_experimental_backend_once(" not in ops.split("def op")[1]
+    assert "from .feat_backend.kernels import run\n" in ops
+    assert tree.imported("fxpkg.ops").op(1, backend="feat") == 2
+    assert not getattr(tree.imported("fxpkg.feat_backend.support").check_feat, "is_experimental", False)
+
+
+def test_aot_registers_the_spec_factories(tree):
+    tree.write(
+        {
+            "fxpkg/aot.py": """\
+                _registry = []
+
+
+                def register(spec):
+                    _registry.append(spec)
+
+
+                def _register_builtin():
+                    register("builtin")
+                """,
+            "fxpkg/ops.py": """\
+                from .api_logging import flashinfer_api, flashinfer_experimental_api
+
+
+                @flashinfer_experimental_api(feature="feat")
+                def fancy(x):
+                    from .experimental.feat.kernels import run
+
+                    return run(x)
+                """,
+            "fxpkg/experimental/feat/spec.py": """\
+                JitSpec = str
+
+
+                def feat_spec(config: int = 1) -> JitSpec:
+                    return f"feat{config}"
+
+
+                def other_spec(config: int) -> JitSpec:
+                    return "needs an argument"
+                """,
+        }
+    )
+    tree.write({"pyproject.toml": tree.read("pyproject.toml").decode() + 'aot-modules = ["fxpkg.aot"]\n'})
+    result = graduate(tree, "feat", "--to", "fxpkg.feat", "--aot")
+    assert result.exit_code == 0, result.output
+    aot = tree.imported("fxpkg.aot")
+    aot._register_builtin()
+    assert aot._registry == ["builtin", "feat1"]
+    assert "registers fxpkg.feat.spec.feat_spec()" in result.output
+
+
+@pytest.mark.parametrize(
+    "home, reason",
+    [
+        ("fxpkg", "not a module under fxpkg"),
+        ("other.place", "not a module under fxpkg"),
+        ("fxpkg.experimental.feat2", "inside the experimental package"),
+        ("fxpkg.utils", "fxpkg/utils already exists"),
+        ("fxpkg.nowhere.feat", "its parent package fxpkg.nowhere has no __init__.py"),
+        ("fxpkg.fancy", "exports a name 'fancy'"),
+        ("fxpkg.9lives", "not a module under fxpkg"),
+    ],
+)
+def test_a_bad_home_refuses_and_writes_nothing(tree, home, reason):
+    tree.write(API_FEATURE)
+    tree.write({"fxpkg/__init__.py": tree.read("fxpkg/__init__.py").decode().replace('"stable": "ops",', '"stable": "ops",\n    "fancy": "ops",')})
+    before = {p: p.read_bytes() for p in tree.root.rglob("*") if p.is_file()}
+    result = graduate(tree, "feat", "--to", home)
+    assert result.exit_code == 1, result.output
+    assert "feat: refused, nothing written" in result.output and reason in result.output
+    assert {p: p.read_bytes() for p in tree.root.rglob("*") if p.is_file()} == before
+
+
+def test_diff_writes_nothing_and_a_graduated_feature_refuses_a_second_time(tree):
+    tree.write(API_FEATURE)
+    before = {p: p.read_bytes() for p in tree.root.rglob("*") if p.is_file()}
+    result = graduate(tree, "feat", "--to", "fxpkg.fancy_ops", "--diff")
+    assert result.exit_code == 0, result.output
+    assert "--- a/fxpkg/ops.py\n+++ b/fxpkg/ops.py\n" in result.output
+    assert "+++ b/fxpkg/fancy_ops/kernels.py\n" in result.output and "would: moved" in result.output
+    assert {p: p.read_bytes() for p in tree.root.rglob("*") if p.is_file()} == before
+    assert graduate(tree, "feat", "--to", "fxpkg.fancy_ops").exit_code == 0
+    again = graduate(tree, "feat", "--to", "fxpkg.elsewhere")
+    assert again.exit_code == 1 and "feat already graduated to fxpkg.fancy_ops" in again.output
+
+
+def test_the_shim_is_not_a_feature_for_the_checker(tree):
+    tree.write(API_FEATURE)
+    assert graduate(tree, "feat", "--to", "fxpkg.fancy_ops").exit_code == 0
+    checked = CliRunner().invoke(main, ["run", "--root", str(tree.root), "--no-cache", "--select", "EXP009,EXP001"])
+    assert checked.exit_code == 0, checked.output
+    board = CliRunner().invoke(main, ["features", "--root", str(tree.root), "--format", "json"])
+    assert board.exit_code == 0 and '"feat"' not in board.output
+
+
+def test_an_unreached_feature_refuses(tree):
+    result = graduate(tree, "feat", "--to", "fxpkg.feat")
+    assert result.exit_code == 1 and "no core module reaches feat" in result.output
+    assert graduate(tree, "nope", "--to", "fxpkg.nope").exit_code == 1
+
+
+# the round trip on this repository ---------------------------------------------------
+
+ROUND_TRIP = "POLICY_CHECK_INSIDE_ROUND_TRIP"  # set in the copy, so that its tests do not recurse
+
+
+@pytest.mark.skipif(bool(os.environ.get(ROUND_TRIP)), reason="already inside a round trip")
+def test_graduating_gated_rmsnorm_in_a_copy_of_this_repository(tmp_path):
+    if not (REPO / ".git").exists() or shutil.which("git") is None:
+        pytest.skip("needs a git checkout")
+    copy = tmp_path / "copy"
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout.split(b"\0")
+    for rel in filter(None, (name.decode() for name in listed)):
+        source = REPO / rel
+        if source.is_file():  # a tracked file deleted in the work tree is not copied
+            (copy / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, copy / rel)
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", "PYTHONPATH": str(copy),
+           "PYTHONDONTWRITEBYTECODE": "1", ROUND_TRIP: "1"}
+
+    def run(*args, check=True):
+        done = subprocess.run(args, cwd=copy, env=env, capture_output=True, text=True, timeout=900)
+        assert not check or done.returncode == 0, done.stdout[-5000:] + done.stderr[-5000:]
+        return done
+
+    graduated = run(sys.executable, "-m", "policy_checks", "graduate", "gated_rmsnorm", "--to", "flashinfer.gated_norm",
+                    "--aot", "--root", str(copy))
+    assert "[x] 2. Move the code" in graduated.stdout and "[x] 5. If the kernels ship prebuilt" in graduated.stdout
+
+    # the checker is clean, and the board no longer lists the feature
+    checked = run(sys.executable, "-m", "policy_checks", "run", "--root", str(copy), "--no-cache", check=False)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    board = run(sys.executable, "-m", "policy_checks", "features", "--root", str(copy), "--format", "json")
+    assert "gated_rmsnorm" not in board.stdout
+
+    # no ExperimentalWarning; the old path warns DeprecationWarning naming the new one; AOT has the kernel
+    probe = run(sys.executable, "-c", textwrap.dedent("""\
+        import sys, warnings
+        sys.path.insert(0, sys.argv[1])
+        import torch, flashinfer
+        from flashinfer import aot
+        assert flashinfer.__file__.startswith(sys.argv[1]), flashinfer.__file__
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            x = torch.randn(2, 8)
+            flashinfer.gated_rmsnorm(x, x, torch.randn(8))
+        print(getattr(flashinfer.gated_rmsnorm, "is_experimental", False))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            import flashinfer.experimental.gated_rmsnorm.kernel as old
+        print(old.run.__module__, [str(w.category.__name__) for w in caught])
+        print(" ".join(spec.name for spec in aot.registered_specs()))
+        """), str(copy))
+    experimental, moved, specs = probe.stdout.splitlines()
+    assert experimental == "False"
+    assert moved == "flashinfer.gated_norm.kernel ['DeprecationWarning', 'DeprecationWarning']"
+    assert "gated_rmsnorm_bf16_" in specs
+    if importlib.util.find_spec("cuda") is not None:  # NVRTC compiles without a GPU
+        run(sys.executable, "-m", "flashinfer.aot", "--arch", "sm_90", "--out", str(tmp_path / "aot"))
+        manifest = json.loads((tmp_path / "aot" / "manifest.json").read_text())
+        assert any(entry["spec"].startswith("gated_rmsnorm_bf16_") and entry["kind"] == "cubin" for entry in manifest)
+
+    # the docs build with -W and document the API; both test lanes pass
+    run(sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html", "docs", str(tmp_path / "html"))
+    assert 'id="flashinfer.gated_rmsnorm"' in (tmp_path / "html" / "api" / "norm.html").read_text()
+    assert not (copy / "tests/experimental/gated_rmsnorm").exists()
+    stable = run(sys.executable, "-m", "pytest", "tests/", "-q", "-x")
+    assert "tests/flashinfer/gated_norm" not in stable.stdout  # nothing failed there
+    run(sys.executable, "-m", "pytest", "tests/experimental/", "-q", "-x")
