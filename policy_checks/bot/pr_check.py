@@ -12,6 +12,13 @@ Every PR's change to ``policy-check-baseline.json`` is read from the diff that c
 the file listing (``baseline_diff``, no request): debt it adds is named in the comment for
 a maintainer to approve, debt it pays off is thanked for. Neither changes the status.
 
+A graduation PR (``graduation_pr``: a feature's FEATURE.toml removed and an
+``@flashinfer_experimental_api`` swapped for ``@flashinfer_api`` in core code) is recognised
+from the same listing, again with no request, and the comment shows the graduation
+checklist with each step's state. Its changes under the graduating feature's directories
+need no Experimental Track declaration, and a tracking issue it links is not held to the
+admission rules (the feature is leaving the track, not entering it).
+
 Whose word counts (see the threat model in docs/bot.rst): permissions are read on the
 repository the bot serves, never on the tracking issue's repository, which the PR's
 author chooses; a tracking issue in another repository counts only when the workflow
@@ -28,10 +35,10 @@ from itertools import islice
 import github
 import requests
 
-from ..config import is_experimental_path  # with FlashInfer's default layout: the PR is of a FlashInfer checkout
+from ..config import DEFAULT, is_experimental_path  # FlashInfer's default layout: the PR is of a FlashInfer checkout
 from ..features import TrackingRef
 from ..graduation import WINDOW_IN_WORDS
-from . import deadlines, graphql
+from . import deadlines, graduation_pr, graphql
 from .baseline_diff import BASELINE_FILE, BaselineChange, BaselineEntry, baseline_change
 from .client import BotError, call, describe_failure, fetched
 from .comments import BotIdentity, keep_comment, list_comments, own_comments
@@ -63,6 +70,8 @@ class PrVerdict:
     notes: list[str] = field(default_factory=list)
     label_requested: bool = False
     baseline: BaselineChange | None = None  # the PR's change to policy-check-baseline.json, if any
+    graduations: list[graduation_pr.Graduation] = field(default_factory=list)  # features this PR graduates
+    checklist: list[str] = field(default_factory=list)  # the rendered "Graduation checklist" section
 
     @property
     def ok(self) -> bool:
@@ -73,9 +82,26 @@ class PrVerdict:
         return bool(self.experimental_files or self.decorator_files)
 
     @property
+    def needs_declaration(self) -> bool:
+        """Whether the PR must declare itself: it touches experimental paths other than those of the features
+        it graduates, or adds the experimental decorator."""
+        if self.decorator_files:
+            return True
+        graduating = {g.feature for g in self.graduations}
+        if not graduating:
+            return bool(self.experimental_files)
+        return any(_graduating_feature(path) not in graduating for path in self.experimental_files)
+
+    @property
+    def pure_graduation(self) -> bool:
+        """A graduation PR that touches nothing else experimental: admission rules do not apply to it."""
+        return bool(self.graduations) and not self.needs_declaration
+
+    @property
     def wants_comment(self) -> bool:
         """Experimental PRs and PRs whose baseline change is worth a word get a comment; others only the status."""
-        return self.declared or self.touches_experimental or bool(self.baseline and self.baseline.worth_saying)
+        return (self.declared or self.touches_experimental or bool(self.graduations)
+                or bool(self.baseline and self.baseline.worth_saying))
 
     def status_description(self) -> str:
         """One line for the commit status (GitHub keeps at most 140 characters)."""
@@ -83,6 +109,8 @@ class PrVerdict:
             text = self.problems[0].replace("`", "")
             if len(self.problems) > 1:
                 text += f" (+{len(self.problems) - 1} more)"
+        elif self.graduations:
+            text = "Graduation PR: the graduation checklist is in the bot's comment"
         elif self.declared:
             text = "Experimental Track PR: declaration and tracking issue are complete"
         else:
@@ -91,11 +119,14 @@ class PrVerdict:
 
 
 def adds_decorator(patch: str | None) -> bool:
-    """Whether a unified diff adds a line using the experimental-API decorator."""
-    return any(
-        line.startswith("+") and not line.startswith("+++") and DECORATOR in line
-        for line in (patch or "").splitlines()
-    )
+    """Whether a unified diff adds a line using the experimental-API decorator (linear in the patch)."""
+    return any(sign == "+" and DECORATOR in text for sign, text in graduation_pr.changed_lines(patch))
+
+
+def _graduating_feature(path: str) -> str | None:
+    """The feature whose code or test directory ``path`` lies in."""
+    return (graduation_pr.feature_under(path, DEFAULT.experimental_dir)
+            or graduation_pr.feature_under(path, DEFAULT.experimental_tests))
 
 
 @dataclass
@@ -248,21 +279,26 @@ def examine(gh, repo_name: str, number: int,
         if adds_decorator(changed.patch):
             verdict.decorator_files.append(changed.filename)
     verdict.baseline = baseline_change(files)  # every PR: debt added matters whether or not it is experimental
+    verdict.graduations = graduation_pr.recognise(files, ref)  # from the same listing: no request
     context = read_context(gh, repo_name, pull, ref if declaration.ticked else None)
     if not declaration.ticked:
-        if verdict.touches_experimental:
+        if verdict.needs_declaration:
             verdict.problems.append(
                 "this PR touches experimental code but does not declare it: tick the box in the "
                 "`## Experimental Track` section and link the tracking issue"
             )
+        verdict.checklist = graduation_pr.checklist_lines(verdict.graduations, repo_name)
         return verdict, pull, context.comments
     verdict.problems.extend(declaration.problems)
     if refused:
         verdict.problems.append(refused)
     elif declaration.tracking is None and not declaration.problems:
-        verdict.problems.append(
-            "the box is ticked but there is no `Tracking issue:` reference (#N, owner/repo#N or an issue URL)"
-        )
+        if not verdict.pure_graduation:  # a graduation's tracking issue is named by its removed record, if at all
+            verdict.problems.append(
+                "the box is ticked but there is no `Tracking issue:` reference (#N, owner/repo#N or an issue URL)"
+            )
+    elif ref is not None and verdict.pure_graduation:
+        _examine_graduation_issue(repo_name, ref, context, verdict)
     elif ref is not None:
         admission = deadlines.utc_date(pull.created_at)
         # Logins proven to exist by what was already read: no user lookup for them.
@@ -274,7 +310,24 @@ def examine(gh, repo_name: str, number: int,
             "the box is ticked, but this PR touches no experimental path and adds no "
             f"`{DECORATOR}`: untick it if the PR is not experimental"
         )
+    issue = context.issue  # read only for a ticked box: its state goes beside it in the checklist
+    state = issue.state if ref is not None and issue is not None and issue.pull_request is None else None
+    verdict.checklist = graduation_pr.checklist_lines(verdict.graduations, repo_name, state, ref)
     return verdict, pull, context.comments
+
+
+def _examine_graduation_issue(repo_name: str, ref: TrackingRef, context: PrContext, verdict: PrVerdict) -> None:
+    """The tracking issue a graduation PR links: it must be an issue that exists. The admission rules
+    (a complete form, a confirmed owner, a target date in the window, an open issue) are for features
+    entering the track, not for one leaving it."""
+    where = code(ref.render(repo_name))
+    issue = context.issue
+    if issue is None:
+        verdict.problems.append(f"the tracking issue {where} does not exist (or the bot cannot see it)")
+    elif issue.pull_request is not None:
+        verdict.problems.append(f"the tracking reference {where} is a pull request, not an issue")
+    else:
+        verdict.tracking_lines.append(f"Tracking issue: {where} ({issue.state})")
 
 
 def render(verdict: PrVerdict) -> str:
@@ -287,6 +340,7 @@ def render(verdict: PrVerdict) -> str:
         lines += ["**Problems**", ""] + bullet_list(verdict.problems) + [""]
     if verdict.notes:
         lines += ["**Notes**", ""] + bullet_list(verdict.notes) + [""]
+    lines += verdict.checklist
     lines += baseline_lines(verdict.baseline)
     if verdict.declared or verdict.touches_experimental:
         lines += [f"**Experimental files** ({len(verdict.experimental_files)})", ""]

@@ -148,8 +148,9 @@ class FakeGitHub:
 
     def add_pull(self, repo: str, body: str | None, files: list[tuple], *, author: str = "octocat",
                  created: str = "2026-11-02T09:00:00Z", labels=()) -> int:
-        """A PR whose files are ``(path, patch)`` or ``(path, patch, status)``; a None patch is left out,
-        as GitHub leaves it out of a diff too large to show."""
+        """A PR whose files are ``(path, patch)``, ``(path, patch, status)`` or, for a rename or copy,
+        ``(path, patch, status, previous_path)``; a None patch is left out, as GitHub leaves it out of a
+        diff too large to show (or of a binary file)."""
         r = self.repo(repo)
         number = self.add_issue(repo, body or "", author=author, labels=labels, created=created)
         r.issues[number]["body"] = body
@@ -446,8 +447,13 @@ class FakeGitHub:
         return self._json(self.graphql_endpoint.answer(payload, token_can_list_collaborators=can_write))
 
 
-def _pull_file(path: str, patch: str | None, status: str = "modified") -> dict:
+def _pull_file(path: str, patch: str | None, status: str = "modified", previous: str | None = None) -> dict:
+    """One entry of GitHub's listing of a PR's files: ``previous_filename`` only for renamed and copied
+    files, no ``patch`` when there is no diff to show (binary, too large, or a pure rename)."""
     listed = {"filename": path, "status": status}
+    if previous is not None:
+        assert status in ("renamed", "copied"), "GitHub names a previous path only for renames and copies"
+        listed["previous_filename"] = previous
     if patch is not None:
         listed["patch"] = patch
     return listed

@@ -159,3 +159,38 @@ def test_review_comment_is_inert(fresh_github, name, text, reason):
     assert live_parts(ours) == [], ours
     assert headings(ours) == 1, ours
     assert live_parts(result.markdown()) == [], result.markdown()
+
+
+def _removed(text: str) -> str:
+    """GitHub's diff of a deleted file."""
+    lines = text.split("\n")
+    return f"@@ -1,{len(lines)} +0,0 @@\n" + "\n".join("-" + line for line in lines)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@example(name=ATTACK, path=ATTACK, tracking=ATTACK, home="evil", declared=False)
+@example(name="@everyone", path="#1 <details>", tracking="evil/repo#9", home="x", declared=True)
+@given(name=hostile, path=hostile, tracking=hostile, home=hostile, declared=st.booleans())
+def test_graduation_checklist_is_inert(fresh_github, name, path, tracking, home, declared):
+    """A graduation PR's feature name, paths, new home and recorded tracking issue are all the PR's text."""
+    g = fresh_github()
+    g.add_issue(REPO, _issue_body("octocat", path))  # #1
+    feature = "f" + name.replace("/", "_")  # a leading "_" or "." is not a feature directory
+    code_dir, tests_dir = f"flashinfer/experimental/{feature}", f"tests/experimental/{feature}"
+    record = f'kind = "api"\nowner = "octocat"\ntracking_issue = {toml_string(tracking)}\n'
+    swap = "@@ -1,2 +1,2 @@\n-@flashinfer_experimental_api(feature='x')\n+@flashinfer_api\n def f(): ..."
+    files = [(f"{code_dir}/FEATURE.toml", _removed(record), "removed"),
+             (f"{code_dir}/__init__.py", f"+__graduated_to__ = {toml_string(home)}\n+{path}", "modified"),
+             (f"flashinfer/{path}.py", None, "renamed", f"{code_dir}/{path}.py"),
+             (f"flashinfer/{path}/core.py", swap + f"\n+    require_experimental_x({path})"),
+             (f"tests/{path}.py", None, "renamed", f"{tests_dir}/{path}.py"),
+             (f"{tests_dir}/{path}", "+x", "modified")]
+    declaration = "## Experimental Track\n\n- [x] This PR adds experimental code\n  - Tracking issue: #1\n"
+    body = declaration if declared else path
+    pr = g.add_pull(REPO, body, files)
+    gh = connect(g.token, g.url, retry_budget_s=1, write_interval_s=0)
+    run_pr_check(gh, REPO, pr, Writes(dry_run=False, echo=lambda s: None), BotIdentity(gh))
+    [ours] = [c["body"] for c in g.comments_by(REPO, pr) if c["body"].startswith(PR_MARKER)]
+    assert "**Graduation checklist**" in ours  # the hostile feature's checklist is in the comment
+    assert live_parts(ours) == [], ours
+    assert headings(ours) == 1, ours
