@@ -785,35 +785,51 @@ def _add_to_page(text: str, name: str) -> str:
 
 
 def _export_top_level(graduation: Graduation, project: Project, entry_points: List[Tuple[str, str]]) -> None:
-    """Each entry point is in the top-level package's lazy-export table, like its neighbours."""
+    """Each entry point is exported from the top-level package when its module's
+    stable names are (in a lazy-export table, or by ``from .module import name``);
+    a module whose names are reached through the module itself is left so."""
     target = graduation.target
     s = target.settings
     rel = project.rel_of(s.package)
     if rel is None:
         return
     file = _parse(target, rel)
-    table = next((small for small in module_small_statements(file)
+    table = next((small.value for small in module_small_statements(file)
                   if isinstance(small, (cst.Assign, cst.AnnAssign)) and isinstance(small.value, cst.Dict)
                   and _is_lazy_table(small.value)), None)
+    served = _served_modules(file, table)
+    exported = _exported_names(target.root / rel)
     missing = []
     for module, name in entry_points:
         relative = module[len(s.package) + 1:]
-        if table is not None and any(isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)
-                                     and e.key.evaluated_value == name for e in table.value.elements):
+        if name in exported:
             graduation.did(4, f"{rel}: already exports {name}")
-            continue
-        if name in _exported_names(target.root / rel):
-            graduation.did(4, f"{rel}: already exports {name}")
-            continue
-        missing.append((name, relative))
+        elif relative not in served:
+            graduation.did(4, f"{rel}: {name} not exported, as no name of {module} is")
+        else:
+            missing.append((name, relative))
     if not missing:
         return
-    if table is None:
-        for name, relative in missing:
-            graduation.ask(4, f"export {name} from {s.package} (no lazy-export table in {rel})")
-        return
     edits: dict = {}
+    if table is None:
+        _export_by_import(file, missing, edits)
+    else:
+        add_edit(edits, table, _with_entries(missing))
+    before = (target.root / rel).read_bytes()
+    graduation.rewrites.append(FileFix(rel, before, apply_edits(file, edits)))
+    for name, _ in missing:
+        graduation.did(4, f"{rel}: exports {name}")
 
+
+def _served_modules(file: PythonFile, table: Optional[cst.Dict]) -> Set[str]:
+    """Modules (relative to the package) whose names the package ``__init__`` exports."""
+    if table is not None:
+        return {e.value.evaluated_value.lstrip(".") for e in table.elements}
+    return {dotted_name(small.module) for small in module_small_statements(file)
+            if isinstance(small, cst.ImportFrom) and len(small.relative) == 1 and small.module is not None}
+
+
+def _with_entries(missing: List[Tuple[str, str]]):
     def edit(updated: cst.Dict) -> cst.Dict:
         """New entries at the end, separated as the others are (one per line in a table
         written one per line); the old last entry's trailing comma ends the new last."""
@@ -827,11 +843,42 @@ def _export_top_level(graduation: Graduation, project: Project, entry_points: Li
             elements.append(cst.DictElement(cst.SimpleString(f'"{name}"'), cst.SimpleString(f'"{relative}"'), comma=comma))
         return updated.with_changes(elements=elements)
 
-    add_edit(edits, table.value, edit)
-    before = (target.root / rel).read_bytes()
-    graduation.rewrites.append(FileFix(rel, before, apply_edits(file, edits)))
-    for name, _ in missing:
-        graduation.did(4, f"{rel}: exports {name}")
+    return edit
+
+
+def _export_by_import(file: PythonFile, missing: List[Tuple[str, str]], edits: dict) -> None:
+    """A package ``__init__`` that imports its exports (``from .decode import f as f``):
+    the name joins the import from its module, or a new line after the last relative
+    import, spelt as the others are (with the redundant ``as`` when most use it)."""
+    relative_imports = [small for small in module_small_statements(file)
+                        if isinstance(small, cst.ImportFrom) and small.relative
+                        and not isinstance(small.names, cst.ImportStar)]
+    aliases = [a for small in relative_imports for a in small.names]
+    redundant = sum(1 for a in aliases if a.asname is not None and bound_name(a, None) == dotted_name(a.name))
+    spell_as = bool(aliases) and redundant * 2 > len(aliases)
+
+    def alias(name: str) -> cst.ImportAlias:
+        asname = cst.AsName(cst.Name(name)) if spell_as else None
+        return cst.ImportAlias(cst.Name(name), asname=asname)
+
+    new_lines = []
+    for name, relative in missing:
+        same = next((s for s in relative_imports if len(s.relative) == 1 and s.module is not None
+                     and dotted_name(s.module) == relative), None)
+        if same is not None:
+            add_edit(edits, same, lambda updated, name=name: with_aliases(updated, [*updated.names, alias(name)]))
+        else:
+            new_lines.append(cst.SimpleStatementLine([cst.ImportFrom(
+                module=_dotted_node(relative), relative=[cst.Dot()], names=[alias(name)])]))
+    if not new_lines:
+        return
+    lines = list(file.tree.body)
+    anchor = max((i for i, line in enumerate(lines) if isinstance(line, cst.SimpleStatementLine)
+                  and any(s in relative_imports for s in line.body)), default=None)
+    if anchor is None:
+        add_edit(edits, file.tree, lambda updated: updated.with_changes(body=[*updated.body, *new_lines]))
+        return
+    add_edit(edits, lines[anchor], lambda updated: cst.FlattenSentinel([updated, *new_lines]))
 
 
 def _is_lazy_table(mapping: cst.Dict) -> bool:

@@ -247,6 +247,24 @@ def test_aot_registers_the_spec_factories(tree):
 
 
 @pytest.mark.parametrize(
+    "init, exported",
+    [
+        ("from .ops import stable as stable\n", "from .ops import stable as stable, fancy as fancy\n"),
+        ("from .api_logging import flashinfer_api\nfrom .ops import stable\n", "from .ops import stable, fancy\n"),
+        ("from .api_logging import flashinfer_api as flashinfer_api\n",
+         "from .api_logging import flashinfer_api as flashinfer_api\n"),  # no name of ops is exported
+    ],
+)
+def test_exported_like_its_neighbours_by_import(tree, init, exported):
+    tree.write(API_FEATURE)
+    tree.write({"fxpkg/__init__.py": init})
+    result = graduate(tree, "feat", "--to", "fxpkg.fancy_ops")
+    assert result.exit_code == 0, result.output
+    assert exported in tree.read("fxpkg/__init__.py").decode()
+    assert ("fancy not exported, as no name of fxpkg.ops is" in result.output) == ("fancy" not in exported)
+
+
+@pytest.mark.parametrize(
     "home, reason",
     [
         ("fxpkg", "not a module under fxpkg"),
@@ -306,7 +324,7 @@ def test_graduating_gated_rmsnorm_in_a_copy_of_this_repository(tmp_path):
     if not (REPO / ".git").exists() or shutil.which("git") is None:
         pytest.skip("needs a git checkout")
     copy = tmp_path / "copy"
-    listed = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout.split(b"\0")
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO, capture_output=True, check=True).stdout.split(b"\0")
     for rel in filter(None, (name.decode() for name in listed)):
         source = REPO / rel
         if source.is_file():  # a tracked file deleted in the work tree is not copied
