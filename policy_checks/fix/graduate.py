@@ -41,7 +41,7 @@ import libcst as cst
 from .. import features as feature_records
 from ..facts import FUNCTION, FileFacts, extract
 from ..graduation import GRADUATION_STEPS
-from ..project import Project, SourceFile
+from ..project import DictBinding, Project, SourceFile
 from .apply import FileFix, write
 from .cst_tools import (
     PythonFile,
@@ -122,10 +122,10 @@ def plan_graduation(target: FixTarget, feature: str, home: str, aot: bool = Fals
         raise Refused(f"no feature directory {s.experimental_dir}/{feature}")
     if feature_records.graduated_to(feature_dir) is not None:
         raise Refused(f"{feature} already graduated to {feature_records.graduated_to(feature_dir)}")
-    _check_home(target, home)
+    project = Project(target.root, s, _load_facts(target.root))
+    _check_home(target, project, home)
     old = f"{s.experimental_package}.{feature}"
     graduation = Graduation(target, feature, home)
-    project = Project(target.root, s, _load_facts(target.root))
     record = feature_records.read(feature_dir / "FEATURE.toml") if (feature_dir / "FEATURE.toml").is_file() else None
     backends = set(record.backends or ()) if record else set()
 
@@ -159,7 +159,7 @@ def _must_parse(rel: str, data: bytes) -> None:
         raise Refused(f"internal error: the rewrite of {rel} does not parse ({error.msg})") from None
 
 
-def _check_home(target: FixTarget, home: str) -> None:
+def _check_home(target: FixTarget, project: Project, home: str) -> None:
     s = target.settings
     parts = home.split(".")
     if not all(p.isidentifier() for p in parts) or not _under(home, s.package) or home == s.package:
@@ -172,28 +172,24 @@ def _check_home(target: FixTarget, home: str) -> None:
     parent = path.parent
     if not (parent / "__init__.py").is_file():
         raise Refused(f"--to {home}: its parent package {'.'.join(parts[:-1])} has no __init__.py")
-    exported = _exported_names(parent / "__init__.py")
-    if parts[-1] in exported:
+    if parts[-1] in _exported_names(project, ".".join(parts[:-1])):
         raise Refused(
             f"--to {home}: {'.'.join(parts[:-1])} exports a name {parts[-1]!r}, which importing the new package "
             "would shadow; choose another name"
         )
 
 
-def _exported_names(init: Path) -> Set[str]:
-    """Names a package ``__init__`` binds or lists in a lazy-export table."""
-    try:
-        tree = ast.parse(init.read_bytes())
-    except (OSError, SyntaxError, ValueError):
+def _exported_names(project: Project, package: str) -> Set[str]:
+    """Names a package ``__init__`` binds at top level or serves from a lazy-export
+    table, from the checker's facts."""
+    rel = project.rel_of(package)
+    if rel is None:
         return set()
-    names: Set[str] = set()
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Dict):
-            names |= {k.value for k in node.value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+    facts = project.facts(rel)
+    names = set(facts.bindings) | {q for q in facts.definitions if "." not in q}
+    for binding in facts.bindings.values():
+        if isinstance(binding, DictBinding):
+            names |= {key for key, _ in binding.value.entries if isinstance(key, str)}
     return names
 
 
@@ -798,7 +794,7 @@ def _export_top_level(graduation: Graduation, project: Project, entry_points: Li
                   if isinstance(small, (cst.Assign, cst.AnnAssign)) and isinstance(small.value, cst.Dict)
                   and _is_lazy_table(small.value)), None)
     served = _served_modules(file, table)
-    exported = _exported_names(target.root / rel)
+    exported = _exported_names(project, s.package)
     missing = []
     for module, name in entry_points:
         relative = module[len(s.package) + 1:]
