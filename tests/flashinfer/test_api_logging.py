@@ -56,15 +56,15 @@ def test_gate_is_read_on_every_call(monkeypatch):
 
 def test_require_experimental_auto_backends_raises_without_the_gate():
     with pytest.raises(RuntimeError) as excinfo:
-        require_experimental_auto_backends("mm_bf16 -> splitk")
+        require_experimental_auto_backends("toy_mm -> fast")
     message = str(excinfo.value)
-    assert "'mm_bf16 -> splitk'" in message
+    assert "'toy_mm -> fast'" in message
     assert f"{EXPERIMENTAL_AUTO_ENV_VAR}=1" in message
     assert "backend=" in message
 
 
 def test_require_experimental_auto_backends_passes_with_the_gate(gate_on):
-    assert require_experimental_auto_backends("mm_bf16 -> splitk") is None
+    assert require_experimental_auto_backends("toy_mm -> fast") is None
 
 
 # -- once-only warnings ------------------------------------------------------------
@@ -74,24 +74,24 @@ def test_backend_warning_once_per_api_backend_pair():
     with warnings.catch_warnings(record=True) as records:
         warnings.simplefilter("always")
         for _ in range(3):
-            warn_experimental_backend_once("mm", "splitk")
+            warn_experimental_backend_once("mm", "fast")
             warn_experimental_backend_once("mm", "other")
-            warn_experimental_backend_once("bmm", "splitk")
+            warn_experimental_backend_once("bmm", "fast")
     messages = sorted(str(r.message) for r in experimental_warnings(records))
     assert len(messages) == 3
-    assert any("'splitk' selected for 'mm'" in m for m in messages)
+    assert any("'fast' selected for 'mm'" in m for m in messages)
     assert any("'other' selected for 'mm'" in m for m in messages)
-    assert any("'splitk' selected for 'bmm'" in m for m in messages)
+    assert any("'fast' selected for 'bmm'" in m for m in messages)
 
 
 def test_automatic_backend_warning_says_so():
     with pytest.warns(ExperimentalWarning, match="may be selected automatically for 'mm'"):
-        warn_experimental_backend_once("mm", "splitk", automatic=True)
+        warn_experimental_backend_once("mm", "fast", automatic=True)
 
 
 def test_backend_warning_points_at_the_caller_of_the_caller():
     def api():  # stands for the API that calls warn_experimental_backend_once
-        warn_experimental_backend_once("mm", "splitk")
+        warn_experimental_backend_once("mm", "fast")
 
     with pytest.warns(ExperimentalWarning) as records:
         api()
@@ -100,10 +100,10 @@ def test_backend_warning_points_at_the_caller_of_the_caller():
 
 def test_reset_forgets_emitted_warnings():
     with pytest.warns(ExperimentalWarning):
-        warn_experimental_backend_once("mm", "splitk")
+        warn_experimental_backend_once("mm", "fast")
     api_logging._reset_warnings_for_tests()
     with pytest.warns(ExperimentalWarning):
-        warn_experimental_backend_once("mm", "splitk")
+        warn_experimental_backend_once("mm", "fast")
 
 
 def hammer(target, threads: int = 16) -> list:
@@ -131,7 +131,7 @@ def hammer(target, threads: int = 16) -> list:
 
 @pytest.mark.parametrize("round_", range(10))
 def test_backend_warning_once_under_threads(round_):
-    assert len(hammer(lambda: warn_experimental_backend_once("mm", "splitk"))) == 1
+    assert len(hammer(lambda: warn_experimental_backend_once("mm", "fast"))) == 1
 
 
 @pytest.mark.parametrize("round_", range(10))

@@ -1,7 +1,7 @@
 """rmsnorm on the CPU: torch backend against float64, validation, dispatch.
 
-Kernel launches are covered by test_kernels_gpu.py (GPU only); gated_rmsnorm by
-tests/experimental/gated_rmsnorm/.
+Kernel launches are covered by test_kernels_gpu.py (GPU only); experimental norms
+by their features' tests under tests/experimental/.
 """
 
 import pytest

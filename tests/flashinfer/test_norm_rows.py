@@ -1,4 +1,4 @@
-"""The helpers rmsnorm and the experimental gated_rmsnorm share (flashinfer/norm_rows.py)."""
+"""The row helpers rmsnorm shares with experimental row kernels (flashinfer/norm_rows.py)."""
 
 from __future__ import annotations
 

@@ -358,7 +358,9 @@ def test_mm_bf16_pin_to_a_backend_that_cannot_run_here_falls_back(tmp_path):
     assert mm_bf16.suitable_auto_backends == ["torch"]
 
 
-def test_mm_bf16_keyed_pin_is_the_only_candidate(tmp_path, gate_on):
+def test_mm_bf16_keyed_pin_applies_to_its_problem_only(tmp_path):
+    """A pin keyed by mm_bf16's problem key ([M, N, K, dtype, device]) reaches calls of that
+    problem only: the pinned 'nvrtc' cannot run CPU tensors, which the call reports."""
     from flashinfer.gemm import mm_bf16
 
     path = write_toml(
@@ -367,36 +369,17 @@ def test_mm_bf16_keyed_pin_is_the_only_candidate(tmp_path, gate_on):
         [[pin]]
         api = "flashinfer.gemm.mm_bf16"
         key = [4, 32, 64, "bfloat16", "cpu"]
-        backend = "torch"
+        backend = "nvrtc"
         """,
     )
-    apply_trace_config(path)
+    assert apply_trace_config(path).loaded == 1
     a, b = torch.ones(4, 64, dtype=torch.bfloat16), torch.ones(64, 32, dtype=torch.bfloat16)
-    mm_bf16(a, b)
-    assert mm_bf16.suitable_auto_backends == ["torch"]  # unpinned, the gate adds splitk
-    with pytest.warns(ExperimentalWarning):
-        mm_bf16(a[:2], b)
-    assert mm_bf16.suitable_auto_backends == ["torch", "splitk"]
-
-
-def test_mm_bf16_pin_to_splitk_applies_only_with_the_gate(tmp_path, monkeypatch):
-    from flashinfer.gemm import mm_bf16
-
-    path = write_toml(tmp_path, '[[pin]]\napi = "flashinfer.gemm.mm_bf16"\nbackend = "splitk"\n')
-    a, b = torch.ones(4, 64, dtype=torch.bfloat16), torch.ones(64, 32, dtype=torch.bfloat16)
-    with pytest.warns(TuningConfigWarning, match=EXPERIMENTAL_AUTO_ENV_VAR) as record:
-        assert apply_trace_config(path).loaded == 0
-    assert len(record) == 1
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
-        out = mm_bf16(a, b)
-    assert ours(record) == []  # no pin, no experimental backend
+        out = mm_bf16(a[:2], b)  # another problem: no pin
+    assert ours(record) == []
+    assert torch.equal(out, torch.full((2, 32), 64.0, dtype=torch.bfloat16))
+    with pytest.warns(TuningConfigWarning, match="'nvrtc' does not fit this call"):
+        out = mm_bf16(a, b)  # the pinned problem
     assert torch.equal(out, torch.full((4, 32), 64.0, dtype=torch.bfloat16))
     assert mm_bf16.suitable_auto_backends == ["torch"]
-
-    monkeypatch.setenv(EXPERIMENTAL_AUTO_ENV_VAR, "1")
-    assert apply_trace_config(path).loaded == 1
-    with pytest.warns(ExperimentalWarning, match="'splitk' selected for 'mm_bf16'"):
-        out = mm_bf16(a, b)
-    assert torch.equal(out, torch.full((4, 32), 64.0, dtype=torch.bfloat16))
-    assert mm_bf16.suitable_auto_backends == ["splitk"]

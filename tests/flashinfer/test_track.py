@@ -16,12 +16,12 @@ ROOT = Path(__file__).resolve().parents[2]
     "module, experimental, feature",
     [
         ("flashinfer.experimental", True, None),
-        ("flashinfer.experimental.splitk_gemm", True, "splitk_gemm"),
-        ("flashinfer.experimental.splitk_gemm.support", True, "splitk_gemm"),
+        ("flashinfer.experimental.toy_feature", True, "toy_feature"),
+        ("flashinfer.experimental.toy_feature.support", True, "toy_feature"),
         ("flashinfer.experimental_foo", False, None),
         ("flashinfer.experimentalx.y", False, None),
         ("flashinfer.gemm", False, None),
-        ("tests.experimental.splitk_gemm", False, None),
+        ("tests.experimental.toy_feature", False, None),
         ("", False, None),
     ],
 )

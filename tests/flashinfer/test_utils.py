@@ -445,17 +445,17 @@ def unmarked_checker(module: str):
 
 
 @pytest.mark.parametrize(
-    "module", ["flashinfer.experimental", "flashinfer.experimental.splitk.support"]
+    "module", ["flashinfer.experimental", "flashinfer.experimental.toy_feature.support"]
 )
 def test_unmarked_checker_under_experimental_is_refused(module):
     with pytest.raises(ValueError) as excinfo:
 
-        @backend_requirement({"splitk": unmarked_checker(module)})
+        @backend_requirement({"fast": unmarked_checker(module)})
         def mm(x, backend="auto"):
             return x
 
     assert str(excinfo.value) == (
-        "@backend_requirement on mm: checker for backend 'splitk' is defined under "
+        "@backend_requirement on mm: checker for backend 'fast' is defined under "
         "flashinfer.experimental but is not marked @experimental_backend"
     )
 
@@ -472,11 +472,11 @@ def test_checkers_elsewhere_are_accepted(module):
 
 
 def test_marked_checker_under_experimental_is_accepted():
-    @backend_requirement({"splitk": experimental_backend(unmarked_checker("flashinfer.experimental.s"))})
+    @backend_requirement({"fast": experimental_backend(unmarked_checker("flashinfer.experimental.s"))})
     def mm(x, backend="auto"):
         return x
 
-    assert mm.experimental_backends == frozenset({"splitk"})
+    assert mm.experimental_backends == frozenset({"fast"})
 
 
 def test_unmarked_checker_from_a_real_module_under_experimental(tmp_path, monkeypatch):
