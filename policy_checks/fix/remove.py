@@ -9,11 +9,14 @@ whose body imports the feature (a class left without methods goes too), the
 that import, ``if backend == "<name>":`` branches and ``"<name>"`` items of tuple,
 list and set displays for a removed backend, the entries of a package ``__init__``'s
 lazy-export table and of ``__all__`` that name a removed function or class. A core
-module left holding nothing goes.
+module left holding nothing goes. In the docs: the feature's own pages and the
+toctree lines naming them; other prose that mentions the feature is listed for a
+person.
 
 The plan is computed in full before anything is written. Anything it cannot remove
-cleanly (an import of the feature of another shape, a removed name still used
-elsewhere) refuses the whole removal with its reason: nothing is half done. Where
+cleanly (an import of the feature of another shape, a removed name or backend still
+used by a kept file: core, tests or examples) refuses the whole removal with its
+reason: nothing is half done. Where
 the feature's modules are imported is read from the checker's facts
 (`policy_checks.project.Project`), and rewrites use `cst_tools`, so every byte not
 removed stays as it was.
@@ -22,16 +25,21 @@ removed stays as it was.
 from __future__ import annotations
 
 import ast
+import posixpath
+import re
 import shutil
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Dict, List, Optional, Set
 
 import click
 import libcst as cst
 
-from ..facts import FUNCTION, MODULE, FileFacts, StrRef, extract
-from ..project import DictBinding, Project, SourceFile
+from ..facts import FUNCTION, MODULE, FileFacts, StrRef, extract, resolve_relative
+from ..facts import dotted_name as facts_dotted_name
+from ..facts import package_of as facts_package_of
+from ..project import DefTarget, DictBinding, ModuleTarget, Project, SourceFile
 from .apply import FileFix, write
 from .cst_tools import (
     PythonFile,
@@ -51,6 +59,7 @@ from .findings import FixError, FixTarget, load_project
 
 EXPERIMENTAL_API = "flashinfer_experimental_api"
 BACKEND_REQUIREMENT = "backend_requirement"
+IMPORT_CALLS = ("import_module", "__import__")
 
 
 class Refused(Exception):
@@ -66,6 +75,7 @@ class Removal:
     rewrites: List[FileFix] = field(default_factory=list)
     deletions: List[str] = field(default_factory=list)  # root-relative files and directories
     removed: List[str] = field(default_factory=list)  # what went, for the report
+    notes: List[str] = field(default_factory=list)  # "file:line: text" left for a person
 
 
 @dataclass(frozen=True)
@@ -99,6 +109,7 @@ def plan_removal(target: FixTarget, feature: str) -> Removal:
         removal.deletions.append(tests_dir)
 
     project = Project(target.root, settings, _load_facts(target.root))
+    texts = _Texts(target.root)
 
     def gone(rel: str) -> bool:
         return any(rel == d or rel.startswith(d + "/") for d in removal.deletions)
@@ -106,11 +117,12 @@ def plan_removal(target: FixTarget, feature: str) -> Removal:
     def reaches(facts: FileFacts, imp) -> bool:
         return any(t == prefix or t.startswith(prefix + ".") for t in project.import_targets(imp))
 
-    def core_files():
-        """(rel, source, facts) of every parsable core module the removal keeps."""
+    def core_files(words):
+        """(rel, source, facts) of every parsable core module the removal keeps whose
+        text holds one of `words` (no file can import or name what it does not spell)."""
         for rel in sorted(project.files):
             source = project.files[rel]
-            if gone(rel) or not settings.is_core(source.module):
+            if gone(rel) or not settings.is_core(source.module) or not texts.mentions(rel, words):
                 continue
             facts = project.facts(rel)
             if facts.syntax_error is None:
@@ -118,9 +130,9 @@ def plan_removal(target: FixTarget, feature: str) -> Removal:
 
     # core modules that import the feature, and what each loses
     names_by_module: Dict[str, Set[str]] = {}
-    backends: Set[str] = set()
-    files: Dict[str, tuple] = {}  # rel -> (PythonFile, edits)
-    for rel, source, facts in core_files():
+    backends: Dict[str, Set[str]] = {}  # removed backend -> the APIs ("module.qualname") that lose it
+    files: Dict[str, tuple] = {}  # rel -> (PythonFile, edits, removed nodes, names)
+    for rel, source, facts in core_files([feature]):
         hits = [imp for imp in facts.imports if reaches(facts, imp)]
         if not hits:
             continue
@@ -150,8 +162,13 @@ def plan_removal(target: FixTarget, feature: str) -> Removal:
     removal.removed += [f"backend {b!r}" for b in sorted(backends)]
 
     # lazy-export tables and __all__ naming the removed functions and classes
-    for rel, source, facts in core_files():
+    removed_names = sorted({n.partition(".")[0] for names in names_by_module.values() for n in names})
+    public = {f"{m}.{n}" for m, names in names_by_module.items() for n in names}  # for the docs
+    served: Set[str] = set()  # names a package serves lazily from a module that loses them
+    for rel, source, facts in core_files(removed_names):
         lazy = _lazy_entries(project, facts, names_by_module)
+        public.update(f"{source.module}.{key}" for key, _ in lazy)
+        served.update(key for key, _ in lazy)
         listed = names_by_module.get(source.module, set())
         if source.is_package:
             listed = listed | {key for key, _ in lazy}
@@ -163,22 +180,9 @@ def plan_removal(target: FixTarget, feature: str) -> Removal:
         _remove_dict_keys(file, {key for key, _ in lazy}, edits, removed_nodes)
         _remove_all_entries(file, listed, edits, removed_nodes)
 
-    # nothing removed may still be used
-    for module, names in names_by_module.items():
-        rel = project.rel_of(module)
-        file, _, removed_nodes, _ = files[rel]
-        for name in names:
-            _check_unused_in_module(file, name, removed_nodes, rel)
-        for other in sorted(project.files):
-            if gone(other) or other == rel:
-                continue
-            facts = project.facts(other)
-            for imp in facts.imports:
-                used = [n for n, _ in imp.names if n in names] if imp.module == module else []
-                if used:
-                    raise Refused(f"{other}:{imp.line}: imports {', '.join(used)} from {module}, which the removal deletes")
-
-    for rel, (file, edits, _, _) in sorted(files.items()):
+    after_of: Dict[str, bytes] = {}  # rel -> the kept core module's bytes after the removal
+    emptied: List[str] = []
+    for rel, (file, edits, removed_nodes, names) in sorted(files.items()):
         before = (target.root / rel).read_bytes()
         after = apply_edits(file, edits) if edits else before
         try:
@@ -186,15 +190,29 @@ def plan_removal(target: FixTarget, feature: str) -> Removal:
         except SyntaxError as error:  # a safety net, as in `fix`
             raise Refused(f"internal error: the rewrite of {rel} does not parse ({error.msg})") from None
         if _holds_nothing(tree):
-            module = project.files[rel].module
-            users = _importers(project, module, rel, gone)
-            if users:
-                raise Refused(f"{rel} would hold nothing, but {', '.join(users)} import(s) it")
+            emptied.append(rel)
             removal.deletions.append(rel)
-        elif after != before:
-            removal.rewrites.append(FileFix(rel, before, after))
+        else:
+            for name in sorted(names):  # nothing removed may still be used in its own module
+                _check_unused_in_module(file, name, removed_nodes, rel)
+            after_of[rel] = after
+            if after != before:
+                removal.rewrites.append(FileFix(rel, before, after))
 
     removal.deletions += _examples(target, project, feature, prefix)
+    gone_modules = {project.files[rel].module for rel in project.files if gone(rel)}
+    removed_defs = {(m, n) for m, names in names_by_module.items() for n in names}
+    retired = _retired_backends(project, texts, backends, after_of, gone)
+    # a file that uses a removed name spells the feature, a backend, the module that
+    # loses the name (or one re-exporting it, which is then a user too) or a lazy key
+    words = {feature, *backends, *served, *(m.rpartition(".")[2] for m in names_by_module)}
+    words |= {project.files[rel].module.rpartition(".")[2] for rel in emptied}
+    _check_kept_files(project, texts, removal, gone, after_of, _Lost(removed_defs, gone_modules, backends, retired, words))
+    for rel in emptied:  # what the scan cannot see: importlib.import_module("...")
+        users = _importers(project, texts, project.files[rel].module, rel, gone)
+        if users:
+            raise Refused(f"{rel} would hold nothing, but {', '.join(users)} import(s) it")
+    _plan_docs(target, project, removal, [feature, *retired, *public])
     return removal
 
 
@@ -213,6 +231,18 @@ def _remove_entry_point(project, file, facts, imp, statement, edits, removed_nod
     if definition is not None and function is not None and project.decorated_with(facts.module, definition, EXPERIMENTAL_API):
         _remove_definition(file, function, edits, removed_nodes, names)
         return
+    lazy = _lazy_branch(file, statement, function) if outer == "__getattr__" else None
+    if lazy is not None:
+        node, served, table = lazy
+        if node.orelse is not None:
+            raise Refused(f"{where}: the lazy-export branch of __getattr__ has an else part; remove it by hand")
+        names.update(served)
+        _remove_statement(file, node, edits, removed_nodes)
+        if table is not None:  # the table goes too; a use left elsewhere refuses (unless the module goes)
+            names.add(_table_name(table))
+            drop_small_statement(file, table, None, edits)
+            removed_nodes.append(table)
+        return
     branch = _backend_branch(file, statement)
     if branch is None:
         raise Refused(
@@ -222,8 +252,62 @@ def _remove_entry_point(project, file, facts, imp, statement, edits, removed_nod
     node, name = branch
     if node.orelse is not None:
         raise Refused(f"{where}: the `if backend == {name!r}:` branch has an else part; remove it by hand")
-    backends.add(name)
+    backends.setdefault(name, set()).add(f"{facts.module}.{outer}")
     _remove_statement(file, node, edits, removed_nodes)
+
+
+def _lazy_branch(file, statement, function):
+    """In a module's PEP 562 ``__getattr__(name)``: the ``if name in TABLE:`` (or
+    ``if name == "x":``) branch around `statement`, the names it serves and TABLE's
+    module-level assignment (None for the ``==`` form); None for any other shape."""
+    if function is None or not isinstance(file.parents.get(function), cst.Module) or not function.params.params:
+        return None
+    parameter = function.params.params[0].name.value
+    parent = file.parents.get(statement)
+    while parent is not None and parent is not function:
+        if isinstance(parent, cst.If) and isinstance(parent.test, cst.Comparison) and len(parent.test.comparisons) == 1:
+            test = parent.test
+            operator, right = test.comparisons[0].operator, test.comparisons[0].comparator
+            if isinstance(test.left, cst.Name) and test.left.value == parameter:
+                if isinstance(operator, cst.Equal) and isinstance(right, cst.SimpleString):
+                    return parent, {right.evaluated_value}, None
+                if isinstance(operator, cst.In) and isinstance(right, cst.Name):
+                    table = _table_assignment(file, right.value)
+                    if table is not None:
+                        return parent, _table_names(table.value), table
+        parent = file.parents.get(parent)
+    return None
+
+
+def _table_assignment(file, name: str):
+    """The one module-level ``name = ...`` assignment, or None."""
+    found = [
+        small
+        for small in module_small_statements(file)
+        if isinstance(small, cst.Assign) and [dotted_name(t.target) for t in small.targets] == [name]
+    ]
+    return found[0] if len(found) == 1 else None
+
+
+def _table_name(assignment) -> str:
+    return assignment.targets[0].target.value
+
+
+def _table_names(value) -> Set[str]:
+    """The names a lazy-export table lists: its strings (a dict's keys only)."""
+    found: Set[str] = set()
+
+    class Strings(cst.CSTVisitor):
+        def visit_DictElement(self, node: cst.DictElement) -> bool:
+            if isinstance(node.key, cst.SimpleString):
+                found.add(node.key.evaluated_value)
+            return False
+
+        def visit_SimpleString(self, node: cst.SimpleString) -> None:
+            found.add(node.evaluated_value)
+
+    value.visit(Strings())
+    return found
 
 
 def _remove_definition(file, function, edits, removed_nodes, names) -> None:
@@ -290,7 +374,7 @@ def _remove_checker_import(file, statement, edits, removed_nodes, backends, wher
                         f"{where}: {name!r} is used at line {file.line_of(reference.node)} other than as a "
                         f"{BACKEND_REQUIREMENT} checker"
                     )
-                backends.add(element.key.evaluated_value)
+                backends.setdefault(element.key.evaluated_value, set()).update(_decorated_api(file, element))
                 _remove_element(file, element, edits, removed_nodes)
     drop_small_statement(file, statement, None, edits)
     removed_nodes.append(statement)
@@ -315,8 +399,29 @@ def _checks_entry(file, node) -> Optional[cst.DictElement]:
     return None
 
 
+def _decorated_api(file, element) -> List[str]:
+    """``["module.qualname"]`` of the function whose ``@backend_requirement(...)``
+    holds the checks entry `element`; [] for a plain call."""
+    call = file.parents[file.parents[file.parents[element]]]
+    decorator = file.parents.get(call)
+    function = file.parents.get(decorator) if isinstance(decorator, cst.Decorator) else None
+    if not isinstance(function, cst.FunctionDef):
+        return []
+    return [f"{file.module_name}.{_qualname(file, function)}"]
+
+
+def _qualname(file, node) -> str:
+    names = []
+    while node is not None:
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            names.append(node.name.value)
+        node = file.parents.get(node)
+    return ".".join(reversed(names))
+
+
 def _remove_element(file, element, edits, removed_nodes) -> None:
-    """Drop one element of a dict, tuple, list or set display, keeping the others' commas."""
+    """Drop one element of a dict, tuple, list or set display (or of ``Literal[...]``),
+    keeping the others' commas."""
     container = file.parents[element]
     first = not any(id(file.parents.get(n)) == id(container) for n in removed_nodes)
     removed_nodes.append(element)
@@ -325,7 +430,7 @@ def _remove_element(file, element, edits, removed_nodes) -> None:
 
     def edit(updated):
         gone = {id(n) for n in removed_nodes}
-        pairs = list(zip(container.elements, updated.elements))
+        pairs = list(zip(_items(container), _items(updated)))
         kept = []
         for old, new in pairs:
             if id(old) not in gone:
@@ -343,13 +448,21 @@ def _remove_element(file, element, edits, removed_nodes) -> None:
             kept[-1] = kept[-1].with_changes(comma=pairs[-1][1].comma)
         if isinstance(updated, cst.Tuple) and len(kept) == 1 and not isinstance(kept[0].comma, cst.Comma):
             kept[0] = kept[0].with_changes(comma=cst.Comma())
+        if isinstance(updated, cst.Subscript):
+            return updated.with_changes(slice=kept)
         return updated.with_changes(elements=kept)
 
     add_edit(edits, container, edit)
 
 
+def _items(container) -> tuple:
+    """The elements of a display, the subscript elements of ``Literal[...]``."""
+    return container.slice if isinstance(container, cst.Subscript) else container.elements
+
+
 def _remove_backend_mentions(file, backends, edits, removed_nodes) -> None:
-    """``if backend == "<name>":`` branches and ``"<name>"`` items of displays."""
+    """``if backend == "<name>":`` branches and ``"<name>"`` items of displays and of
+    ``Literal[...]`` annotations."""
     done = {id(n) for n in removed_nodes}
 
     class Finder(cst.CSTVisitor):
@@ -363,6 +476,14 @@ def _remove_backend_mentions(file, backends, edits, removed_nodes) -> None:
             if isinstance(value, cst.SimpleString) and value.evaluated_value in backends and id(node) not in done:
                 container = file.parents[node]
                 if isinstance(container, (cst.Tuple, cst.List, cst.Set)) and len(container.elements) > 1:
+                    done.add(id(node))
+                    _remove_element(file, node, edits, removed_nodes)
+
+        def visit_SubscriptElement(self, node: cst.SubscriptElement) -> None:
+            value = getattr(node.slice, "value", None)
+            if isinstance(value, cst.SimpleString) and value.evaluated_value in backends and id(node) not in done:
+                container = file.parents[node]
+                if dotted_name(container.value).rpartition(".")[2] == "Literal" and len(container.slice) > 1:
                     done.add(id(node))
                     _remove_element(file, node, edits, removed_nodes)
 
@@ -429,7 +550,8 @@ def _check_unused_in_module(file, name, removed_nodes, rel) -> None:
 
 
 def _holds_nothing(tree: ast.Module) -> bool:
-    """Only a docstring, imports, ``__all__`` and ``pass`` left."""
+    """Only a docstring, imports, ``__all__``, ``pass``, private constants and PEP 562
+    hooks (``__getattr__`` and ``__dir__``) that import nothing any more."""
     for index, node in enumerate(tree.body):
         if index == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
             continue
@@ -437,14 +559,43 @@ def _holds_nothing(tree: ast.Module) -> bool:
             continue
         if isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
             continue
+        if isinstance(node, ast.Assign) and _private_constant(node):
+            continue
+        if isinstance(node, ast.FunctionDef) and node.name in ("__getattr__", "__dir__") and not _imports_anything(node):
+            continue
         return False
     return True
 
 
-def _importers(project, module, rel, gone) -> list:
+def _private_constant(node: ast.Assign) -> bool:
+    """``_NAME = <literal>`` (``frozenset({...})`` and friends included)."""
+    if not all(isinstance(t, ast.Name) and t.id.startswith("_") and not t.id.startswith("__") for t in node.targets):
+        return False
+    value = node.value
+    if isinstance(value, ast.Call) and _last_name(value.func) in ("frozenset", "set", "tuple", "list", "dict") and not value.keywords:
+        return all(_is_literal(a) for a in value.args)
+    return _is_literal(value)
+
+
+def _is_literal(node: ast.AST) -> bool:
+    try:
+        ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return True
+
+
+def _imports_anything(function: ast.FunctionDef) -> bool:
+    return any(
+        isinstance(n, (ast.Import, ast.ImportFrom)) or (isinstance(n, ast.Call) and _last_name(n.func) in IMPORT_CALLS)
+        for n in ast.walk(function)
+    )
+
+
+def _importers(project, texts, module, rel, gone) -> list:
     users = []
     for other in sorted(project.files):
-        if other == rel or gone(other):
+        if other == rel or gone(other) or not texts.mentions(other, [module.rpartition(".")[2]]):
             continue
         if any(module in project.import_targets(imp) for imp in project.facts(other).imports):
             users.append(other)
@@ -463,6 +614,385 @@ def _examples(target, project, feature, prefix) -> list:
         if any(imp.module and (imp.module == prefix or imp.module.startswith(prefix + ".")) for imp in facts.imports):
             found.append(rel)
     return found
+
+
+class _Texts:
+    """Each file's bytes, read once: a file that does not spell a name can neither
+    import nor use it, so most of a large tree is never parsed."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._bytes: Dict[str, bytes] = {}
+
+    def read(self, rel: str) -> bytes:
+        data = self._bytes.get(rel)
+        if data is None:
+            try:
+                data = (self.root / rel).read_bytes()
+            except OSError:
+                data = b""
+            self._bytes[rel] = data
+        return data
+
+    def mentions(self, rel: str, words) -> bool:
+        data = self.read(rel)
+        return any(word.encode("utf-8") in data for word in words)
+
+
+# what the kept files may no longer use --------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Lost:
+    """What the removal takes away, for the scan of the files it keeps."""
+
+    defs: Set[tuple]  # (module, qualname) of the removed functions, classes and methods
+    modules: Set[str]  # modules whose files go
+    backends: Dict[str, Set[str]]  # removed backend -> the APIs ("module.qualname") that lose it
+    retired: Set[str]  # removed backends that no kept core module declares any more
+    words: Set[str]  # identifiers a file must spell to use any of it
+
+    @cached_property
+    def dotted(self) -> Set[str]:
+        return {f"{module}.{name}" for module, name in self.defs}
+
+
+def _retired_backends(project, texts, backends, after_of, gone) -> Set[str]:
+    """The removed backends that no kept core module still declares (a
+    ``backend_checks`` key, a comparison with a ``backend`` name): a name
+    another API still dispatches on is checked per API only."""
+    retired = set(backends)
+    for rel in sorted(project.files):
+        source = project.files[rel]
+        if not retired or gone(rel) or not project.settings.is_core(source.module):
+            continue
+        if rel not in after_of and not texts.mentions(rel, retired):
+            continue
+        try:
+            tree = ast.parse(after_of.get(rel) or texts.read(rel))
+        except (SyntaxError, ValueError):
+            continue
+        retired -= _declared_backends(tree, retired)
+    return retired
+
+
+def _declared_backends(tree: ast.Module, names) -> Set[str]:
+    found = set()
+    assigned = {t.id: n.value for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and (_last_name(node.func) == BACKEND_REQUIREMENT):
+            checks = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "backend_checks"), None)
+            checks = assigned.get(checks.id) if isinstance(checks, ast.Name) else checks
+            if isinstance(checks, ast.Dict):
+                found |= {k.value for k in checks.keys if isinstance(k, ast.Constant) and k.value in names}
+        elif isinstance(node, ast.Compare) and _names_a_backend(node.left):
+            found |= {s.value for c in node.comparators for s in _literals(c) if s.value in names}
+    return found
+
+
+def _last_name(node: ast.AST) -> str:
+    dotted = facts_dotted_name(node) or ""
+    return dotted.rpartition(".")[2]
+
+
+def _names_a_backend(node: ast.AST) -> bool:
+    return "backend" in _last_name(node).lower()
+
+
+def _literals(node: ast.AST) -> List[ast.Constant]:
+    """The string constant `node` is, or those of a (nested) tuple, list or set display."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node]
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return [s for element in node.elts for s in _literals(element)]
+    return []
+
+
+def _check_kept_files(project, texts, removal, gone, after_of, lost: _Lost) -> None:
+    """Refuse when a kept Python file (core, tests, other features, examples) would
+    still import or use a removed name or module, or name a removed backend where a
+    backend is meant; list its other mentions of a retired backend for a person."""
+    kept = [(rel, project.files[rel].module, project.files[rel].is_package) for rel in sorted(project.files)]
+    kept += [(rel, rel[:-3].replace("/", "."), False) for rel in sorted(project.example_texts())]
+    words = lost.words
+    problems: List[str] = []
+    for rel, module, is_package in kept:
+        if gone(rel) or not (rel in after_of or texts.mentions(rel, words)):
+            continue
+        data = after_of.get(rel) or texts.read(rel)
+        try:
+            tree = ast.parse(data)
+        except (SyntaxError, ValueError):
+            continue
+        scan = _KeptFile(project, rel, module, is_package, tree, lost)
+        problems += scan.problems
+        lines = data.decode("utf-8", "replace").splitlines()
+        removal.notes += [f"{rel}:{n}: {lines[n - 1].strip()}" for n in sorted(scan.mentions) if n <= len(lines)]
+    if problems:
+        raise Refused("kept files would use what the removal deletes:\n" + "\n".join(f"  {p}" for p in problems))
+
+
+class _KeptFile:
+    """One kept file's uses of what the removal deletes: `problems` (it would break,
+    or test what is gone) and `mentions` (lines naming a retired backend otherwise)."""
+
+    def __init__(self, project, rel, module, is_package, tree, lost: _Lost) -> None:
+        self.project, self.rel, self.module, self.lost = project, rel, module, lost
+        self.package = facts_package_of(module, is_package)
+        self.bound = self._bindings(tree)
+        self._problems: List[tuple] = []  # (line, reason)
+        self.judged: Set[int] = set()  # string constants already reported
+        self.mentions: List[int] = []
+        skip: Set[int] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                self._import(node)
+            elif isinstance(node, ast.ImportFrom):
+                self._import_from(node)
+            elif isinstance(node, ast.Attribute) and id(node) not in skip and self._attribute(node):
+                skip |= {id(n) for n in ast.walk(node)}
+            elif isinstance(node, ast.Call):
+                self._call(node)
+            elif isinstance(node, ast.Compare):
+                self._compare(node)
+            elif isinstance(node, ast.Subscript):
+                literal = _last_name(node.value) == "Literal"
+                self._judge(node, _literals(node.slice), "lists {} in Literal[...]" if literal else "looks up {}")
+        docstrings = _docstrings(tree)
+        for node in ast.walk(tree):
+            if _literals(node) == [node] and node.value in lost.retired and id(node) not in self.judged | docstrings:
+                if node.lineno not in self.mentions:
+                    self.mentions.append(node.lineno)
+
+    @property
+    def problems(self) -> List[str]:
+        return [f"{self.rel}:{line}: {text}" for line, text in sorted(self._problems)]
+
+    def _report(self, node, text: str) -> None:
+        self._problems.append((node.lineno, text))
+
+    def _bindings(self, tree) -> Dict[str, str]:
+        """Local name -> the absolute dotted name an import binds it to (any scope)."""
+        bound = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.asname:
+                        bound[alias.asname] = alias.name
+                    else:
+                        bound[alias.name.partition(".")[0]] = alias.name.partition(".")[0]
+            elif isinstance(node, ast.ImportFrom):
+                base = resolve_relative(self.package, node.level, node.module)
+                for alias in node.names:
+                    if base and alias.name != "*":
+                        bound[alias.asname or alias.name] = f"{base}.{alias.name}"
+        return bound
+
+    def _absolute(self, dotted: Optional[str]) -> Optional[str]:
+        if not dotted:
+            return None
+        first, dot, rest = dotted.partition(".")
+        if first in self.bound:
+            return self.bound[first] + dot + rest
+        return f"{self.module}.{dotted}" if self.project.is_module(self.module) else None
+
+    def _gone_module(self, name: str) -> bool:
+        return name in self.lost.modules or any(name.startswith(m + ".") for m in self.lost.modules)
+
+    def _gone(self, absolute: str) -> bool:
+        """Does `absolute` name a module or definition the removal deletes?"""
+        if self._gone_module(absolute) or any(absolute == d or absolute.startswith(d + ".") for d in self.lost.dotted):
+            return True
+        target = self.project.resolve_absolute(absolute)
+        if isinstance(target, ModuleTarget):
+            return self._gone_module(target.name)
+        if isinstance(target, DefTarget):
+            parts = target.definition.qualname.split(".")
+            return self._gone_module(target.module) or any(
+                (target.module, ".".join(parts[:i])) in self.lost.defs for i in range(1, len(parts) + 1)
+            )
+        return False
+
+    def _import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            if self._gone_module(alias.name):
+                self._report(node, f"imports {alias.name}, which the removal deletes")
+
+    def _import_from(self, node: ast.ImportFrom) -> None:
+        base = resolve_relative(self.package, node.level, node.module)
+        if base is None:
+            return
+        used = [a.name for a in node.names if a.name != "*" and self._gone(f"{base}.{a.name}")]
+        if used:
+            self._report(node, f"imports {', '.join(used)} from {base}, which the removal deletes")
+        elif self._gone_module(base):
+            self._report(node, f"imports from {base}, which the removal deletes")
+
+    def _attribute(self, node: ast.Attribute) -> bool:
+        dotted = facts_dotted_name(node)
+        absolute = self._absolute(dotted)
+        if absolute is None or not set(absolute.split(".")) & self.lost.words or not self._gone(absolute):
+            return False
+        self._report(node, f"uses {dotted}, which the removal deletes")
+        return True
+
+    def _call(self, node: ast.Call) -> None:
+        for keyword in node.keywords:
+            if keyword.arg is None or "backend" not in keyword.arg.lower():
+                continue
+            for string in _literals(keyword.value):
+                apis = self.lost.backends.get(string.value)
+                if apis is None or string.value in self.lost.retired:
+                    continue
+                api = self._api(node.func)
+                if api in apis:
+                    self.judged.add(id(string))
+                    self._report(string, f"calls {api} with {keyword.arg}={string.value!r}, a backend the removal deletes")
+            self._judge(keyword.value, _literals(keyword.value), f"passes {keyword.arg}={{}}")
+        if _last_name(node.func) == "parametrize" and len(node.args) > 1:
+            names = _literals(node.args[0])
+            if any("backend" in n.value.lower() for n in names):
+                self._judge(node, _literals(node.args[1]), "parametrizes a backend with {}")
+
+    def _api(self, func) -> Optional[str]:
+        absolute = self._absolute(facts_dotted_name(func))
+        target = self.project.resolve_absolute(absolute) if absolute else None
+        return f"{target.module}.{target.definition.qualname}" if isinstance(target, DefTarget) else None
+
+    def _compare(self, node: ast.Compare) -> None:
+        if any(isinstance(op, (ast.Eq, ast.In, ast.Is)) for op in node.ops):
+            for operand in (node.left, *node.comparators):
+                self._judge(node, _literals(operand), "compares with {}")
+
+    def _judge(self, node, strings, what: str) -> None:
+        """Report the retired backends among `strings`, named where a backend is meant
+        (`what` says how, ``{}`` standing for the name)."""
+        for string in strings:
+            if string.value in self.lost.retired and id(string) not in self.judged:
+                self.judged.add(id(string))
+                self._report(string, f"{what.format(repr(string.value))}, a backend the removal deletes")
+
+
+def _docstrings(tree: ast.Module) -> Set[int]:
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                found.add(id(first.value))
+    return found
+
+
+# the docs ---------------------------------------------------------------------------
+
+_PAGE_SUFFIXES = (".rst", ".md")
+_TEXT_SUFFIXES = (".rst", ".md", ".txt")
+_RST_TOCTREE = re.compile(r"^([ \t]*)\.\.[ \t]+toctree::")
+_MYST_TOCTREE = re.compile(r"^[ \t]*(`{3,}|:{3,})\{toctree\}")
+_TITLED_ENTRY = re.compile(r"^(.*?)\s*<([^<>]+)>$")
+
+
+def _docs_dirs(target: FixTarget) -> List[str]:
+    """The docs directories: the top directory of each ``docs`` glob (``docs`` for
+    ``docs/api/*.rst``)."""
+    found = []
+    for pattern in target.settings.docs:
+        top = pattern.strip("/").split("/")[0]
+        if top and not set(top) & set("*?[") and top not in found and (target.root / top).is_dir():
+            found.append(top)
+    return found
+
+
+def _docs_files(target: FixTarget, project, top: str) -> List[str]:
+    """Root-relative text files below a docs directory, build output and excluded paths left out."""
+    found = []
+    for path in sorted((target.root / top).rglob("*")):
+        rel = path.relative_to(target.root).as_posix()
+        parts = rel.split("/")
+        if any(p.startswith(".") or p == "_build" for p in parts) or project.excluded(rel):
+            continue
+        if path.suffix in _TEXT_SUFFIXES and path.is_file():
+            found.append(rel)
+    return found
+
+
+def _plan_docs(target: FixTarget, project, removal: Removal, words) -> None:
+    """The feature's pages go with their toctree lines; other lines that name the
+    feature, a retired backend or a removed API are listed for a person."""
+    pattern = re.compile(r"(?<![\w])(?:" + "|".join(re.escape(w) for w in sorted(set(words), key=len, reverse=True)) + r")(?!\w)")
+    for top in _docs_dirs(target):
+        files = _docs_files(target, project, top)
+        pages = [rel for rel in files if _is_feature_page(rel, top, removal.feature)]
+        removal.deletions += pages
+        gone_pages = {rel.rpartition(".")[0] for rel in pages}
+        for rel in files:
+            if rel in pages:
+                continue
+            before = (target.root / rel).read_bytes()
+            lines = before.splitlines(keepends=True)
+            dropped = _toctree_lines(lines, rel, _source_dir(target, rel, top), gone_pages) if rel.endswith(_PAGE_SUFFIXES) else set()
+            if dropped:
+                removal.rewrites.append(FileFix(rel, before, b"".join(l for i, l in enumerate(lines) if i not in dropped)))
+            for index, line in enumerate(lines):
+                text = line.decode("utf-8", "replace").strip()
+                if index not in dropped and pattern.search(text):
+                    removal.notes.append(f"{rel}:{index + 1}: {text}")
+
+
+def _is_feature_page(rel: str, top: str, feature: str) -> bool:
+    """A page named after the feature, or any page in a directory named after it."""
+    parts = rel[len(top) + 1 :].split("/")
+    return rel.endswith(_PAGE_SUFFIXES) and (parts[-1].rpartition(".")[0] == feature or feature in parts[:-1])
+
+
+def _source_dir(target: FixTarget, rel: str, top: str) -> str:
+    """The Sphinx source directory of a page: the nearest directory above it holding
+    ``conf.py``, else the docs directory (absolute toctree entries start there)."""
+    directory = rel.rpartition("/")[0]
+    while directory and directory != top:
+        if (target.root / directory / "conf.py").is_file():
+            return directory
+        directory = directory.rpartition("/")[0]
+    return top
+
+
+def _toctree_lines(lines: List[bytes], rel: str, source_dir: str, gone_pages: Set[str]) -> Set[int]:
+    """Indexes of the toctree entry lines of a page that name a deleted page."""
+    dropped = set()
+    for index, entry in _toctree_entries(lines):
+        titled = _TITLED_ENTRY.match(entry)
+        name = titled.group(2).strip() if titled else entry
+        base = source_dir if name.startswith("/") else rel.rpartition("/")[0]
+        path = posixpath.normpath(posixpath.join(base, name.lstrip("/")))
+        if path.endswith(_PAGE_SUFFIXES):
+            path = path.rpartition(".")[0]
+        if path in gone_pages:
+            dropped.add(index)
+    return dropped
+
+
+def _toctree_entries(lines: List[bytes]):
+    """``(index, entry)`` of each entry line of the page's toctrees: an indented
+    ``.. toctree::`` block (reST) or a ``{toctree}`` fence (MyST); options and
+    comments are not entries."""
+    index = 0
+    while index < len(lines):
+        text = lines[index].decode("utf-8", "replace").rstrip("\r\n")
+        rst, myst = _RST_TOCTREE.match(text), _MYST_TOCTREE.match(text)
+        index += 1
+        if not (rst or myst):
+            continue
+        while index < len(lines):
+            line = lines[index].decode("utf-8", "replace").rstrip("\r\n")
+            entry = line.strip()
+            if rst and entry and len(line) - len(line.lstrip(" \t")) <= len(rst.group(1)):
+                break
+            if myst and entry.startswith(myst.group(1)[0] * len(myst.group(1))) and entry.strip(myst.group(1)[0]) == "":
+                index += 1
+                break
+            if entry and not entry.startswith((":", "..", "#", "---")):
+                yield index, entry
+            index += 1
 
 
 def _deletion_diff(target: FixTarget, rel: str) -> str:
@@ -525,4 +1055,6 @@ def run_remove(feature: str, *, diff: bool = False, root: Optional[str] = None) 
         click.echo(f"{verb}: {rel}", err=diff)
     for file_fix in removal.rewrites:
         click.echo(f"{'would rewrite' if diff else 'rewrote'}: {file_fix.path}", err=diff)
+    for note in removal.notes:
+        click.echo(f"left for a person: {note}", err=diff)
     return 0

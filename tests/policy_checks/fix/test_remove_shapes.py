@@ -1,0 +1,124 @@
+"""``policy-check remove``: entry-point shapes found in FlashInfer 0.7.4's tree
+(docs: /work/notes/remove_real_tree.md): a backend listed in a ``Literal[...]``
+annotation, a feature served by a module's PEP 562 ``__getattr__``, and a module
+left with only private tables and hooks."""
+
+from __future__ import annotations
+
+from click.testing import CliRunner
+
+from policy_checks.cli import main
+
+
+def remove(tree):
+    return CliRunner().invoke(main, ["remove", "feat", "--root", str(tree.root)])
+
+
+def test_a_backend_listed_in_a_literal_annotation_goes_with_its_branch(tree):
+    tree.write(
+        {
+            "fxpkg/ops.py": """\
+                from typing import Literal
+
+
+                def op(x, backend: Literal["auto", "plain", "feat"] = "auto"):
+                    if backend not in ("auto", "plain", "feat"):
+                        raise ValueError(backend)
+                    if backend == "feat":
+                        from .experimental.feat.kernels import run
+
+                        return run(x)
+                    return x
+
+
+                def only(backend: Literal["feat"] = "feat"):
+                    return backend
+                """
+        }
+    )
+    tree.write({"fxpkg/ops.py": tree.read("fxpkg/ops.py").decode().split("\n\n\ndef only")[0] + "\n"})
+    result = remove(tree)
+    assert result.exit_code == 0, result.output
+    ops = tree.read("fxpkg/ops.py").decode()
+    assert 'def op(x, backend: Literal["auto", "plain"] = "auto"):\n' in ops
+    assert 'if backend not in ("auto", "plain"):\n' in ops and "feat" not in ops
+    assert tree.imported("fxpkg.ops").op(2) == 2
+
+
+def test_a_literal_of_a_retired_backend_elsewhere_refuses(tree):
+    tree.write(
+        {
+            "fxpkg/ops.py": """\
+                def op(x, backend="auto"):
+                    if backend == "feat":
+                        from .experimental.feat.kernels import run
+
+                        return run(x)
+                    return x
+                """,
+            "fxpkg/typing_aliases.py": 'from typing import Literal\n\nBackend = Literal["auto", "feat"]\n',
+        }
+    )
+    result = remove(tree)
+    assert result.exit_code == 1
+    assert "fxpkg/typing_aliases.py:3: lists 'feat' in Literal[...], a backend the removal deletes" in result.output
+
+
+LAZY_MODULE = """\
+\"\"\"Thin entry points of the feature.\"\"\"
+
+from .api_logging import flashinfer_experimental_api
+
+_FEATURE_NAMES = (
+    "LIMIT",
+    "scale",
+)
+
+
+def __getattr__(name):
+    if name in _FEATURE_NAMES:
+        from .experimental.feat import kernels
+
+        return getattr(kernels, name)
+    raise AttributeError(name)
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_FEATURE_NAMES))
+
+
+@flashinfer_experimental_api
+def fancy(x):
+    from .experimental.feat.kernels import run
+
+    return run(x)
+"""
+
+
+def test_a_module_serving_the_feature_through_getattr_goes_when_left_with_nothing(tree):
+    tree.write({"fxpkg/fancy.py": LAZY_MODULE})
+    result = remove(tree)
+    assert result.exit_code == 0, result.output
+    assert not (tree.root / "fxpkg/fancy.py").exists()
+    assert "removed: fxpkg.fancy.LIMIT" in result.output and "removed: fxpkg.fancy.scale" in result.output
+
+
+def test_a_kept_module_loses_its_lazy_branch_and_table(tree):
+    module = LAZY_MODULE.replace("def __dir__():\n    return sorted(set(globals()) | set(_FEATURE_NAMES))\n", "def keep():\n    return 1\n")
+    tree.write({"fxpkg/fancy.py": module, "fxpkg/user.py": "def use():\n    from .fancy import scale\n\n    return scale\n"})
+    result = remove(tree)
+    assert result.exit_code == 1 and "fxpkg/user.py:2: imports scale from fxpkg.fancy" in result.output
+    tree.write({"fxpkg/user.py": "def use():\n    from .fancy import keep\n\n    return keep\n"})
+    result = remove(tree)
+    assert result.exit_code == 0, result.output
+    text = tree.read("fxpkg/fancy.py").decode()
+    assert "_FEATURE_NAMES" not in text and ".experimental" not in text
+    assert "def __getattr__(name):\n    raise AttributeError(name)\n" in text
+    fancy = tree.imported("fxpkg.fancy")
+    assert fancy.keep() == 1 and not hasattr(fancy, "scale")
+
+
+def test_a_lazy_table_still_used_by_a_kept_module_refuses(tree):
+    tree.write({"fxpkg/fancy.py": LAZY_MODULE + "\n\ndef keep():\n    return len(_FEATURE_NAMES)\n"})
+    result = remove(tree)
+    assert result.exit_code == 1 and "_FEATURE_NAMES is still used after the removal" in result.output
