@@ -54,6 +54,7 @@ from .cst_tools import (
     import_at,
     module_small_statements,
     parse,
+    with_aliases,
 )
 from .findings import FixError, FixTarget, load_project
 
@@ -167,17 +168,19 @@ def plan_removal(target: FixTarget, feature: str) -> Removal:
     served: Set[str] = set()  # names a package serves lazily from a module that loses them
     for rel, source, facts in core_files(removed_names):
         lazy = _lazy_entries(project, facts, names_by_module)
+        reexports = _reexports(facts, names_by_module) if source.is_package else []
         public.update(f"{source.module}.{key}" for key, _ in lazy)
         served.update(key for key, _ in lazy)
         listed = names_by_module.get(source.module, set())
         if source.is_package:
-            listed = listed | {key for key, _ in lazy}
+            listed = listed | {key for key, _ in lazy} | {bound for _, _, bound in reexports}
         if not lazy and not listed:
             continue
         if rel not in files:
             files[rel] = (_parse(target, rel), {}, [], set())
         file, edits, removed_nodes, _ = files[rel]
         _remove_dict_keys(file, {key for key, _ in lazy}, edits, removed_nodes)
+        _remove_reexports(file, reexports, edits, removed_nodes, rel)
         _remove_all_entries(file, listed, edits, removed_nodes)
 
     after_of: Dict[str, bytes] = {}  # rel -> the kept core module's bytes after the removal
@@ -189,7 +192,7 @@ def plan_removal(target: FixTarget, feature: str) -> Removal:
             tree = ast.parse(after)
         except SyntaxError as error:  # a safety net, as in `fix`
             raise Refused(f"internal error: the rewrite of {rel} does not parse ({error.msg})") from None
-        if _holds_nothing(tree):
+        if _holds_nothing(tree) and not project.files[rel].is_package:  # a package's __init__ stays
             emptied.append(rel)
             removal.deletions.append(rel)
         else:
@@ -203,9 +206,9 @@ def plan_removal(target: FixTarget, feature: str) -> Removal:
     gone_modules = {project.files[rel].module for rel in project.files if gone(rel)}
     removed_defs = {(m, n) for m, names in names_by_module.items() for n in names}
     retired = _retired_backends(project, texts, backends, after_of, gone)
-    # a file that uses a removed name spells the feature, a backend, the module that
-    # loses the name (or one re-exporting it, which is then a user too) or a lazy key
-    words = {feature, *backends, *served, *(m.rpartition(".")[2] for m in names_by_module)}
+    # a file that uses what goes spells the feature, a backend, a lazy key or the
+    # removed name itself (a method: its own name)
+    words = {feature, *backends, *served, *(n.rpartition(".")[2] for names in names_by_module.values() for n in names)}
     words |= {project.files[rel].module.rpartition(".")[2] for rel in emptied}
     _check_kept_files(project, texts, removal, gone, after_of, _Lost(removed_defs, gone_modules, backends, retired, words))
     for rel in emptied:  # what the scan cannot see: importlib.import_module("...")
@@ -506,6 +509,40 @@ def _lazy_entries(project, facts, names_by_module) -> list:
                 if key in names_by_module.get(module, ()):
                     found.append((key, module))
     return found
+
+
+def _reexports(facts, names_by_module) -> list:
+    """``(import, name, bound)`` of a package ``__init__``'s module-level ``from .module
+    import name [as bound]`` of a name its module loses (FlashInfer's top-level exports)."""
+    found = []
+    for imp in facts.imports:
+        if imp.scope != MODULE or imp.module is None:
+            continue
+        for name, bound in imp.names:
+            if name in names_by_module.get(imp.module, ()):
+                found.append((imp, name, bound))
+    return found
+
+
+def _remove_reexports(file, reexports, edits, removed_nodes, rel) -> None:
+    """Drop the re-exported names from their import statements (a statement left
+    importing nothing goes)."""
+    by_statement: Dict[int, tuple] = {}
+    for imp, name, bound in reexports:
+        try:
+            statement = import_at(file, _At(imp.line, imp.column))
+        except Unfixable as reason:
+            raise Refused(f"{rel}:{imp.line}: {reason}") from None
+        by_statement.setdefault(id(statement), (statement, set()))[1].add(bound)
+    for statement, bounds in by_statement.values():
+        kept = [a for a in statement.names if bound_name(a, statement) not in bounds]
+        if kept:
+            keep = {bound_name(a, statement) for a in kept}
+            add_edit(edits, statement, lambda updated, keep=keep: with_aliases(
+                updated, [a for a in updated.names if bound_name(a, updated) in keep]))
+        else:
+            drop_small_statement(file, statement, None, edits)
+            removed_nodes.append(statement)
 
 
 def _remove_dict_keys(file, keys, edits, removed_nodes) -> None:

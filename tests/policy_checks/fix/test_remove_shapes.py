@@ -1,7 +1,7 @@
 """``policy-check remove``: entry-point shapes found in FlashInfer 0.7.4's tree
-(docs: /work/notes/remove_real_tree.md): a backend listed in a ``Literal[...]``
+(see docs/fix.rst): a backend listed in a ``Literal[...]``
 annotation, a feature served by a module's PEP 562 ``__getattr__``, and a module
-left with only private tables and hooks."""
+left with only private tables and hooks, and a top-level re-export by import."""
 
 from __future__ import annotations
 
@@ -122,3 +122,43 @@ def test_a_lazy_table_still_used_by_a_kept_module_refuses(tree):
     tree.write({"fxpkg/fancy.py": LAZY_MODULE + "\n\ndef keep():\n    return len(_FEATURE_NAMES)\n"})
     result = remove(tree)
     assert result.exit_code == 1 and "_FEATURE_NAMES is still used after the removal" in result.output
+
+
+def test_a_top_level_reexport_by_import_goes(tree):
+    tree.write(
+        {
+            "fxpkg/__init__.py": """\
+                from .ops import (
+                    fancy as fancy,
+                )
+                from .ops import keep as keep, fancier as fancier
+
+                __all__ = ["fancier", "fancy", "keep"]
+                """,
+            "fxpkg/ops.py": """\
+                from .api_logging import flashinfer_experimental_api
+
+
+                @flashinfer_experimental_api
+                def fancy(x):
+                    from .experimental.feat.kernels import run
+
+                    return run(x)
+
+
+                @flashinfer_experimental_api
+                def fancier(x):
+                    from .experimental.feat.kernels import scale
+
+                    return scale(x)
+
+
+                def keep():
+                    return 1
+                """,
+        }
+    )
+    result = remove(tree)
+    assert result.exit_code == 0, result.output
+    assert tree.read("fxpkg/__init__.py").decode() == 'from .ops import keep as keep\n\n__all__ = ["keep"]\n'
+    assert tree.imported("fxpkg").keep() == 1
