@@ -408,12 +408,14 @@ def _swap_core(graduation: Graduation, project: Project, old: str, backends: Set
         source = project.files[rel]
         if not s.is_core(source.module) or s.is_experimental_module(source.module):
             continue
+        data = (target.root / rel).read_bytes()
+        if graduation.feature.encode() not in data:
+            continue  # any import of the feature, and any marker naming it, spells its name
         facts = project.facts(rel)
         if facts.syntax_error is not None:
             continue
         hits = [imp for imp in facts.imports if any(_under(t, old) for t in project.import_targets(imp))]
-        data = (target.root / rel).read_bytes()
-        marked = EXPERIMENTAL_API.encode() in data and graduation.feature.encode() in data
+        marked = EXPERIMENTAL_API.encode() in data
         if not hits and not marked:
             continue
         file = _parse(target, rel)
