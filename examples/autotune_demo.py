@@ -1,8 +1,10 @@
 """Autotuning, its cache and trace-apply around the gate, with ``mm_bf16`` on CPU tensors.
 
-On the CPU ``mm_bf16`` has a stable backend ``torch`` and the experimental
-``splitk`` (a reference emulation of the split-K kernel, for decode shapes). The
-demo:
+On the CPU ``mm_bf16`` has a stable backend ``torch`` and, in this repository, the
+experimental ``splitk`` (a reference emulation of the split-K kernel, for decode
+shapes). The demo reads the experimental backend from ``mm_bf16.backend_checks``
+rather than naming it, so that it still runs, showing step 1 only, in a tree
+where no experimental backend is left (``policy-check remove``). The demo:
 
 1. tunes a decode-shaped problem with the gate unset: only ``torch`` is a
    candidate, so there is nothing to time;
@@ -50,6 +52,16 @@ def ran(api) -> str:
     return f"candidates of the call, first runs: {api.suitable_auto_backends}"
 
 
+def experimental_backend(api) -> tuple:
+    """The first experimental backend of `api` and its feature (the package under
+    ``flashinfer.experimental`` its checker comes from), or None."""
+    for name, checker in api.backend_checks.items():
+        if getattr(checker, "is_experimental", False):
+            parts = checker.__module__.split(".")
+            return name, parts[2] if parts[:2] == ["flashinfer", "experimental"] and len(parts) > 2 else None
+    return None
+
+
 def main() -> None:
     warnings.simplefilter("always")
     warnings.showwarning = show_warning
@@ -66,6 +78,12 @@ def main() -> None:
         mm(a, b)
     print(f"   {ran(mm)}")
 
+    found = experimental_backend(mm)
+    if found is None:
+        print("\nmm_bf16 has no experimental backend in this tree: nothing for the gate to hold back")
+        return
+    backend, feature = found
+
     print("\n2. autotune with the gate set, saved to a cache")
     os.environ[GATE] = "1"
     with flashinfer.autotune(cache=folder / "tuned.json"):
@@ -74,18 +92,18 @@ def main() -> None:
     print(f"   winner: {entry['backend']} (experimental: {entry['experimental']}); {ran(mm)}")
     del os.environ[GATE]
 
-    print("\n3. a cache with a splitk winner, loaded with the gate unset")
-    entry.update(backend="splitk", experimental=True, feature="splitk_gemm")
+    print(f"\n3. a cache with a {backend} winner, loaded with the gate unset")
+    entry.update(backend=backend, experimental=True, feature=feature)
     document = json.loads((folder / "tuned.json").read_text())
     document["entries"] = [entry]
-    (folder / "splitk.json").write_text(json.dumps(document))
-    flashinfer.load_autotune_cache(folder / "splitk.json")
+    (folder / "experimental.json").write_text(json.dumps(document))
+    flashinfer.load_autotune_cache(folder / "experimental.json")
     mm(a, b)
     print(f"   {ran(mm)}")
 
-    print("\n4. trace-apply with the gate unset: pin the problem to splitk, every other one to nvrtc")
+    print(f"\n4. trace-apply with the gate unset: pin the problem to {backend}, every other one to nvrtc")
     (folder / "pins.toml").write_text(
-        f'[[pin]]\napi = "flashinfer.gemm.mm_bf16"\nkey = {json.dumps(key)}\nbackend = "splitk"\n\n'
+        f'[[pin]]\napi = "flashinfer.gemm.mm_bf16"\nkey = {json.dumps(key)}\nbackend = "{backend}"\n\n'
         '[[pin]]\napi = "flashinfer.gemm.mm_bf16"\nbackend = "nvrtc"\n'
     )
     flashinfer.apply_trace_config(folder / "pins.toml")

@@ -128,3 +128,42 @@ def tree(tmp_path, monkeypatch):
     sys.path.remove(str(tmp_path))
     for name in [m for m in sys.modules if m == "fxpkg" or m.startswith("fxpkg.")]:
         del sys.modules[name]
+
+
+# Round trips on a copy of this repository (remove, graduate) ----------------------------
+
+REPO = Path(__file__).resolve().parents[3]
+# Set in the copy's environment, so that the copy's own test lanes skip the round trips.
+INSIDE_ROUND_TRIP = "POLICY_CHECK_INSIDE_ROUND_TRIP"
+
+
+@pytest.fixture
+def repo_copy(tmp_path):
+    """A copy of this work tree as git sees it (tracked and untracked, not ignored
+    files), and ``run(*argv, check=True)`` that runs a command in it with the copy on
+    ``PYTHONPATH`` and this interpreter's scripts on ``PATH``."""
+    import os
+    import shutil
+    import subprocess
+
+    if os.environ.get(INSIDE_ROUND_TRIP):
+        pytest.skip("already inside a round trip")
+    if not (REPO / ".git").exists() or shutil.which("git") is None:
+        pytest.skip("needs a git checkout")
+    copy = tmp_path / "copy"
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
+                            capture_output=True, check=True).stdout.split(b"\0")
+    for rel in filter(None, (name.decode() for name in listed)):
+        source = REPO / rel
+        if source.is_file():  # a tracked file deleted in the work tree is not copied
+            (copy / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, copy / rel)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+           "PYTHONPATH": str(copy), "PYTHONDONTWRITEBYTECODE": "1", INSIDE_ROUND_TRIP: "1"}
+
+    def run(*args, check=True):
+        done = subprocess.run(args, cwd=copy, env=env, capture_output=True, text=True, timeout=1200)
+        assert not check or done.returncode == 0, done.stdout[-6000:] + done.stderr[-6000:]
+        return done
+
+    return copy, run

@@ -9,21 +9,15 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import shutil
-import subprocess
 import sys
 import textwrap
 import warnings
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from policy_checks.cli import main
 
-REPO = Path(__file__).resolve().parents[3]
-BIN = Path(sys.executable).parent
 
 API_FEATURE = {
     "fxpkg/__init__.py": """\
@@ -316,28 +310,8 @@ def test_an_unreached_feature_refuses(tree):
 
 # the round trip on this repository ---------------------------------------------------
 
-ROUND_TRIP = "POLICY_CHECK_INSIDE_ROUND_TRIP"  # set in the copy, so that its tests do not recurse
-
-
-@pytest.mark.skipif(bool(os.environ.get(ROUND_TRIP)), reason="already inside a round trip")
-def test_graduating_gated_rmsnorm_in_a_copy_of_this_repository(tmp_path):
-    if not (REPO / ".git").exists() or shutil.which("git") is None:
-        pytest.skip("needs a git checkout")
-    copy = tmp_path / "copy"
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO, capture_output=True, check=True).stdout.split(b"\0")
-    for rel in filter(None, (name.decode() for name in listed)):
-        source = REPO / rel
-        if source.is_file():  # a tracked file deleted in the work tree is not copied
-            (copy / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, copy / rel)
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", "PYTHONPATH": str(copy),
-           "PYTHONDONTWRITEBYTECODE": "1", ROUND_TRIP: "1"}
-
-    def run(*args, check=True):
-        done = subprocess.run(args, cwd=copy, env=env, capture_output=True, text=True, timeout=900)
-        assert not check or done.returncode == 0, done.stdout[-5000:] + done.stderr[-5000:]
-        return done
-
+def test_graduating_gated_rmsnorm_in_a_copy_of_this_repository(repo_copy, tmp_path):
+    copy, run = repo_copy
     graduated = run(sys.executable, "-m", "policy_checks", "graduate", "gated_rmsnorm", "--to", "flashinfer.gated_norm",
                     "--aot", "--root", str(copy))
     assert "[x] 2. Move the code" in graduated.stdout and "[x] 5. If the kernels ship prebuilt" in graduated.stdout
