@@ -42,6 +42,7 @@ from .. import features as feature_records
 from ..facts import FUNCTION, FileFacts, extract
 from ..graduation import GRADUATION_STEPS
 from ..project import DictBinding, Project, SourceFile
+from . import docs_tree
 from .apply import FileFix, write
 from .cst_tools import (
     PythonFile,
@@ -139,6 +140,11 @@ def plan_graduation(target: FixTarget, feature: str, home: str, aot: bool = Fals
         _register_aot(graduation, project)
     else:
         graduation.ask(5, "if the kernels ship prebuilt, run again with --aot or register their specs by hand")
+    rewritten = {fix.path for fix in graduation.rewrites}
+    words = {feature, *(name for _, name in entry_points)}
+    for rel, number, text in docs_tree.lines_naming(target, project, words):
+        if rel not in rewritten:
+            graduation.ask(4, f"reread this docs line, written while it was experimental: {rel}:{number}: {text[:120]}")
     graduation.ask(1, "settle the API contract: names, dtypes, keyword-only performance arguments")
     graduation.ask(4, "add the trace template and its example test")
     tracking = f" ({record.tracking.render('')})" if record and record.tracking else ""

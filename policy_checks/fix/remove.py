@@ -25,8 +25,6 @@ removed stays as it was.
 from __future__ import annotations
 
 import ast
-import posixpath
-import re
 import shutil
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -56,6 +54,7 @@ from .cst_tools import (
     parse,
     with_aliases,
 )
+from . import docs_tree
 from .findings import FixError, FixTarget, load_project
 
 EXPERIMENTAL_API = "flashinfer_experimental_api"
@@ -922,44 +921,14 @@ def _docstrings(tree: ast.Module) -> Set[int]:
 
 # the docs ---------------------------------------------------------------------------
 
-_PAGE_SUFFIXES = (".rst", ".md")
-_TEXT_SUFFIXES = (".rst", ".md", ".txt")
-_RST_TOCTREE = re.compile(r"^([ \t]*)\.\.[ \t]+toctree::")
-_MYST_TOCTREE = re.compile(r"^[ \t]*(`{3,}|:{3,})\{toctree\}")
-_TITLED_ENTRY = re.compile(r"^(.*?)\s*<([^<>]+)>$")
-
-
-def _docs_dirs(target: FixTarget) -> List[str]:
-    """The docs directories: the top directory of each ``docs`` glob (``docs`` for
-    ``docs/api/*.rst``)."""
-    found = []
-    for pattern in target.settings.docs:
-        top = pattern.strip("/").split("/")[0]
-        if top and not set(top) & set("*?[") and top not in found and (target.root / top).is_dir():
-            found.append(top)
-    return found
-
-
-def _docs_files(target: FixTarget, project, top: str) -> List[str]:
-    """Root-relative text files below a docs directory, build output and excluded paths left out."""
-    found = []
-    for path in sorted((target.root / top).rglob("*")):
-        rel = path.relative_to(target.root).as_posix()
-        parts = rel.split("/")
-        if any(p.startswith(".") or p == "_build" for p in parts) or project.excluded(rel):
-            continue
-        if path.suffix in _TEXT_SUFFIXES and path.is_file():
-            found.append(rel)
-    return found
-
 
 def _plan_docs(target: FixTarget, project, removal: Removal, words) -> None:
     """The feature's pages go with their toctree lines; other lines that name the
     feature, a retired backend or a removed API are listed for a person."""
-    pattern = re.compile(r"(?<![\w])(?:" + "|".join(re.escape(w) for w in sorted(set(words), key=len, reverse=True)) + r")(?!\w)")
-    for top in _docs_dirs(target):
-        files = _docs_files(target, project, top)
-        pages = [rel for rel in files if _is_feature_page(rel, top, removal.feature)]
+    pattern = docs_tree.word_pattern(words)
+    for top in docs_tree.docs_dirs(target):
+        files = docs_tree.docs_files(target, project, top)
+        pages = [rel for rel in files if docs_tree.is_feature_page(rel, top, removal.feature)]
         removal.deletions += pages
         gone_pages = {rel.rpartition(".")[0] for rel in pages}
         for rel in files:
@@ -967,69 +936,15 @@ def _plan_docs(target: FixTarget, project, removal: Removal, words) -> None:
                 continue
             before = (target.root / rel).read_bytes()
             lines = before.splitlines(keepends=True)
-            dropped = _toctree_lines(lines, rel, _source_dir(target, rel, top), gone_pages) if rel.endswith(_PAGE_SUFFIXES) else set()
+            dropped = set()
+            if rel.endswith(docs_tree.PAGE_SUFFIXES):
+                dropped = docs_tree.toctree_lines(lines, rel, docs_tree.source_dir(target, rel, top), gone_pages)
             if dropped:
                 removal.rewrites.append(FileFix(rel, before, b"".join(l for i, l in enumerate(lines) if i not in dropped)))
             for index, line in enumerate(lines):
                 text = line.decode("utf-8", "replace").strip()
                 if index not in dropped and pattern.search(text):
                     removal.notes.append(f"{rel}:{index + 1}: {text}")
-
-
-def _is_feature_page(rel: str, top: str, feature: str) -> bool:
-    """A page named after the feature, or any page in a directory named after it."""
-    parts = rel[len(top) + 1 :].split("/")
-    return rel.endswith(_PAGE_SUFFIXES) and (parts[-1].rpartition(".")[0] == feature or feature in parts[:-1])
-
-
-def _source_dir(target: FixTarget, rel: str, top: str) -> str:
-    """The Sphinx source directory of a page: the nearest directory above it holding
-    ``conf.py``, else the docs directory (absolute toctree entries start there)."""
-    directory = rel.rpartition("/")[0]
-    while directory and directory != top:
-        if (target.root / directory / "conf.py").is_file():
-            return directory
-        directory = directory.rpartition("/")[0]
-    return top
-
-
-def _toctree_lines(lines: List[bytes], rel: str, source_dir: str, gone_pages: Set[str]) -> Set[int]:
-    """Indexes of the toctree entry lines of a page that name a deleted page."""
-    dropped = set()
-    for index, entry in _toctree_entries(lines):
-        titled = _TITLED_ENTRY.match(entry)
-        name = titled.group(2).strip() if titled else entry
-        base = source_dir if name.startswith("/") else rel.rpartition("/")[0]
-        path = posixpath.normpath(posixpath.join(base, name.lstrip("/")))
-        if path.endswith(_PAGE_SUFFIXES):
-            path = path.rpartition(".")[0]
-        if path in gone_pages:
-            dropped.add(index)
-    return dropped
-
-
-def _toctree_entries(lines: List[bytes]):
-    """``(index, entry)`` of each entry line of the page's toctrees: an indented
-    ``.. toctree::`` block (reST) or a ``{toctree}`` fence (MyST); options and
-    comments are not entries."""
-    index = 0
-    while index < len(lines):
-        text = lines[index].decode("utf-8", "replace").rstrip("\r\n")
-        rst, myst = _RST_TOCTREE.match(text), _MYST_TOCTREE.match(text)
-        index += 1
-        if not (rst or myst):
-            continue
-        while index < len(lines):
-            line = lines[index].decode("utf-8", "replace").rstrip("\r\n")
-            entry = line.strip()
-            if rst and entry and len(line) - len(line.lstrip(" \t")) <= len(rst.group(1)):
-                break
-            if myst and entry.startswith(myst.group(1)[0] * len(myst.group(1))) and entry.strip(myst.group(1)[0]) == "":
-                index += 1
-                break
-            if entry and not entry.startswith((":", "..", "#", "---")):
-                yield index, entry
-            index += 1
 
 
 def _deletion_diff(target: FixTarget, rel: str) -> str:

@@ -70,6 +70,7 @@ API_FEATURE = {
 
         .. autofunction:: stable
         """,
+    "docs/guide.rst": "Guide\n=====\n\nCall ``fxpkg.fancy`` (experimental) to try it.\n",
     "tests/fxpkg/test_ops.py": "def test_ops():\n    pass\n",
     "tests/experimental/feat/test_feat.py": """\
         import warnings
@@ -147,6 +148,8 @@ def test_an_experimental_api_graduates(tree):
     assert "[x] 2. Move the code" in result.output and "[x] 3. Replace" in result.output
     assert "[ ] 1. Settle the API contract" in result.output
     assert "close the tracking issue (#12)" in result.output
+    assert "reread this docs line, written while it was experimental: docs/guide.rst:4: Call ``fxpkg.fancy``" in result.output
+    assert "docs/api/ops.rst:" not in result.output  # the page it was just listed on
     assert "dropped a test of the experimental contract: tests/fxpkg/fancy_ops/test_feat.py::test_the_record" in result.output
 
 
