@@ -247,6 +247,31 @@ def enclosing_function(file: PythonFile, node: cst.CSTNode) -> Optional[cst.Func
     return found
 
 
+def backend_branch(file: PythonFile, node: cst.CSTNode):
+    """The innermost ``if <name> == "<literal>":`` around `node`, with the literal."""
+    parent = file.parents.get(node)
+    while parent is not None and not isinstance(parent, cst.FunctionDef):
+        if isinstance(parent, cst.If):
+            name = backend_test(parent.test)
+            if name is not None:
+                return parent, name
+        parent = file.parents.get(parent)
+    return None
+
+
+def backend_test(test: cst.BaseExpression) -> Optional[str]:
+    """``"x"`` for a test ``name == "x"`` (how an entry point hands a backend off), else None."""
+    if (
+        isinstance(test, cst.Comparison)
+        and isinstance(test.left, cst.Name)
+        and len(test.comparisons) == 1
+        and isinstance(test.comparisons[0].operator, cst.Equal)
+        and isinstance(test.comparisons[0].comparator, cst.SimpleString)
+    ):
+        return test.comparisons[0].comparator.evaluated_value
+    return None
+
+
 def in_module_scope(file: PythonFile, node: cst.CSTNode) -> bool:
     """Does `node` bind its names in the module's namespace (not a class's or function's)?"""
     parent = file.parents.get(node)

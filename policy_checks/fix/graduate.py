@@ -49,9 +49,11 @@ from .cst_tools import (
     Unfixable,
     add_edit,
     apply_edits,
+    backend_branch,
     bound_name,
     dotted_name,
     drop_small_statement,
+    import_at,
     imported_module,
     module_small_statements,
     parse,
@@ -430,7 +432,8 @@ def _swap_core(graduation: Graduation, project: Project, old: str, backends: Set
         functions = {imp.functions[0] for imp in hits if imp.scope == FUNCTION}
         swapped = _swap_decorators(file, functions, graduation.feature, edits)
         entry_points += [(source.module, name) for name in swapped]
-        removed_gates = _drop_gate_calls(file, set(swapped), backends, graduation.feature, edits)
+        handed_off = _branch_backends(file, [imp for imp in hits if imp.scope == FUNCTION], rel)
+        removed_gates = _drop_gate_calls(file, set(swapped), backends | handed_off, graduation.feature, edits)
         for name in GATE_CALLS if removed_gates else ():
             _drop_unused_import(file, name, edits, ignore=removed_gates)
         gates = len(removed_gates)
@@ -446,6 +449,20 @@ def _swap_core(graduation: Graduation, project: Project, old: str, backends: Set
         raise Refused(f"no core module reaches {graduation.feature}: nothing imports it or marks it "
                       f"@{EXPERIMENTAL_API}(feature={graduation.feature!r})")
     return entry_points
+
+
+def _branch_backends(file: PythonFile, imports, rel: str) -> Set[str]:
+    """The backends whose ``if backend == "<name>":`` branch imports the feature."""
+    found = set()
+    for imp in imports:
+        try:
+            statement = import_at(file, imp)
+        except Unfixable as reason:
+            raise Refused(f"{rel}:{imp.line}: {reason}") from None
+        branch = backend_branch(file, statement)
+        if branch is not None:
+            found.add(branch[1])
+    return found
 
 
 def _swap_decorators(file: PythonFile, functions: Set[str], feature: str, edits: dict) -> List[str]:

@@ -44,6 +44,8 @@ from .cst_tools import (
     Unfixable,
     add_edit,
     all_assignments,
+    backend_branch,
+    backend_test,
     apply_edits,
     bound_name,
     dotted_name,
@@ -245,7 +247,7 @@ def _remove_entry_point(project, file, facts, imp, statement, edits, removed_nod
             drop_small_statement(file, table, None, edits)
             removed_nodes.append(table)
         return
-    branch = _backend_branch(file, statement)
+    branch = backend_branch(file, statement)
     if branch is None:
         raise Refused(
             f"{where}: imports the feature inside {outer}, which is neither an @{EXPERIMENTAL_API} function "
@@ -333,30 +335,6 @@ def _remove_statement(file, node, edits, removed_nodes) -> None:
     """Remove a whole statement with the blank and comment lines above it."""
     removed_nodes.append(node)
     add_edit(edits, node, lambda updated: cst.RemovalSentinel.REMOVE)
-
-
-def _backend_branch(file, node):
-    """The innermost ``if <name> == "<literal>":`` around `node`, with the literal."""
-    parent = file.parents.get(node)
-    while parent is not None and not isinstance(parent, cst.FunctionDef):
-        if isinstance(parent, cst.If):
-            name = _backend_test(parent.test)
-            if name is not None:
-                return parent, name
-        parent = file.parents.get(parent)
-    return None
-
-
-def _backend_test(test) -> Optional[str]:
-    if (
-        isinstance(test, cst.Comparison)
-        and isinstance(test.left, cst.Name)
-        and len(test.comparisons) == 1
-        and isinstance(test.comparisons[0].operator, cst.Equal)
-        and isinstance(test.comparisons[0].comparator, cst.SimpleString)
-    ):
-        return test.comparisons[0].comparator.evaluated_value
-    return None
 
 
 def _remove_checker_import(file, statement, edits, removed_nodes, backends, where, prefix) -> None:
@@ -469,7 +447,7 @@ def _remove_backend_mentions(file, backends, edits, removed_nodes) -> None:
 
     class Finder(cst.CSTVisitor):
         def visit_If(self, node: cst.If) -> None:
-            if id(node) not in done and _backend_test(node.test) in backends and node.orelse is None:
+            if id(node) not in done and backend_test(node.test) in backends and node.orelse is None:
                 done.add(id(node))
                 _remove_statement(file, node, edits, removed_nodes)
 
