@@ -25,6 +25,7 @@ removed stays as it was.
 from __future__ import annotations
 
 import ast
+import re
 import shutil
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -119,12 +120,15 @@ def plan_removal(target: FixTarget, feature: str) -> Removal:
     def reaches(facts: FileFacts, imp) -> bool:
         return any(t == prefix or t.startswith(prefix + ".") for t in project.import_targets(imp))
 
-    def core_files(words):
+    def core_files(words=(), pattern=None, also=()):
         """(rel, source, facts) of every parsable core module the removal keeps whose
-        text holds one of `words` (no file can import or name what it does not spell)."""
+        text holds one of `words` or matches `pattern`, and of those in `also` (no file
+        can import or name what it does not spell)."""
         for rel in sorted(project.files):
             source = project.files[rel]
-            if gone(rel) or not settings.is_core(source.module) or not texts.mentions(rel, words):
+            if gone(rel) or not settings.is_core(source.module):
+                continue
+            if not (rel in also or texts.mentions(rel, words) or texts.matches(rel, pattern)):
                 continue
             facts = project.facts(rel)
             if facts.syntax_error is None:
@@ -167,7 +171,8 @@ def plan_removal(target: FixTarget, feature: str) -> Removal:
     removed_names = sorted({n.partition(".")[0] for names in names_by_module.values() for n in names})
     public = {f"{m}.{n}" for m, names in names_by_module.items() for n in names}  # for the docs
     served: Set[str] = set()  # names a package serves lazily from a module that loses them
-    for rel, source, facts in core_files(removed_names):
+    # a module that lists a removed name quotes it (``__all__``, a lazy table) or imports it
+    for rel, source, facts in core_files(pattern=_uses_pattern(removed_names, quoted=True), also=set(files)):
         lazy = _lazy_entries(project, facts, names_by_module)
         reexports = _reexports(facts, names_by_module) if source.is_package else []
         public.update(f"{source.module}.{key}" for key, _ in lazy)
@@ -209,9 +214,10 @@ def plan_removal(target: FixTarget, feature: str) -> Removal:
     retired = _retired_backends(project, texts, backends, after_of, gone)
     # a file that uses what goes spells the feature, a backend, a lazy key or the
     # removed name itself (a method: its own name)
-    words = {feature, *backends, *served, *(n.rpartition(".")[2] for names in names_by_module.values() for n in names)}
-    words |= {project.files[rel].module.rpartition(".")[2] for rel in emptied}
-    _check_kept_files(project, texts, removal, gone, after_of, _Lost(removed_defs, gone_modules, backends, retired, words))
+    plain = {feature, *backends, *served, *(project.files[rel].module.rpartition(".")[2] for rel in emptied)}
+    names = {n.rpartition(".")[2] for names in names_by_module.values() for n in names} - plain
+    lost = _Lost(removed_defs, gone_modules, backends, retired, plain | names, _uses_pattern(names))
+    _check_kept_files(project, texts, removal, gone, after_of, lost, plain)
     for rel in emptied:  # what the scan cannot see: importlib.import_module("...")
         users = _importers(project, texts, project.files[rel].module, rel, gone)
         if users:
@@ -652,6 +658,24 @@ class _Texts:
         data = self.read(rel)
         return any(word.encode("utf-8") in data for word in words)
 
+    def matches(self, rel: str, pattern: Optional["re.Pattern"]) -> bool:
+        return pattern is not None and pattern.search(self.read(rel)) is not None
+
+
+def _uses_pattern(names, quoted: bool = False) -> Optional["re.Pattern"]:
+    """Where a file that uses a removed function or class must spell its name: after
+    a dot, or in an import (one line, or a parenthesized list); with `quoted`, also
+    as a string (``__all__``, a lazy-export table). A common name (``prepare``) then
+    costs a regex search, not a parse, in the files that merely spell it."""
+    if not names:
+        return None
+    alternatives = b"|".join(re.escape(n.encode("utf-8")) for n in sorted(names, key=len, reverse=True))
+    name = rb"\b(?:" + alternatives + rb")\b"
+    pattern = rb"\.[ \t]*" + name + rb"|\bimport\b[^\n]*" + name + rb"|\bimport[ \t]*\([^)]*" + name
+    if quoted:
+        pattern += rb"|[\"'](?:" + alternatives + rb")[\"']"
+    return re.compile(pattern)
+
 
 # what the kept files may no longer use --------------------------------------------
 
@@ -665,6 +689,7 @@ class _Lost:
     backends: Dict[str, Set[str]]  # removed backend -> the APIs ("module.qualname") that lose it
     retired: Set[str]  # removed backends that no kept core module declares any more
     words: Set[str]  # identifiers a file must spell to use any of it
+    name_uses: Optional["re.Pattern"] = None  # where a use of a removed function or class spells it
 
     @cached_property
     def dotted(self) -> Set[str]:
@@ -722,16 +747,15 @@ def _literals(node: ast.AST) -> List[ast.Constant]:
     return []
 
 
-def _check_kept_files(project, texts, removal, gone, after_of, lost: _Lost) -> None:
+def _check_kept_files(project, texts, removal, gone, after_of, lost: _Lost, plain) -> None:
     """Refuse when a kept Python file (core, tests, other features, examples) would
     still import or use a removed name or module, or name a removed backend where a
     backend is meant; list its other mentions of a retired backend for a person."""
     kept = [(rel, project.files[rel].module, project.files[rel].is_package) for rel in sorted(project.files)]
     kept += [(rel, rel[:-3].replace("/", "."), False) for rel in sorted(project.example_texts())]
-    words = lost.words
     problems: List[str] = []
     for rel, module, is_package in kept:
-        if gone(rel) or not (rel in after_of or texts.mentions(rel, words)):
+        if gone(rel) or not (rel in after_of or texts.mentions(rel, plain) or texts.matches(rel, lost.name_uses)):
             continue
         data = after_of.get(rel) or texts.read(rel)
         try:
@@ -753,12 +777,14 @@ class _KeptFile:
     def __init__(self, project, rel, module, is_package, tree, lost: _Lost) -> None:
         self.project, self.rel, self.module, self.lost = project, rel, module, lost
         self.package = facts_package_of(module, is_package)
-        self.bound = self._bindings(tree)
+        nodes = list(ast.walk(tree))  # walked once; every pass below reads this list
+        self.bound = self._bindings(nodes)
+        self.toplevel = _toplevel_names(tree)
         self._problems: List[tuple] = []  # (line, reason)
         self.judged: Set[int] = set()  # string constants already reported
         self.mentions: List[int] = []
         skip: Set[int] = set()
-        for node in ast.walk(tree):
+        for node in nodes:
             if isinstance(node, ast.Import):
                 self._import(node)
             elif isinstance(node, ast.ImportFrom):
@@ -772,8 +798,10 @@ class _KeptFile:
             elif isinstance(node, ast.Subscript):
                 literal = _last_name(node.value) == "Literal"
                 self._judge(node, _literals(node.slice), "lists {} in Literal[...]" if literal else "looks up {}")
-        docstrings = _docstrings(tree)
-        for node in ast.walk(tree):
+        if not lost.retired:
+            return
+        docstrings = _docstrings(nodes)
+        for node in nodes:
             if _literals(node) == [node] and node.value in lost.retired and id(node) not in self.judged | docstrings:
                 if node.lineno not in self.mentions:
                     self.mentions.append(node.lineno)
@@ -785,10 +813,10 @@ class _KeptFile:
     def _report(self, node, text: str) -> None:
         self._problems.append((node.lineno, text))
 
-    def _bindings(self, tree) -> Dict[str, str]:
+    def _bindings(self, nodes) -> Dict[str, str]:
         """Local name -> the absolute dotted name an import binds it to (any scope)."""
         bound = {}
-        for node in ast.walk(tree):
+        for node in nodes:
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.asname:
@@ -808,6 +836,8 @@ class _KeptFile:
         first, dot, rest = dotted.partition(".")
         if first in self.bound:
             return self.bound[first] + dot + rest
+        if first not in self.toplevel:  # a local, a parameter, ``self``: nothing the removal deletes
+            return None
         return f"{self.module}.{dotted}" if self.project.is_module(self.module) else None
 
     def _gone_module(self, name: str) -> bool:
@@ -836,7 +866,11 @@ class _KeptFile:
         base = resolve_relative(self.package, node.level, node.module)
         if base is None:
             return
-        used = [a.name for a in node.names if a.name != "*" and self._gone(f"{base}.{a.name}")]
+        # a name the removal deletes is spelt here, or by the module it is imported from
+        # (which is then a kept file that refuses itself, or goes)
+        spelt = bool(set(base.split(".")) & self.lost.words)
+        used = [a.name for a in node.names
+                if a.name != "*" and (spelt or a.name in self.lost.words) and self._gone(f"{base}.{a.name}")]
         if used:
             self._report(node, f"imports {', '.join(used)} from {base}, which the removal deletes")
         elif self._gone_module(base):
@@ -887,9 +921,22 @@ class _KeptFile:
                 self._report(string, f"{what.format(repr(string.value))}, a backend the removal deletes")
 
 
-def _docstrings(tree: ast.Module) -> Set[int]:
+def _toplevel_names(tree: ast.Module) -> Set[str]:
+    """Names the module's top-level statements define or assign."""
+    names: Set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)}
+    return names
+
+
+def _docstrings(nodes) -> Set[int]:
+    """Ids of the docstring constants among `nodes` (a module's walked nodes)."""
     found = set()
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
             first = node.body[0]
             if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
