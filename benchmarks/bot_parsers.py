@@ -1,8 +1,9 @@
 """Parse times of the bot's parsers on adversarial input. Prints figures; asserts nothing.
 
 Every parser in ``policy_checks/bot/parsers.py`` reads untrusted text (PR bodies, issue
-bodies, comments, FEATURE.toml, rendered issue HTML), and so does the reader of a PR's
-diff of ``policy-check-baseline.json`` (``baseline_diff.py``), so each must take time
+bodies, comments, FEATURE.toml, rendered issue HTML), and so do the reader of a PR's
+diff of ``policy-check-baseline.json`` (``baseline_diff.py``) and the recogniser of a
+graduation PR (``graduation_pr.py``, on every diff of the PR), so each must take time
 linear in the input. Each case below builds a text of the given size aimed at one regex or loop
 (the first two are the known slow ones); every parser is run on every text, best of
 ``--repeat`` runs (garbage collection off while timing, as in timeit), in milliseconds.
@@ -110,6 +111,12 @@ CASES = [
     ("baseline: escapes", "baseline JSON", lambda n: fill(n, '+{"rule": "', "\\u0041", '", "count": 1}')),
     ("baseline: '+' lines", "baseline lines", lambda n: fill(n, "", "+ ,\n")),
     ("baseline: '{' run", "baseline frame", lambda n: fill(n, "+", "{")),
+    ("graduation: '@' run", "decorator lines", lambda n: fill(n, "-@flashinfer_experimental_api\n+", "@")),
+    ("graduation: dotted decorator", "decorator lines", lambda n: fill(n, "-@flashinfer_experimental_api\n+@", "a.")),
+    ("graduation: gate call run", "gate calls", lambda n: fill(n, "+", "require_experimental_x")),
+    ("graduation: shim marker run", "shim lines", lambda n: fill(n, "+__graduated_to__ = '", "flashinfer.")),
+    ("graduation: swaps, line by line", "decorator lines",
+     lambda n: numbered(n, lambda i: "-@flashinfer_experimental_api" if i % 2 else "+@flashinfer_api")),
 ]
 
 PARSERS = [
@@ -124,7 +131,19 @@ PARSERS = [
     ("reason", "normalise_reason", lambda f, t: f(t)),
     ("mentions", "mentioned_users", lambda f, t: f(t)),
     ("baseline", "baseline_diff.parse_baseline_patch", lambda f, t: f(t)),
+    # a graduation PR: the text is the diff of a core file and of a removed record and shim
+    ("graduation", "graduation_pr.recognise", lambda f, t: f(_graduation_listing(t))),
 ]
+
+
+def _graduation_listing(patch: str) -> list:
+    """A PR's file listing whose every diff is `patch`: a core module, the feature's
+    removed record, its shim ``__init__``."""
+    from policy_checks.bot.graduation_pr import Listed
+
+    return [Listed("flashinfer/gemm.py", "modified", None, patch),
+            Listed("flashinfer/experimental/feat/FEATURE.toml", "removed", None, patch),
+            Listed("flashinfer/experimental/feat/__init__.py", "modified", None, patch)]
 
 
 def load_parsers(path: Path | None):
