@@ -37,6 +37,8 @@ from flashinfer.utils import (
     supported_compute_capability,
 )
 
+from ..autotune_files import write_cache
+
 API = "toy_models.toy_op"
 # Seconds each backend sleeps: without tuning 'slow' runs (declaration order).
 DELAYS = {"slow": 0.006, "medium": 0.002, "fast": 0.0}
@@ -653,11 +655,6 @@ MM_REMOVED_ENTRY = {
     "feature": "retired_feature",
     "tuned_at": "2026-11-01T00:00:00+00:00",
 }
-
-
-def write_cache(path, entries):
-    path.write_text(json.dumps({"format": "flashinfer-autotune-cache", "schema_version": 1, "flashinfer_version": "0.1.0", "entries": entries}))
-    return path
 
 
 def test_stable_ops_problem_keys():

@@ -26,6 +26,8 @@ from flashinfer.capabilities import NVRTC_CAPABILITIES
 from flashinfer.trace_apply import apply_trace_config
 from flashinfer.tuning import tuner
 
+from ...autotune_files import write_cache
+
 REPO = Path(__file__).resolve().parents[3]
 BF16 = torch.bfloat16
 
@@ -107,11 +109,6 @@ MM_SPLITK_ENTRY = {
     "feature": "splitk_gemm",
     "tuned_at": "2026-11-01T00:00:00+00:00",
 }
-
-
-def write_cache(path, entries):
-    path.write_text(json.dumps({"format": "flashinfer-autotune-cache", "schema_version": 1, "flashinfer_version": "0.1.0", "entries": entries}))
-    return path
 
 
 def test_mm_bf16_tuning_records_the_winner_and_its_feature(tmp_path, gate_on):
