@@ -1012,7 +1012,7 @@ def run_remove(feature: str, *, diff: bool = False, root: Optional[str] = None) 
     try:
         removal = plan_removal(target, feature)
     except Refused as reason:
-        click.echo(f"policy-check remove: refused, nothing written: {reason}", err=True)
+        click.echo(f"policy-check remove: {feature}: refused, nothing written: {reason}", err=True)
         return 1
     if diff:
         for file_fix in removal.rewrites:
@@ -1023,7 +1023,7 @@ def run_remove(feature: str, *, diff: bool = False, root: Optional[str] = None) 
         try:
             apply_removal(removal)
         except (Refused, OSError) as error:
-            click.echo(f"policy-check remove: {error}", err=True)
+            click.echo(f"policy-check remove: {feature}: {error}", err=True)
             return 1
     verb = "would remove" if diff else "removed"
     for item in removal.removed:

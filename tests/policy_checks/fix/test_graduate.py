@@ -15,6 +15,8 @@ import warnings
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from policy_checks.cli import main
 
@@ -359,3 +361,23 @@ def test_graduating_gated_rmsnorm_in_a_copy_of_this_repository(repo_copy, tmp_pa
     stable = run(sys.executable, "-m", "pytest", "tests/", "-q", "-x")
     assert "tests/flashinfer/gated_norm" not in stable.stdout  # nothing failed there
     run(sys.executable, "-m", "pytest", "tests/experimental/", "-q", "-x")
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(record=st.one_of(
+    st.text(max_size=300),
+    st.builds(lambda issue, backends: f"tracking_issue = {issue}\nbackends = {backends}\n",
+              st.one_of(st.integers(), st.text(max_size=20).map(repr)),
+              st.lists(st.text(max_size=12), max_size=4).map(lambda xs: "[" + ", ".join(f'"{x}"' for x in xs) + "]")),
+))
+def test_a_hostile_record_never_crashes_the_plan_nor_reaches_the_output(tree, record):
+    """FEATURE.toml is written by contributors: whatever it holds, the graduation is
+    planned (or refused) with a message, and nothing of it but a validated tracking
+    reference is printed."""
+    tree.write(API_FEATURE)
+    (tree.root / "fxpkg/experimental/feat/FEATURE.toml").write_text(record, encoding="utf-8")
+    result = graduate(tree, "feat", "--to", "fxpkg.fancy_ops", "--diff")
+    assert result.exit_code in (0, 1), result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    checklist = result.output[result.output.index("Graduation checklist"):] if result.exit_code == 0 else result.output
+    assert all(ch.isprintable() or ch == "\n" for ch in checklist)
