@@ -15,9 +15,10 @@ from typing import Iterable, List, Optional, Sequence, Tuple
 from .. import config
 from .. import project as checker_project
 from .. import runner
+from ..facts import extract
 from ..rules.base import Finding
 
-__all__ = ["Finding", "FixError", "FixTarget", "collect", "load_project"]
+__all__ = ["Finding", "FixError", "FixTarget", "collect", "load_project", "project_model"]
 
 
 class FixError(Exception):
@@ -97,3 +98,14 @@ def collect(target: FixTarget, paths: Sequence[str], rules: Iterable[str], use_c
     except (config.ConfigError, ValueError) as error:
         raise FixError(str(error)) from error
     return list(result.findings)
+
+
+def project_model(target: FixTarget) -> checker_project.Project:
+    """The checker's project model of the tree, each file's facts extracted when first
+    asked for. ``remove`` and ``graduate`` read the facts of the few files that spell
+    the feature, so they need no cache."""
+
+    def load(source: checker_project.SourceFile):
+        return extract((target.root / source.rel).read_bytes(), source.module, source.is_package)
+
+    return checker_project.Project(target.root, target.settings, load)

@@ -39,9 +39,9 @@ import click
 import libcst as cst
 
 from .. import features as feature_records
-from ..facts import FUNCTION, FileFacts, extract
+from ..facts import FUNCTION
 from ..graduation import GRADUATION_STEPS
-from ..project import DictBinding, Project, SourceFile
+from ..project import DictBinding, Project
 from . import docs_tree
 from .apply import FileFix, write
 from .cst_tools import (
@@ -59,7 +59,7 @@ from .cst_tools import (
     parse,
     with_aliases,
 )
-from .findings import FixError, FixTarget, load_project
+from .findings import FixError, FixTarget, load_project, project_model
 
 EXPERIMENTAL_API = "flashinfer_experimental_api"
 STABLE_API = "flashinfer_api"
@@ -100,13 +100,6 @@ class Graduation:
         self.for_a_person.setdefault(step, []).append(text)
 
 
-def _load_facts(root: Path):
-    def load(source: SourceFile) -> FileFacts:
-        return extract((root / source.rel).read_bytes(), source.module, source.is_package)
-
-    return load
-
-
 def _under(name: str, prefix: str) -> bool:
     return name == prefix or name.startswith(prefix + ".")
 
@@ -125,7 +118,7 @@ def plan_graduation(target: FixTarget, feature: str, home: str, aot: bool = Fals
         raise Refused(f"no feature directory {s.experimental_dir}/{feature}")
     if feature_records.graduated_to(feature_dir) is not None:
         raise Refused(f"{feature} already graduated to {feature_records.graduated_to(feature_dir)}")
-    project = Project(target.root, s, _load_facts(target.root))
+    project = project_model(target)
     _check_home(target, project, home)
     old = f"{s.experimental_package}.{feature}"
     graduation = Graduation(target, feature, home)

@@ -38,7 +38,7 @@ import libcst as cst
 from ..facts import FUNCTION, MODULE, FileFacts, StrRef, extract, resolve_relative
 from ..facts import dotted_name as facts_dotted_name
 from ..facts import package_of as facts_package_of
-from ..project import DefTarget, DictBinding, ModuleTarget, Project, SourceFile
+from ..project import DefTarget, DictBinding, ModuleTarget
 from .apply import FileFix, write
 from .cst_tools import (
     PythonFile,
@@ -58,7 +58,7 @@ from .cst_tools import (
     with_aliases,
 )
 from . import docs_tree
-from .findings import FixError, FixTarget, load_project
+from .findings import FixError, FixTarget, load_project, project_model
 
 EXPERIMENTAL_API = "flashinfer_experimental_api"
 BACKEND_REQUIREMENT = "backend_requirement"
@@ -89,13 +89,6 @@ class _At:
     column: int
 
 
-def _load_facts(root: Path):
-    def load(source: SourceFile) -> FileFacts:
-        return extract((root / source.rel).read_bytes(), source.module, source.is_package)
-
-    return load
-
-
 def plan_removal(target: FixTarget, feature: str) -> Removal:
     """The whole removal, or `Refused`; reads the tree, writes nothing."""
     settings = target.settings
@@ -111,7 +104,7 @@ def plan_removal(target: FixTarget, feature: str) -> Removal:
     if (target.root / tests_dir).is_dir():
         removal.deletions.append(tests_dir)
 
-    project = Project(target.root, settings, _load_facts(target.root))
+    project = project_model(target)
     texts = _Texts(target.root)
 
     def gone(rel: str) -> bool:
