@@ -856,3 +856,15 @@ def from_data(data: list) -> FileFacts:
             for line, column, ids, reason, text, problem in suppressions
         ]
     return facts
+
+
+def docstring_ids(nodes) -> set:
+    """Ids of the docstring constants among `nodes` (a module's walked nodes): prose,
+    which the lifecycle commands list for a person rather than read as code."""
+    found = set()
+    for node in nodes:
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                found.add(id(first.value))
+    return found

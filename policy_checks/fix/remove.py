@@ -37,6 +37,7 @@ import libcst as cst
 
 from ..facts import FUNCTION, MODULE, FileFacts, StrRef, extract, resolve_relative
 from ..facts import dotted_name as facts_dotted_name
+from ..facts import docstring_ids
 from ..facts import package_of as facts_package_of
 from ..project import DefTarget, DictBinding, ModuleTarget
 from .apply import FileFix, write
@@ -793,7 +794,7 @@ class _KeptFile:
                 self._judge(node, _literals(node.slice), "lists {} in Literal[...]" if literal else "looks up {}")
         if not lost.retired:
             return
-        docstrings = _docstrings(nodes)
+        docstrings = docstring_ids(nodes)
         for node in nodes:
             if _literals(node) == [node] and node.value in lost.retired and id(node) not in self.judged | docstrings:
                 if node.lineno not in self.mentions:
@@ -924,17 +925,6 @@ def _toplevel_names(tree: ast.Module) -> Set[str]:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             names |= {n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)}
     return names
-
-
-def _docstrings(nodes) -> Set[int]:
-    """Ids of the docstring constants among `nodes` (a module's walked nodes)."""
-    found = set()
-    for node in nodes:
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
-            first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
-                found.add(id(first.value))
-    return found
 
 
 # the docs ---------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from policy_checks.cli import main
+from policy_checks.facts import docstring_ids
 
 
 
@@ -251,12 +252,7 @@ def _code_mentions(path: Path, words) -> list:
     """Mentions of `words` in names and non-docstring strings (comments and docstrings
     are prose, left for a person)."""
     tree = ast.parse(path.read_bytes())
-    docstrings = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
-            first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
-                docstrings.add(id(first.value))
+    docstrings = docstring_ids(list(ast.walk(tree)))
     found = []
     for node in ast.walk(tree):
         text = None
