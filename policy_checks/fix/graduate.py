@@ -639,7 +639,7 @@ def _move_tests(graduation: Graduation, project: Project, old: str) -> None:
             file = _parse(target, rel)
             edits: dict = {}
             _retarget(file, old, graduation.home, target.module_of(new_rel)[0], edits)
-            gone, pruned = _drop_contract_tests(file, edits)
+            gone, pruned = _drop_contract_tests(file, edits, old)
             dropped += [f"{new_rel}::{name}" for name in gone]
             trimmed += [f"{new_rel}::{name}" for name in pruned]
             data = apply_edits(file, edits) if edits else data
@@ -654,9 +654,9 @@ def _move_tests(graduation: Graduation, project: Project, old: str) -> None:
         graduation.ask(6, "check that what was dropped covered nothing else")
 
 
-def _drop_contract_tests(file: PythonFile, edits: dict) -> Tuple[List[str], List[str]]:
+def _drop_contract_tests(file: PythonFile, edits: dict, old: str) -> Tuple[List[str], List[str]]:
     """Top-level ``test_*`` functions about the experimental contract go (named for it,
-    or reading its gate, its AOT refusal or its record); in the others, a ``with
+    or reading its gate, its AOT refusal, its record or its path); in the others, a ``with
     pytest.warns(ExperimentalWarning):`` block gives way to its body, and the operands
     of an ``assert`` that read an experimental marker go (the whole statement when
     nothing is left). Returns the dropped tests and the trimmed ones."""
@@ -666,7 +666,7 @@ def _drop_contract_tests(file: PythonFile, edits: dict) -> Tuple[List[str], List
             continue
         name = statement.name.value
         warns = _warns_blocks(statement)
-        if "experimental" in name or _expects_contract(statement) or any(w is None for w in warns):
+        if "experimental" in name or _expects_contract(statement, old) or any(w is None for w in warns):
             dropped.append(name)
             add_edit(edits, statement, lambda updated: cst.RemovalSentinel.REMOVE)
             continue
@@ -741,7 +741,10 @@ def _and_operands(node: cst.BaseExpression) -> list:
     return [node]
 
 
-def _expects_contract(function: cst.FunctionDef) -> bool:
+def _expects_contract(function: cst.FunctionDef, old: str) -> bool:
+    """Does the test read the gate, the AOT refusal or the record, or spell the
+    experimental path in a string (where the code lives while it is experimental)?"""
+    strings = (*_CONTRACT_STRINGS, old, old.replace(".", "/"))
     found = False
 
     class Finder(cst.CSTVisitor):
@@ -755,7 +758,7 @@ def _expects_contract(function: cst.FunctionDef) -> bool:
 
         def visit_SimpleString(self, node: cst.SimpleString) -> None:
             nonlocal found
-            found = found or any(s in node.value for s in _CONTRACT_STRINGS)
+            found = found or any(s in node.value for s in strings)
 
     function.visit(Finder())
     return found

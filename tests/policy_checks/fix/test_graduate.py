@@ -106,6 +106,10 @@ API_FEATURE = {
 
         def test_the_record(tmp_path):
             assert "FEATURE.toml"
+
+
+        def test_where_it_lives():
+            assert kernels.__name__ == "fxpkg.experimental.feat.kernels"
         """,
 }
 
@@ -150,6 +154,7 @@ def test_an_experimental_api_graduates(tree):
     moved = tree.read("tests/fxpkg/fancy_ops/test_feat.py").decode()
     assert "from fxpkg.fancy_ops import kernels" in moved
     assert "test_is_marked_experimental" not in moved and "test_the_record" not in moved
+    assert "test_where_it_lives" not in moved
     assert "def test_runs():\n    warnings.warn(\"first call\", ExperimentalWarning)\n    assert fancy(1) == 2\n" in moved
     assert "    assert kernels.run(2) == 3\n" in moved
 
