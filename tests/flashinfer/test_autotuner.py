@@ -680,6 +680,7 @@ MM_ENV_SCRIPT = textwrap.dedent(
         "candidates": flashinfer.mm_bf16.suitable_auto_backends,
         "correct": bool(torch.equal(out, torch.full((4, 32), 64.0, dtype=torch.bfloat16))),
         "experimental_modules": sorted(m for m in sys.modules if m.startswith("flashinfer.experimental.")),
+        "experimental": sorted(flashinfer.mm_bf16.experimental_backends),
         "warnings": [f"{w.category.__name__}: {w.message}" for w in record],
     }))
     """
@@ -695,7 +696,8 @@ def test_mm_bf16_cache_with_a_removed_backend_loaded_in_a_fresh_process(tmp_path
     result = subprocess.run([sys.executable, "-c", MM_ENV_SCRIPT], env=environment, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
-    assert report["candidates"] == ["torch"] and report["correct"] is True
+    assert report["candidates"][0] == "torch" and report["correct"] is True
+    assert not set(report["candidates"]) & set(report["experimental"])  # the gate is unset
     # at most a feature's package and its light support module (a checker core registers)
     assert all(m.count(".") == 2 or m.endswith(".support") for m in report["experimental_modules"]), report
     (warning,) = report["warnings"]
