@@ -136,12 +136,16 @@ def _strings(node: cst.CSTNode) -> List[cst.SimpleString]:
 
 def relative_form(file: PythonFile, target: str) -> str:
     """`target` written relative to `file` (``...utils``), for files that import that way."""
-    package = package_of(file).split(".")
-    parts = target.split(".")
+    return relative_import(package_of(file), target)
+
+
+def relative_import(package: str, target: str) -> str:
+    """`target` as a relative import from a module of `package`."""
+    here, parts = package.split("."), target.split(".")
     common = 0
-    while common < min(len(package), len(parts)) and package[common] == parts[common]:
+    while common < min(len(here), len(parts)) and here[common] == parts[common]:
         common += 1
-    return "." * (len(package) - common + 1) + ".".join(parts[common:])
+    return "." * (len(here) - common + 1) + ".".join(parts[common:])
 
 
 def bound_name(alias: cst.ImportAlias, statement: ImportStatement) -> str:

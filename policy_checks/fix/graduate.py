@@ -57,6 +57,7 @@ from .cst_tools import (
     imported_module,
     module_small_statements,
     parse,
+    relative_import,
     with_aliases,
 )
 from .findings import FixError, FixTarget, load_project, project_model
@@ -125,7 +126,7 @@ def plan_graduation(target: FixTarget, feature: str, home: str, aot: bool = Fals
     record = feature_records.read(feature_dir / "FEATURE.toml") if (feature_dir / "FEATURE.toml").is_file() else None
     backends = set(record.backends or ()) if record else set()
 
-    _move_feature(graduation, project, feature_dir, old)
+    _move_feature(graduation, feature_dir, old)
     entry_points = _swap_core(graduation, project, old, backends)
     _move_tests(graduation, project, old)
     _retarget_examples(graduation, project, old)
@@ -226,7 +227,7 @@ def _exported_names(project: Project, package: str) -> Set[str]:
 # step 2: the code moves, shims stay ------------------------------------------------
 
 
-def _move_feature(graduation: Graduation, project: Project, feature_dir: Path, old: str) -> None:
+def _move_feature(graduation: Graduation, feature_dir: Path, old: str) -> None:
     target = graduation.target
     home_dir = graduation.home.replace(".", "/")
     old_dir = feature_dir.relative_to(target.root).as_posix()
@@ -309,7 +310,7 @@ def _retarget(file: PythonFile, old: str, new: str, new_module: str, edits: dict
         relative = len(node.relative)
         if relative:
             package = new_module if new_is_package else new_module.rpartition(".")[0]
-            text = _relative_text(package, moved)
+            text = relative_import(package, moved)
             before = "." * relative + (dotted_name(node.module) if node.module else "")
             if text == before:
                 continue
@@ -342,15 +343,6 @@ def _imports(file: PythonFile) -> List:
 
     file.tree.visit(Finder())
     return found
-
-
-def _relative_text(package: str, target: str) -> str:
-    """`target` as a relative import from inside `package`."""
-    here, there = package.split("."), target.split(".")
-    common = 0
-    while common < min(len(here), len(there)) and here[common] == there[common]:
-        common += 1
-    return "." * (len(here) - common + 1) + ".".join(there[common:])
 
 
 def _dotted_node(name: str):
@@ -962,7 +954,7 @@ def _register_aot(graduation: Graduation, project: Project) -> None:
         raise Refused(f"--aot: {rel} has no _register_builtin() to add the specs to; register them by hand")
     lines = []
     for module, name in factories:
-        lines.append(f"from {_relative_text(aot_module.rpartition('.')[0], module)} import {name}\n")
+        lines.append(f"from {relative_import(aot_module.rpartition('.')[0], module)} import {name}\n")
     lines += [f"register({name}())\n" for _, name in factories]
     statements = [cst.parse_statement(line) for line in lines]
     for at in (0, len(factories)):
