@@ -58,8 +58,7 @@ class Settings:
     def is_experimental_module(self, module: Optional[str]) -> bool:
         """Is `module` (an absolute dotted name) the experimental package or below it?
         ``flashinfer.gdn_kernels.experimental`` and ``cutlass.experimental`` are not."""
-        e = self.experimental_package
-        return bool(module) and (module == e or module.startswith(e + "."))
+        return module_under(module, self.experimental_package)
 
     def is_experimental_path(self, rel_path: str) -> bool:
         """Is `rel_path` (relative to the project root, ``/`` separators) experimental
@@ -68,8 +67,7 @@ class Settings:
         return under(rel_path, self.experimental_dir) or under(rel_path, self.experimental_tests)
 
     def is_core(self, module: Optional[str]) -> bool:
-        p = self.package
-        return bool(module) and (module == p or module.startswith(p + ".")) and not self.is_experimental_module(module)
+        return module_under(module, self.package) and not self.is_experimental_module(module)
 
 
 DEFAULT = Settings()  # FlashInfer's own layout
@@ -88,6 +86,11 @@ def is_experimental_path(rel_path: str, settings: Settings = DEFAULT) -> bool:
 def under(rel: str, top: str) -> bool:
     """Is the relative path `rel` `top` itself or below it?"""
     return rel == top or rel.startswith(top.rstrip("/") + "/")
+
+
+def module_under(module: Optional[str], package: str) -> bool:
+    """Is the dotted name `module` `package` itself or below it?"""
+    return bool(module) and (module == package or module.startswith(package + "."))
 
 
 # key in pyproject -> (attribute, kind)

@@ -286,15 +286,27 @@ def in_module_scope(file: PythonFile, node: cst.CSTNode) -> bool:
     return True
 
 
+def decorator_name(decorator: cst.Decorator) -> str:
+    """Last component of a decorator's name: ``api`` for ``@x.api(trace=1)``."""
+    expression = decorator.decorator
+    if isinstance(expression, cst.Call):
+        expression = expression.func
+    return dotted_name(expression).rpartition(".")[2]
+
+
 def decorator_names(function: cst.FunctionDef) -> List[str]:
-    """Last component of each decorator's name: ``api`` for ``@x.api(trace=1)``."""
-    names = []
-    for decorator in function.decorators:
-        expression = decorator.decorator
-        if isinstance(expression, cst.Call):
-            expression = expression.func
-        names.append(dotted_name(expression).rpartition(".")[2])
-    return names
+    """`decorator_name` of each of `function`'s decorators."""
+    return [decorator_name(d) for d in function.decorators]
+
+
+def inside(file: PythonFile, node: cst.CSTNode, nodes: Sequence[cst.CSTNode]) -> bool:
+    """Is `node` one of `nodes` or below one of them?"""
+    ids = {id(n) for n in nodes}
+    while node is not None:
+        if id(node) in ids:
+            return True
+        node = file.parents.get(node)
+    return False
 
 
 def body_start(block: cst.IndentedBlock) -> int:

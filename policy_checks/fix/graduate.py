@@ -39,6 +39,7 @@ import click
 import libcst as cst
 
 from .. import features as feature_records
+from ..config import module_under, under
 from ..facts import FUNCTION, docstring_ids
 from ..graduation import GRADUATION_STEPS
 from ..project import DictBinding, Project
@@ -51,10 +52,12 @@ from .cst_tools import (
     apply_edits,
     backend_branch,
     bound_name,
+    decorator_name,
     dotted_name,
     drop_small_statement,
     import_at,
     imported_module,
+    inside,
     module_small_statements,
     parse,
     relative_import,
@@ -101,12 +104,8 @@ class Graduation:
         self.for_a_person.setdefault(step, []).append(text)
 
 
-def _under(name: str, prefix: str) -> bool:
-    return name == prefix or name.startswith(prefix + ".")
-
-
 def _moved(name: str, old: str, new: str) -> str:
-    return new + name[len(old):] if _under(name, old) else name
+    return new + name[len(old):] if module_under(name, old) else name
 
 
 def plan_graduation(target: FixTarget, feature: str, home: str, aot: bool = False) -> Graduation:
@@ -165,7 +164,7 @@ def _strings_naming_the_old_path(graduation: Graduation, project: Project, old: 
     shims = {fix.path for fix in graduation.rewrites if fix.path.startswith(target.settings.experimental_dir + "/")}
     paths = sorted({*project.files, *project.example_texts(), *new_bytes} - shims)
     for rel in paths:
-        if not rel.endswith(".py") or any(rel == d or rel.startswith(d + "/") for d in graduation.deletions):
+        if not rel.endswith(".py") or any(under(rel, d) for d in graduation.deletions):
             continue
         data = new_bytes[rel] if rel in new_bytes else (target.root / rel).read_bytes()
         if graduation.feature.encode() not in data:
@@ -193,7 +192,7 @@ def _must_parse(rel: str, data: bytes) -> None:
 def _check_home(target: FixTarget, project: Project, home: str) -> None:
     s = target.settings
     parts = home.split(".")
-    if not all(p.isidentifier() for p in parts) or not _under(home, s.package) or home == s.package:
+    if not all(p.isidentifier() for p in parts) or not module_under(home, s.package) or home == s.package:
         raise Refused(f"--to {home}: not a module under {s.package}")
     if s.is_experimental_module(home):
         raise Refused(f"--to {home}: inside the experimental package")
@@ -290,7 +289,7 @@ def _retarget(file: PythonFile, old: str, new: str, new_module: str, edits: dict
     changed = 0
     for node in _imports(file):
         if isinstance(node, cst.Import):
-            aliases = [a for a in node.names if _under(dotted_name(a.name), old)]
+            aliases = [a for a in node.names if module_under(dotted_name(a.name), old)]
             if not aliases:
                 continue
             if any(a.asname is None for a in aliases):
@@ -299,7 +298,7 @@ def _retarget(file: PythonFile, old: str, new: str, new_module: str, edits: dict
 
             def edit(updated, node=node):
                 names = [a.with_changes(name=_dotted_node(_moved(dotted_name(a.name), old, new)))
-                         if _under(dotted_name(a.name), old) else a for a in updated.names]
+                         if module_under(dotted_name(a.name), old) else a for a in updated.names]
                 return updated.with_changes(names=names)
 
             add_edit(edits, node, edit)
@@ -356,11 +355,11 @@ def _drop_experimental_markers(file: PythonFile, edits: dict) -> None:
 
     class Finder(cst.CSTVisitor):
         def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-            keep = [d for d in node.decorators if _decorator_name(d) != EXPERIMENTAL_BACKEND]
+            keep = [d for d in node.decorators if decorator_name(d) != EXPERIMENTAL_BACKEND]
             if len(keep) != len(node.decorators):
                 dropped.extend(d for d in node.decorators if d not in keep)
                 add_edit(edits, node, lambda updated: updated.with_changes(
-                    decorators=[d for d in updated.decorators if _decorator_name(d) != EXPERIMENTAL_BACKEND]))
+                    decorators=[d for d in updated.decorators if decorator_name(d) != EXPERIMENTAL_BACKEND]))
 
         def visit_Call(self, node: cst.Call) -> None:
             if dotted_name(node.func).rpartition(".")[2] == "JitSpec" and any(
@@ -371,13 +370,6 @@ def _drop_experimental_markers(file: PythonFile, edits: dict) -> None:
     file.tree.visit(Finder())
     if dropped:
         _drop_unused_import(file, EXPERIMENTAL_BACKEND, edits, ignore=dropped)
-
-
-def _decorator_name(decorator: cst.Decorator) -> str:
-    expression = decorator.decorator
-    if isinstance(expression, cst.Call):
-        expression = expression.func
-    return dotted_name(expression).rpartition(".")[2]
 
 
 def _without_keyword(keyword: str):
@@ -392,13 +384,12 @@ def _without_keyword(keyword: str):
 
 def _drop_unused_import(file: PythonFile, name: str, edits: dict, ignore=()) -> None:
     """Remove the module-level import alias binding `name` when every use of it lies in `ignore`."""
-    ignored = [id(n) for n in ignore]
     for assignment in file.scopes[file.tree].assignments[name]:
         statement = assignment.node
         if not isinstance(statement, (cst.Import, cst.ImportFrom)) or isinstance(statement.names, cst.ImportStar):
             return
         for reference in assignment.references:
-            if not _inside(file, reference.node, ignored):
+            if not inside(file, reference.node, ignore):
                 return
         kept = [a for a in statement.names if bound_name(a, statement) != name]
         if kept:
@@ -406,14 +397,6 @@ def _drop_unused_import(file: PythonFile, name: str, edits: dict, ignore=()) -> 
                 updated, [a for a in updated.names if bound_name(a, updated) in kept]))
         else:
             drop_small_statement(file, statement, None, edits)
-
-
-def _inside(file: PythonFile, node, ids) -> bool:
-    while node is not None:
-        if id(node) in ids:
-            return True
-        node = file.parents.get(node)
-    return False
 
 
 # step 3: the entry points ---------------------------------------------------------
@@ -436,7 +419,7 @@ def _swap_core(graduation: Graduation, project: Project, old: str, backends: Set
         facts = project.facts(rel)
         if facts.syntax_error is not None:
             continue
-        hits = [imp for imp in facts.imports if any(_under(t, old) for t in project.import_targets(imp))]
+        hits = [imp for imp in facts.imports if any(module_under(t, old) for t in project.import_targets(imp))]
         marked = EXPERIMENTAL_API.encode() in data
         if not hits and not marked:
             continue
@@ -488,7 +471,7 @@ def _swap_decorators(file: PythonFile, functions: Set[str], feature: str, edits:
     class Finder(cst.CSTVisitor):
         def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
             for decorator in node.decorators:
-                if _decorator_name(decorator) != EXPERIMENTAL_API:
+                if decorator_name(decorator) != EXPERIMENTAL_API:
                     continue
                 if node.name.value in functions or _names_feature(decorator, feature):
                     swapped.append(node.name.value)
@@ -536,7 +519,7 @@ def _ensure_stable_api_imported(file: PythonFile, edits: dict, decorators: list)
         statement = assignment.node
         if not isinstance(statement, cst.ImportFrom) or isinstance(statement.names, cst.ImportStar):
             continue
-        still_used = any(not _inside(file, r.node, [id(d) for d in decorators]) for r in assignment.references)
+        still_used = any(not inside(file, r.node, decorators) for r in assignment.references)
         names = [bound_name(a, statement) for a in statement.names]
         wanted = [n for n in names if n != EXPERIMENTAL_API or still_used]
         if not has_stable:
@@ -934,7 +917,7 @@ def _register_aot(graduation: Graduation, project: Project) -> None:
     target = graduation.target
     factories = []
     for new_rel, data in sorted(graduation.creations.items()):
-        if not new_rel.endswith(".py") or not _under(target.module_of(new_rel)[0], graduation.home):
+        if not new_rel.endswith(".py") or not module_under(target.module_of(new_rel)[0], graduation.home):
             continue
         module = target.module_of(new_rel)[0]
         for node in ast.parse(data).body:

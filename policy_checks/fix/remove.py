@@ -35,6 +35,7 @@ from typing import Dict, List, Optional, Set
 import click
 import libcst as cst
 
+from ..config import module_under, under
 from ..facts import FUNCTION, MODULE, FileFacts, StrRef, extract, resolve_relative
 from ..facts import dotted_name as facts_dotted_name
 from ..facts import docstring_ids
@@ -54,6 +55,7 @@ from .cst_tools import (
     drop_small_statement,
     enclosing_function,
     import_at,
+    inside,
     module_small_statements,
     parse,
     with_aliases,
@@ -109,10 +111,10 @@ def plan_removal(target: FixTarget, feature: str) -> Removal:
     texts = _Texts(target.root)
 
     def gone(rel: str) -> bool:
-        return any(rel == d or rel.startswith(d + "/") for d in removal.deletions)
+        return any(under(rel, d) for d in removal.deletions)
 
     def reaches(facts: FileFacts, imp) -> bool:
-        return any(t == prefix or t.startswith(prefix + ".") for t in project.import_targets(imp))
+        return any(module_under(t, prefix) for t in project.import_targets(imp))
 
     def core_files(words=(), pattern=None, also=()):
         """(rel, source, facts) of every parsable core module the removal keeps whose
@@ -544,22 +546,13 @@ def _remove_all_entries(file, names, edits, removed_nodes) -> None:
                     _remove_element(file, element, edits, removed_nodes)
 
 
-def _inside(file, node, removed_nodes) -> bool:
-    removed = {id(n) for n in removed_nodes}
-    while node is not None:
-        if id(node) in removed:
-            return True
-        node = file.parents.get(node)
-    return False
-
-
 def _check_unused_in_module(file, name, removed_nodes, rel) -> None:
     top = name.partition(".")[0]
     if "." in name:  # a method: its uses are attribute accesses, not checked
         return
     for assignment in file.scopes[file.tree].assignments[top]:
         for reference in assignment.references:
-            if not _inside(file, reference.node, removed_nodes):
+            if not inside(file, reference.node, removed_nodes):
                 raise Refused(f"{rel}:{file.line_of(reference.node)}: {name} is still used after the removal")
 
 
@@ -625,7 +618,7 @@ def _examples(target, project, feature, prefix) -> list:
             found.append(rel)
             continue
         facts = extract(text.encode("utf-8"), rel[:-3].replace("/", "."), False)
-        if any(imp.module and (imp.module == prefix or imp.module.startswith(prefix + ".")) for imp in facts.imports):
+        if any(module_under(imp.module, prefix) for imp in facts.imports):
             found.append(rel)
     return found
 
@@ -835,11 +828,11 @@ class _KeptFile:
         return f"{self.module}.{dotted}" if self.project.is_module(self.module) else None
 
     def _gone_module(self, name: str) -> bool:
-        return name in self.lost.modules or any(name.startswith(m + ".") for m in self.lost.modules)
+        return any(module_under(name, m) for m in self.lost.modules)
 
     def _gone(self, absolute: str) -> bool:
         """Does `absolute` name a module or definition the removal deletes?"""
-        if self._gone_module(absolute) or any(absolute == d or absolute.startswith(d + ".") for d in self.lost.dotted):
+        if self._gone_module(absolute) or any(module_under(absolute, d) for d in self.lost.dotted):
             return True
         target = self.project.resolve_absolute(absolute)
         if isinstance(target, ModuleTarget):
