@@ -496,10 +496,9 @@ def _names_feature(decorator: cst.Decorator, feature: str) -> bool:
 def _stable_decorator(updated: cst.Decorator) -> cst.Decorator:
     expression = updated.decorator
     if isinstance(expression, cst.Call):
-        args = [a for a in expression.args if not (a.keyword is not None and a.keyword.value == "feature")]
-        if args:
-            args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-            return updated.with_changes(decorator=expression.with_changes(func=_renamed(expression.func), args=args))
+        expression = _without_keyword("feature")(expression)
+        if expression.args:
+            return updated.with_changes(decorator=expression.with_changes(func=_renamed(expression.func)))
         expression = expression.func
     return updated.with_changes(decorator=_renamed(expression))
 
