@@ -435,10 +435,9 @@ def _swap_core(graduation: Graduation, project: Project, old: str, backends: Set
             _drop_unused_import(file, name, edits, ignore=removed_gates)
         gates = len(removed_gates)
         reached = reached or bool(hits) or bool(swapped)
-        before = (target.root / rel).read_bytes()
         after = apply_edits(file, edits)
-        if after != before:
-            graduation.rewrites.append(FileFix(rel, before, after))
+        if after != data:
+            graduation.rewrites.append(FileFix(rel, data, after))
             graduation.did(3, f"{rel}: imports point at {graduation.home}" + (
                 f"; @{STABLE_API} on {', '.join(swapped)}" if swapped else "") + (
                 f"; {gates} gate call(s) dropped" if gates else ""))
@@ -916,9 +915,9 @@ def _register_aot(graduation: Graduation, project: Project) -> None:
     target = graduation.target
     factories = []
     for new_rel, data in sorted(graduation.creations.items()):
-        if not new_rel.endswith(".py") or not module_under(target.module_of(new_rel)[0], graduation.home):
+        module = target.module_of(new_rel)[0] if new_rel.endswith(".py") else None
+        if not module_under(module, graduation.home):  # the moved tests are created too
             continue
-        module = target.module_of(new_rel)[0]
         for node in ast.parse(data).body:
             if isinstance(node, ast.FunctionDef) and _returns_spec(node) and _callable_bare(node):
                 factories.append((module, node.name))
