@@ -31,7 +31,7 @@ import click
 from . import graduation
 from .bot.markdown import code, table_row
 from .config import ConfigError, Settings, find_root, load
-from .features import FeatureRecord, Problem, graduated_to, read
+from .features import FeatureRecord, Problem, graduated_to, is_feature_name, read
 
 RECORD = "FEATURE.toml"
 # The record's fields, in FEATURE.toml's order: what `lacks` names.
@@ -145,7 +145,7 @@ def read_tree(root: Path, settings: Settings) -> list[FeatureRecord]:
         return []
     records = []
     for entry in sorted(package.iterdir(), key=lambda p: p.name):
-        if entry.name.startswith(("_", ".")) or not entry.is_dir() or graduated_to(entry) is not None:
+        if not is_feature_name(entry.name) or not entry.is_dir() or graduated_to(entry) is not None:
             continue  # shared code, or the shim a graduated feature leaves for one release
         path = entry / RECORD
         if path.is_file():

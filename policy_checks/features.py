@@ -350,6 +350,12 @@ def read(path: Path, quote: Callable[[str], str] = repr) -> FeatureRecord:
     return parse(name, text, quote)
 
 
+def is_feature_name(name: str) -> bool:
+    """Whether a directory of the experimental package by this name is a feature: one
+    whose name starts with ``_`` or ``.`` holds shared code (or a tool's state)."""
+    return not name.startswith(("_", "."))
+
+
 # A graduated feature leaves a shim package at its old path for one release; its
 # ``__init__`` binds this name to the stable home (``policy-check graduate`` writes it).
 SHIM_MARKER = "__graduated_to__"

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
 from ..config import DEFAULT, Settings, under
-from ..features import SHIM_MARKER, TrackingRef, parse as parse_record
+from ..features import SHIM_MARKER, TrackingRef, is_feature_name, parse as parse_record
 from ..graduation import GRADUATION_STEPS, GraduationStep
 from .markdown import bullet_list, code
 
@@ -107,7 +107,7 @@ def feature_under(path: str | None, top: str) -> str | None:
     if not path.startswith(prefix):
         return None
     name, slash, rest = path[len(prefix):].partition("/")
-    return name if slash and rest and not name.startswith(("_", ".")) else None
+    return name if slash and rest and is_feature_name(name) else None
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from urllib.parse import quote, unquote
 from ..board import BoardRow, render_markdown
 from ..board import rows as board_rows
 from ..config import DEFAULT
-from ..features import FeatureRecord, TrackingRef
+from ..features import FeatureRecord, TrackingRef, is_feature_name
 from . import deadlines, graphql
 from .client import BotError
 from .comments import BotIdentity, keep_comment, list_comments, own_comments
@@ -159,7 +159,7 @@ def _records_from_tree(tree: dict | None) -> list[FeatureRecord]:
     """Every feature directory's record; a missing or unreadable one is a problem of that feature."""
     records = []
     for entry in sorted((tree or {}).get("entries") or [], key=lambda e: e["name"]):
-        if entry["type"] != "tree" or entry["name"].startswith(("_", ".")):
+        if entry["type"] != "tree" or not is_feature_name(entry["name"]):
             continue
         path = f"{FEATURES_DIR}/{entry['name']}/FEATURE.toml"
         blob = next((e.get("object") or {} for e in (entry.get("object") or {}).get("entries") or []

@@ -120,7 +120,7 @@ class FeatureRecordIncomplete(Rule):
         examples = project.example_texts() if checkout else {}
         for directory in sorted(base.iterdir(), key=lambda p: p.name):
             rel_dir = f"{s.experimental_dir}/{directory.name}"
-            if directory.name.startswith((".", "_")) or not directory.is_dir() or project.excluded(rel_dir):
+            if not features.is_feature_name(directory.name) or not directory.is_dir() or project.excluded(rel_dir):
                 continue
             if not any(p.suffix == ".py" or p.name == "FEATURE.toml" for p in directory.iterdir()):
                 continue
