@@ -13,9 +13,9 @@ show the same table. Offline and fast: the tree alone, one small file per featur
 
 Text from a record is untrusted. The text format escapes what is not printable; the
 Markdown format renders every cell that comes from input as an inert code span
-(`policy_checks.bot.markdown.code`, standard library only: importing it loads neither
-PyGithub nor the bot) and escapes ``|`` in cells (`table_row`). docs/features.rst
-describes the command, the columns and the JSON keys.
+(`policy_checks.markdown.code`, the bot's quoting too, standard library only: importing
+it loads neither PyGithub nor the bot) and escapes ``|`` in cells (`table_row`).
+docs/features.rst describes the command, the columns and the JSON keys.
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ from typing import Iterable
 import click
 
 from . import graduation
-from .bot.markdown import code, table_row
 from .config import ConfigError, Settings, find_root, load
 from .features import FeatureRecord, Problem, graduated_to, is_feature_name, read
+from .markdown import code, table_row
 
 RECORD = "FEATURE.toml"
 # The record's fields, in FEATURE.toml's order: what `lacks` names.

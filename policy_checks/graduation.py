@@ -60,18 +60,17 @@ class GraduationStep(NamedTuple):
 
     number: int
     text: str
-    by_command: bool  # ``policy-check graduate`` carries it out; otherwise a person does
 
 
 GRADUATION_STEPS = (
-    GraduationStep(1, "Settle the API contract: names, dtypes, keyword-only performance arguments.", False),
+    GraduationStep(1, "Settle the API contract: names, dtypes, keyword-only performance arguments."),
     GraduationStep(2, "Move the code out of the experimental package to its stable home, leaving a re-export shim "
-                      "at the old path for one release.", True),
+                      "at the old path for one release."),
     GraduationStep(3, "Replace `@flashinfer_experimental_api` with `@flashinfer_api` and drop the experimental "
-                      "gate calls and `@experimental_backend` markers.", True),
+                      "gate calls and `@experimental_backend` markers."),
     GraduationStep(4, "Finish the stable-API checklist: trace template, trace example test, docs page, top-level "
-                      "export.", False),
-    GraduationStep(5, "If the kernels ship prebuilt, register their JIT specs in the AOT module.", True),
-    GraduationStep(6, "Move the tests from the experimental lane to the stable lane.", True),
-    GraduationStep(7, "Close the tracking issue, naming the release the feature graduated in.", False),
+                      "export."),
+    GraduationStep(5, "If the kernels ship prebuilt, register their JIT specs in the AOT module."),
+    GraduationStep(6, "Move the tests from the experimental lane to the stable lane."),
+    GraduationStep(7, "Close the tracking issue, naming the release the feature graduated in."),
 )

@@ -42,8 +42,10 @@ class SourceFile:
 
 
 def excluder(patterns) -> Callable[[str], bool]:
-    """`is_excluded` for fixed `patterns`, with the patterns sorted out once (the
-    walk asks for every entry)."""
+    """Is a path (relative, "/" separators) excluded by `patterns`? A pattern without
+    glob characters excludes that path and everything below it; a glob is matched
+    against the path and each of its parent directories. The patterns are sorted out
+    once (the walk asks for every entry)."""
     stripped = [pattern.strip("/") for pattern in patterns]
     plain = frozenset(p for p in stripped if not _GLOB_CHARS & set(p))
     below = tuple(p + "/" for p in plain)
@@ -59,12 +61,6 @@ def excluder(patterns) -> Callable[[str], bool]:
         return any(fnmatch.fnmatchcase(prefix, glob) for glob in globs for prefix in prefixes)
 
     return excluded
-
-
-def is_excluded(rel: str, patterns) -> bool:
-    """A pattern without glob characters excludes that path and everything below it;
-    a glob is matched against the path and each of its parent directories."""
-    return excluder(patterns)(rel)
 
 
 def module_name(rel: str) -> tuple:

@@ -51,12 +51,11 @@ class Result:
     # Asked for (`run`'s `fingerprints`, or a baseline): `baseline.Fingerprint` of
     # each of `findings`, in the same order; else None.
     fingerprints: Optional[list] = None
-    # With a baseline (`baseline.Baseline`): its name, the findings it accepts (and
-    # their fingerprints), and ``(Fingerprint, count)`` of what it accepts beyond
-    # today's findings (paid-off debt, until pruned). Without one: None and empty.
+    # With a baseline (`baseline.Baseline`): its name, the findings it accepts, and
+    # ``(Fingerprint, count)`` of what it accepts beyond today's findings (paid-off
+    # debt, until pruned). Without one: None and empty.
     baseline: Optional[str] = None
     baselined: list = field(default_factory=list)
-    baselined_fingerprints: list = field(default_factory=list)
     fixed: list = field(default_factory=list)
 
 
@@ -227,7 +226,6 @@ def _fingerprint(project: Project, result: Result, baseline, selected: set, rel_
     result.findings = [findings[i] for i in matched.new]
     result.fingerprints = [prints[i] for i in matched.new]
     result.baselined = [findings[i] for i in matched.baselined]
-    result.baselined_fingerprints = [prints[i] for i in matched.baselined]
     result.baseline = baseline.name
     if rel_paths:
         def here(fp) -> bool:

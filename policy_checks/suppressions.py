@@ -1,33 +1,15 @@
 """``# policy: ignore[EXP00N] reason`` comments: applying them, and reporting bad ones.
 
-A suppression silences findings of the rules it names on its own line. Two meta
-findings keep suppressions honest (they are not containment rules, so they do not
-take an EXP id; select or ignore them like any rule):
-
-- SUP001 invalid-suppression: no rule id, an id that is not a rule, or no reason.
-  An invalid suppression silences nothing.
-- SUP002 unused-suppression: a valid suppression that silenced nothing in a run
-  where every rule it names was checked.
+A suppression silences findings of the rules it names on its own line. The two meta
+rules that keep suppressions honest, SUP001 invalid-suppression and SUP002
+unused-suppression, are declared beside the rules (`policy_checks.rules.meta`, which
+explains them): this module imports the rules, the rules never import it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from .rules.base import Finding
-
-
-@dataclass(frozen=True)
-class MetaRule:
-    id: str
-    name: str
-    summary: str
-    doc: str
-
-
-INVALID = MetaRule("SUP001", "invalid-suppression", "a suppression comment lacks a rule id or a reason", __doc__)
-UNUSED = MetaRule("SUP002", "unused-suppression", "a suppression comment silences nothing", __doc__)
-META_RULES = {INVALID.id: INVALID, UNUSED.id: UNUSED}
+from .rules.meta import INVALID, UNUSED
 
 
 def apply(findings: list, suppressions: dict, known_ids, checked_ids) -> list:

@@ -402,9 +402,3 @@ def _detail(state: StepState, graduation: Graduation, repo_name: str, issue_stat
 
 def _same(a: TrackingRef, b: TrackingRef, repo_name: str) -> bool:
     return a.render(repo_name).lower() == b.render(repo_name).lower()
-
-
-def owned_paths(graduations: list[Graduation], settings: Settings = DEFAULT) -> tuple[str, ...]:
-    """The directories that belong to the graduating features: changes there need no declaration."""
-    return tuple(f"{top}/{g.feature}" for g in graduations for top in (settings.experimental_dir,
-                                                                       settings.experimental_tests))

@@ -3,38 +3,18 @@
 Everything the bot echoes from input goes through `code`: a code span shows its text
 literally, so no link, autolink, HTML, emphasis, ``#N`` or ``owner/repo#N`` cross-reference
 and no mention can come from input (tests/policy_checks/bot/test_bot_inert_text.py proves
-it on the rendered comments).
+it on the rendered comments). `code` and `table_row` live in `policy_checks.markdown`,
+below the bot, because the checker's board quotes with them too; the bot's own helpers
+are here.
 """
 
 from __future__ import annotations
 
-import re
+from ..markdown import MAX_QUOTE, ZWJ, code, table_row
 
-MAX_QUOTE = 120
+__all__ = ["MAX_LIST_ITEMS", "MAX_QUOTE", "ZWJ", "bullet_list", "code", "table_row"]
+
 MAX_LIST_ITEMS = 30
-ZWJ = "\u200d"
-
-_CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u202a-\u202e\u2066-\u2069]")
-
-
-def code(text: str, limit: int = MAX_QUOTE) -> str:
-    """Render user text as one inline code span.
-
-    Code spans show text literally (no links, emphasis, HTML or pings). Newlines and
-    control characters are flattened, the length is bounded, and the fence is one
-    backtick longer than the longest backtick run inside, as CommonMark requires.
-    """
-    flat = " ".join(_CONTROL_RE.sub(" ", text).split())
-    if len(flat) > limit:
-        flat = flat[: limit - 1].rstrip() + "…"
-    if not flat:
-        return "(empty)"
-    longest = max((len(run) for run in re.findall(r"`+", flat)), default=0)
-    fence = "`" * (longest + 1)
-    pad = " " if flat.startswith("`") or flat.endswith("`") else ""
-    # GitHub does not notify mentions inside code spans; the joiner guards copies of the text.
-    flat = flat.replace("@", "@" + ZWJ)
-    return f"{fence}{pad}{flat}{pad}{fence}"
 
 
 def bullet_list(items: list[str], limit: int = MAX_LIST_ITEMS) -> list[str]:
@@ -43,8 +23,3 @@ def bullet_list(items: list[str], limit: int = MAX_LIST_ITEMS) -> list[str]:
     if len(items) > limit:
         lines.append(f"- … and {len(items) - limit} more")
     return lines
-
-
-def table_row(cells: list[str]) -> str:
-    """A GFM table row; ``|`` inside a cell (even inside a code span) would split it, so it is escaped."""
-    return "| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |"

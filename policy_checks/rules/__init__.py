@@ -1,5 +1,6 @@
 """The rules, one module each (``exp000`` ... ``exp009``); `registry` lists them.
 
 `base` holds what every rule is made of (`Rule`, `Finding`, `Example`) and the
-helpers several rules share.
+helpers several rules share; `meta` declares the suppressions' SUP001/SUP002, which
+`policy_checks.suppressions` reports.
 """

@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Optional
 
 from ..config import ConfigError, SECTION, Settings
-from ..suppressions import META_RULES
 from .exp000 import ParseError
 from .exp001 import CoreImportsExperimental
 from .exp002 import InitImportsExperimental
@@ -22,6 +21,7 @@ from .exp006 import ExperimentalApiInDocs
 from .exp007 import DeferredImportOutsideEntryPoint
 from .exp008 import StableLaneNotIsolated
 from .exp009 import FeatureRecordIncomplete
+from .meta import META_RULES
 
 # the containment rules, in id order: id -> rule instance
 RULES = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from policy_checks.config import Settings
 from policy_checks.facts import extract
-from policy_checks.project import Project, is_excluded, module_name
+from policy_checks.project import Project, module_name
 
 from .conftest import write_tree
 
@@ -15,12 +15,17 @@ def test_module_names():
     assert module_name("tests/x/test_y.py") == ("tests.x.test_y", False)
 
 
-def test_excludes():
-    assert is_excluded("flashinfer/data/cutlass/x.py", ["flashinfer/data"])
-    assert not is_excluded("flashinfer/database.py", ["flashinfer/data"])
-    assert is_excluded("flashinfer/a/gen_b.py", ["*/gen_*.py"])
-    assert is_excluded("flashinfer/build/x.py", ["flashinfer/build"])
-    assert is_excluded("flashinfer/deep/generated/x.py", ["flashinfer/*/generated"])
+def test_excludes(tmp_path):
+    """A plain pattern excludes its path and everything below it (not a sibling that
+    shares its prefix); a glob matches the path or one of its parent directories."""
+    files = ["flashinfer/__init__.py", "flashinfer/data/cutlass/x.py", "flashinfer/database.py",
+             "flashinfer/a/gen_b.py", "flashinfer/a/b.py", "flashinfer/build/x.py",
+             "flashinfer/deep/generated/x.py", "flashinfer/deep/kept.py"]
+    root = write_tree(tmp_path, dict.fromkeys(files, ""))
+    settings = Settings(exclude=("flashinfer/data", "*/gen_*.py", "/flashinfer/build/", "flashinfer/*/generated"))
+    project = Project(root, settings, load_facts=None)
+    assert sorted(project.files) == ["flashinfer/__init__.py", "flashinfer/a/b.py", "flashinfer/database.py",
+                                     "flashinfer/deep/kept.py"]
 
 
 def _project(tmp_path, files):

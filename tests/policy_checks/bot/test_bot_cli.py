@@ -1,12 +1,12 @@
 """The ``bot`` command group: reachable from ``policy-check``, and PyGithub stays inside it.
 
 PyGithub is the ``bot`` extra: the checker, ``fix`` and the pre-commit hook install and run
-without it, and the bot says what to install.
+without it, and the bot says what to install. That no module outside ``policy_checks/bot/``
+imports it is the ``pygithub-in-bot`` contract of pyproject.toml (tests/test_layers.py).
 """
 
 from __future__ import annotations
 
-import ast
 import os
 import re
 import subprocess
@@ -24,7 +24,6 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parents[3]
-BOT_ONLY = ("github", "requests", "urllib3")  # PyGithub and what it brings
 
 
 def test_bot_commands_are_reachable_from_policy_check():
@@ -110,30 +109,6 @@ def test_the_bot_without_pygithub_says_what_to_install(without_pygithub, command
     assert result.returncode == 2
     assert result.stderr == NEEDS_PYGITHUB + "\n" and result.stdout == ""
     assert NEEDS_PYGITHUB == 'policy-check: the bot needs PyGithub: pip install "fi-experimental-track[bot]"'
-
-
-def _imported_roots(tree: ast.AST) -> set:
-    """Top-level names of the modules a file imports: import statements and literal import_module/__import__ calls."""
-    roots = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            roots |= {alias.name.split(".")[0] for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            roots.add(node.module.split(".")[0])
-        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
-            name = getattr(node.func, "attr", getattr(node.func, "id", ""))
-            if name in ("import_module", "__import__") and isinstance(node.args[0].value, str):
-                roots.add(node.args[0].value.split(".")[0])
-    return roots
-
-
-def test_nothing_outside_the_bot_imports_pygithub():
-    package = ROOT / "policy_checks"
-    outside = [path for path in sorted(package.rglob("*.py")) if (package / "bot") not in path.parents]
-    assert len(outside) > 20  # the checker, its rules, reports and fixes
-    offenders = {str(path.relative_to(ROOT)): sorted(_imported_roots(ast.parse(path.read_text(encoding="utf-8")))
-                                                     & set(BOT_ONLY)) for path in outside}
-    assert {path: roots for path, roots in offenders.items() if roots} == {}
 
 
 def _names(requirements: list) -> set:
