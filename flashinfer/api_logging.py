@@ -125,11 +125,12 @@ def require_experimental_auto_backends(feature: str) -> None:
 
 
 def experimental_backend(checker: Callable) -> Callable:
-    """Mark a `backend_requirement` checker as an experimental backend's.
+    """Mark a `~flashinfer.utils.backend_requirement` checker as an experimental backend's.
 
     Its backend joins ``backend="auto"`` only with the gate set, warns
     `ExperimentalWarning` once per (API, backend) when used, and is listed in
-    ``<api>.experimental_backends``. Stacks with `supported_compute_capability`.
+    ``<api>.experimental_backends``. Stacks with
+    `~flashinfer.capabilities.supported_compute_capability`.
     """
     checker.is_experimental = True
     return checker

@@ -59,15 +59,17 @@ def backend_requirement(
     """Validate and route an API's backends; adds the ``skip_check=`` keyword.
 
     ``backend_checks`` maps backend names to checkers taking the API's arguments
-    and returning whether they can run them (`supported_compute_capability` and
-    `experimental_backend` annotate them). ``common_check`` runs for every
-    backend. ``heuristic_func(candidates, **arguments)`` orders the viable
-    candidates for ``backend="auto"``; without it, declaration order is used.
+    and returning whether they can run them
+    (`~flashinfer.capabilities.supported_compute_capability` and
+    `~flashinfer.api_logging.experimental_backend` annotate them).
+    ``common_check`` runs for every backend. ``heuristic_func(candidates,
+    **arguments)`` orders the viable candidates for ``backend="auto"``; without
+    it, declaration order is used.
 
     Raises `ValueError` at decoration time when a checker defined under
-    ``flashinfer.experimental`` lacks `experimental_backend`; at call time
-    `BackendSupportedError` (unknown backend, unsupported capability, no viable
-    auto candidate) or `ValueError` (problem size not supported).
+    ``flashinfer.experimental`` lacks `~flashinfer.api_logging.experimental_backend`;
+    at call time `BackendSupportedError` (unknown backend, unsupported capability,
+    no viable auto candidate) or `ValueError` (problem size not supported).
     """
 
     def decorate(func: Callable) -> BackendDispatch:

@@ -39,7 +39,7 @@ NO_STATE: tuple = ((), ())
 
 
 class BackendDispatch:
-    """The callable that `backend_requirement` puts in place of an API.
+    """The callable that `~flashinfer.utils.backend_requirement` puts in place of an API.
 
     Attributes (FlashInfer's names): ``is_backend_supported``,
     ``is_compute_capability_supported``, ``has_backend``, ``has_backend_choices``,
@@ -47,8 +47,8 @@ class BackendDispatch:
     ``dropped_experimental_backends``, which describe the calling thread's current
     (or, once it returned or failed, latest) call.
 
-    Instances are created by `backend_requirement`, as an instance of a per-API
-    subclass that carries the generated ``__call__``.
+    Instances are created by `~flashinfer.utils.backend_requirement`, as an
+    instance of a per-API subclass that carries the generated ``__call__``.
     """
 
     def __init__(

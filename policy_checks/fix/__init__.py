@@ -2,8 +2,8 @@
 
 The checker says what is wrong (findings with a rule id and a position); each module
 here turns the findings of one rule in one file into new file contents, keeping every
-byte it does not have to touch. `apply` runs them and writes the results; `findings`
-is the only module that talks to the checker.
+byte it does not have to touch. `apply` runs them and writes the results; they see
+the checker only through `findings` (its findings and a `findings.FixTarget`).
 
 ========  ==============================  ==========================================
 rule      module                          rewrite
@@ -15,5 +15,7 @@ EXP006    `docs_pages`                    drop the entries from ``docs/api/*.rst
 ========  ==============================  ==========================================
 
 `remove` (``policy-check remove FEATURE``) uses the same machinery for the removal path
-of a whole feature: its directory, tests, examples and the core entry points reaching it.
+of a whole feature: its directory, tests, examples and the core entry points reaching it;
+`graduate` (``policy-check graduate FEATURE --to MODULE``) for its move to the stable
+tree. Both also read the checker's own project model and facts (see `findings`).
 """

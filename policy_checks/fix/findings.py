@@ -1,8 +1,23 @@
-"""The one place where ``fix`` meets the checker: findings in, the tree to fix out.
+"""Where the fix commands meet the checker: findings and its project model in.
 
-Everything else in `policy_checks.fix` works from the checker's `Finding` and the
-small `FixTarget` defined here, so a change in the checker's interface changes only
-this module.
+``policy-check fix`` sees the checker only through this module: `collect` runs the
+checker and returns its `Finding` records, and the rewrites (`apply`,
+`deferred_imports`, `lazy_exports`, `checker_marker`, `docs_pages`) work from those
+and the small `FixTarget` defined here, so a change in the checker's interface
+reaches them only through this module.
+
+The lifecycle commands, ``policy-check remove`` and ``policy-check graduate``, share
+much more of the checker, on purpose: they must find exactly what reaches a feature
+as the containment rules see it, so they read the checker's own model of the tree
+rather than a second one. `project_model` gives them a `policy_checks.project.Project`
+(facts extracted by `policy_checks.facts.extract` when first asked for, no cache),
+and both import from the checker directly: resolution targets from
+`policy_checks.project`, fact kinds and helpers from `policy_checks.facts`, and the
+module-path helpers of `policy_checks.config`. ``graduate`` also reads the feature
+record through `policy_checks.features` (as EXP009 and ``policy-check features`` do)
+and its checklist from `policy_checks.graduation` (as the bot does). A change to those
+interfaces can break ``remove`` and ``graduate``; their tests run both on a copy of
+this repository.
 """
 
 from __future__ import annotations
