@@ -13,7 +13,6 @@ import os
 import subprocess
 import sys
 import textwrap
-import time
 import warnings
 from collections import Counter
 
@@ -40,8 +39,25 @@ from flashinfer.utils import (
 from ..autotune_files import write_cache
 
 API = "toy_models.toy_op"
-# Seconds each backend sleeps: without tuning 'slow' runs (declaration order).
+# Seconds each backend takes on the tuner's clock: without tuning 'slow' runs (declaration order).
 DELAYS = {"slow": 0.006, "medium": 0.002, "fast": 0.0}
+
+
+class VirtualClock:
+    """The tuner's clock in these tests: time passes only while a toy backend runs, by
+    its `DELAYS` entry, so the winner never depends on how busy the machine is."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def perf_counter(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+CLOCK = VirtualClock()
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -74,7 +90,7 @@ def make_toy_api(*, with_fast=True, fast_feature="toy_fast"):
         if backend == "auto":
             backend = toy_op_api.suitable_auto_backends[0]
         runs[backend] += 1
-        time.sleep(DELAYS[backend])
+        CLOCK.advance(DELAYS[backend])
         return x + 1
 
     toy_op.__module__, toy_op.__qualname__ = API.rsplit(".", 1)
@@ -84,7 +100,8 @@ def make_toy_api(*, with_fast=True, fast_feature="toy_fast"):
 
 
 @pytest.fixture(autouse=True)
-def _fresh_tuner():
+def _fresh_tuner(monkeypatch):
+    monkeypatch.setattr(tuner, "time", CLOCK)  # the tuner reads only time.perf_counter
     tuner._reset_for_tests()
     yield
     tuner._reset_for_tests()
