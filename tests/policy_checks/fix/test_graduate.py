@@ -1,16 +1,12 @@
 """``policy-check graduate FEATURE --to MODULE``: the mechanical graduation steps.
 
 Unit tests on the fixture package (``fxpkg``, conftest.py) for each shape the command
-rewrites and each refusal; the round trip on a copy of this repository is in
-test_lifecycle_round_trip.py.
+rewrites and each refusal; the round trip on a copy of this repository is in the
+round-trip lane (tests/round_trips/).
 """
 
 from __future__ import annotations
 
-import importlib.util
-import json
-import sys
-import textwrap
 import warnings
 
 import pytest
@@ -323,60 +319,6 @@ def test_an_unreached_feature_refuses(tree):
     result = graduate(tree, "feat", "--to", "fxpkg.feat")
     assert result.exit_code == 1 and "no core module reaches feat" in result.output
     assert graduate(tree, "nope", "--to", "fxpkg.nope").exit_code == 1
-
-
-# the round trip on this repository ---------------------------------------------------
-
-def test_graduating_gated_rmsnorm_in_a_copy_of_this_repository(repo_copy, tmp_path):
-    copy, run = repo_copy
-    graduated = run(sys.executable, "-m", "policy_checks", "graduate", "gated_rmsnorm", "--to", "flashinfer.gated_norm",
-                    "--aot", "--root", str(copy))
-    assert "moved flashinfer/experimental/gated_rmsnorm/ to flashinfer/gated_norm/ (5 files)" in graduated.stdout
-    assert "[x] 3. Replace" in graduated.stdout and "[x] 5. If the kernels ship prebuilt" in graduated.stdout
-    # the one string left on the old path is this test's own probe of the shim, below
-    left = [line for line in graduated.stdout.splitlines() if "a string still names the experimental path" in line]
-    assert len(left) == 1 and "tests/policy_checks/fix/test_graduate.py" in left[0], left
-
-    # the checker is clean, and the board no longer lists the feature
-    checked = run(sys.executable, "-m", "policy_checks", "run", "--root", str(copy), "--no-cache", check=False)
-    assert checked.returncode == 0, checked.stdout + checked.stderr
-    board = run(sys.executable, "-m", "policy_checks", "features", "--root", str(copy), "--format", "json")
-    assert "gated_rmsnorm" not in board.stdout
-
-    # no ExperimentalWarning; the old path warns DeprecationWarning naming the new one; AOT has the kernel
-    probe = run(sys.executable, "-c", textwrap.dedent("""\
-        import sys, warnings
-        sys.path.insert(0, sys.argv[1])
-        import torch, flashinfer
-        from flashinfer import aot
-        assert flashinfer.__file__.startswith(sys.argv[1]), flashinfer.__file__
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
-            x = torch.randn(2, 8)
-            flashinfer.gated_rmsnorm(x, x, torch.randn(8))
-        print(getattr(flashinfer.gated_rmsnorm, "is_experimental", False))
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            import flashinfer.experimental.gated_rmsnorm.kernel as old
-        print(old.run.__module__, [str(w.category.__name__) for w in caught])
-        print(" ".join(spec.name for spec in aot.registered_specs()))
-        """), str(copy))
-    experimental, moved, specs = probe.stdout.splitlines()
-    assert experimental == "False"
-    assert moved == "flashinfer.gated_norm.kernel ['DeprecationWarning', 'DeprecationWarning']"
-    assert "gated_rmsnorm_bf16_" in specs
-    if importlib.util.find_spec("cuda") is not None:  # NVRTC compiles without a GPU
-        run(sys.executable, "-m", "flashinfer.aot", "--arch", "sm_90", "--out", str(tmp_path / "aot"))
-        manifest = json.loads((tmp_path / "aot" / "manifest.json").read_text())
-        assert any(entry["spec"].startswith("gated_rmsnorm_bf16_") and entry["kind"] == "cubin" for entry in manifest)
-
-    # the docs build with -W and document the API; both test lanes pass
-    run(sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html", "docs", str(tmp_path / "html"))
-    assert 'id="flashinfer.gated_rmsnorm"' in (tmp_path / "html" / "api" / "norm.html").read_text()
-    assert not (copy / "tests/experimental/gated_rmsnorm").exists()
-    stable = run(sys.executable, "-m", "pytest", "tests/", "-q", "-x")
-    assert "tests/flashinfer/gated_norm" not in stable.stdout  # nothing failed there
-    run(sys.executable, "-m", "pytest", "tests/experimental/", "-q", "-x")
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
