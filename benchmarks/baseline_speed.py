@@ -46,13 +46,22 @@ def main() -> None:
     parser.add_argument("tree", nargs="?", default="/tmp/fi/fi074")
     parser.add_argument("--repeat", type=int, default=9)
     parser.add_argument("--entries", type=int, default=1000)
+    parser.add_argument("--json", type=Path, help="also write the headline figures to this JSON record")
     options = parser.parse_args()
+    tree = Path(options.tree).resolve()
     with tempfile.TemporaryDirectory(prefix="baseline-speed-") as scratch:
         os.environ["POLICY_CHECK_CACHE_DIR"] = str(Path(scratch) / "cache")
-        measure(Path(options.tree).resolve(), Path(scratch), options)
+        figures = measure(tree, Path(scratch), options)
+    if options.json:
+        import bench_record
+
+        bench_record.write(options.json, "baseline_speed", figures,
+                           bench_record.command("baseline_speed.py", tree=tree),
+                           tree={"flashinfer_version": bench_record.tree_version(tree)})
 
 
-def measure(tree: Path, scratch: Path, options) -> None:
+def measure(tree: Path, scratch: Path, options) -> dict:
+    """Prints the figures; returns them (ms, best of the runs)."""
     file = scratch / "baseline.json"
     policy_check("baseline", "--root", str(tree), "--file", str(file))  # also warms the cache
     counts = baseline.read(file).counts
@@ -69,15 +78,19 @@ def measure(tree: Path, scratch: Path, options) -> None:
           f"with the baseline: {len(check['findings'])} new, {check['baselined']} baselined, "
           f"{check['baseline_fixed']} fixed")
 
+    figures = {"entries": len(counts), "real_entries": real, "repeat": options.repeat}
     without, with_baseline = [], []
     for _ in range(options.repeat):
         without.append(policy_check(*common, "--no-baseline"))
         with_baseline.append(policy_check(*common, "--baseline", str(file)))
-    for label, index in (("wall-clock", 0), ("CPU (user + system)", 1)):
+    for label, index, key in (("wall-clock", 0, "wall"), ("CPU (user + system)", 1, "cpu")):
         a = min(t[index] for t in without) * 1000
         b = min(t[index] for t in with_baseline) * 1000
         print(f"warm run, {label}, best of {options.repeat}: without a baseline {a:.0f} ms, "
               f"with {len(counts)} entries {b:.0f} ms: {b - a:+.0f} ms")
+        figures.update({f"{key}_without_ms": round(a, 1), f"{key}_with_ms": round(b, 1),
+                        f"{key}_added_ms": round(b - a, 1)})
+    return figures
 
 
 if __name__ == "__main__":

@@ -244,6 +244,7 @@ def main() -> None:
     parser.add_argument("--target-ms", type=float, default=50.0, help="pass when every parser is faster")
     parser.add_argument("--only", default="", help="run only the cases whose label contains this text")
     parser.add_argument("--parsers-file", type=Path, help="time this copy of parsers.py instead")
+    parser.add_argument("--json", type=Path, help="also write the headline figures to this JSON record")
     args = parser.parse_args()
     sizes = [int(size) for size in args.sizes.split(",")]
     methods = multiprocessing.get_all_start_methods()
@@ -259,6 +260,8 @@ def main() -> None:
     print("-" * len(header))
     failures = 0
     errors = []
+    cases_run = 0
+    slowest = (0.0, "", "")  # (ms, case, parser) at the largest size
     for label, _aim, build in CASES:
         if args.only not in label:
             continue
@@ -270,6 +273,10 @@ def main() -> None:
             passed = not bad and all(value < args.target_ms for value in numbers)
             verdict = "ok" if passed else "FAIL"
             failures += not passed and size == max(sizes)
+            if size == max(sizes):
+                cases_run += 1
+                slowest = max([slowest] + [(value, label, c) for c, value in results.items()
+                                           if isinstance(value, float)])
             size_text = f"{size // 1024} KB" if size % 1024 == 0 else str(size)
             print(f"{label:32} {size_text:>6} " + " ".join(f"{cell(results[c]):>9}" for c in columns)
                   + f"  {verdict}", flush=True)
@@ -278,6 +285,14 @@ def main() -> None:
     if errors:
         print("\nraised (a parser must not):", *errors, sep="\n")
     print(f"\n{failures} case(s) miss the target at {max(sizes) // 1024} KB")
+    if args.json:
+        import bench_record
+
+        bench_record.write(args.json, "bot_parsers", {
+            "cases": cases_run, "parsers": len(columns), "sizes": sizes, "repeat": args.repeat,
+            "largest_size": max(sizes), "slowest_ms": round(slowest[0], 2), "slowest_case": slowest[1],
+            "slowest_parser": slowest[2], "misses": failures, "errors": len(errors), "target_ms": args.target_ms,
+        }, bench_record.command("bot_parsers.py"))
 
 
 if __name__ == "__main__":

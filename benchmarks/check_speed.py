@@ -78,6 +78,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--changed", default="flashinfer/gemm/gemm_base.py", help="file edited for the one-file run")
     parser.add_argument("--repeat", type=int, default=1, help="do the four runs this many times; report the best")
+    parser.add_argument("--json", type=Path, help="also write the headline figures to this JSON record")
     args = parser.parse_args()
     root = args.root.resolve()
     if not (root / "flashinfer" / "__init__.py").is_file():
@@ -95,6 +96,20 @@ def main() -> None:
     print(f"peak RSS of one process: {peak_mib:.0f} MiB")
     if len({r[label][3] for r in rounds for label in r}) != 1:
         print("WARNING: runs disagree on the number of findings")
+    if args.json:
+        import bench_record
+
+        keys = {"cold (no cache dir)": "cold", "warm (nothing changed)": "warm", "one file changed": "one_changed",
+                "--no-cache": "no_cache"}
+        figures = {"files_checked": first[2], "findings": first[3], "jobs": args.jobs, "repeat": len(rounds),
+                   # every Python file under flashinfer/, also those the checker's settings exclude
+                   "package_python_files": sum(1 for _ in (root / "flashinfer").rglob("*.py")),
+                   "peak_rss_mib": round(peak_mib)}
+        for label, key in keys.items():
+            figures[f"{key}_wall_s"] = round(min(r[label][0] for r in rounds), 3)
+            figures[f"{key}_cpu_s"] = round(min(r[label][1] for r in rounds), 3)
+        bench_record.write(args.json, "check_speed", figures, bench_record.command("check_speed.py", tree=root),
+                           tree={"flashinfer_version": bench_record.tree_version(root)})
 
 
 if __name__ == "__main__":

@@ -142,7 +142,8 @@ def load_flashinfer_utils(src: Path):
     return module
 
 
-def import_times(runs: int) -> None:
+def import_times(runs: int) -> dict:
+    """Prints the import times; returns them (ms, minus start-up) and whether torch got loaded."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
 
     def wall(code: str) -> float:
@@ -167,6 +168,7 @@ def import_times(runs: int) -> None:
     empty = wall("pass")
     print(f"\nimport time in a fresh interpreter (median of {runs}; `python -c pass` takes {empty * 1e3:.0f} ms)")
     print(f"  {'statement':36} {'wall ms':>8} {'minus start-up':>15} {'-X importtime ms':>17}")
+    figures = {"python_start_ms": round(empty * 1e3, 1)}
     for stmt, module in [
         ("import flashinfer", "flashinfer"),
         ("import torch", "torch"),
@@ -177,11 +179,25 @@ def import_times(runs: int) -> None:
             f"  {stmt:36} {total * 1e3:8.1f} {(total - empty) * 1e3:15.1f} "
             f"{cumulative_us(module) / 1e3:17.1f}"
         )
+        figures[f"{module.replace('.', '_')}_import_ms"] = round((total - empty) * 1e3, 1)
     loaded = subprocess.run(
         [sys.executable, "-c", "import sys, flashinfer; print(len(sys.modules), 'torch' in sys.modules)"],
         env=env, check=True, capture_output=True, text=True,
     ).stdout.split()
     print(f"  after `import flashinfer`: {loaded[0]} modules loaded, torch loaded: {loaded[1]}")
+    figures["torch_loaded_by_import_flashinfer"] = loaded[1] == "True"
+    return figures
+
+
+def overheads(results: dict) -> dict:
+    """ns over the plain call of the explicit stable backend and of ``backend="auto"``
+    with the gate unset: min and median of the repeats."""
+    base_min, base_med = results["plain function call"]
+    out = {}
+    for key, case in (("explicit", "explicit stable backend"), ("auto", "auto, gate unset")):
+        out[f"{key}_overhead_ns_min"] = round(results[case][0] - base_min, 1)
+        out[f"{key}_overhead_ns_median"] = round(results[case][1] - base_med, 1)
+    return out
 
 
 def main() -> None:
@@ -190,6 +206,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=7, help="repeats per case")
     parser.add_argument("--import-runs", type=int, default=5, help="fresh interpreters per import")
     parser.add_argument("--flashinfer-src", type=Path, default=Path("/tmp/fi/src/flashinfer"))
+    parser.add_argument("--json", type=Path, help="also write the headline figures to this JSON record")
     args = parser.parse_args()
 
     import torch
@@ -201,17 +218,28 @@ def main() -> None:
     )
     from flashinfer import utils
 
-    measure("this project (flashinfer.utils.backend_requirement)", utils, args.number, args.repeat)
+    ours = measure("this project (flashinfer.utils.backend_requirement)", utils, args.number, args.repeat)
+    theirs = None
     if (args.flashinfer_src / "utils.py").exists():
         try:
             fi = load_flashinfer_utils(args.flashinfer_src)
         except Exception as exc:  # a different FlashInfer layout: skip, say why
             print(f"\nFlashInfer comparison skipped: {type(exc).__name__}: {exc}")
         else:
-            measure(f"FlashInfer 0.7.4 ({args.flashinfer_src}/utils.py)", fi, args.number, args.repeat)
+            theirs = measure(f"FlashInfer 0.7.4 ({args.flashinfer_src}/utils.py)", fi, args.number, args.repeat)
     else:
         print(f"\nFlashInfer comparison skipped: no {args.flashinfer_src}/utils.py")
-    import_times(args.import_runs)
+    imports = import_times(args.import_runs)
+    if args.json:
+        import bench_record
+
+        tree = args.flashinfer_src.parent
+        bench_record.write(args.json, "dispatch_overhead", {
+            "number": args.number, "repeat": args.repeat, **overheads(ours),
+            "flashinfer": (dict(overheads(theirs), version=bench_record.tree_version(tree))
+                           if theirs is not None else None),
+            **imports,
+        }, bench_record.command("dispatch_overhead.py", tree=tree if theirs is not None else None))
 
 
 if __name__ == "__main__":

@@ -7,7 +7,9 @@ GPU tests' tolerances), then the median time of REPS launches with CUDA events
 (each launch queued behind a sleep kernel, so host overhead stays out). Prints a
 table and, last, the best correct variant per kernel; a wrong variant is reported
 and never chosen. With $OUT set, the rows also go to $OUT/sweep_<sections>.json. ``--sections``
-picks kernels (gated, gemm, sm90; all by default).
+picks kernels (gated, gemm, sm90; all by default). ``--json PATH`` also writes the headline
+figures (the default GEMM configuration's TFLOP/s beside cuBLAS, the best variant of each
+kernel) to a JSON record (benchmarks/bench_record.py).
 
 ``--compile-only [--arch 90]`` needs no GPU: it compiles every variant with NVRTC
 and prints ptxas' register and spill report, for checking variants before a GPU run.
@@ -311,11 +313,28 @@ def best_lines(rows: list) -> list:
     return lines
 
 
+def headline(rows: list, sections: list) -> dict:
+    """The record's figures: the default GEMM configuration of the swept sections (`SM90_PIPELINE`
+    with sm90, else the first of `GEMM_PIPELINES`) beside cuBLAS, and the best correct variants."""
+    from flashinfer.gemm import GEMM_PIPELINES, SM90_PIPELINE
+
+    default = SM90_PIPELINE if "sm90" in sections else GEMM_PIPELINES[0]
+    figures: dict = {"sections": sections}
+    for row in rows:
+        if row["kernel"] == "gemm" and tuple(row["config"]) == tuple(default) and not row["error"]:
+            figures["default_gemm"] = {"variant": row["variant"],
+                                       "tflops": {str(s): round(t, 1) for s, t in row["tflops"].items()},
+                                       "cublas_tflops": {str(s): round(t, 1) for s, t in row["cublas"].items()}}
+    figures["best"] = best_lines(rows)
+    return figures
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--compile-only", action="store_true", help="compile with ptxas -v; no GPU needed")
     parser.add_argument("--arch", type=int, default=90)
     parser.add_argument("--sections", default=",".join(SECTIONS), help=f"comma-separated, of {list(SECTIONS)}")
+    parser.add_argument("--json", type=Path, help="also write the headline figures to this JSON record")
     args = parser.parse_args()
     sections = [s for s in args.sections.split(",") if s]
     unknown = [s for s in sections if s not in SECTIONS]
@@ -355,6 +374,10 @@ def main() -> int:
         Path(os.environ["OUT"], f"sweep_{'_'.join(sections)}.json").write_text(json.dumps(rows, indent=1))
     for line in best_lines(rows):
         print(line)
+    if args.json:
+        import bench_record
+
+        bench_record.write(args.json, "kernel_sweep", headline(rows, sections), bench_record.command("kernel_sweep.py"))
     return 0
 
 

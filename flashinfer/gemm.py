@@ -58,9 +58,10 @@ class GemmConfig(NamedTuple):
                 f"_g{self.group_m}_b{self.min_blocks}{flags}")
 
 
-#: Measured on an H200 (benchmarks/kernel_sweep.py --sections sm90; cuBLAS 773 / 807 TFLOP/s at
-#: 4096^3 / 8192^3). The wgmma kernel reading b as stored, first choice on sm_90: 517 / 535 TFLOP/s
-#: (67% / 66%); the same kernel on b transposed on the host first: 368 / 474. The AOT registry
+#: Measured on an H200 (benchmarks/kernel_sweep.py --sections sm90, in commit d50395d; its record:
+#: benchmarks/results/kernel_sweep.json; cuBLAS 773 / 807 TFLOP/s at 4096^3 / 8192^3). The wgmma
+#: kernel reading b as stored, first choice on sm_90: 517 / 535 TFLOP/s (67% / 66% of cuBLAS);
+#: the same kernel on b transposed on the host first: 368 / 474. The AOT registry
 #: (flashinfer/aot.py) lists it first; it builds for sm_90 only.
 SM90_PIPELINE = GemmConfig(64, 4, 128, 256, wgmma=True, b_mn_major=True)
 #: The portable mma.sync kernel's configurations, fastest first; elsewhere a device runs

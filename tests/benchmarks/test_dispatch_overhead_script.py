@@ -1,7 +1,10 @@
-"""benchmarks/dispatch_overhead.py runs and prints every figure (no timing asserted)."""
+"""benchmarks/dispatch_overhead.py runs and prints every figure (no timing asserted), and
+writes a record that benchmarks/measured.py can make its rows of."""
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -16,7 +19,7 @@ def test_dispatch_overhead_benchmark_prints_every_case(tmp_path):
         [
             sys.executable, str(ROOT / "benchmarks" / "dispatch_overhead.py"),
             "--number", "200", "--repeat", "2", "--import-runs", "1",
-            "--flashinfer-src", str(tmp_path / "absent"),
+            "--flashinfer-src", str(tmp_path / "absent"), "--json", str(tmp_path / "record.json"),
         ],
         capture_output=True, text=True, check=True, env=env, cwd=tmp_path,
     ).stdout
@@ -33,3 +36,15 @@ def test_dispatch_overhead_benchmark_prints_every_case(tmp_path):
         "torch loaded: False",
     ]:
         assert label in out, label
+    record = json.loads((tmp_path / "record.json").read_text())
+    assert record["command"] == "python benchmarks/dispatch_overhead.py --number 200 --repeat 2 --import-runs 1 " \
+        f"--flashinfer-src {tmp_path / 'absent'}"
+    assert record["figures"]["flashinfer"] is None and record["figures"]["torch_loaded_by_import_flashinfer"] is False
+    measured = sys.modules.get("measured")
+    if measured is None:
+        spec = importlib.util.spec_from_file_location("measured", ROOT / "benchmarks" / "measured.py")
+        measured = sys.modules["measured"] = importlib.util.module_from_spec(spec)  # a dataclass looks its module up
+        spec.loader.exec_module(measured)
+    benchmark = measured.BY_NAME["dispatch_overhead"]
+    rows = benchmark.rows(measured.check_record(record, benchmark, "record.json"))
+    assert [row[0].split(" (")[0] for row in rows] == ["dispatch overhead, explicit / auto", "`import flashinfer`"]

@@ -1,0 +1,138 @@
+"""README.md's "Measured" table is what benchmarks/measured.py makes of the stored records
+(benchmarks/results/), and a record that lacks a field is a clear error. No benchmark runs."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BENCHMARKS = ROOT / "benchmarks"
+
+
+def _load(name: str):
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+measured = _load("measured")
+bench_record = sys.modules["bench_record"]
+
+
+def test_readme_table_is_the_stored_records_table():
+    current = measured.readme_table((ROOT / "README.md").read_text())
+    assert current == measured.table(measured.load_records()), (
+        "README.md's Measured table drifted from benchmarks/results/: run python benchmarks/measured.py --table-only")
+
+
+def test_every_row_says_where_it_was_measured():
+    records = measured.load_records()
+    for name, record in records.items():
+        benchmark = measured.BY_NAME[name]
+        assert record["command"].startswith(f"python benchmarks/{benchmark.script}"), name
+        assert "--json" not in record["command"], name
+        if record["source"] == "run":
+            assert record["machine"]["cpus"], name
+        else:  # figures written from the commit that measured them
+            assert record["source"].split()[0] == "commit" and len(record["source"].split()[1]) == 40, name
+        if benchmark.gpu:
+            assert record["machine"]["gpu"], name
+    lines = measured.readme_table((ROOT / "README.md").read_text()).splitlines()[2:]
+    assert len(lines) == sum(len(measured.BY_NAME[name].rows(records[name])) for name in records)
+    assert all(line.count(" | ") == 4 and line.rstrip(" |").split(" | ")[-1] for line in lines)
+
+
+def test_every_quoted_benchmark_writes_a_record():
+    for benchmark in measured.BENCHMARKS:
+        assert '"--json"' in (BENCHMARKS / benchmark.script).read_text(), benchmark.script
+
+
+@pytest.fixture
+def results(tmp_path, monkeypatch):
+    """A copy of the stored records, in place of benchmarks/results/."""
+    copy = tmp_path / "results"
+    shutil.copytree(BENCHMARKS / "results", copy)
+    monkeypatch.setattr(measured, "RESULTS", copy)
+    return copy
+
+
+def _edit(path: Path, change) -> None:
+    record = json.loads(path.read_text())
+    change(record)
+    path.write_text(json.dumps(record))
+
+
+@pytest.mark.parametrize("field", bench_record.REQUIRED)
+def test_a_record_without_a_required_field_is_an_error(results, field):
+    _edit(results / "check_speed.json", lambda record: record.pop(field))
+    with pytest.raises(measured.RecordError, match=f"check_speed.json: the record lacks '{field}'"):
+        measured.load_records()
+
+
+@pytest.mark.parametrize("field", bench_record.MACHINE_REQUIRED)
+def test_a_record_whose_machine_lacks_a_field_is_an_error(results, field):
+    _edit(results / "jit_cache.json", lambda record: record["machine"].pop(field))
+    with pytest.raises(measured.RecordError, match=f"jit_cache.json: the record's 'machine' lacks '{field}'"):
+        measured.load_records()
+
+
+def test_a_record_without_a_figure_its_row_shows_is_an_error(results):
+    _edit(results / "kernels.json", lambda record: record["figures"]["norms"].pop("gated_rmsnorm_tbps"))
+    lacks = "kernels.json: the record's 'figures' lacks 'norms.gated_rmsnorm_tbps'"
+    with pytest.raises(measured.RecordError, match=lacks):
+        measured.load_records()
+
+
+def test_a_missing_or_unknown_record_is_an_error(results):
+    (results / "bot_parsers.json").unlink()
+    with pytest.raises(measured.RecordError, match="no record for bot_parsers"):
+        measured.load_records()
+    (results / "other.json").write_text("{}")
+    with pytest.raises(measured.RecordError, match="no benchmark 'other'"):
+        measured.load_records()
+
+
+def test_a_bad_source_or_date_is_an_error(results):
+    _edit(results / "kernel_sweep.json", lambda record: record.update(source="somewhere"))
+    with pytest.raises(measured.RecordError, match="'source' is 'somewhere'"):
+        measured.load_records()
+    _edit(results / "kernel_sweep.json", lambda record: record.update(source="run", date="yesterday"))
+    with pytest.raises(measured.RecordError, match="'date' is 'yesterday'"):
+        measured.load_records()
+
+
+def test_table_only_rewrites_a_drifted_table_and_check_sees_it(results, tmp_path, monkeypatch, capsys):
+    readme = tmp_path / "README.md"
+    text = (ROOT / "README.md").read_text()
+    readme.write_text(text.replace(measured.readme_table(text), "| stale |"))
+    monkeypatch.setattr(measured, "README", readme)
+    assert measured.main(["--check"]) == 1
+    _edit(results / "autotune_overhead.json", lambda record: record["figures"].update(load_wall_ms_min=12.3))
+    assert measured.main(["--table-only"]) == 0
+    assert measured.main(["--check"]) == 0
+    new = readme.read_text()
+    assert "| 12 ms, CPU" in new
+    # nothing but the table changed
+    assert new.replace(measured.readme_table(new), "") == text.replace(measured.readme_table(text), "")
+    capsys.readouterr()
+
+
+def test_the_recorded_command_leaves_out_the_record_and_names_the_tree_dir(tmp_path):
+    tree = tmp_path / "fi"
+    (tree / "flashinfer").mkdir(parents=True)
+    argv = ["--root", str(tree), "--jobs", "2", "--json", "x.json"]
+    command = bench_record.command("check_speed.py", argv, tree=tree)
+    assert command == "python benchmarks/check_speed.py --root DIR --jobs 2"
+    argv = [f"--flashinfer-src={tree}/flashinfer", "--json=x"]
+    command = bench_record.command("dispatch_overhead.py", argv, tree=tree)
+    assert command == "python benchmarks/dispatch_overhead.py --flashinfer-src=DIR/flashinfer"
