@@ -14,11 +14,19 @@ project (a hash of the root's resolved path), or under ``--cache-dir`` /
 ignores it and tracks nothing in it; any other is refused with a warning and the
 run goes on without a cache, so the result is the one ``--no-cache`` gives.
 
+Nor does it come from another local user: the directory chosen for caches and the
+project's subdirectory, where they exist, must be owned by this user or root and
+writable by nobody else (the rule of ``flashinfer.jit.cache``, which this package
+may not import), else the location is refused the same way; directories the
+checker creates are mode 0o700. So a shared ``$POLICY_CHECK_CACHE_DIR``, or a
+project subdirectory someone else created first, is never read.
+
 The file is still input: it is read without following a symbolic link, only when
-it is a regular file and at most `MAX_BYTES` long, and as JSON (loading JSON runs
-no code). Writes go to a temporary file renamed into place, so two runs sharing
-the cache never see a half-written file (the last writer wins, and both versions
-are valid). An unreadable or corrupt cache is ignored with a warning.
+it is a regular file of this user (or root) that nobody else may write, at most
+`MAX_BYTES` long, and as JSON (loading JSON runs no code). Writes go to a
+temporary file renamed into place, so two runs sharing the cache never see a
+half-written file (the last writer wins, and both versions are valid). An
+unreadable, untrusted or corrupt cache is ignored with a warning.
 """
 
 from __future__ import annotations
@@ -70,12 +78,52 @@ def refusal(root: Path, directory: Path) -> Optional[str]:
     """Why the project at `root` must not keep its cache in `directory` (what
     `location` gives), or None.
 
-    Outside the project: None. Inside it, git must ignore the cache file and track
-    nothing in the directory chosen for caches (`directory`'s parent): then no
-    checkout (of a pull request, say) can have put anything there. Without git there
-    is no telling, so it is refused.
+    Inside the project, git must ignore the cache file and track nothing in the
+    directory chosen for caches (`directory`'s parent): then no checkout (of a pull
+    request, say) can have put anything there. Without git there is no telling, so
+    it is refused. Anywhere, that directory and `directory` must be private
+    (`_private_levels`): another user must not have made or be able to change them.
     """
-    root = Path(root).resolve()
+    return _tree_refusal(Path(root).resolve(), directory) or _private_levels(directory)
+
+
+def _private_levels(directory: Path) -> Optional[str]:
+    """Why another local user could have put or changed files in `directory` (a
+    project's cache directory) or its parent (the directory chosen for caches), or
+    None. A level that does not exist yet is fine: the checker creates it, 0o700."""
+    for level in (directory.parent, directory):
+        try:
+            info = os.lstat(level)
+        except FileNotFoundError:
+            continue
+        except OSError as error:
+            return f"{level} cannot be examined ({error.strerror or error})"
+        if stat.S_ISLNK(info.st_mode):
+            return f"{level} is a symbolic link"
+        if not stat.S_ISDIR(info.st_mode):
+            return f"{level} is not a directory"
+        problem = _untrusted(info)
+        if problem:
+            return f"{level} is {problem}"
+    return None
+
+
+def _untrusted(info: os.stat_result) -> str:
+    """Why another user could have written what `info` describes (``""`` when only
+    this user or root could): owned by someone else, or writable by its group or by
+    others. Root's count as ours (root can change anything of ours anyway). Where
+    there are no user ids (Windows) nothing is refused: mode bits say nothing there."""
+    geteuid = getattr(os, "geteuid", None)
+    if geteuid is None:
+        return ""
+    if info.st_uid not in (geteuid(), 0):
+        return f"owned by uid {info.st_uid}, neither this user ({geteuid()}) nor root"
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"writable by group or others (mode {stat.S_IMODE(info.st_mode):o})"
+    return ""
+
+
+def _tree_refusal(root: Path, directory: Path) -> Optional[str]:
     try:
         inside = directory.relative_to(root)
     except ValueError:
@@ -122,12 +170,14 @@ class FactsCache:
 
     def _load(self) -> None:
         try:
-            stored = json.loads(read_bounded(self.path))
+            stored = json.loads(read_bounded(self.path, owner_only=True))
             if not isinstance(stored, dict):
                 raise ValueError("not a mapping")
             self.entries = {bytes.fromhex(k): v for k, v in stored.items()}
         except FileNotFoundError:
             pass
+        except Untrusted as error:  # never read: the next save replaces it with a file of ours
+            self.warnings.append(f"not using the cache file {self.path}: it is {error}; running without a cache")
         except Exception as error:  # any corruption: start afresh
             self.warnings.append(f"ignoring unreadable cache {self.path}: {type(error).__name__}: {error}")
 
@@ -194,6 +244,10 @@ class FactsCache:
             return
         try:
             _private_directories(self.path.parent)
+            problem = _private_levels(self.path.parent)  # someone made it since we looked
+            if problem:
+                self.warnings.append(f"not writing cache {self.path}: {problem}")
+                return
             fd, temporary = tempfile.mkstemp(dir=self.path.parent, prefix=".tmp-")
             try:
                 with os.fdopen(fd, "wb") as handle:
@@ -206,10 +260,16 @@ class FactsCache:
             self.warnings.append(f"cannot write cache {self.path}: {error}")
 
 
-def read_bounded(path: Path, limit: Optional[int] = None) -> bytes:
+class Untrusted(ValueError):
+    """A file another user could have written (`_untrusted`)."""
+
+
+def read_bounded(path: Path, limit: Optional[int] = None, owner_only: bool = False) -> bytes:
     """The bytes of the regular file `path` (not through a symbolic link, never
     blocking on a FIFO), at most `limit` (default `MAX_BYTES`) of them: a longer
-    file raises ValueError unread. Also reads the baseline (`policy_checks.baseline`)."""
+    file raises ValueError unread; with `owner_only`, one another user could have
+    written (`_untrusted`) raises `Untrusted` unread. Also reads the baseline
+    (`policy_checks.baseline`), which is part of the tree and so anyone's."""
     limit = MAX_BYTES if limit is None else limit
     if not hasattr(os, "O_NOFOLLOW") and path.is_symlink():
         raise ValueError("a symbolic link")
@@ -224,6 +284,9 @@ def read_bounded(path: Path, limit: Optional[int] = None) -> bytes:
         info = os.fstat(handle.fileno())
         if not stat.S_ISREG(info.st_mode):
             raise ValueError("not a regular file")
+        problem = _untrusted(info) if owner_only else ""
+        if problem:
+            raise Untrusted(problem)
         data = handle.read(limit + 1) if info.st_size <= limit else b""
     if len(data) > limit or info.st_size > limit:
         raise ValueError(f"larger than {limit} bytes")

@@ -4,9 +4,13 @@ The key hashes the spec's content (source, every header's text, the ordered
 options), the architecture, the NVRTC version and the package version, so any
 change to what would be compiled lands in a new entry. Entries are written to a
 temporary file in the cache directory and moved into place with `os.replace`,
-so concurrent builders never expose a torn file; each entry carries a sha256 of
-its payload, checked on read, so a corrupt entry is rebuilt instead of loaded.
-An in-process memo makes the warm path a dictionary lookup.
+so concurrent builders never expose a torn file. An entry is a header (format
+magic, kind tag, the entry's full cache key, a sha256 of tag, key and payload)
+followed by the payload; a read checks the digest and that the recorded key is
+the key the entry was looked up under, so a corrupt entry, one in an older
+format, or a valid entry of another spec renamed onto this one's file name, is a
+miss: rebuilt and replaced, never loaded. An in-process memo makes the warm path
+a dictionary lookup.
 
 ``FLASHINFER_JIT_CACHE_DIR`` may name a directory others can write to, and a
 loaded entry is code that runs on the GPU, so an entry is loaded only when it is
@@ -34,10 +38,11 @@ from .spec import JitSpec
 __all__ = ["CACHE_DIR_ENV_VAR", "CompiledImage", "build", "cache_dir", "cache_key", "clear_memo", "entry_path"]
 
 CACHE_DIR_ENV_VAR = "FLASHINFER_JIT_CACHE_DIR"
-_MAGIC = b"FIJIT1"
+_MAGIC = b"FIJIT2"  # FIJIT1 entries recorded no key: they are misses now
 _KIND_TAGS = {"cubin": b"C", "ptx": b"P"}
 _TAG_KINDS = {v: k for k, v in _KIND_TAGS.items()}
-_HEADER_SIZE = len(_MAGIC) + 1 + 32  # magic, kind tag, sha256 of tag + payload
+_KEY_SIZE = 32  # the cache key, a sha256, as bytes
+_HEADER_SIZE = len(_MAGIC) + 1 + _KEY_SIZE + 32  # magic, kind tag, key, sha256 of tag + key + payload
 #: The longest entry loaded (256 MiB, far above any module image); longer is a miss.
 MAX_ENTRY_BYTES = 256 << 20
 
@@ -83,25 +88,52 @@ def cache_key(spec: JitSpec, arch: int) -> str:
 
 
 def entry_path(spec: JitSpec, arch: int, root: Optional[Path] = None) -> Path:
+    return _entry_path(spec, arch, cache_key(spec, arch), root)
+
+
+def _entry_path(spec: JitSpec, arch: int, key: str, root: Optional[Path]) -> Path:
     root = cache_dir() if root is None else Path(root)
-    return root / f"{spec.name}.sm_{int(arch)}.{cache_key(spec, arch)[:32]}.bin"
+    return root / f"{spec.name}.sm_{int(arch)}.{key[:32]}.bin"
 
 
-def encode_entry(kind: str, image: bytes) -> bytes:
-    tag = _KIND_TAGS[kind]
-    return _MAGIC + tag + hashlib.sha256(tag + image).digest() + image
+def _key_bytes(key: str) -> bytes:
+    raw = bytes.fromhex(key)
+    if len(raw) != _KEY_SIZE:
+        raise ValueError(f"a cache key is {_KEY_SIZE * 2} hex digits, not {len(key)}")
+    return raw
 
 
-def decode_entry(data: bytes) -> Optional[Tuple[str, bytes]]:
-    """(kind, image), or None when the bytes are not an intact entry."""
+def encode_entry(kind: str, image: bytes, key: str) -> bytes:
+    """The file content of the entry holding ``image`` under ``key`` (`cache_key`)."""
+    tag, recorded = _KIND_TAGS[kind], _key_bytes(key)
+    return _MAGIC + tag + recorded + hashlib.sha256(tag + recorded + image).digest() + image
+
+
+def _parse_entry(data: bytes) -> Optional[Tuple[str, str, bytes]]:
+    """(kind, recorded key, image) of an intact entry, else None."""
     if len(data) <= _HEADER_SIZE or not data.startswith(_MAGIC):
         return None
-    tag = data[len(_MAGIC):len(_MAGIC) + 1]
+    start = len(_MAGIC)
+    tag, recorded = data[start:start + 1], data[start + 1:start + 1 + _KEY_SIZE]
+    digest, image = data[start + 1 + _KEY_SIZE:_HEADER_SIZE], data[_HEADER_SIZE:]
     kind = _TAG_KINDS.get(tag)
-    digest, image = data[len(_MAGIC) + 1:_HEADER_SIZE], data[_HEADER_SIZE:]
-    if kind is None or hashlib.sha256(tag + image).digest() != digest:
+    if kind is None or hashlib.sha256(tag + recorded + image).digest() != digest:
         return None
-    return kind, image
+    return kind, recorded.hex(), image
+
+
+def decode_entry(data: bytes, key: Optional[str] = None) -> Optional[Tuple[str, bytes]]:
+    """(kind, image), or None when the bytes are not an intact entry, or, given
+    ``key``, when the entry was written under another key.
+
+    Loading always passes the key it looked the entry up under: the digest only
+    proves the entry is whole, the key that it is this spec's. Without ``key`` the
+    binding is not checked (inspecting a file known to be an entry, as tests do).
+    """
+    entry = _parse_entry(data)
+    if entry is None or (key is not None and entry[1] != _key_bytes(key).hex()):
+        return None
+    return entry[0], entry[2]
 
 
 def write_atomically(path: Path, data: bytes) -> None:
@@ -126,8 +158,9 @@ def write_atomically(path: Path, data: bytes) -> None:
         raise
 
 
-def _read(path: Path) -> Optional[Tuple[str, bytes]]:
-    """The entry at ``path``, or None (a miss) when absent, untrusted or corrupt."""
+def _read(path: Path, key: str) -> Optional[Tuple[str, bytes]]:
+    """The entry at ``path`` written under ``key``, or None (a miss) when absent,
+    untrusted, corrupt, or recorded under another key."""
     try:
         data = read_regular_file(path, MAX_ENTRY_BYTES, follow_symlinks=False, owner_only=True)
     except FileNotFoundError:
@@ -136,23 +169,27 @@ def _read(path: Path) -> Optional[Tuple[str, bytes]]:
         reason = "a symbolic link" if error.errno == errno.ELOOP else error.strerror or error
         _logger.warning("JIT cache entry %s not loaded (%s); rebuilding it", path, reason)
         return None
-    entry = decode_entry(data)
+    entry = decode_entry(data, key)
     if entry is None:
-        _logger.warning("JIT cache entry %s is corrupt; rebuilding it", path)
+        if _parse_entry(data) is None:
+            _logger.warning("JIT cache entry %s is corrupt or in an older format; rebuilding it", path)
+        else:  # whole, but another spec's (or build's): renamed or copied onto this name
+            _logger.warning("JIT cache entry %s not loaded (it was written under another key); rebuilding it", path)
     return entry
 
 
 def build(spec: JitSpec, arch: int, root: Optional[Path] = None) -> CompiledImage:
     """The module image of ``spec`` for ``arch``: from the memo, the disk, or NVRTC."""
-    path = entry_path(spec, arch, root)
+    key = cache_key(spec, arch)
+    path = _entry_path(spec, arch, key, root)
     hit = _memo.get(path)
     if hit is not None:
         return CompiledImage(hit[0], hit[1], path, "memory")
-    entry = _read(path)
+    entry = _read(path, key)
     origin = "disk"
     if entry is None:
         kind, image, _log = compile_spec(spec, arch)
-        write_atomically(path, encode_entry(kind, image))
+        write_atomically(path, encode_entry(kind, image, key))
         entry, origin = (kind, image), "compiled"
     with _memo_lock:
         _memo[path] = entry

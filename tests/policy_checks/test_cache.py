@@ -1,6 +1,7 @@
 """Where the facts cache lives: outside the checked tree, so that a cache planted in a
 pull request changes no finding; a location inside the project only when git ignores
-it and tracks nothing there; and reading the cache file is bounded."""
+it and tracks nothing there; never where another local user could have written; and
+reading the cache file is bounded."""
 
 from __future__ import annotations
 
@@ -32,6 +33,8 @@ TREE = {
 }
 FINDING = [("flashinfer/gemm.py", 1)]
 needs_git = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+as_root = pytest.mark.skipif(getattr(os, "geteuid", lambda: -1)() != 0, reason="chown to another user needs root")
+STRANGER = 12345  # a uid that is neither this user nor root
 
 
 def forge(cache_file: Path, root: Path) -> None:
@@ -171,3 +174,149 @@ def test_ci_takes_no_cache_from_the_pull_request():
     for command in checks:
         assert "--no-cache" in command or '--cache-dir "$RUNNER_TEMP/' in command, command
     assert not [step for step in steps if "cache" in step.get("uses", "")]
+
+
+# -- another local user ----------------------------------------------------------
+# Whoever can write the cache decides what the checker believes, and that includes
+# another user of the machine: one who owns a shared $POLICY_CHECK_CACHE_DIR, or who
+# created this project's (predictable) subdirectory before the checker did. Such a
+# location is refused like one in the tree: one warning, and the run finds what
+# --no-cache finds. Each test plants a forged cache there (gemm.py "imports
+# nothing"), so a cache that was believed would hide the finding.
+
+
+def _other_user(path: Path) -> str:
+    os.chown(path, STRANGER, -1)
+    return f"owned by uid {STRANGER}, neither this user ({os.geteuid()}) nor root"
+
+
+def _everyone(path: Path) -> str:
+    os.chmod(path, 0o777)
+    return "writable by group or others (mode 777)"
+
+
+def _group(path: Path) -> str:
+    os.chmod(path, 0o775)
+    return "writable by group or others (mode 775)"
+
+
+UNTRUSTED_DIRECTORIES = [
+    pytest.param(_other_user, id="another-user", marks=as_root),
+    pytest.param(_everyone, id="world-writable"),
+    pytest.param(_group, id="group-writable"),
+]
+
+
+def _warnings(stderr: str) -> list:
+    return [line for line in stderr.splitlines() if line.startswith("policy-check: warning:")]
+
+
+@pytest.mark.parametrize("plant", UNTRUSTED_DIRECTORIES)
+@pytest.mark.parametrize("chosen_by", ["variable", "option"])
+def test_a_shared_cache_directory_is_refused(tmp_path, monkeypatch, plant, chosen_by):
+    """$POLICY_CHECK_CACHE_DIR / --cache-dir names a directory another user owns or
+    anyone may write, holding a forged cache for this project."""
+    root = write_tree(tmp_path / "project", TREE)
+    shared = tmp_path / "shared"
+    cache_file = cache_module.location(root, shared) / cache_module._FILE
+    forge(cache_file, root)
+    reason = plant(shared)
+    forged = cache_file.read_bytes()
+
+    runner = CliRunner()
+    no_cache = runner.invoke(main, ["run", "--root", str(root), "--no-cache"])
+    if chosen_by == "variable":
+        monkeypatch.setenv(cache_module.ENVIRONMENT, str(shared))
+        result = runner.invoke(main, ["run", "--root", str(root)])
+    else:
+        result = runner.invoke(main, ["run", "--root", str(root), "--cache-dir", str(shared)])
+    assert (result.exit_code, result.stdout) == (1, no_cache.stdout)
+    assert "flashinfer/gemm.py:1:1: EXP001" in result.stdout
+    [warning] = _warnings(result.stderr)
+    assert f"not using the cache in {cache_file.parent}: {shared} is {reason}" in warning, warning
+    assert warning.endswith("running without a cache")
+    assert cache_file.read_bytes() == forged  # neither read nor rewritten
+    assert sorted(p.name for p in cache_file.parent.iterdir()) == [cache_module._FILE]
+
+    # control: the same directory once it is ours and private is trusted, forgery and all
+    os.chown(shared, os.geteuid(), -1)
+    os.chmod(shared, 0o700)
+    assert located(checked(root, use_cache=True, cache_dir=shared), "EXP001") == []
+
+
+@pytest.mark.parametrize("plant", UNTRUSTED_DIRECTORIES)
+def test_a_project_directory_someone_else_created_first_is_refused(tmp_path, plant):
+    """The user's own cache directory, but this project's subdirectory (its name is a
+    hash of the root's path, which anyone can compute) was made by someone else."""
+    root = write_tree(tmp_path / "project", TREE)
+    base = tmp_path / "mine"
+    base.mkdir(mode=0o700)
+    cache_file = cache_module.location(root, base) / cache_module._FILE
+    forge(cache_file, root)
+    reason = plant(cache_file.parent)
+    if plant is _other_user:
+        os.chown(cache_file, STRANGER, -1)
+
+    result = checked(root, use_cache=True, cache_dir=base)
+    assert located(result, "EXP001") == FINDING
+    assert result.warnings == [
+        f"not using the cache in {cache_file.parent}: {cache_file.parent} is {reason}; running without a cache"
+    ]
+
+
+@pytest.mark.parametrize(
+    "plant",
+    [
+        pytest.param(_other_user, id="another-user", marks=as_root),
+        pytest.param(lambda path: os.chmod(path, 0o666) or "writable by group or others (mode 666)", id="world-writable"),
+        pytest.param(lambda path: os.chmod(path, 0o620) or "writable by group or others (mode 620)", id="group-writable"),
+    ],
+)
+def test_a_cache_file_someone_else_could_write_is_not_read(tmp_path, plant):
+    """Private directories, but the cache file itself is another user's or writable by
+    others: not read; the run's own cache replaces it, and the next run uses that."""
+    root = write_tree(tmp_path / "project", TREE)
+    base = tmp_path / "mine"
+    base.mkdir(mode=0o700)
+    cache_file = cache_module.location(root, base) / cache_module._FILE
+    forge(cache_file, root)
+    reason = plant(cache_file)
+
+    result = checked(root, use_cache=True, cache_dir=base)
+    assert located(result, "EXP001") == FINDING
+    assert result.warnings == [f"not using the cache file {cache_file}: it is {reason}; running without a cache"]
+    info = os.lstat(cache_file)
+    assert info.st_uid == os.geteuid() and stat.S_IMODE(info.st_mode) == 0o600
+    again = checked(root, use_cache=True, cache_dir=base)
+    assert again.warnings == [] and again.parsed == 0 and located(again, "EXP001") == FINDING
+
+
+@as_root
+def test_a_project_directory_made_by_someone_else_during_the_run_is_not_written(tmp_path):
+    """The subdirectory did not exist when the run looked, and another user creates it
+    before the run saves: nothing is written into it."""
+    root = write_tree(tmp_path / "project", TREE)
+    base = tmp_path / "mine"
+    facts_cache = cache_module.FactsCache(root, directory=base)
+    assert facts_cache.enabled and facts_cache.warnings == []
+    facts_cache.path.parent.mkdir(parents=True)
+    os.chmod(base, 0o700)
+    os.chown(facts_cache.path.parent, STRANGER, -1)
+    facts_cache.put(cache_module.key("flashinfer/gemm.py", b""), FileFacts("flashinfer.gemm", False))
+    facts_cache.save()
+    assert list(facts_cache.path.parent.iterdir()) == []
+    assert facts_cache.warnings == [
+        f"not writing cache {facts_cache.path}: {facts_cache.path.parent} is owned by uid {STRANGER}, "
+        f"neither this user ({os.geteuid()}) nor root"
+    ]
+
+
+def test_directories_the_checker_creates_are_private(tmp_path):
+    root = write_tree(tmp_path / "project", TREE)
+    base = tmp_path / "new" / "caches"
+    assert located(checked(root, use_cache=True, cache_dir=base), "EXP001") == FINDING
+    where = cache_module.location(root, base)
+    for directory in (where, base, base.parent):
+        assert stat.S_IMODE(directory.stat().st_mode) == 0o700, directory
+    assert stat.S_IMODE((where / cache_module._FILE).stat().st_mode) == 0o600
+    assert checked(root, use_cache=True, cache_dir=base).parsed == 0

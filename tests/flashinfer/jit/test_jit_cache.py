@@ -1,6 +1,10 @@
-"""The JIT disk cache: misses, hits, keys, corrupt entries, atomic and concurrent writes."""
+"""The JIT disk cache: misses, hits, keys, corrupt entries, atomic and concurrent writes,
+entries bound to their key."""
 
+import contextlib
+import hashlib
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -16,6 +20,10 @@ from flashinfer.jit.elf import function_symbols
 
 REPO = Path(__file__).resolve().parents[3]
 SOURCE = 'extern "C" __global__ void add_one(float* x) { x[threadIdx.x] += 1.f; }'
+
+
+KEY = hashlib.sha256(b"some spec").hexdigest()
+OTHER_KEY = hashlib.sha256(b"another spec").hexdigest()
 
 
 def make_spec(tag: str = "") -> JitSpec:
@@ -79,7 +87,7 @@ def test_corrupt_entry_is_rebuilt_not_loaded(damage, compile_count, caplog):
     cache.clear_memo()
     rebuilt = cache.build(spec, 90)
     assert rebuilt.origin == "compiled" and rebuilt.image == good.image
-    assert cache.decode_entry(rebuilt.path.read_bytes()) == ("cubin", good.image)
+    assert cache.decode_entry(rebuilt.path.read_bytes(), cache.cache_key(spec, 90)) == ("cubin", good.image)
     assert len(compile_count) == 2
     assert "corrupt" in caplog.text
 
@@ -142,19 +150,157 @@ def test_two_processes_compiling_the_same_spec_both_succeed(jit_cache_dir, tmp_p
 @given(image=st.binary(min_size=1, max_size=512), kind=st.sampled_from(["cubin", "ptx"]), data=st.data())
 @settings(max_examples=200, deadline=None)
 def test_entry_round_trips_and_any_single_byte_change_is_caught(image, kind, data):
-    entry = cache.encode_entry(kind, image)
-    assert cache.decode_entry(entry) == (kind, image)
+    entry = cache.encode_entry(kind, image, KEY)
+    assert cache.decode_entry(entry, KEY) == cache.decode_entry(entry) == (kind, image)
     position = data.draw(st.integers(0, len(entry) - 1))
     flip = data.draw(st.integers(1, 255))
     damaged = bytearray(entry)
     damaged[position] ^= flip
-    assert cache.decode_entry(bytes(damaged)) is None
+    assert cache.decode_entry(bytes(damaged), KEY) is None
+    assert cache.decode_entry(bytes(damaged)) is None  # the recorded key is covered by the checksum too
 
 
 def test_kind_tag_is_covered_by_the_checksum():
-    entry = bytearray(cache.encode_entry("cubin", b"image"))
-    entry[len(b"FIJIT1")] = ord("P")  # a valid tag, but not the one that was written
-    assert cache.decode_entry(bytes(entry)) is None
+    entry = bytearray(cache.encode_entry("cubin", b"image", KEY))
+    entry[len(cache._MAGIC)] = ord("P")  # a valid tag, but not the one that was written
+    assert cache.decode_entry(bytes(entry), KEY) is None
+
+
+# -- an entry is bound to its key ---------------------------------------------------
+# The checksum proves an entry is whole, not whose it is: anyone who can rename files
+# in the cache directory could move a valid entry of spec B (ours, so it passes the
+# owner check) onto spec A's file name. The header records the full key, and a read
+# checks it against the key it looked the entry up under.
+
+
+def test_an_entry_decodes_only_under_the_key_it_was_written_for():
+    entry = cache.encode_entry("cubin", b"image", KEY)
+    assert cache.decode_entry(entry, KEY) == ("cubin", b"image")
+    assert cache.decode_entry(entry, KEY.upper()) == ("cubin", b"image")  # the same key, spelt in capitals
+    assert cache.decode_entry(entry, OTHER_KEY) is None
+    with pytest.raises(ValueError):
+        cache.encode_entry("cubin", b"image", KEY[:32])  # a file-name prefix is not a key
+
+
+def _swap_in(victim: Path, planted: Path) -> None:
+    """What a co-user who can write the directory does: replace ``victim`` by a copy
+    of ``planted`` (a rename would do as well), keeping it ours and 0644."""
+    shutil.copyfile(planted, victim)
+    os.chmod(victim, 0o644)
+
+
+def test_a_renamed_entry_of_another_spec_is_a_miss(jit_cache_dir, compile_count, caplog):
+    """Spec B's valid entry put under spec A's file name: spec A's own image is
+    compiled and replaces it, spec B's is never returned."""
+    spec_a = make_spec("a")
+    spec_b = JitSpec("add_two", 'extern "C" __global__ void add_two(float* x) { x[threadIdx.x] += 2.f; }', ["add_two"])
+    b = cache.build(spec_b, 90)
+    victim = cache.entry_path(spec_a, 90)
+    victim.parent.mkdir(parents=True, exist_ok=True)
+    _swap_in(victim, b.path)
+    assert cache.decode_entry(victim.read_bytes()) == ("cubin", b.image)  # whole and valid, just not A's
+    cache.clear_memo()
+    a = cache.build(spec_a, 90)
+    assert a.origin == "compiled" and a.path == victim and a.image != b.image
+    assert "add_one" in function_symbols(a.image) and "add_two" not in function_symbols(a.image)
+    assert "written under another key" in caplog.text
+    assert cache.decode_entry(victim.read_bytes(), cache.cache_key(spec_a, 90)) == ("cubin", a.image)
+    assert compile_count == [("add_two", 90), ("add_one", 90)]
+    cache.clear_memo()  # the replacement is A's: the next process loads it
+    assert cache.build(spec_a, 90).origin == "disk"
+
+
+def test_an_entry_of_the_same_spec_for_another_arch_is_a_miss(jit_cache_dir, compile_count):
+    """The key covers the architecture: an sm_80 image renamed onto the sm_90 name is
+    not loaded for sm_90."""
+    spec = make_spec()
+    sm80 = cache.build(spec, 80)
+    victim = cache.entry_path(spec, 90)
+    _swap_in(victim, sm80.path)
+    cache.clear_memo()
+    sm90 = cache.build(spec, 90)
+    assert sm90.origin == "compiled" and sm90.image != sm80.image
+    assert compile_count == [("add_one", 80), ("add_one", 90)]
+
+
+def test_an_entry_in_the_old_keyless_format_is_a_miss(jit_cache_dir, compile_count, caplog):
+    spec = make_spec()
+    good = cache.build(spec, 90)
+    tag = b"C"
+    good.path.write_bytes(b"FIJIT1" + tag + hashlib.sha256(tag + good.image).digest() + good.image)
+    cache.clear_memo()
+    rebuilt = cache.build(spec, 90)
+    assert rebuilt.origin == "compiled" and rebuilt.image == good.image
+    assert "older format" in caplog.text
+    assert cache.decode_entry(rebuilt.path.read_bytes(), cache.cache_key(spec, 90)) == ("cubin", good.image)
+
+
+class _FakeDriver:
+    """Stands in for ``cuda.bindings.driver``: records the images given to the loader."""
+
+    def __init__(self):
+        self.loaded = []
+
+    def cuModuleLoadData(self, image):
+        self.loaded.append(bytes(image))
+        return 0, object()
+
+    def cuModuleGetFunction(self, module, name):
+        return 0, name
+
+
+def test_an_entry_under_a_foreign_key_never_reaches_the_launcher(jit_cache_dir, monkeypatch):
+    """The loader (``get_kernel``) is handed spec A's own image, never the planted
+    one; the driver is faked, so this runs without a GPU."""
+    torch = pytest.importorskip("torch")
+    from flashinfer.jit import launch
+
+    spec_a = make_spec("launched")
+    spec_b = JitSpec("add_two", 'extern "C" __global__ void add_two(float* x) { x[threadIdx.x] += 2.f; }', ["add_two"])
+    planted = cache.build(spec_b, 90)
+    victim = cache.entry_path(spec_a, 90)
+    _swap_in(victim, planted.path)
+    cache.clear_memo()
+    driver = _FakeDriver()
+    monkeypatch.setattr(launch, "_driver", lambda: driver)
+    monkeypatch.setattr(launch, "device_arch", lambda device: 90)
+    monkeypatch.setattr(launch, "_context_of", lambda device: contextlib.nullcontext())
+    monkeypatch.setattr(launch, "_kernels", {})
+    monkeypatch.setattr(launch, "_modules", {})
+    kernel = launch.get_kernel(spec_a, "add_one", torch.device("cuda", 0))
+    assert kernel.name == "add_one"
+    assert len(driver.loaded) == 1 and planted.image not in driver.loaded
+    assert "add_one" in function_symbols(driver.loaded[0])
+
+
+def _gpu_available() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
+@pytest.mark.skipif(not _gpu_available(), reason="needs a CUDA GPU")
+def test_a_renamed_entry_on_the_gpu_runs_the_right_kernel(jit_cache_dir):
+    """Spec B's entry (adds 2) planted under spec A's name (adds 1): the kernel that
+    runs is A's."""
+    import torch
+
+    from flashinfer.jit import get_kernel
+    from flashinfer.jit.launch import device_arch
+
+    arch = device_arch(torch.device("cuda"))
+    body = 'extern "C" __global__ void bump(float* x) {{ x[threadIdx.x] += {}.f; }}'
+    spec_a = JitSpec("bump_renamed_a", body.format(1), ["bump"])
+    spec_b = JitSpec("bump_renamed_b", body.format(2), ["bump"])
+    planted = cache.build(spec_b, arch)
+    _swap_in(cache.entry_path(spec_a, arch), planted.path)
+    cache.clear_memo()
+    x = torch.zeros(32, device="cuda")
+    get_kernel(spec_a, "bump", x.device).launch((1,), (32,), [x])
+    torch.cuda.synchronize()
+    assert (x == 1.0).all()
 
 
 # -- a shared cache directory: only our own regular files are loaded -----------------
