@@ -7,12 +7,14 @@ printed back byte for byte (libcst keeps all whitespace and comments in the tree
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Union
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider, ScopeProvider
 
+from .. import markers
 from .findings import Finding, FixTarget
 
 Edit = Callable[[cst.CSTNode], cst.CSTNode]
@@ -45,6 +47,16 @@ class PythonFile:
 
     def line_of(self, node: cst.CSTNode) -> int:
         return self.positions[node].start.line
+
+    @property
+    def names(self):
+        """The file's names as `policy_checks.markers` reads them (built on first use)."""
+        names = self.__dict__.get("_names")
+        if names is None:
+            tree = markers.parse(self.tree.code)
+            names = markers.file_names(tree if tree is not None else ast.Module(body=[], type_ignores=[]))
+            self.__dict__["_names"] = names
+        return names
 
 
 def parse(source: bytes, module_name: str, is_package: bool) -> PythonFile:
@@ -287,11 +299,23 @@ def in_module_scope(file: PythonFile, node: cst.CSTNode) -> bool:
 
 
 def decorator_name(decorator: cst.Decorator) -> str:
-    """Last component of a decorator's name: ``api`` for ``@x.api(trace=1)``."""
+    """Last component of a decorator's name, calls unwrapped (parentheses are no nodes in
+    libcst): ``api`` for ``@x.api(trace=1)`` and ``@(x.api)(trace=1)(f)``; the same reading
+    as `policy_checks.markers.decorator_target`, without following names."""
     expression = decorator.decorator
-    if isinstance(expression, cst.Call):
-        expression = expression.func
+    while isinstance(expression, (cst.Call, cst.NamedExpr)):
+        expression = expression.func if isinstance(expression, cst.Call) else expression.value
     return dotted_name(expression).rpartition(".")[2]
+
+
+def decorator_kinds(file: PythonFile, decorator: cst.Decorator) -> frozenset:
+    """The kinds of mark (`policy_checks.markers`) a decorator applies, its spelling and the
+    file's aliases followed: ``{"experimental_api"}`` for ``@fx(feature="f")`` after
+    ``from .api_logging import flashinfer_experimental_api as fx``."""
+    expression = markers.parse(file.tree.code_for_node(decorator.decorator).strip())
+    if expression is None or len(expression.body) != 1 or not isinstance(expression.body[0], ast.Expr):
+        return frozenset()
+    return file.names.of_decorator(expression.body[0].value)
 
 
 def decorator_names(function: cst.FunctionDef) -> List[str]:
@@ -345,7 +369,6 @@ class _Rewriter(cst.CSTTransformer):
     def __init__(self, edits: Dict[cst.CSTNode, Edit]) -> None:
         super().__init__()
         self.edits = edits
-        self.removed: set = set()
 
     def on_leave(self, original_node, updated_node):
         updated = super().on_leave(original_node, updated_node)
@@ -356,16 +379,22 @@ class _Rewriter(cst.CSTTransformer):
             return updated
         result = edit(updated)
         if result is REMOVE_LINE:
-            result = updated.with_changes(body=[cst.Pass()])
-            self.removed.add(id(result))
+            # The line stays until its block closes the gap. It is marked by what it holds,
+            # the REMOVE_LINE singleton, never by id(): the placeholder is freed once its
+            # block is rebuilt, and a later statement may then get its address.
+            result = updated.with_changes(body=[REMOVE_LINE])
         return result
+
+    @staticmethod
+    def _is_removed(statement) -> bool:
+        return isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 and statement.body[0] is REMOVE_LINE
 
     def _close_gaps(self, block):
         """Drop removed lines; their comment lines go to the next statement (or the
         block's footer); a block left empty keeps one ``pass``."""
         body, carried = [], []
         for statement in block.body:
-            if id(statement) in self.removed:
+            if self._is_removed(statement):
                 carried += statement.leading_lines
                 continue
             if carried:
