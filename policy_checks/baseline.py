@@ -154,16 +154,28 @@ def read(path: Path, name: Optional[str] = None) -> Baseline:
     file for anything else (not JSON, another top-level key or version, a wrong
     field, a duplicate entry, a FIFO, a symbolic link, a directory)."""
     name = name or str(path)
-
-    def fail(problem: str) -> BaselineError:
-        return BaselineError(f"baseline {name}: {problem}; regenerate it with `policy-check baseline`")
-
     try:
         data = read_bounded(Path(path), MAX_BYTES)
     except FileNotFoundError:
-        raise fail("no such file") from None
+        raise _failure(name, "no such file") from None
     except (OSError, ValueError) as error:
-        raise fail(f"cannot read: {getattr(error, 'strerror', None) or error}") from None
+        raise _failure(name, f"cannot read: {getattr(error, 'strerror', None) or error}") from None
+    return loads(data, name)
+
+
+def _failure(name: str, problem: str) -> BaselineError:
+    return BaselineError(f"baseline {name}: {problem}; regenerate it with `policy-check baseline`")
+
+
+def loads(data: bytes, name: str) -> Baseline:
+    """The baseline in `data` (the bytes of a baseline file, at most `MAX_BYTES`:
+    another revision's, say), read as strictly as `read` reads a file."""
+
+    def fail(problem: str) -> BaselineError:
+        return _failure(name, problem)
+
+    if len(data) > MAX_BYTES:
+        raise fail(f"cannot read: larger than {MAX_BYTES} bytes")
     try:
         document = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as error:

@@ -60,8 +60,14 @@ def _work_options(command):
               metavar="FILE", help="Report only findings this baseline does not accept "
               "(default: policy-check-baseline.json at the root, when it exists).")
 @click.option("--no-baseline", is_flag=True, help="Ignore the baseline: report every finding.")
+@click.option("--policy-from", metavar="REV", default=None,
+              help="Also judge the tree with the policy of the git revision REV (its settings and baseline, and "
+              "only the suppression comments it had): a finding that policy reports and the tree's hides fails.")
+@click.option("--approved-policy-change", is_flag=True,
+              help="With --policy-from: list the findings the policy change hides, but do not fail on them "
+              "(for a change a maintainer approved).")
 def run(paths, output_format, select, ignore, jobs, no_cache, cache_dir, exit_zero, statistics, root,
-        baseline_file, no_baseline):
+        baseline_file, no_baseline, policy_from, approved_policy_change):
     """Check the project (or only report findings under PATHS)."""
     from .runner import run as run_checks
 
@@ -73,11 +79,20 @@ def run(paths, output_format, select, ignore, jobs, no_cache, cache_dir, exit_ze
             raise ConfigError(f"--select/--ignore: unknown rule id {unknown!r}")
         if baseline_file is not None and no_baseline:
             raise ConfigError("--baseline and --no-baseline exclude each other")
+        if approved_policy_change and policy_from is None:
+            raise ConfigError("--approved-policy-change goes with --policy-from")
         accepted = None if no_baseline else _read_baseline(root, baseline_file)
-        result = run_checks(
-            root, settings, paths=paths, select=_ids(select), ignore=_ids(ignore),
-            jobs=jobs, use_cache=not no_cache, cache_dir=cache_dir, baseline=accepted,
-        )
+        options = dict(paths=paths, select=_ids(select), ignore=_ids(ignore), jobs=jobs, use_cache=not no_cache,
+                       cache_dir=cache_dir, baseline=accepted)
+        if policy_from is None:
+            result = run_checks(root, settings, **options)
+        else:
+            from .baseline import default_path
+            from .policy_change import judge
+
+            read_from = None if no_baseline else (baseline_file or default_path(root))
+            result = judge(root, settings, policy_from, approved=approved_policy_change, baseline_path=read_from,
+                           **options)
     except (ConfigError, ValueError) as error:
         click.echo(f"policy-check: error: {error}", err=True)
         sys.exit(EXIT_ERROR)
@@ -88,7 +103,8 @@ def run(paths, output_format, select, ignore, jobs, no_cache, cache_dir, exit_ze
         click.echo(f"policy-check: warning: {warning}", err=True)
     names = {i: r.name for i, r in ALL_IDS.items()}
     click.echo(FORMATS[output_format](result, names, statistics), nl=False)
-    sys.exit(EXIT_FINDINGS if result.findings and not exit_zero else EXIT_CLEAN)
+    failing = result.findings or (result.hidden and not result.approved)
+    sys.exit(EXIT_FINDINGS if failing and not exit_zero else EXIT_CLEAN)
 
 
 def _baseline_name(root: Path, path: Path) -> str:

@@ -57,6 +57,13 @@ class Result:
     baseline: Optional[str] = None
     baselined: list = field(default_factory=list)
     fixed: list = field(default_factory=list)
+    # With ``--policy-from`` (`policy_change.judge`): the findings the base
+    # revision's policy reports and this tree's policy hides (`policy_change.Hidden`),
+    # the revision as given and its commit, and whether a maintainer approved the
+    # policy change. Without it: empty, None, False.
+    hidden: list = field(default_factory=list)
+    policy_from: Optional[tuple] = None  # (revision as given, commit)
+    approved: bool = False
 
 
 def _task(project: Project, needs: Prefilter, source: SourceFile, complete: bool = False) -> tuple:
@@ -150,12 +157,20 @@ def run(
     cache_dir=None,
     baseline=None,
     fingerprints: bool = False,
+    facts_cache=None,
+    suppressions=None,
 ) -> Result:
     """`cache_dir`: where to keep the facts cache (default: `cache.location`'s).
     `prefilter` False gives every file complete facts (what the prefilter must not
     change the findings of). `baseline` (a `baseline.Baseline`): report only the
     findings it does not accept (`Result.baselined`, `Result.fixed`).
-    `fingerprints`: also give each finding's fingerprint."""
+    `fingerprints`: also give each finding's fingerprint.
+
+    Two evaluations of one tree under two policies (`policy_change`) share their
+    facts: `facts_cache` (a `cache.FactsCache`) is then used instead of a new one,
+    keeps what it learns in memory even when it is not persisted, and is saved by
+    its owner, not here. `suppressions`: a function from the suppression comments
+    found (path -> [`facts.Suppression`]) to those this evaluation applies."""
     root = Path(root).resolve()
     check_settings(settings)
     package_dir = root / settings.package.replace(".", "/")
@@ -165,7 +180,11 @@ def run(
     selected = selected_ids(settings, select, ignore)
     rules = [rule for rule_id, rule in RULES.items() if rule_id in selected]
     needs = Prefilter(rules, RULES.values(), settings, enabled=prefilter)
-    facts_cache = cache_module.FactsCache(root, enabled=use_cache, directory=cache_dir, vocabulary=needs.scanner.key)
+    shared = facts_cache is not None
+    if shared:
+        facts_cache.vocabulary = needs.scanner.key  # the trigger scans this run reads and stores
+    else:
+        facts_cache = cache_module.FactsCache(root, enabled=use_cache, directory=cache_dir, vocabulary=needs.scanner.key)
     parsed = [0]
 
     def load(source: SourceFile) -> FileFacts:
@@ -188,14 +207,15 @@ def run(
     tasks = _facts_from_cache(project, needs, facts_cache)
     parsed[0] += len(tasks)
     follow_up = partial(_prefetch, project, needs, rules)
-    _compute_all(project, facts_cache, needs.scanner, tasks, jobs, progress, follow_up)
+    _compute_all(project, facts_cache, needs.scanner, tasks, jobs, progress, follow_up, facts_cache.enabled or shared)
     if BACKEND_REQUIREMENT in needs.triggers:
         parsed[0] += _follow_requirement_aliases(project, facts_cache)
 
     findings = []
     for rule in rules:
         findings.extend(f for f in rule.check(project) if f.rule in selected)
-    findings = apply(findings, _suppressions(project), set(ALL_IDS), selected)
+    found = _suppressions(project)
+    findings = apply(findings, found if suppressions is None else suppressions(found), set(ALL_IDS), selected)
     findings = [f for f in findings if f.rule in selected and not _ignored_for_file(settings, f)]
     if rel_paths:
         findings = [f for f in findings if any(under(f.path, p) for p in rel_paths)]
@@ -205,7 +225,8 @@ def run(
     result = Result(sorted({_printable(f) for f in findings}), len(checked), facts_cache.warnings)
     if baseline is not None or fingerprints:
         _fingerprint(project, result, baseline, selected, rel_paths)  # may parse: before saving
-    facts_cache.save()
+    if not shared:
+        facts_cache.save()
     result.parsed = parsed[0]
     return result
 
@@ -278,13 +299,14 @@ def _printable(finding):
     )
 
 
-def _compute_all(project, facts_cache, scanner, tasks, jobs, progress, follow_up) -> None:
+def _compute_all(project, facts_cache, scanner, tasks, jobs, progress, follow_up, keyed: bool) -> None:
     """Compute `tasks` (in a pool when worth it), then the tasks `follow_up()`
-    names once the first results are in."""
+    names once the first results are in. `keyed`: store the results in
+    `facts_cache` under their keys (a persisted or a shared cache)."""
     jobs = jobs or os.cpu_count() or 1
     groups = _by_size(project, tasks)  # big files first: even load
     bar = _Progress(len(tasks), progress)
-    work = partial(_compute, scanner, facts_cache.enabled)
+    work = partial(_compute, scanner, keyed)
     if jobs > 1 and len(tasks) >= _POOL_THRESHOLD:
         import multiprocessing  # only here: a warm run starts no process
 

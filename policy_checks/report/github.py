@@ -1,5 +1,7 @@
 """GitHub Actions workflow commands: one ``::error`` annotation per finding (with a
-baseline: per new finding, and one ``::notice`` with the baselined and fixed counts)."""
+baseline: per new finding, and one ``::notice`` with the baselined and fixed counts;
+with ``--policy-from``: also one per finding the policy change hides, with what hid
+it, a ``::warning`` once approved)."""
 
 from __future__ import annotations
 
@@ -20,6 +22,14 @@ def github(result, rule_names: dict, statistics: bool = False) -> str:
         lines.append(
             f"::error file={_escape(f.path, True)},line={f.line},col={f.column},title={title}::"
             f"{_escape(f'{f.rule} {f.message}')}"
+        )
+    for h in result.hidden:  # --policy-from: an error each, a warning once a maintainer approved
+        f = h.finding
+        level = "warning" if result.approved else "error"
+        title = _escape(f"{f.rule} {rule_names.get(f.rule, '')} (hidden by a policy change)".replace("  ", " "), True)
+        message = f"{f.rule} {f.message}; hidden by this pull request's policy change: {h.reason}"
+        lines.append(
+            f"::{level} file={_escape(f.path, True)},line={f.line},col={f.column},title={title}::{_escape(message)}"
         )
     if result.baseline is not None:
         notice = f"policy-check: {len(result.findings)} new finding(s), {len(result.baselined)} baselined in {result.baseline}"

@@ -31,6 +31,22 @@ def json_report(result, rule_names: dict, statistics: bool = False) -> str:
         document["baselined"] = len(result.baselined)
         document["baseline_fixed"] = sum(n for _, n in result.fixed)
         document["baseline_fixed_entries"] = [entry(fp, n) for fp, n in result.fixed]
+    if result.policy_from is not None:  # --policy-from: what the policy change hides, and why
+        given, commit = result.policy_from
+        document["policy_from"] = {"revision": given, "commit": commit}
+        document["policy_change_approved"] = result.approved
+        hidden = []
+        for h in result.hidden:
+            f = h.finding
+            item = {
+                "rule": f.rule, "name": rule_names.get(f.rule, ""), "path": f.path, "line": f.line,
+                "column": f.column, "message": f.message, "severity": "error",
+                "reason": h.reason, "causes": list(h.causes),
+            }
+            if h.fingerprint is not None:
+                item.update(module=h.fingerprint.module, scope=h.fingerprint.scope, subject=h.fingerprint.subject)
+            hidden.append(item)
+        document["hidden_by_policy_change"] = hidden
     if statistics:
         counts = {}
         for f in result.findings:

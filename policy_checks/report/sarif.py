@@ -5,7 +5,10 @@ With a baseline, every result carries its ``baselineState`` (SARIF 2.1.0's ``res
 accepts, which also carries an ``external`` suppression (``result.suppressions``) whose justification
 names the baseline file, so that viewers show it as suppressed; ``absent`` for what
 the baseline accepts beyond today's findings (fixed debt), located at the baseline
-file. Without a baseline, results carry neither."""
+file. Without a baseline, results carry neither. With ``--policy-from``, a finding
+the pull request's policy change hides is a result too (level ``error``; its
+message and ``properties.hiddenByPolicyChange`` say what hid it), of level
+``warning`` with an ``external`` accepted suppression once a maintainer approved."""
 
 from __future__ import annotations
 
@@ -48,6 +51,18 @@ def sarif(result, rule_names: dict, statistics: bool = False) -> str:
 
     with_baseline = result.baseline is not None
     results = [found(f, "new" if with_baseline else None) for f in result.findings]
+    for h in result.hidden:  # --policy-from: what the policy change hides, and why
+        item = found(h.finding, "new" if with_baseline else None)
+        item["message"]["text"] = f"{h.finding.message} (hidden by this pull request's policy change: {h.reason})"
+        item["properties"] = {"hiddenByPolicyChange": h.reason, "causes": list(h.causes)}
+        if result.approved:
+            item["level"] = "warning"
+            item["suppressions"] = [{
+                "kind": "external",
+                "status": "accepted",
+                "justification": "a maintainer approved this pull request's policy change",
+            }]
+        results.append(item)
     if with_baseline:
         for f in result.baselined:
             item = found(f, "unchanged")

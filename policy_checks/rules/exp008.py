@@ -6,6 +6,7 @@ import configparser
 import fnmatch
 import re
 import shlex
+from functools import partial
 
 from ..needs import EXPERIMENTAL_NAME, IMPORT_CALLS, STABLE_TEST, Kind
 from ..project import DefTarget
@@ -26,13 +27,26 @@ def pytest_config(project):
     """``(path, norecursedirs entries or None, line)`` of the configuration pytest
     would use at the root, or None when there is none. `line` is that of the
     ``norecursedirs`` key in pytest's section, else of the section's header."""
+    return pytest_config_in(partial(_root_text, project.root))
+
+
+def _root_text(root, name: str):
+    path = root / name
+    if not path.is_file():
+        return None
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def pytest_config_in(text_of):
+    """`pytest_config` of the files `text_of` gives (a name of `CONFIG_FILES` ->
+    its text, or None when there is no such file): the same question asked of
+    another revision's files (``policy-check run --policy-from``)."""
     for name in CONFIG_FILES:
-        path = project.root / name
-        if not path.is_file():
-            continue
-        try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
+        text = text_of(name)
+        if text is None:
             continue
         found = _toml_section(name, text) if name.endswith(".toml") else _ini_section(name, text)
         if found is not None:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.util
+
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -124,14 +127,19 @@ def test_policy_check_workflow_is_read_only_with_annotations_and_sarif():
     assert job["permissions"]["contents"] == "read"
     assert all(v == "read" for k, v in job["permissions"].items() if k != "security-events")
     runs = " ".join(step.get("run", "") for step in job["steps"])
-    assert "policy-check run --format github" in runs and "--format sarif" in runs
+    assert "-m policy_checks run " in runs and "--format github" in runs and "--format sarif" in runs
     assert any(step.get("uses", "").startswith("github/codeql-action/upload-sarif@") for step in job["steps"])
 
 
-def test_tests_workflow_runs_both_lanes():
+def test_tests_workflow_runs_every_lane():
+    """The lanes are the ones tests/lanes.py (the README's test command) defines."""
+    spec = importlib.util.spec_from_file_location("lanes_for_workflow_test", ROOT / "tests" / "lanes.py")
+    lanes = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = lanes  # its dataclasses look their module up there
+    spec.loader.exec_module(lanes)
     workflow = load("tests.yml")
     [job] = workflow["jobs"].values()
-    assert job["strategy"]["matrix"]["lane"] == ["tests/", "tests/experimental/"]
+    assert job["strategy"]["matrix"]["lane"] == list(lanes.LANES.values())
     assert any('python -m pytest "$LANE"' in step.get("run", "") for step in job["steps"])
 
 
@@ -178,5 +186,48 @@ def test_the_policy_check_gate_runs_the_base_branchs_checker():
     [base] = [s for s in steps if s.get("with", {}).get("ref") == "${{ github.event.pull_request.base.sha }}"]
     [install] = [s for s in steps if "pip install" in s.get("run", "")]
     assert install["run"].split()[-1] == "./" + base["with"]["path"]
-    checks = [s for s in steps if "policy-check run" in s.get("run", "")]
+    checks = [s for s in steps if "policy_checks run" in s.get("run", "")]
     assert checks and steps.index(install) < min(map(steps.index, checks))
+
+
+def test_the_policy_check_gate_runs_nothing_from_the_pr_checkout():
+    """The PR's tree is only read: it is checked out beside the base's, never the working
+    directory of a step that runs Python, pip or the checker; the interpreter runs isolated
+    (``-I``: neither the working directory nor PYTHON* variables on the import path), so a
+    PR that commits a ``pip/`` or ``policy_checks/`` package imports nothing; and the check
+    judges the PR with the base commit's policy (``--policy-from``), whose commit the full
+    history of the PR's checkout holds."""
+    workflow = load("policy-check.yml")
+    job = workflow["jobs"]["policy-check"]
+    steps = job["steps"]
+    checkouts = [s for s in steps if s.get("uses", "").startswith("actions/checkout@")]
+    [pr] = [s for s in checkouts if "ref" not in s.get("with", {})]
+    pr_path = pr["with"]["path"].strip("./")
+    assert pr_path and pr["with"]["fetch-depth"] == 0 and pr["with"]["persist-credentials"] is False
+    base = "${{ github.event.pull_request.base.sha }}"
+    assert all(s["with"].get("path", "").strip("./") not in ("", pr_path) for s in checkouts if s is not pr)
+    assert "working-directory" not in job.get("defaults", {}).get("run", {})
+    commands = []
+    for step in steps:
+        script = step.get("run", "")
+        if not script:
+            continue
+        assert "working-directory" not in step, step  # every step runs in the workspace, beside the PR
+        assert not re.search(r"(^|[;&|(\s])(cd|pushd)\s", script), step
+        words = script.split()
+        # pip and the checker only through an isolated interpreter, never as scripts
+        assert not [w for i, w in enumerate(words) if w in ("pip", "pip3") and words[i - 1] != "-m"], step
+        assert "policy-check" not in words, step
+        for at, word in enumerate(words):
+            if re.fullmatch(r"python[\d.]*", word):
+                assert words[at + 1] == "-I" and words[at + 2] == "-m", step
+                commands.append((step, words[at + 3:]))
+    assert {tuple(args[:1]) for _, args in commands} == {("pip",), ("policy_checks",)}
+    checks = [(step, args) for step, args in commands if args[0] == "policy_checks"]
+    assert len(checks) == 2
+    for step, args in checks:
+        assert args[args.index("--root") + 1].strip("./") == pr_path
+        assert args[args.index("--policy-from") + 1] == '"$BASE_SHA"' and step["env"]["BASE_SHA"] == base
+        assert "--approved-policy-change" not in args  # no approval is wired in yet: every hiding fails
+    upload = next(s for s in steps if s.get("uses", "").startswith("github/codeql-action/upload-sarif@"))
+    assert upload["with"]["checkout_path"].endswith("/" + pr_path)
