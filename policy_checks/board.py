@@ -30,10 +30,10 @@ import click
 
 from . import graduation
 from .config import ConfigError, Settings, find_root, load
-from .features import FeatureRecord, Problem, graduated_to, is_feature_name, read
+from .features import SHIM_MARKER, FeatureRecord, Problem, binds_shim_marker, is_feature_name, read, shim_problem
 from .markdown import code, table_row
+from .markers import RECORD
 
-RECORD = "FEATURE.toml"
 # The record's fields, in FEATURE.toml's order: what `lacks` names.
 FIELDS = ("kind", "owner", "tracking_issue", "admitted", "target_release", "target_date", "apis", "backends",
           "auto_routing")
@@ -145,15 +145,24 @@ def read_tree(root: Path, settings: Settings) -> list[FeatureRecord]:
         return []
     records = []
     for entry in sorted(package.iterdir(), key=lambda p: p.name):
-        if not is_feature_name(entry.name) or not entry.is_dir() or graduated_to(entry) is not None:
-            continue  # shared code, or the shim a graduated feature leaves for one release
+        if not is_feature_name(entry.name) or not entry.is_dir():
+            continue  # shared code
+        shim = None
+        if binds_shim_marker(entry):
+            shim = shim_problem(entry, settings.experimental_package)
+            if shim is None:
+                continue  # the pure re-export shim a graduated feature leaves for one release
         path = entry / RECORD
         if path.is_file():
-            records.append(read(path))
+            record = read(path)
         else:
             where = f"{settings.experimental_dir}/{entry.name}/{RECORD}"
-            records.append(FeatureRecord(name=entry.name, problems=[Problem(
-                f"{RECORD} is missing: add {where} (docs/experimental.rst, \"Admission\")")]))
+            record = FeatureRecord(name=entry.name, problems=[Problem(
+                f"{RECORD} is missing: add {where} (docs/experimental.rst, \"Admission\")")])
+        if shim is not None:
+            record.problems.append(Problem(
+                f"the directory binds {SHIM_MARKER} but the shim holds other code ({shim}): it is still a feature"))
+        records.append(record)
     return records
 
 

@@ -34,12 +34,14 @@ import tokenize
 from dataclasses import dataclass, field
 from typing import NamedTuple, Optional, Union
 
+from . import markers
+
 # Bump when the shape or meaning of facts changes: it invalidates every cache entry.
-FACTS_VERSION = "8"
+FACTS_VERSION = "9"
 
 # calls that import the module their first argument names (``pytest.importorskip``
-# too: stable tests use it, EXP008)
-IMPORT_FUNCTIONS = ("import_module", "__import__", "importorskip")
+# too: stable tests use it, EXP008); the track's vocabulary lives in `markers`
+IMPORT_FUNCTIONS = markers.IMPORT_FUNCTIONS
 
 # import scopes; "module level" is defined in docs/policy_check.rst ("Rules")
 MODULE = "module"  # runs at import time
@@ -338,7 +340,7 @@ class _Extractor(ast.NodeVisitor):
         self.columns = columns
         self.aliases = aliases  # absolute names other modules bind to backend_requirement
         # local names that may be backend_requirement
-        self.call_names = frozenset({"backend_requirement"} | {a.rpartition(".")[2] for a in aliases})
+        self.call_names = frozenset({markers.BACKEND_REQUIREMENT} | {a.rpartition(".")[2] for a in aliases})
         # Expressions matter only for calls (dynamic imports, backend_requirement);
         # one spanning no line that names such a call is skipped, which keeps the
         # walk over big files cheap. An alias of backend_requirement (``br``) makes
@@ -354,6 +356,8 @@ class _Extractor(ast.NodeVisitor):
         self.import_functions = {f: f for f in IMPORT_FUNCTIONS}  # local name -> which
         self.postponed_annotations = False  # `from __future__ import annotations`
         self.statement: Optional[ast.stmt] = None  # the innermost statement being visited
+        self.tree: Optional[ast.AST] = None
+        self.file_names = None  # `markers` reading of the file's names, built on first need
 
     def visit(self, node: ast.AST):
         if isinstance(node, ast.expr):
@@ -444,7 +448,7 @@ class _Extractor(ast.NodeVisitor):
                 module = resolve_relative(base, level, name[level:] or None)
             else:
                 module = name
-        elif short == "importorskip":  # pytest's: absolute names only
+        elif short in markers.TEST_SKIP_FUNCTIONS:  # pytest's: absolute names only
             module = name
         else:
             level_node = keywords.get("level", node.args[4] if len(node.args) > 4 else None)
@@ -461,9 +465,7 @@ class _Extractor(ast.NodeVisitor):
             self.visit(decorator)
         qualname = ".".join(self.qualname + [node.name])
         line, column = self._pos(node)
-        self.raw_decorators[qualname] = [
-            dotted_name(d.func if isinstance(d, ast.Call) else d) or "" for d in node.decorator_list
-        ]
+        self.raw_decorators[qualname] = [self._decorator(d) for d in node.decorator_list]
         replaced = self.facts.definitions.get(qualname)
         if replaced is not None:
             self.facts.shadowed.append(replaced)
@@ -494,6 +496,18 @@ class _Extractor(ast.NodeVisitor):
             for stmt in node.body:
                 self.visit(stmt)
             self.qualname.pop()
+
+    def _decorator(self, node: ast.expr) -> str:
+        """The dotted name a decorator applies, however it is spelt (`markers.decorator_target`:
+        parentheses, calls, ``getattr``); for any other expression, the marker it stands for in
+        this file (``@[fx][0]``), else ""."""
+        target = markers.decorator_target(node)
+        if target is not None:
+            return target
+        if self.file_names is None:
+            self.file_names = markers.file_names(self.tree)
+        kinds = self.file_names.of_decorator(node)
+        return next((name for name, kind in markers.KINDS.items() if kind in kinds), "")
 
     def visit_FunctionDef(self, node) -> None:
         self._visit_def(node, "function")
@@ -613,7 +627,7 @@ class _Extractor(ast.NodeVisitor):
             )
         for func, node in self.pending_calls:
             resolved = facts.resolve_local(func)
-            if resolved.rpartition(".")[2] != "backend_requirement" and resolved not in self.aliases:
+            if not markers.is_marker(resolved, markers.BACKEND_REQUIREMENT) and resolved not in self.aliases:
                 continue
             keywords = {k.arg: k.value for k in node.keywords if k.arg}
             checks = keywords.get("backend_checks", node.args[0] if node.args else None)
@@ -634,6 +648,7 @@ def extract(source: bytes, module: str, is_package: bool, aliases=frozenset()) -
     if tree is not None:
         extractor = _Extractor(facts, _Columns(source), frozenset(aliases), [])
         extractor.token_lines = _token_lines(source, extractor.call_names)
+        extractor.tree = tree
         try:
             extractor.visit(tree)
             extractor.finish()

@@ -19,7 +19,6 @@ default branch as untrusted text). Nothing here imports the bot or PyGithub.
 
 from __future__ import annotations
 
-import ast
 import datetime as dt
 import re
 import sys
@@ -27,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from . import markers
 from .graduation import WINDOW_IN_WORDS, default_deadline
 
 if sys.version_info >= (3, 11):
@@ -358,21 +358,59 @@ def is_feature_name(name: str) -> bool:
 
 # A graduated feature leaves a shim package at its old path for one release; its
 # ``__init__`` binds this name to the stable home (``policy-check graduate`` writes it).
-SHIM_MARKER = "__graduated_to__"
+SHIM_MARKER = markers.SHIM_MARKER
+MAX_SHIM_FILE_BYTES = 1024 * 1024  # a shim module is a few hundred bytes; a larger file is read as code
 
 
-def graduated_to(feature_dir: Path) -> str | None:
-    """The stable home a graduated feature's shim package names, or None for a feature."""
+def directory_sources(feature_dir: Path) -> dict[str, str | None]:
+    """Every file under ``feature_dir`` (``__pycache__`` left out), by its path relative to the
+    directory, with its text; None for a file that cannot be read (or is too large to be a shim)."""
+    sources: dict[str, str | None] = {}
     try:
-        tree = ast.parse((feature_dir / "__init__.py").read_bytes())
-    except (OSError, SyntaxError, ValueError, RecursionError):
+        paths = sorted(feature_dir.rglob("*"))
+    except OSError:
+        return {"": None}
+    for path in paths:
+        rel = path.relative_to(feature_dir).as_posix()
+        if "__pycache__" in rel.split("/"):
+            continue
+        if path.is_symlink():
+            sources[rel] = None  # a link is no re-export module, whatever it points at
+            continue
+        if path.is_dir():
+            continue
+        try:
+            data = path.read_bytes() if path.stat().st_size <= MAX_SHIM_FILE_BYTES else None
+        except OSError:
+            data = None
+        sources[rel] = data.decode("utf-8", "replace") if data is not None else None
+    return sources
+
+
+def binds_shim_marker(feature_dir: Path) -> bool:
+    """Whether the directory's ``__init__.py`` binds ``__graduated_to__`` (a shim, pure or not)."""
+    try:
+        return markers.shim_home((feature_dir / "__init__.py").read_bytes()) is not None
+    except OSError:
+        return False
+
+
+def shim_problem(feature_dir: Path, experimental_package: str | None = None) -> str | None:
+    """Why a directory whose ``__init__`` binds ``__graduated_to__`` is not a pure re-export
+    shim (`policy_checks.markers.shim_problem`), or None when it is one."""
+    return markers.shim_problem(directory_sources(feature_dir), experimental_package)
+
+
+def graduated_to(feature_dir: Path, experimental_package: str | None = None) -> str | None:
+    """The stable home a graduated feature's shim package names, or None for a feature.
+
+    Only a pure re-export shim is graduated (`policy_checks.markers.is_pure_shim`): a
+    directory that binds ``__graduated_to__`` but holds anything else (a record, a new
+    module, code beside the re-exports) is still a feature.
+    """
+    if not binds_shim_marker(feature_dir):
         return None
-    for node in tree.body:
-        if (
-            isinstance(node, ast.Assign)
-            and [getattr(t, "id", None) for t in node.targets] == [SHIM_MARKER]
-            and isinstance(node.value, ast.Constant)
-            and isinstance(node.value.value, str)
-        ):
-            return node.value.value
-    return None
+    sources = directory_sources(feature_dir)
+    if not markers.is_pure_shim(sources, experimental_package):
+        return None
+    return markers.shim_home(sources["__init__.py"] or "")

@@ -15,6 +15,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import NamedTuple
 
+from . import markers
+
 ADMISSION_WINDOW = dt.timedelta(weeks=4)  # default and longest time from admission to the target date
 DUE_SOON_WITHIN = dt.timedelta(days=7)  # a deadline at most this far away is "due soon"
 
@@ -66,8 +68,8 @@ GRADUATION_STEPS = (
     GraduationStep(1, "Settle the API contract: names, dtypes, keyword-only performance arguments."),
     GraduationStep(2, "Move the code out of the experimental package to its stable home, leaving a re-export shim "
                       "at the old path for one release."),
-    GraduationStep(3, "Replace `@flashinfer_experimental_api` with `@flashinfer_api` and drop the experimental "
-                      "gate calls and `@experimental_backend` markers."),
+    GraduationStep(3, f"Replace `@{markers.EXPERIMENTAL_API}` with `@{markers.STABLE_API}` and drop the "
+                      f"experimental gate calls and `@{markers.EXPERIMENTAL_BACKEND}` markers."),
     GraduationStep(4, "Finish the stable-API checklist: trace template, trace example test, docs page, top-level "
                       "export."),
     GraduationStep(5, "If the kernels ship prebuilt, register their JIT specs in the AOT module."),

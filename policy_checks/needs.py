@@ -40,6 +40,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Callable, NamedTuple, Optional
 
+from . import markers
 from .facts import IMPORT_FUNCTIONS
 
 
@@ -177,7 +178,7 @@ IMPORT_CALLS = tuple(Spelled(name.encode()) for name in IMPORT_FUNCTIONS)
 # The extractor recognises a ``backend_requirement`` call by that name or an alias
 # bound in the same file (whose binding spells it); an alias bound in another module
 # is followed by the runner after the first pass (`runner.requirement_aliases`).
-BACKEND_REQUIREMENT = Spelled(b"backend_requirement")
+BACKEND_REQUIREMENT = Spelled(markers.BACKEND_REQUIREMENT.encode())
 
 
 # matching ---------------------------------------------------------------------------

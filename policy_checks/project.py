@@ -23,6 +23,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Callable, Iterator, Mapping, NamedTuple, Optional, Union
 
+from . import gitfiles, markers
 from .config import Settings, under
 from .facts import AliasBinding, DefBinding, Definition, DictBinding, DictValue, FileFacts, FromBinding, Import
 from .facts import ModuleBinding, StrRef
@@ -72,9 +73,13 @@ def module_name(rel: str) -> tuple:
     return ".".join(parts), is_package
 
 
-def walk_python_files(root: Path, top: str, exclude, problems: list) -> Iterator[SourceFile]:
+def walk_python_files(
+    root: Path, top: str, exclude, problems: list, selection: Optional[gitfiles.Listing] = None
+) -> Iterator[SourceFile]:
     """Python files below `root/top`; symlinked directories are not followed (no
-    loops), entries that are not regular files are recorded in `problems`."""
+    loops), entries that are not regular files are recorded in `problems`. With a
+    `selection` (`gitfiles.listing`), only what git selects: a directory holding no
+    selected file is not entered, a file git does not select is not read."""
     base = os.path.join(root, top)
     excluded = excluder(exclude or ())
     if not os.path.isdir(base):
@@ -95,12 +100,15 @@ def walk_python_files(root: Path, top: str, exclude, problems: list) -> Iterator
                 continue
             try:
                 if entry.is_dir(follow_symlinks=False):
-                    stack.append(entry.path)
+                    if selection is None or selection.has_directory(rel):
+                        stack.append(entry.path)
                     continue
             except OSError:
                 pass
             if not entry.name.endswith(".py"):
                 continue
+            if selection is not None and not selection.has_file(rel):
+                continue  # ignored by git, or (staged) not in the index
             if not is_utf8(rel):  # no module has such a name, and no report could carry it
                 problems.append((rel, NOT_UTF8))
                 continue
@@ -157,11 +165,19 @@ Target = Union[ModuleTarget, DefTarget, DictTarget, External]
 
 
 class Project:
-    """Files of one project and lazy access to their facts."""
+    """Files of one project and lazy access to their facts.
 
-    def __init__(self, root: Path, settings: Settings, load_facts: Callable[[SourceFile], FileFacts]):
+    In a git work tree the files are those git selects (`gitfiles`): by default tracked
+    files and untracked ones git does not ignore; with `files` ``"staged"``, only those in
+    the index. `files` None takes `gitfiles.mode()`. Outside a work tree (or without git)
+    every file below the checked directories counts, less the ``exclude`` setting."""
+
+    def __init__(self, root: Path, settings: Settings, load_facts: Callable[[SourceFile], FileFacts],
+                 files: Optional[str] = None):
         self.root = root
         self.settings = settings
+        # what git selects, or None (no git, no repository): then the walk alone decides
+        self.listing = gitfiles.listing(root, files, settings.package.replace(".", "/"))
         self._load_facts = load_facts
         self.read_problems: list = []  # (rel, message) for EXP000
         self._files: dict = {}  # rel -> SourceFile
@@ -172,7 +188,7 @@ class Project:
         self._examples = None
         self._excluded = None
         for top in (settings.package.replace(".", "/"), settings.stable_tests):
-            for source in walk_python_files(root, top, settings.exclude, self.read_problems):
+            for source in walk_python_files(root, top, settings.exclude, self.read_problems, self.listing):
                 if source.rel in self._files:
                     continue
                 self._files[source.rel] = source
@@ -211,9 +227,12 @@ class Project:
 
     # non-Python files ------------------------------------------------------------
     def excluded(self, rel: str) -> bool:
+        """Is the file or directory `rel` left out of this run: excluded by the settings,
+        or, in a git work tree, not selected by git (ignored; or, staged, not in the
+        index; a directory when no file below it is selected)?"""
         if self._excluded is None:
             self._excluded = excluder(self.settings.exclude)
-        return self._excluded(rel)
+        return self._excluded(rel) or (self.listing is not None and not self.listing.selects(rel))
 
     def docs_pages(self) -> list:
         """``(rel, text)`` of the docs pages the settings name (EXP006)."""
@@ -238,7 +257,8 @@ class Project:
     def feature_records(self) -> list:
         """Relative paths of the ``FEATURE.toml`` of each experimental feature directory."""
         base = self.root / self.settings.experimental_dir
-        return [_rel(self.root, p) for p in sorted(base.glob("*/FEATURE.toml"))] if base.is_dir() else []
+        found = [_rel(self.root, p) for p in sorted(base.glob("*/FEATURE.toml"))] if base.is_dir() else []
+        return [rel for rel in found if not self.excluded(rel)]
 
     def read_text(self, rel: str) -> Optional[str]:
         """The text of a non-Python file (a docs page as already read), or None."""
@@ -254,6 +274,8 @@ class Project:
             found = {}
             base = self.root / self.settings.examples
             for path in sorted(base.rglob("*.py")) if base.is_dir() else ():
+                if self.listing is not None and not self.listing.has_file(_rel(self.root, path)):
+                    continue
                 text = _read_text(path)
                 if text is None:
                     continue
@@ -417,12 +439,12 @@ class Project:
         """Does `definition` (in `module`) carry a decorator whose name, followed
         through aliases and re-exports, ends in `marker`?"""
         for decorator in definition.decorators:
-            if decorator.rpartition(".")[2] == marker:
+            if markers.is_marker(decorator, marker):
                 return True
             target = self.resolve_absolute(decorator) if decorator else None
-            if isinstance(target, DefTarget) and target.definition.qualname.rpartition(".")[2] == marker:
+            if isinstance(target, DefTarget) and markers.is_marker(target.definition.qualname, marker):
                 return True
-            if isinstance(target, External) and target.name.rpartition(".")[2] == marker:
+            if isinstance(target, External) and markers.is_marker(target.name, marker):
                 return True
         return False
 

@@ -1,24 +1,39 @@
-"""A graduation PR, recognised from the PR's file listing, and the state of each graduation step.
+"""A graduation PR, recognised from what its code says at base and head, and the state of each graduation step.
 
-The PR check already lists the PR's files with their diffs (``pull.get_files()``): each
-entry has a ``filename``, a ``status`` (added, removed, modified, renamed, copied, changed,
-unchanged), a ``previous_filename`` for a rename or copy, and a ``patch`` that GitHub leaves
-out for binary files and diffs too large to show. Everything here is read from that
-listing: no request of its own.
+The PR check lists the PR's files (``pull.get_files()``): each entry has a ``filename``, a
+``status`` (added, removed, modified, renamed, copied, changed, unchanged) and a
+``previous_filename`` for a rename or copy. That listing says which files moved; what they
+hold is read from their texts at the base and head commits (`FileAtRevisions`, filled by the
+PR check's reader), never from the look of diff lines: a decorator spelt
+``@api_logging.flashinfer_experimental_api``, ``@(fx)(...)`` through an alias, or a docstring
+line starting ``@flashinfer_api`` is read for what it is (`policy_checks.markers`).
 
-A PR graduates feature ``<f>`` when it removes ``flashinfer/experimental/<f>/FEATURE.toml``
-(or renames it away) AND a core Python file's diff removes an ``@flashinfer_experimental_api``
-decorator line and adds an ``@flashinfer_api`` one. A PR that removes the record and the
-feature's code without that swap is a removal, not a graduation.
+A PR graduates feature ``<f>`` when all of these hold:
+
+* its record ``flashinfer/experimental/<f>/FEATURE.toml`` is removed (or renamed away), and
+  its text at base is readable (its ``apis`` and ``tracking_issue`` are read from it);
+* the directory ``flashinfer/experimental/<f>/`` at head is a pure re-export shim
+  (`policy_checks.markers.is_pure_shim`, the same test EXP009 and the board apply): every
+  file under it at head is listed in ``trees`` and its text given;
+* ``<f>``'s own entry points, the definitions marked experimental for it at base, are no
+  longer marked experimental at head: every experimental definition in the feature's own
+  files, and each core definition marked ``@flashinfer_experimental_api`` that names the
+  feature (``feature="<f>"``), imports it, or is one of the record's ``apis``; there is at
+  least one, and each API the record lists is among them.
+
+Anything needed for that decision that is missing or incomplete (a text GitHub could not
+give whole, a file that does not parse, an unlisted directory) means no graduation, and the
+reason is returned (`Recognition.not_recognised`) so that the caller fails closed. Other
+experimental code a PR adds, in the feature's directory or anywhere, is not part of a
+graduation: `added_experimental` lists it for the caller, which asks for a declaration as
+for any experimental change.
 
 Each of the seven steps of `policy_checks.graduation.GRADUATION_STEPS` gets a state:
 
-* step 2 (move the code): a file of ``flashinfer/experimental/<f>/`` other than its record
-  and README was removed, renamed to a path outside the experimental package, or turned
-  into a shim (a line ``__graduated_to__ = "flashinfer.x"`` added under the directory);
-* step 3 (the decorator swap): the swap is seen and no added line (in a core file or in
-  the feature's own directories) uses ``@flashinfer_experimental_api`` or
-  ``@experimental_backend`` or calls a ``require_experimental_*`` gate;
+* step 2 (move the code): the directory is a pure shim (required), with the files moved out;
+* step 3 (the decorator swap): each core entry point is marked ``@flashinfer_api`` at head,
+  no experimental mark is added outside the experimental package, no gate call stays in the
+  entry points and none is added in core;
 * step 5 (AOT): done when the AOT module (``flashinfer/aot.py``) changes, else not part
   of this PR (needed only when the kernels ship prebuilt);
 * step 6 (tests): a test of ``tests/experimental/<f>/`` was renamed into the stable lane,
@@ -27,28 +42,30 @@ Each of the seven steps of `policy_checks.graduation.GRADUATION_STEPS` gets a st
 * steps 1, 4 and 7 are for a person; step 7 names the tracking issue when the bot knows
   it (the removed record's ``tracking_issue``, else the PR's ``Tracking issue:``).
 
-Patches are untrusted: each is scanned once, line by line, with anchored regexes that do
-not backtrack more than a line, so the work is linear in the size of the listing. Text
-from the listing reaches the comment only through `markdown.code`.
+Texts are untrusted: they are parsed by ``ast`` and read by `policy_checks.markers`, in time
+linear in their size; text from them reaches the comment only through `markdown.code`.
 """
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
+from functools import cached_property
+from typing import Collection, Iterable, Iterator, Mapping
 
+from .. import markers
 from ..config import DEFAULT, Settings, under
-from ..features import SHIM_MARKER, TrackingRef, is_feature_name, parse as parse_record
+from ..features import TrackingRef, is_feature_name, parse as parse_record
 from ..graduation import GRADUATION_STEPS, GraduationStep
+from ..markers import Marked
 from .markdown import bullet_list, code
+from .revisions import FileAtRevisions
 
-RECORD = "FEATURE.toml"
-NOT_CODE = frozenset({RECORD, "README.md"})  # a feature's paperwork: removing it moves no code
-EXPERIMENTAL_API = "flashinfer_experimental_api"
-STABLE_API = "flashinfer_api"
-BACKEND_MARKER = "experimental_backend"
-SHIM_BINDING = SHIM_MARKER  # what ``policy-check graduate`` binds in the shim package's __init__
+RECORD = markers.RECORD
+NOT_CODE = frozenset({RECORD, markers.README})  # a feature's paperwork: removing it moves no code
+EXPERIMENTAL_API = markers.EXPERIMENTAL_API
+STABLE_API = markers.STABLE_API
 MAX_RECORD_CHARS = 64 * 1024  # a FEATURE.toml is a few hundred bytes; a longer "record" is not parsed
 MAX_CHECKLISTS = 3  # features whose checklist one comment shows
 
@@ -58,11 +75,8 @@ OPEN = "open"
 OPTIONAL = "optional"  # not in this PR, and not always needed
 PERSON = "person"
 
-_DECORATOR_RE = re.compile(r"[ \t]*@[ \t]*([\w.]+)")  # anchored; [\w.]+ is greedy with nothing after it
-_GATE_RE = re.compile(r"\brequire_experimental_\w*")
-_OPEN_PAREN_RE = re.compile(r"[ \t]*\(")
-_SHIM_RE = re.compile(r"[ \t]*" + SHIM_BINDING + r"[ \t]*(?::[ \t]*str[ \t]*)?=[ \t]*([\"'])([A-Za-z_][\w.]*)\1")
-_NOT_CALLS = ("def ", "async def ", "import ", "from ", "#")
+NEEDS_TEXTS = ("the bot needs the texts of the PR's files at the base and head commits to recognise a "
+               "graduation, and was given none")
 
 
 def changed_lines(patch: str | None) -> Iterator[tuple[str, str]]:
@@ -77,25 +91,6 @@ def changed_lines(patch: str | None) -> Iterator[tuple[str, str]]:
         yield line[0], line[1:].rstrip("\r")
 
 
-def decorator_name(text: str) -> str | None:
-    """The last dotted component of the decorator a line applies (``@api_logging.flashinfer_api(...)``)."""
-    match = _DECORATOR_RE.match(text)
-    return match.group(1).rpartition(".")[2] if match else None
-
-
-def calls_gate(text: str) -> bool:
-    """Whether a line calls a ``require_experimental_*`` gate (not defines, imports or mentions it in a comment)."""
-    if text.lstrip().startswith(_NOT_CALLS):
-        return False
-    # Each match ends a word and its parenthesis test reads only the blanks after it: linear.
-    return any(_OPEN_PAREN_RE.match(text, found.end()) for found in _GATE_RE.finditer(text))
-
-
-def uses_experimental_gate(text: str) -> bool:
-    """An experimental decorator or gate call on one line: what a graduated feature must no longer add."""
-    return decorator_name(text) in (EXPERIMENTAL_API, BACKEND_MARKER) or calls_gate(text)
-
-
 def feature_under(path: str | None, top: str) -> str | None:
     """The feature directory ``top/<feature>/...`` that ``path`` lies in; None outside one.
 
@@ -108,6 +103,10 @@ def feature_under(path: str | None, top: str) -> str | None:
         return None
     name, slash, rest = path[len(prefix):].partition("/")
     return name if slash and rest and is_feature_name(name) else None
+
+
+def is_python(path: str | None) -> bool:
+    return bool(path) and path.endswith(".py")
 
 
 @dataclass(frozen=True)
@@ -125,6 +124,13 @@ class Listed:
         status = getattr(changed, "status", None) or "modified"
         previous = getattr(changed, "previous_filename", None) if status in ("renamed", "copied") else None
         return cls(changed.filename, status, previous or None, getattr(changed, "patch", None))
+
+    @property
+    def base_path(self) -> str | None:
+        """Where the file's base text is: the previous path of a rename, None for a new file."""
+        if self.status == "renamed":
+            return self.previous
+        return None if self.status in ("added", "copied") else self.path
 
 
 @dataclass(frozen=True)
@@ -145,7 +151,7 @@ class Graduation:
     """A feature this PR graduates, and the state of each step of its checklist."""
 
     feature: str
-    new_home: str | None = None  # from a shim's ``__graduated_to__``, when the PR adds one
+    new_home: str | None = None  # the shim's ``__graduated_to__``
     tracking: TrackingRef | None = None
     steps: list[StepState] = field(default_factory=list)
 
@@ -154,19 +160,44 @@ class Graduation:
         return sum(step.done for step in self.steps)
 
 
+@dataclass(frozen=True)
+class NotRecognised:
+    """A feature whose record the PR removes but which it does not (visibly) graduate, and why.
+
+    ``reason`` is Markdown: whatever it quotes from the PR is a code span.
+    """
+
+    feature: str
+    reason: str
+
+    def render(self) -> str:
+        return f"{code(self.feature, 80)}: {self.reason}"
+
+
+class Recognition(list):
+    """The `Graduation` s a PR makes (a list, as `recognise` always returned), and the
+    features whose record it removes without graduating them (`not_recognised`): the
+    caller fails closed on those (the record is gone, so the feature needs a declaration)."""
+
+    def __init__(self, graduations: Iterable[Graduation] = (), not_recognised: Iterable[NotRecognised] = ()):
+        super().__init__(graduations)
+        self.not_recognised: list[NotRecognised] = list(not_recognised)
+
+    @property
+    def reasons(self) -> list[str]:
+        """Each feature not recognised and why, as Markdown."""
+        return [item.render() for item in self.not_recognised]
+
+
 @dataclass
 class _Feature:
     """What the listing shows of one feature's directories."""
 
-    record_patch: str | None = None
-    removed_record: bool = False
+    record: Listed | None = None  # the record's removal (or rename away)
     moved: list[tuple[str, str | None]] = field(default_factory=list)  # (old path, new path or None if removed)
-    shims: list[str] = field(default_factory=list)  # files under the directory that bind __graduated_to__
-    new_home: str | None = None
     tests_out: list[tuple[str, str | None]] = field(default_factory=list)  # renamed into the stable lane, or removed
     tests_renamed_out: int = 0
     tests_stayed: list[str] = field(default_factory=list)  # added, changed or moved within the experimental lane
-    gate_lines: list[str] = field(default_factory=list)  # files of the feature that still add the gate
 
 
 @dataclass
@@ -174,8 +205,6 @@ class _Listing:
     """One pass over the listing: per feature, and for the PR as a whole."""
 
     features: dict[str, _Feature] = field(default_factory=dict)
-    swap_files: list[str] = field(default_factory=list)  # core files swapping the experimental decorator
-    gate_files: list[str] = field(default_factory=list)  # core files whose added lines still use the gate
     stable_tests_added: int = 0
     aot_changed: list[str] = field(default_factory=list)
 
@@ -206,8 +235,7 @@ def _scan(listing: list[Listed], settings: Settings) -> _Listing:
         name = feature_under(old, code_top)
         if name is not None and old == f"{code_top}/{name}/{RECORD}" and (
                 status == "removed" or (status == "renamed" and path != old)):
-            feature = seen.feature(name)
-            feature.removed_record, feature.record_patch = True, changed.patch
+            seen.feature(name).record = changed
         # The code leaving the feature's directory.
         if name is not None and old.rpartition("/")[2] not in NOT_CODE:
             if status == "removed":
@@ -229,65 +257,300 @@ def _scan(listing: list[Listed], settings: Settings) -> _Listing:
             seen.stable_tests_added += 1
         if _is_aot(path, settings) or _is_aot(previous, settings):
             seen.aot_changed.append(path)
-        _scan_patch(changed, settings, seen)
     return seen
 
 
-def _scan_patch(changed: Listed, settings: Settings, seen: _Listing) -> None:
-    """The diff of one file: the decorator swap, the gate still added, a shim's new home."""
-    if changed.patch is None or changed.status == "removed":
-        return
-    path = changed.path
-    core = not settings.is_experimental_path(path)
-    owner = feature_under(path, settings.experimental_dir)  # its tests are step 6's business
-    if not core and owner is None:
-        return  # the experimental package's own modules: neither a feature nor core
-    removed_experimental = added_stable = gate = False
-    home = None
-    for sign, text in changed_lines(changed.patch):
-        if sign == "-":
-            removed_experimental = removed_experimental or decorator_name(text) == EXPERIMENTAL_API
+# --- what the texts say --------------------------------------------------------------------
+
+
+def _experimental(marks: Iterable[Marked]) -> list[Marked]:
+    return [m for m in marks if m.kind in markers.EXPERIMENTAL_KINDS]
+
+
+def added_experimental(files_at_revisions: Mapping[str, FileAtRevisions]) -> list[tuple[str, Marked]]:
+    """``(path, Marked)`` for each definition of a Python file that is marked experimental
+    (an experimental API or backend, however spelt) at head and was not, by the same
+    qualname and kind, at base: what a PR adds to the track, for the caller to require a
+    declaration for. A renamed file's base is its previous path's text (as the reader
+    gives it). An entry that is incomplete, or whose head text does not parse, is not
+    judged here: `unjudged` names it, and the caller fails closed on it."""
+    found: list[tuple[str, Marked]] = []
+    for key in sorted(files_at_revisions):
+        entry = files_at_revisions[key]
+        if not is_python(entry.path) or not entry.complete or entry.head is None:
             continue
-        added_stable = added_stable or decorator_name(text) == STABLE_API
-        gate = gate or uses_experimental_gate(text)
-        if owner is not None and home is None and SHIM_BINDING in text:
-            found = _SHIM_RE.match(text)
-            home = found.group(2) if found else None
-    if core and path.endswith(".py") and removed_experimental and added_stable:
-        seen.swap_files.append(path)
-    if gate:
-        (seen.gate_files if core else seen.feature(owner).gate_lines).append(path)
-    if home is not None and owner is not None:
-        feature = seen.feature(owner)
-        feature.shims.append(path)
-        feature.new_home = feature.new_home or home
+        head = markers.marked_definitions(entry.head)
+        if head is None:
+            continue
+        before = markers.marked_definitions(entry.base) if entry.base is not None else []
+        known = {(m.qualname, m.kind) for m in before or ()}  # a base that does not parse counts as empty
+        found += [(entry.path, m) for m in _experimental(head) if (m.qualname, m.kind) not in known]
+    return found
 
 
-def _record_tracking(name: str, patch: str | None) -> TrackingRef | None:
-    """The ``tracking_issue`` of a removed record, read back from the removed lines of its diff."""
-    if patch is None or len(patch) > MAX_RECORD_CHARS:
+def unjudged(files_at_revisions: Mapping[str, FileAtRevisions]) -> list[tuple[str, str]]:
+    """``(path, why)`` for each Python file whose marks could not be read: incomplete, or its
+    head text not Python. What it adds cannot be known, so the caller fails closed on it."""
+    found = []
+    for key in sorted(files_at_revisions):
+        entry = files_at_revisions[key]
+        if not is_python(entry.path):
+            continue
+        if not entry.complete:
+            found.append((entry.path, entry.problem or "its text could not be read whole"))
+        elif entry.head is not None and markers.parse(entry.head) is None:
+            found.append((entry.path, "its text at the head commit is not Python"))
+    return found
+
+
+def directories_to_list(files: Iterable, settings: Settings = DEFAULT) -> list[str]:
+    """The feature directories whose record the PR removes: the caller lists every file under
+    each at the head commit (``trees`` of `recognise`)."""
+    listing = [f if isinstance(f, Listed) else Listed.of(f) for f in files]
+    return [f"{settings.experimental_dir}/{name}" for name, feature in sorted(_scan(listing, settings).features.items())
+            if feature.record is not None]
+
+
+def paths_needed(files: Iterable, trees: Mapping[str, Collection[str] | None] | None = None,
+                 settings: Settings = DEFAULT) -> list[str]:
+    """The paths whose texts `recognise` reads, given the directories' listings: every Python
+    file of the PR, each removed record, and every Python file under a listed directory at
+    head (unchanged ones too: they are part of the shim)."""
+    listing = [f if isinstance(f, Listed) else Listed.of(f) for f in files]
+    wanted = {f.path for f in listing if is_python(f.path) or is_python(f.previous)}
+    for directory in directories_to_list(listing, settings):
+        wanted.add(f"{directory}/{RECORD}")
+        for path in _tree(trees, directory) or ():
+            if is_python(path):
+                wanted.add(path)
+    return sorted(wanted)
+
+
+def _tree(trees: Mapping[str, Collection[str] | None] | None, directory: str) -> list[str] | None:
+    if trees is None:
         return None
-    text = "\n".join(text for sign, text in changed_lines(patch) if sign == "-")
-    return parse_record(name, text, quote=code).tracking
+    paths = trees.get(directory, trees.get(directory + "/"))
+    if paths is None:
+        return None
+    return [p for p in paths if p.startswith(directory + "/")]
 
 
-def recognise(files: Iterable, tracking: TrackingRef | None = None,
-              settings: Settings = DEFAULT) -> list[Graduation]:
-    """The features this PR graduates, each with its checklist; empty when the PR graduates none.
+@dataclass(frozen=True)
+class _EntryPoint:
+    """A definition marked experimental for the feature at base, and where it is at head."""
+
+    base_path: str
+    head_path: str | None  # None: the file is gone at head
+    marked: Marked
+    core: bool  # outside the experimental package (an API), else in the feature's own files
+
+
+class _Undecided(Exception):
+    """Something the decision needs is missing: the reason, as Markdown."""
+
+
+class _Texts:
+    """The texts of the PR's files, looked up by listing entry; anything missing is `_Undecided`."""
+
+    def __init__(self, texts: Mapping[str, FileAtRevisions]):
+        self.texts = texts
+        self.parsed: dict[tuple[str, str], list[tuple[Marked, ast.AST]] | None] = {}  # each text read once
+
+    @cached_property
+    def added(self) -> list[tuple[str, Marked]]:
+        return added_experimental(self.texts)
+
+    @cached_property
+    def gates(self) -> dict[str, tuple[list, list]]:
+        """Path -> the gate calls of its text at head and at base (`markers.gate_calls`), for the
+        files that have both sides' texts whole (an absent side has none)."""
+        found = {}
+        for path, entry in self.texts.items():
+            if is_python(entry.path) and entry.complete and entry.head is not None:
+                base = (markers.gate_calls(entry.base) or []) if entry.base is not None else []
+                found[entry.path] = (markers.gate_calls(entry.head) or [], base)
+        return found
+
+    def marks(self, text: str, path: str, where: str) -> list[tuple[Marked, ast.AST]]:
+        """The marked definitions of a text (`markers.marked_nodes`); `_Undecided` when it is not Python."""
+        key = (path, where)
+        if key not in self.parsed:
+            self.parsed[key] = markers.marked_nodes(text)
+        found = self.parsed[key]
+        if found is None:
+            raise _Undecided(f"{code(path, 200)} is not Python at the {where} commit")
+        return found
+
+    def entry(self, path: str, previous: str | None = None) -> FileAtRevisions | None:
+        found = self.texts.get(path)
+        if found is None and previous:
+            found = self.texts.get(previous)
+        return found
+
+    def side(self, path: str, which: str, previous: str | None = None) -> str | None:
+        """The text at ``which`` ("base" or "head") of a listed path; `_Undecided` when not given whole."""
+        entry = self.entry(path, previous)
+        where = "base" if which == "base" else "head"
+        if entry is None:
+            raise _Undecided(f"the text of {code(path, 200)} at the {where} commit is needed")
+        if not entry.complete:
+            why = f" ({code(entry.problem, 120)})" if entry.problem else ""
+            raise _Undecided(f"the text of {code(path, 200)} could not be read whole{why}")
+        return entry.base if which == "base" else entry.head
+
+
+def _names_feature(node: ast.AST, feature: str) -> bool:
+    """A decorator of ``node`` (or the call of an assignment) passes ``feature="<feature>"``."""
+    calls = node.decorator_list if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
+        else [getattr(node, "value", None)]
+    for call in calls:
+        while isinstance(call, ast.Call):
+            if any(k.arg == "feature" and isinstance(k.value, ast.Constant) and k.value.value == feature
+                   for k in call.keywords):
+                return True
+            call = call.func
+    return False
+
+
+def _imports_feature(node: ast.AST, feature: str, settings: Settings) -> bool:
+    """The definition's body imports the feature (``from .experimental.<f>.kernel import run``,
+    ``import_module("flashinfer.experimental.<f>")``)."""
+    package = settings.experimental_package.rpartition(".")[2]
+    pattern = re.compile(rf"(?:^|\.){re.escape(package)}\.{re.escape(feature)}(?:\.|$)")
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.ImportFrom) and inner.module and pattern.search("." + inner.module):
+            return True
+        if isinstance(inner, ast.Import) and any(pattern.search("." + alias.name) for alias in inner.names):
+            return True
+        if isinstance(inner, ast.Constant) and isinstance(inner.value, str) and len(inner.value) < 1000 \
+                and pattern.search("." + inner.value):
+            return True
+    return False
+
+
+def _entry_points(name: str, listing: list[Listed], texts: _Texts, apis: tuple[str, ...],
+                  settings: Settings) -> list[_EntryPoint]:
+    """The definitions marked experimental for the feature at base, in the PR's Python files."""
+    own = f"{settings.experimental_dir}/{name}/"
+    api_names = {api.rpartition(".")[2] for api in apis}
+    found: list[_EntryPoint] = []
+    for changed in listing:
+        base_path = changed.base_path
+        if not is_python(base_path):
+            continue
+        in_feature = base_path.startswith(own)
+        if not in_feature and settings.is_experimental_path(base_path):
+            continue  # another feature's files, or the experimental package's own modules
+        base = texts.side(changed.path, "base", changed.previous)
+        if base is None:
+            continue
+        head_path = None if changed.status == "removed" else changed.path
+        for marked, node in texts.marks(base, base_path, "base"):
+            if in_feature and marked.kind in markers.EXPERIMENTAL_KINDS:
+                found.append(_EntryPoint(base_path, head_path, marked, False))
+            elif not in_feature and marked.kind == markers.KIND_EXPERIMENTAL_API and (
+                    marked.qualname.rpartition(".")[2] in api_names or _names_feature(node, name)
+                    or _imports_feature(node, name, settings)):
+                found.append(_EntryPoint(base_path, head_path, marked, True))
+    return found
+
+
+def _decide(name: str, feature: _Feature, listing: list[Listed], texts: _Texts,
+            trees: Mapping[str, Collection[str] | None] | None, settings: Settings,
+            tracking: TrackingRef | None, seen: _Listing) -> Graduation:
+    directory = f"{settings.experimental_dir}/{name}"
+    record = feature.record
+    text = texts.side(record.path, "base", record.previous)
+    if text is None or len(text) > MAX_RECORD_CHARS:
+        raise _Undecided(f"the removed {code(RECORD)} could not be read at the base commit")
+    parsed = parse_record(name, text, quote=code)
+    apis = parsed.apis or ()
+
+    # The directory at head: a pure re-export shim, and nothing else.
+    paths = _tree(trees, directory)
+    if paths is None:
+        raise _Undecided(f"the files of {code(directory + '/', 200)} at the head commit are needed")
+    sources: dict[str, str | None] = {}
+    for path in paths:
+        rel = path[len(directory) + 1:]
+        sources[rel] = texts.side(path, "head") if is_python(path) and "__pycache__" not in rel.split("/") else ""
+    if not sources:
+        raise _Undecided(f"it leaves no re-export shim in {code(directory + '/', 200)}: that is a removal")
+    problem = markers.shim_problem(sources, settings.experimental_package)
+    if problem is not None:
+        raise _Undecided(f"{code(directory + '/', 200)} at the head commit is not a pure re-export shim: "
+                         f"{code(problem, 200)}")
+    home = markers.shim_home(sources["__init__.py"] or "")
+
+    # Its entry points at base, no longer experimental at head.
+    points = _entry_points(name, listing, texts, apis, settings)
+    if not points:
+        raise _Undecided("no definition marked experimental for it at the base commit is among this PR's files: "
+                         "its entry points are not seen leaving the track")
+    names = {p.marked.qualname.rpartition(".")[2] for p in points}
+    for api in apis:
+        if api.rpartition(".")[2] not in names:
+            raise _Undecided(f"the record's API {code(api, 200)} is not among the definitions this PR changes: "
+                             "it stays experimental")
+    head_marks: dict[str, list[Marked]] = {}
+    for point in points:
+        if point.head_path is None:
+            continue
+        if point.head_path not in head_marks:
+            head = texts.side(point.head_path, "head")
+            head_marks[point.head_path] = [m for m, _ in texts.marks(head, point.head_path, "head")] if head else []
+        still = [m for m in head_marks[point.head_path]
+                 if m.qualname == point.marked.qualname and m.kind in markers.EXPERIMENTAL_KINDS]
+        if still:
+            raise _Undecided(f"{code(point.head_path, 200)}: {code(point.marked.qualname, 120)} is still marked "
+                             "experimental at the head commit")
+
+    graduation = Graduation(feature=name, new_home=home, tracking=parsed.tracking or tracking)
+    states = {
+        2: _step2(directory, sources, feature),
+        3: _step3(points, head_marks, listing, texts, settings),
+        5: _step5(seen),
+        6: _step6(name, feature, seen, settings),
+    }
+    steps = {step.number: step for step in GRADUATION_STEPS}
+    for number in (1, 4, 7):
+        states[number] = StepState(steps[number], PERSON, "for a person")
+    graduation.steps = [states[step.number] for step in GRADUATION_STEPS]
+    return graduation
+
+
+def recognise(files: Iterable, tracking: TrackingRef | None = None, settings: Settings = DEFAULT,
+              texts: Mapping[str, FileAtRevisions] | None = None,
+              trees: Mapping[str, Collection[str] | None] | None = None) -> Recognition:
+    """The features this PR graduates, each with its checklist, and those it does not, with why.
 
     ``files`` is the PR's listing (PyGithub ``File`` objects or `Listed`); ``tracking`` is the
     PR's own tracking reference, named in step 7 when the removed record names none.
+    ``texts`` maps each path of `paths_needed` (a listed file by its head path) to its
+    `FileAtRevisions`; ``trees`` maps each directory of `directories_to_list` to every file
+    path under it at the head commit (None: it could not be listed). Without ``texts`` no
+    graduation is recognised: each feature whose record goes is not recognised, the reason
+    saying the texts are needed.
     """
     listing = [f if isinstance(f, Listed) else Listed.of(f) for f in files]
     seen = _scan(listing, settings)
-    removed = [name for name, feature in seen.features.items() if feature.removed_record]
-    if not removed or not seen.swap_files:
-        return []
-    # Of several records removed, the ones whose code visibly moved graduate; a feature only deleted
-    # beside them is being removed. When none visibly moved, each is taken for a graduation.
-    relocated = [name for name in removed
-                 if seen.features[name].shims or any(new for _, new in seen.features[name].moved)]
-    return [_graduation(name, seen, tracking, settings) for name in (relocated or removed)]
+    removed = sorted(name for name, feature in seen.features.items() if feature.record is not None)
+    result = Recognition()
+    if not removed:
+        return result
+    if texts is None:
+        result.not_recognised = [NotRecognised(name, NEEDS_TEXTS) for name in removed]
+        return result
+    reader = _Texts(texts)
+    for name in removed:
+        try:
+            result.append(_decide(name, seen.features[name], listing, reader, trees, settings, tracking, seen))
+        except _Undecided as why:
+            result.not_recognised.append(NotRecognised(name, str(why)))
+    return result
+
+
+# --- the steps --------------------------------------------------------------------------------
 
 
 def _more(paths: list[str], limit: int = 200) -> str:
@@ -300,61 +563,76 @@ def _files(count: int) -> str:
     return f"{count} file" + ("" if count == 1 else "s")
 
 
-def _graduation(name: str, seen: _Listing, tracking: TrackingRef | None, settings: Settings) -> Graduation:
-    feature = seen.features[name]
-    code_dir = f"{settings.experimental_dir}/{name}/"
-    tests_dir = f"{settings.experimental_tests}/{name}/"
-    states: dict[int, StepState] = {}
-    steps = {step.number: step for step in GRADUATION_STEPS}
+def _step(number: int, state: str, detail: str) -> StepState:
+    return StepState(next(s for s in GRADUATION_STEPS if s.number == number), state, detail)
 
+
+def _step2(directory: str, sources: dict, feature: _Feature) -> StepState:
     moved_away = [new for _, new in feature.moved if new]
-    if feature.moved or feature.shims:
-        parts = []
-        if moved_away:
-            parts.append(f"{_files(len(moved_away))} moved out of {code(code_dir, 200)}, "
-                         f"e.g. to {code(moved_away[0], 200)}")
-        deleted = len(feature.moved) - len(moved_away)
-        if deleted:
-            parts.append(f"{_files(deleted)} removed from {code(code_dir, 200)}")
-        if feature.shims:
-            parts.append(f"a re-export shim in {_more(feature.shims)}")
-        states[2] = StepState(steps[2], DONE, "; ".join(parts))
-    else:
-        states[2] = StepState(steps[2], OPEN, f"no code of {code(code_dir, 200)} was moved out or removed in this PR")
+    parts = [f"{code(directory + '/', 200)} is a pure re-export shim ({_files(len(sources))})"]
+    if moved_away:
+        parts.append(f"{_files(len(moved_away))} moved out, e.g. to {code(moved_away[0], 200)}")
+    deleted = len(feature.moved) - len(moved_away)
+    if deleted:
+        parts.append(f"{_files(deleted)} removed from it")
+    return _step(2, DONE, "; ".join(parts))
 
-    gate_files = seen.gate_files + feature.gate_lines
-    if gate_files:
-        states[3] = StepState(steps[3], OPEN, f"the swap is seen in {_more(seen.swap_files)}, but an added line still "
-                                              f"uses an experimental decorator or gate in {_more(gate_files)}")
-    else:
-        states[3] = StepState(steps[3], DONE, f"seen in {_more(seen.swap_files)}")
 
+def _step3(points: list[_EntryPoint], head_marks: dict[str, list[Marked]], listing: list[Listed], texts: _Texts,
+           settings: Settings) -> StepState:
+    """The swap on each core entry point, read from the resolved decorators at head; no experimental
+    mark added outside the experimental package; no gate call left in an entry point or added in core."""
+    open_parts = []
+    core = [p for p in points if p.core]
+    not_stable = [p for p in core if p.head_path is not None and not any(
+        m.qualname == p.marked.qualname and m.kind == markers.KIND_STABLE_API for m in head_marks[p.head_path])]
+    if not_stable:
+        open_parts.append(f"{code(not_stable[0].marked.qualname, 120)} in {code(not_stable[0].head_path, 200)} is "
+                          f"not marked `@{STABLE_API}` at the head commit")
+    added = [(path, m) for path, m in texts.added if not settings.is_experimental_path(path)]
+    if added:
+        open_parts.append(f"an experimental mark is added on {code(added[0][1].qualname, 120)} in "
+                          f"{_more(sorted({path for path, _ in added}))}")
+    gated = []
+    for changed in listing:
+        if not is_python(changed.path) or changed.status == "removed" or settings.is_experimental_path(changed.path):
+            continue
+        if changed.path not in texts.gates:
+            continue
+        head, base = texts.gates[changed.path]
+        scopes = {p.marked.qualname for p in core if p.head_path == changed.path}
+        in_entry_point = any(scope == q or scope.startswith(q + ".") for scope, _ in head for q in scopes)
+        if in_entry_point or len(head) > len(base):
+            gated.append(changed.path)
+    if gated:
+        open_parts.append(f"a gate call stays or is added in {_more(gated)}")
+    if open_parts:
+        return _step(3, OPEN, "; ".join(open_parts))
+    where = sorted({p.head_path for p in core if p.head_path}) or sorted({p.base_path for p in points})
+    return _step(3, DONE, f"no entry point of the feature is marked experimental at the head commit "
+                          f"(seen in {_more(where)})")
+
+
+def _step5(seen: _Listing) -> StepState:
     if seen.aot_changed:
-        states[5] = StepState(steps[5], DONE, f"{_more(seen.aot_changed)} changed")
-    else:
-        states[5] = StepState(steps[5], OPTIONAL, "not in this PR (only needed if kernels ship prebuilt)")
+        return _step(5, DONE, f"{_more(seen.aot_changed)} changed")
+    return _step(5, OPTIONAL, "not in this PR (only needed if kernels ship prebuilt)")
 
+
+def _step6(name: str, feature: _Feature, seen: _Listing, settings: Settings) -> StepState:
+    tests_dir = f"{settings.experimental_tests}/{name}/"
     renamed_out = feature.tests_renamed_out
     removed_tests = len(feature.tests_out) - renamed_out
     out = renamed_out + (removed_tests if seen.stable_tests_added else 0)
     if feature.tests_stayed:
-        states[6] = StepState(steps[6], OPEN, f"{_files(len(feature.tests_stayed))} still changed under "
-                                              f"{code(tests_dir, 200)}: {_more(feature.tests_stayed)}")
-    elif out:
-        states[6] = StepState(steps[6], DONE, f"{_files(out)} moved out of {code(tests_dir, 200)} into the stable lane")
-    elif removed_tests:
-        states[6] = StepState(steps[6], OPEN, f"tests were removed from {code(tests_dir, 200)} but no stable test "
-                                              f"was added under {code(settings.stable_tests + '/', 200)}")
-    else:
-        states[6] = StepState(steps[6], OPEN, f"no test of {code(tests_dir, 200)} was moved to the stable lane "
-                                              "in this PR")
-
-    ref = _record_tracking(name, feature.record_patch) or tracking
-    for number in (1, 4, 7):
-        states[number] = StepState(steps[number], PERSON, "for a person")
-    graduation = Graduation(feature=name, new_home=feature.new_home, tracking=ref)
-    graduation.steps = [states[step.number] for step in GRADUATION_STEPS]
-    return graduation
+        return _step(6, OPEN, f"{_files(len(feature.tests_stayed))} still changed under "
+                              f"{code(tests_dir, 200)}: {_more(feature.tests_stayed)}")
+    if out:
+        return _step(6, DONE, f"{_files(out)} moved out of {code(tests_dir, 200)} into the stable lane")
+    if removed_tests:
+        return _step(6, OPEN, f"tests were removed from {code(tests_dir, 200)} but no stable test "
+                              f"was added under {code(settings.stable_tests + '/', 200)}")
+    return _step(6, OPEN, f"no test of {code(tests_dir, 200)} was moved to the stable lane in this PR")
 
 
 def checklist_lines(graduations: list[Graduation], repo_name: str, issue_state: str | None = None,

@@ -23,6 +23,7 @@ from ..board import BoardRow, render_markdown
 from ..board import rows as board_rows
 from ..config import DEFAULT
 from ..features import FeatureRecord, TrackingRef, is_feature_name
+from ..markers import RECORD
 from . import deadlines, graphql
 from .client import BotError
 from .comments import BotIdentity, keep_comment, list_comments, own_comments
@@ -161,9 +162,9 @@ def _records_from_tree(tree: dict | None) -> list[FeatureRecord]:
     for entry in sorted((tree or {}).get("entries") or [], key=lambda e: e["name"]):
         if entry["type"] != "tree" or not is_feature_name(entry["name"]):
             continue
-        path = f"{FEATURES_DIR}/{entry['name']}/FEATURE.toml"
+        path = f"{FEATURES_DIR}/{entry['name']}/{RECORD}"
         blob = next((e.get("object") or {} for e in (entry.get("object") or {}).get("entries") or []
-                     if e["name"] == "FEATURE.toml" and e["type"] == "blob"), None)
+                     if e["name"] == RECORD and e["type"] == "blob"), None)
         if blob is None:
             records.append(FeatureRecord(name=entry["name"], problems=[f"{code(path)} is missing"]))
         elif blob.get("text") is None:  # GitHub gives no text for binary (or very large) blobs

@@ -14,13 +14,14 @@ from typing import Dict, List, Optional
 
 import libcst as cst
 
+from .. import markers
 from .cst_tools import (
     Edit,
     PythonFile,
     Unfixable,
     add_edit,
     bound_name,
-    decorator_names,
+    decorator_kinds,
     dotted_name,
     imported_module,
     relative_form,
@@ -28,13 +29,13 @@ from .cst_tools import (
 )
 from .findings import Finding, FixTarget
 
-MARKER = "experimental_backend"
+MARKER = markers.EXPERIMENTAL_BACKEND
 
 
 def rewrite(file: PythonFile, finding: Finding, target: FixTarget, edits: Dict[cst.CSTNode, Edit]) -> Optional[str]:
     """Add the edits that fix `finding` to `edits`."""
     function = _def_at(file, finding.line)
-    if MARKER in decorator_names(function):
+    if any(markers.KIND_EXPERIMENTAL_BACKEND in decorator_kinds(file, d) for d in function.decorators):
         raise Unfixable(f"{function.name.value}() already has @{MARKER}")
     marker = _existing_reference(file, target) or _add_import(file, target, edits)
     decorator = cst.Decorator(decorator=cst.parse_expression(marker))

@@ -13,6 +13,7 @@ from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 
+from .. import markers
 from .cst_tools import (
     Edit,
     ImportStatement,
@@ -21,6 +22,7 @@ from .cst_tools import (
     add_edit,
     all_names,
     bound_name,
+    decorator_kinds,
     decorator_names,
     dotted_name,
     drop_small_statement,
@@ -37,7 +39,7 @@ from .cst_tools import (
 from .findings import Finding, FixTarget
 
 # Decorators of the functions EXP007 lets import experimental code in their body.
-ENTRY_POINT_DECORATORS = {"flashinfer_api", "flashinfer_experimental_api", "backend_requirement"}
+ENTRY_POINT_DECORATORS = markers.ENTRY_POINT_DECORATORS
 
 
 def rewrite(file: PythonFile, finding: Finding, target: FixTarget, edits: Dict[cst.CSTNode, Edit]) -> Optional[str]:
@@ -120,7 +122,12 @@ def _may_stay(file: PythonFile, statement: ImportStatement, alias: cst.ImportAli
 def _is_entry_point(file: PythonFile, function: cst.FunctionDef) -> bool:
     if function.name.value == "__getattr__" and file.is_package and file.parents.get(function) is file.tree:
         return True
-    return bool(ENTRY_POINT_DECORATORS & set(decorator_names(function)))
+    if ENTRY_POINT_DECORATORS & set(decorator_names(function)):
+        return True
+    return any(decorator_kinds(file, d) & _API_KINDS for d in function.decorators)  # through the file's aliases
+
+
+_API_KINDS = frozenset({markers.KIND_EXPERIMENTAL_API, markers.KIND_STABLE_API})
 
 
 def _importer_elsewhere(target: FixTarget, file: PythonFile, name: str) -> Optional[str]:

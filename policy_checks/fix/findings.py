@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, List, Optional, Sequence, Tuple
 
-from .. import config
+from .. import config, markers
 from .. import project as checker_project
 from .. import runner
 from ..facts import extract
@@ -78,16 +78,13 @@ class FixTarget:
                 tree = ast.parse(path.read_bytes())
             except (OSError, SyntaxError, ValueError):
                 continue
+            names = markers.file_names(tree)
             for node in tree.body:
                 if isinstance(node, ast.FunctionDef) and node.name == name:
-                    return any(_last_name(d) == "experimental_backend" for d in node.decorator_list)
+                    return any(markers.KIND_EXPERIMENTAL_BACKEND in names.of_decorator(d) for d in node.decorator_list)
         return False
 
 
-def _last_name(node: ast.expr) -> str:
-    if isinstance(node, ast.Call):
-        node = node.func
-    return node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", "")
 
 
 def load_project(root: Optional[Path], start: Optional[Path] = None) -> FixTarget:

@@ -39,6 +39,7 @@ import click
 import libcst as cst
 
 from .. import features as feature_records
+from .. import markers
 from ..config import module_under, under
 from ..facts import FUNCTION, docstring_ids
 from ..graduation import GRADUATION_STEPS
@@ -52,7 +53,7 @@ from .cst_tools import (
     apply_edits,
     backend_branch,
     bound_name,
-    decorator_name,
+    decorator_kinds,
     dotted_name,
     drop_small_statement,
     import_at,
@@ -65,11 +66,12 @@ from .cst_tools import (
 )
 from .findings import FixError, FixTarget, load_project, project_model
 
-EXPERIMENTAL_API = "flashinfer_experimental_api"
-STABLE_API = "flashinfer_api"
-EXPERIMENTAL_BACKEND = "experimental_backend"
-GATE_CALLS = ("require_experimental_auto_backends", "require_experimental", "warn_experimental_backend_once")
-SHIM_MARKER = feature_records.SHIM_MARKER
+EXPERIMENTAL_API = markers.EXPERIMENTAL_API
+STABLE_API = markers.STABLE_API
+EXPERIMENTAL_BACKEND = markers.EXPERIMENTAL_BACKEND
+GATE_CALLS = markers.GATE_FUNCTIONS
+SHIM_MARKER = markers.SHIM_MARKER
+RECORD = markers.RECORD
 
 # What a test asserting the experimental contract mentions; such tests do not hold for a
 # stable API and are dropped (and listed) when the tests move.
@@ -77,7 +79,7 @@ _MARKER_ATTRIBUTES = {"is_experimental", "experimental_feature", "experimental"}
 # Names that only a test of the experimental contract reads: the AOT refusal, the gate.
 _CONTRACT_NAMES = {"AotRefusedError", "EXPERIMENTAL_AUTO_ENV_VAR", "experimental_auto_backends_allowed",
                    "dropped_experimental_backends", "gate_on"}
-_CONTRACT_STRINGS = ("FEATURE.toml", "FLASHINFER_ALLOW_EXPERIMENTAL_AUTO_BACKENDS")
+_CONTRACT_STRINGS = (RECORD, markers.AUTO_BACKENDS_ENV)
 
 
 class Refused(Exception):
@@ -116,13 +118,18 @@ def plan_graduation(target: FixTarget, feature: str, home: str, aot: bool = Fals
     feature_dir = target.root / s.experimental_dir / feature
     if not feature_dir.is_dir():
         raise Refused(f"no feature directory {s.experimental_dir}/{feature}")
-    if feature_records.graduated_to(feature_dir) is not None:
-        raise Refused(f"{feature} already graduated to {feature_records.graduated_to(feature_dir)}")
+    home_before = feature_records.graduated_to(feature_dir, s.experimental_package)
+    if home_before is not None:
+        raise Refused(f"{feature} already graduated to {home_before}")
+    if feature_records.binds_shim_marker(feature_dir):
+        why = feature_records.shim_problem(feature_dir, s.experimental_package)
+        raise Refused(f"{s.experimental_dir}/{feature} binds {SHIM_MARKER} but is no pure re-export shim ({why}); "
+                      "finish or undo the earlier graduation by hand")
     project = project_model(target)
     _check_home(target, project, home)
     old = f"{s.experimental_package}.{feature}"
     graduation = Graduation(target, feature, home)
-    record = feature_records.read(feature_dir / "FEATURE.toml") if (feature_dir / "FEATURE.toml").is_file() else None
+    record = feature_records.read(feature_dir / RECORD) if (feature_dir / RECORD).is_file() else None
     backends = set(record.backends or ()) if record else set()
 
     _move_feature(graduation, feature_dir, old)
@@ -237,7 +244,7 @@ def _move_feature(graduation: Graduation, feature_dir: Path, old: str) -> None:
         rel = path.relative_to(target.root).as_posix()
         inner = path.relative_to(feature_dir).as_posix()
         new_rel = f"{home_dir}/{inner}"
-        if path.name == "FEATURE.toml":
+        if path.name == RECORD:
             graduation.deletions.append(rel)
             continue
         data = path.read_bytes()
@@ -255,8 +262,8 @@ def _move_feature(graduation: Graduation, feature_dir: Path, old: str) -> None:
         shim = _shim(graduation.feature, module, new_module, is_package and rel == f"{old_dir}/__init__.py", graduation.home)
         graduation.rewrites.append(FileFix(rel, data, shim))
     graduation.did(2, f"moved {old_dir}/ to {home_dir}/ ({len(files)} files), shims left at the old module paths")
-    if (feature_dir / "FEATURE.toml").is_file():
-        graduation.did(2, f"deleted {old_dir}/FEATURE.toml")
+    if (feature_dir / RECORD).is_file():
+        graduation.did(2, f"deleted {old_dir}/{RECORD}")
 
 
 def _shim(feature: str, module: str, new_module: str, marks_package: bool, home: str) -> bytes:
@@ -355,11 +362,11 @@ def _drop_experimental_markers(file: PythonFile, edits: dict) -> None:
 
     class Finder(cst.CSTVisitor):
         def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-            keep = [d for d in node.decorators if decorator_name(d) != EXPERIMENTAL_BACKEND]
-            if len(keep) != len(node.decorators):
-                dropped.extend(d for d in node.decorators if d not in keep)
-                add_edit(edits, node, lambda updated: updated.with_changes(
-                    decorators=[d for d in updated.decorators if decorator_name(d) != EXPERIMENTAL_BACKEND]))
+            marks = [_is_backend_marker(file, d) for d in node.decorators]
+            if any(marks):
+                dropped.extend(d for d, mark in zip(node.decorators, marks) if mark)
+                add_edit(edits, node, lambda updated, marks=marks: updated.with_changes(
+                    decorators=[d for d, mark in zip(updated.decorators, marks) if not mark]))
 
         def visit_Call(self, node: cst.Call) -> None:
             if dotted_name(node.func).rpartition(".")[2] == "JitSpec" and any(
@@ -370,6 +377,10 @@ def _drop_experimental_markers(file: PythonFile, edits: dict) -> None:
     file.tree.visit(Finder())
     if dropped:
         _drop_unused_import(file, EXPERIMENTAL_BACKEND, edits, ignore=dropped)
+
+
+def _is_backend_marker(file: PythonFile, decorator: cst.Decorator) -> bool:
+    return markers.KIND_EXPERIMENTAL_BACKEND in decorator_kinds(file, decorator)
 
 
 def _without_keyword(keyword: str):
@@ -470,7 +481,7 @@ def _swap_decorators(file: PythonFile, functions: Set[str], feature: str, edits:
     class Finder(cst.CSTVisitor):
         def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
             for decorator in node.decorators:
-                if decorator_name(decorator) != EXPERIMENTAL_API:
+                if markers.KIND_EXPERIMENTAL_API not in decorator_kinds(file, decorator):
                     continue
                 if node.name.value in functions or _names_feature(decorator, feature):
                     swapped.append(node.name.value)
@@ -566,7 +577,7 @@ def _drop_gate_calls(file: PythonFile, functions: Set[str], backends: Set[str], 
             if len(node.body) != 1 or not isinstance(node.body[0], cst.Expr) or not isinstance(node.body[0].value, cst.Call):
                 return
             call = node.body[0].value
-            if dotted_name(call.func).rpartition(".")[2] not in GATE_CALLS:
+            if not markers.is_gate_name(dotted_name(call.func)):
                 return
             strings = {a.value.evaluated_value for a in call.args if isinstance(a.value, cst.SimpleString)}
             if (self.function and self.function[0] in functions) or strings & names:

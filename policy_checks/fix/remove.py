@@ -35,6 +35,7 @@ from typing import Dict, List, Optional, Set
 import click
 import libcst as cst
 
+from .. import markers
 from ..config import module_under, under
 from ..facts import FUNCTION, MODULE, FileFacts, StrRef, extract, resolve_relative
 from ..facts import dotted_name as facts_dotted_name
@@ -63,9 +64,9 @@ from .cst_tools import (
 from . import docs_tree
 from .findings import FixError, FixTarget, load_project, project_model
 
-EXPERIMENTAL_API = "flashinfer_experimental_api"
-BACKEND_REQUIREMENT = "backend_requirement"
-IMPORT_CALLS = ("import_module", "__import__")
+EXPERIMENTAL_API = markers.EXPERIMENTAL_API
+BACKEND_REQUIREMENT = markers.BACKEND_REQUIREMENT
+IMPORT_CALLS = markers.IMPORT_FUNCTIONS  # importorskip too: one list, the checker's
 
 
 class Refused(Exception):
@@ -374,7 +375,7 @@ def _checks_entry(file, node) -> Optional[cst.DictElement]:
         isinstance(mapping, cst.Dict)
         and isinstance(argument, cst.Arg)
         and isinstance(call, cst.Call)
-        and dotted_name(call.func).rpartition(".")[2] == BACKEND_REQUIREMENT
+        and markers.is_marker(dotted_name(call.func), BACKEND_REQUIREMENT)
         and (argument is call.args[0] or (argument.keyword is not None and argument.keyword.value == "backend_checks"))
     ):
         return element
@@ -706,7 +707,7 @@ def _declared_backends(tree: ast.Module, names) -> Set[str]:
     found = set()
     assigned = {t.id: n.value for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and (_last_name(node.func) == BACKEND_REQUIREMENT):
+        if isinstance(node, ast.Call) and markers.is_marker(_last_name(node.func), BACKEND_REQUIREMENT):
             checks = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "backend_checks"), None)
             checks = assigned.get(checks.id) if isinstance(checks, ast.Name) else checks
             if isinstance(checks, ast.Dict):

@@ -13,6 +13,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
+from .. import markers
 from ..facts import MODULE, TYPE_CHECKING
 from ..needs import CORE_MODULE
 from ..project import DefTarget
@@ -84,11 +85,11 @@ class Rule:
 
 STDLIB = frozenset(sys.stdlib_module_names) | {"__future__"}
 
-# decorators that sanction or mark things
-EXPERIMENTAL_API = "flashinfer_experimental_api"
-PUBLIC_API = "flashinfer_api"
-BACKEND_REQUIREMENT = "backend_requirement"
-EXPERIMENTAL_BACKEND = "experimental_backend"
+# decorators that sanction or mark things (the track's vocabulary: `policy_checks.markers`)
+EXPERIMENTAL_API = markers.EXPERIMENTAL_API
+PUBLIC_API = markers.STABLE_API
+BACKEND_REQUIREMENT = markers.BACKEND_REQUIREMENT
+EXPERIMENTAL_BACKEND = markers.EXPERIMENTAL_BACKEND
 
 
 def runs_at_import(project, scope: str) -> bool:

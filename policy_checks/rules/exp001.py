@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from ..needs import CORE_MODULE, EXPERIMENTAL_NAME, IMPORT_CALLS
-from .base import Example, Rule, checker_import, core_primary, experimental_targets, is_aot, is_init, runs_at_import
+from .base import (
+    EXPERIMENTAL_BACKEND, Example, Rule, checker_import, core_primary, experimental_targets, is_aot, is_init,
+    runs_at_import,
+)
 
 _CHECKER = (
     "from flashinfer.utils import experimental_backend\n\n"
@@ -146,7 +149,7 @@ class CoreImportsExperimental(Rule):
                     yield self.finding(
                         rel, imp.line, imp.column,
                         f"core module imports {targets[-1]} at module level; defer the import "
-                        "into a sanctioned entry point (only @experimental_backend checkers "
+                        f"into a sanctioned entry point (only @{EXPERIMENTAL_BACKEND} checkers "
                         "may be imported from a support module)",
                         subject=targets[-1],
                     )

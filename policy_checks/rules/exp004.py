@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .. import markers
 from ..facts import CallRef, DictRef, NameRef
 from ..needs import BACKEND_REQUIREMENT, CORE_MODULE, EXPERIMENTAL_MODULE
 from ..project import DefTarget, DictTarget
@@ -137,8 +138,8 @@ class UnmarkedExperimentalChecker(Rule):
                     yield self.finding(
                         def_rel, definition.line, definition.column,
                         f"checker {definition.qualname} is defined under the experimental package "
-                        f"and used{label} by backend_requirement at {rel}:{call.line} but lacks "
-                        "@experimental_backend",
+                        f"and used{label} by {markers.BACKEND_REQUIREMENT} at {rel}:{call.line} but lacks "
+                        f"@{EXPERIMENTAL_BACKEND}",
                         subject=definition.qualname,
                     )
 
@@ -171,7 +172,7 @@ class UnmarkedExperimentalChecker(Rule):
                 name = func.module
             else:
                 name = func.name if func is not None else ""
-            if name.rpartition(".")[2] == EXPERIMENTAL_BACKEND or ref.func.rpartition(".")[2] == EXPERIMENTAL_BACKEND:
+            if markers.is_marker(name, EXPERIMENTAL_BACKEND) or markers.is_marker(ref.func, EXPERIMENTAL_BACKEND):
                 return None
             for arg in ref.args:
                 found = self._function(project, module, arg)

@@ -122,7 +122,7 @@ class DeferredImportOutsideEntryPoint(Rule):
                     yield self.finding(
                         rel, imp.line, imp.column,
                         f"{imp.functions[-1]} imports {targets[-1]} but is not an entry point "
-                        "(@flashinfer_experimental_api, @flashinfer_api / @backend_requirement, "
+                        f"(@{EXPERIMENTAL_API}, @{PUBLIC_API} / @{BACKEND_REQUIREMENT}, "
                         "or a package's module __getattr__)",
                         subject=targets[-1],
                     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from .. import features
+from ..markers import README, RECORD
 from ..needs import EXAMPLE, EXPERIMENTAL_TEST, FEATURE_README, FEATURE_TOML
 from .base import Example, Rule
 
@@ -59,8 +60,15 @@ class FeatureRecordIncomplete(Rule):
     A feature is a direct subdirectory of the experimental package holding Python
     files or a ``FEATURE.toml``; one whose name starts with ``_`` or ``.`` is shared
     code, not a feature, and so is the shim package a graduated feature leaves for one
-    release (its ``__init__`` binds ``__graduated_to__``). A missing part is reported at ``FEATURE.toml`` (or the feature's
-    ``__init__.py`` when there is no ``FEATURE.toml``), line 1; a bad field at its line.
+    release: its ``__init__`` binds ``__graduated_to__`` to the new home and the
+    directory is a pure re-export shim (``policy_checks.markers.is_pure_shim``: Python
+    modules holding only what ``policy-check graduate`` writes, re-exports of the new
+    home, a ``DeprecationWarning``, ``__all__`` and a ``__getattr__`` forwarder; no
+    other file). A directory that binds ``__graduated_to__`` but holds anything else (a
+    record, a new module, other code) is still a feature: it is checked as one, and
+    reported at its ``__init__.py``, line 1, as a shim that holds other code. A missing
+    part is reported at ``FEATURE.toml`` (or the feature's ``__init__.py`` when there
+    is no ``FEATURE.toml``), line 1; a bad field at its line.
     """
 
     id = "EXP009"
@@ -89,6 +97,19 @@ class FeatureRecordIncomplete(Rule):
                  "flashinfer/experimental/splitk/README.md": _GOOD_README},
                 note="no tests/ directory: an unpacked wheel"),
     ]
+    _SHIM = (
+        '"""Moved to `flashinfer.splitk` when splitk graduated."""\n\n'
+        "import importlib as _importlib\nimport warnings as _warnings\n\n"
+        "from flashinfer.splitk import *  # noqa: F401,F403\n\n"
+        '__graduated_to__ = "flashinfer.splitk"\n\n'
+        '_warnings.warn("flashinfer.experimental.splitk moved to flashinfer.splitk", DeprecationWarning, stacklevel=2)\n'
+        "\n\ndef __getattr__(name):\n"
+        '    return getattr(_importlib.import_module("flashinfer.splitk"), name)\n'
+    )
+    VALID += [
+        Example({**_TREE, "flashinfer/experimental/splitk/__init__.py": _SHIM},
+                note="the pure re-export shim a graduated feature leaves"),
+    ]
     INVALID = [
         Example(
             {**_TREE, "tests/test_x.py": ""},
@@ -109,6 +130,13 @@ class FeatureRecordIncomplete(Rule):
             ),
             note="missing owner (line 1), late target_date (line 5), README items (line 1)",
         ),
+        Example(
+            {**_TREE, "flashinfer/experimental/splitk/__init__.py": _SHIM,
+             "flashinfer/experimental/splitk/fast.py": "def run():\n    pass\n"},
+            expect=(("flashinfer/experimental/splitk/__init__.py", 1),
+                    ("flashinfer/experimental/splitk/__init__.py", 1)),
+            note="a shim that holds other code is still a feature: that, and what it lacks",
+        ),
     ]
 
     def check(self, project):
@@ -122,26 +150,33 @@ class FeatureRecordIncomplete(Rule):
             rel_dir = f"{s.experimental_dir}/{directory.name}"
             if not features.is_feature_name(directory.name) or not directory.is_dir() or project.excluded(rel_dir):
                 continue
-            if not any(p.suffix == ".py" or p.name == "FEATURE.toml" for p in directory.iterdir()):
+            if not any(p.suffix == ".py" or p.name == RECORD for p in directory.iterdir()):
                 continue
-            if features.graduated_to(directory) is not None:
-                continue  # the shim a graduated feature leaves for one release
+            if features.binds_shim_marker(directory):
+                problem = features.shim_problem(directory, s.experimental_package)
+                if problem is None:
+                    continue  # the pure re-export shim a graduated feature leaves for one release
+                yield self.finding(
+                    f"{rel_dir}/__init__.py", 1, 1,
+                    f"{rel_dir} binds {features.SHIM_MARKER} but the shim holds other code ({problem}): it is "
+                    "still an experimental feature; leave only the re-exports `policy-check graduate` writes",
+                    subject=f"{directory.name}: a shim holding other code")
             yield from self._check_feature(project, directory, rel_dir, checkout, examples)
 
     def _check_feature(self, project, directory, rel_dir, checkout, examples):
         s = project.settings
         feature = directory.name
-        toml_path = directory / "FEATURE.toml"
-        anchor = f"{rel_dir}/FEATURE.toml" if toml_path.is_file() else f"{rel_dir}/__init__.py"
+        toml_path = directory / RECORD
+        anchor = f"{rel_dir}/{RECORD}" if toml_path.is_file() else f"{rel_dir}/__init__.py"
         missing = []
         if toml_path.is_file():
             for problem in features.read(toml_path).problems:
-                yield self.finding(anchor, problem.line, 1, str(problem), subject=f"{feature}: {problem.key or 'FEATURE.toml'}")
+                yield self.finding(anchor, problem.line, 1, str(problem), subject=f"{feature}: {problem.key or RECORD}")
         else:
-            missing.append("FEATURE.toml")
-        readme = directory / "README.md"
+            missing.append(RECORD)
+        readme = directory / README
         if not readme.is_file():
-            missing.append("README.md")
+            missing.append(README)
         else:
             absent = missing_readme_items(readme.read_text(encoding="utf-8", errors="replace"))
             if absent:

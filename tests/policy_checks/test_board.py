@@ -201,3 +201,30 @@ def test_the_record_parser_is_reused_not_repeated(tree):
     rec = parse("default_deadline", path.read_text())
     (row,) = board.rows([rec], dt.date(2026, 11, 27))
     assert row.problems == rec.problems and row.deadline == rec.deadline
+
+
+SHIM = ('"""Moved to `acme.done` when done graduated."""\n\nimport importlib as _importlib\nimport warnings as _warnings\n\n'
+        'from acme.done import *  # noqa: F401,F403\n\n__graduated_to__ = "acme.done"\n\n'
+        '_warnings.warn("acme.labs.done moved to acme.done", DeprecationWarning, stacklevel=2)\n\n\n'
+        'def __getattr__(name):\n    return getattr(_importlib.import_module("acme.done"), name)\n')
+
+
+def test_only_a_pure_shim_leaves_the_board(tmp_path):
+    """A graduated feature's pure re-export shim is no feature; a directory that binds
+    ``__graduated_to__`` but holds anything else stays on the board, saying so."""
+    root = write_tree(tmp_path / "p", {
+        "pyproject.toml": PYPROJECT,
+        "acme/labs/__init__.py": "",
+        "acme/labs/done/__init__.py": SHIM,
+        "acme/labs/faked/__init__.py": SHIM.replace("acme.done", "acme.faked"),
+        "acme/labs/faked/FEATURE.toml": record(),
+        "acme/labs/extra/__init__.py": SHIM.replace("acme.done", "acme.extra"),
+        "acme/labs/extra/fast.py": "from acme.labs import experimental_backend\n",
+    })
+    rows = {r["feature"]: r for r in json.loads(invoke("--root", str(root), "--format", "json", "--today", TODAY))}
+    assert sorted(rows) == ["extra", "faked"]
+    assert rows["faked"]["problems"] == [
+        "the directory binds __graduated_to__ but the shim holds other code (it holds FEATURE.toml, which is not a "
+        "re-export module): it is still a feature"]
+    assert rows["extra"]["lacks"] == ["FEATURE.toml"]
+    assert "the shim holds other code (fast.py line 1: imports from acme.labs" in rows["extra"]["problems"][1]

@@ -124,6 +124,29 @@ def test_decorators_are_resolved_through_aliases():
     assert decorators["d"] == ("supported_compute_capability",)
 
 
+def test_every_spelling_of_a_decorator_is_read_as_markers_reads_it():
+    """Parentheses, calls on calls, ``getattr`` and any other expression: the same reading as
+    `policy_checks.markers` (the bot's), so the checker cannot be told one thing and the bot another."""
+    facts = extract(
+        (
+            "from . import api_logging\nfrom .api_logging import flashinfer_experimental_api as fx\n"
+            "@(fx)(feature='x')\ndef a(): pass\n@ fx()(trace=None)\ndef b(): pass\n"
+            "@getattr(api_logging, 'flashinfer_experimental_api')\ndef c(): pass\n@[fx][0]\ndef d(): pass\n"
+            "@(lambda f: f)\ndef e(): pass\n"
+        ).encode(),
+        "flashinfer.norm",
+        False,
+    )
+    decorators = {q: d.decorators for q, d in facts.definitions.items()}
+    assert decorators == {
+        "a": ("flashinfer.api_logging.flashinfer_experimental_api",),
+        "b": ("flashinfer.api_logging.flashinfer_experimental_api",),
+        "c": ("flashinfer.api_logging.flashinfer_experimental_api",),
+        "d": ("flashinfer_experimental_api",),
+        "e": ("",),
+    }
+
+
 def test_backend_calls_and_module_level_dicts():
     facts = extract(
         (

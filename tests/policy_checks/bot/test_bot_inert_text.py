@@ -172,17 +172,22 @@ def _removed(text: str) -> str:
 @example(name="@everyone", path="#1 <details>", tracking="evil/repo#9", home="x", declared=True)
 @given(name=hostile, path=hostile, tracking=hostile, home=hostile, declared=st.booleans())
 def test_graduation_checklist_is_inert(fresh_github, name, path, tracking, home, declared):
-    """A graduation PR's feature name, paths, new home and recorded tracking issue are all the PR's text."""
+    """A graduation PR's feature name, paths, new home and recorded tracking issue are all the PR's text.
+
+    The new home is a dotted module name (a shim binding anything else is no shim), so it can
+    carry only identifier characters of the hostile text."""
     g = fresh_github()
     g.add_issue(REPO, _issue_body("octocat", path))  # #1
     feature = "f" + name.replace("/", "_")  # a leading "_" or "." is not a feature directory
     code_dir, tests_dir = f"flashinfer/experimental/{feature}", f"tests/experimental/{feature}"
-    record = f'kind = "api"\nowner = "octocat"\ntracking_issue = {toml_string(tracking)}\n'
+    record = f'kind = "api"\nowner = "octocat"\ntracking_issue = {toml_string(tracking)}\napis = ["flashinfer.f"]\n'
     swap = "@@ -1,2 +1,2 @@\n-@flashinfer_experimental_api(feature='x')\n+@flashinfer_api\n def f(): ..."
+    last = "".join(c for c in home if c.isalnum() or c == "_")
+    home = "flashinfer." + (last if last.isidentifier() else "moved")
     files = [(f"{code_dir}/FEATURE.toml", _removed(record), "removed"),
-             (f"{code_dir}/__init__.py", f"+__graduated_to__ = {toml_string(home)}\n+{path}", "modified"),
+             (f"{code_dir}/__init__.py", f"+__graduated_to__ = {home!r}", "modified"),
              (f"flashinfer/{path}.py", None, "renamed", f"{code_dir}/{path}.py"),
-             (f"flashinfer/{path}/core.py", swap + f"\n+    require_experimental_x({path})"),
+             (f"flashinfer/{path}/core.py", swap + f"\n+require_experimental_x({path!r})"),
              (f"tests/{path}.py", None, "renamed", f"{tests_dir}/{path}.py"),
              (f"{tests_dir}/{path}", "+x", "modified")]
     declaration = "## Experimental Track\n\n- [x] This PR adds experimental code\n  - Tracking issue: #1\n"

@@ -1,7 +1,9 @@
-"""Graduation PRs: recognised from the PR's file listing, answered with the graduation checklist.
+"""Graduation PRs: recognised from what the PR's code says at base and head, answered with the
+graduation checklist.
 
 Against the fake GitHub API over real HTTP (the listing carries ``status``, ``previous_filename``
-and ``patch`` as GitHub's REST API does), plus the recognition on its own.
+and ``patch`` as GitHub's REST API does), plus the recognition on its own, from a listing, the
+files' texts at base and head and the listing of each feature directory at head.
 """
 
 from __future__ import annotations
@@ -14,10 +16,13 @@ import pytest
 from markdown_it import MarkdownIt
 
 from policy_checks.bot import graduation_pr
-from policy_checks.bot.graduation_pr import Listed, calls_gate, decorator_name, recognise
+from policy_checks.bot.graduation_pr import Listed, NotRecognised, added_experimental, recognise, unjudged
 from policy_checks.bot.pr_check import PR_MARKER
+from policy_checks.bot.revisions import FileAtRevisions
 from policy_checks.features import TrackingRef
+from policy_checks.fix.graduate import _shim
 from policy_checks.graduation import GRADUATION_STEPS
+from policy_checks.markers import Marked
 
 REPO = "acme/widgets"
 FEATURE = "gated_rmsnorm"
@@ -72,7 +77,7 @@ SWAP = ("flashinfer/norm.py",
         "     return _run(x, gate)", "modified")
 TESTS_MOVED = ("tests/test_gated_norm.py", None, "renamed", f"{TESTS_DIR}/test_gated_rmsnorm.py")  # no diff
 DOCS = ("docs/api/norm.rst", "@@ -3,0 +4 @@\n+.. autofunction:: flashinfer.gated_rmsnorm", "modified")
-AOT = ("flashinfer/aot.py", "@@ -20,0 +21 @@\n+    gen_gated_norm_module(),", "modified")
+AOT = ("flashinfer/aot.py", "@@ -20,0 +21 @@\n+SPECS.append(gen_gated_norm_module())", "modified")
 FULL = [RECORD_REMOVED, SHIM, CODE_MOVED, SWAP, TESTS_MOVED, DOCS, AOT]
 
 DECLARED = """## Experimental Track
@@ -129,9 +134,10 @@ def test_a_graduation_pr_gets_the_checklist_with_each_steps_state(repo, bot_cli)
         assert step.text in step_line(body, step.number)
     assert step_line(body, 1).endswith("— for a person") and step_line(body, 4).endswith("— for a person")
     assert step_line(body, 7).endswith("— for a person: tracking issue `#1`")  # from the removed record
-    assert f"1 file moved out of `{CODE_DIR}/`, e.g. to `flashinfer/gated_norm.py`" in step_line(body, 2)
-    assert f"a re-export shim in `{CODE_DIR}/__init__.py`" in step_line(body, 2)
-    assert "done: seen in `flashinfer/norm.py`" in step_line(body, 3)
+    assert f"done: `{CODE_DIR}/` is a pure re-export shim (1 file); 1 file moved out, e.g. to " \
+           "`flashinfer/gated_norm.py`" in step_line(body, 2)
+    assert "done: no entry point of the feature is marked experimental at the head commit (seen in " \
+           "`flashinfer/norm.py`)" in step_line(body, 3)
     assert "done: `flashinfer/aot.py` changed" in step_line(body, 5)
     assert f"1 file moved out of `{TESTS_DIR}/` into the stable lane" in step_line(body, 6)
     assert "(6 of 7)" not in body and "(4 of 7)" in body
@@ -185,7 +191,7 @@ def test_a_removal_pr_is_not_a_graduation(repo, bot_cli):
 
 
 def test_a_partial_graduation_leaves_the_tests_step_open(repo, bot_cli):
-    pr = repo.add_pull(REPO, f"Graduate {FEATURE} (part 1).", [RECORD_REMOVED, CODE_MOVED, SWAP])
+    pr = repo.add_pull(REPO, f"Graduate {FEATURE} (part 1).", [RECORD_REMOVED, SHIM, CODE_MOVED, SWAP])
     assert check(bot_cli, pr).exit_code == 0
     body = comment_of(repo, pr)
     assert boxes(body) == {1: False, 2: True, 3: True, 4: False, 5: False, 6: False, 7: False}
@@ -195,7 +201,7 @@ def test_a_partial_graduation_leaves_the_tests_step_open(repo, bot_cli):
 
 
 def test_tests_still_changed_in_the_experimental_lane_keep_step_6_open(repo, bot_cli):
-    files = [RECORD_REMOVED, CODE_MOVED, SWAP, TESTS_MOVED, (f"{TESTS_DIR}/conftest.py", "+x", "modified")]
+    files = [RECORD_REMOVED, SHIM, CODE_MOVED, SWAP, TESTS_MOVED, (f"{TESTS_DIR}/conftest.py", "+x", "modified")]
     pr = repo.add_pull(REPO, None, files)
     assert check(bot_cli, pr).exit_code == 0
     line = step_line(comment_of(repo, pr), 6)
@@ -204,23 +210,23 @@ def test_tests_still_changed_in_the_experimental_lane_keep_step_6_open(repo, bot
 
 def test_tests_removed_count_only_beside_new_stable_tests(repo, bot_cli):
     gone = (f"{TESTS_DIR}/test_gated_rmsnorm.py", "@@ -1 +0,0 @@\n-def test(): ...", "removed")
-    pr = repo.add_pull(REPO, None, [RECORD_REMOVED, CODE_MOVED, SWAP, gone])
+    pr = repo.add_pull(REPO, None, [RECORD_REMOVED, SHIM, CODE_MOVED, SWAP, gone])
     assert check(bot_cli, pr).exit_code == 0
     assert "but no stable test was added under `tests/`" in step_line(comment_of(repo, pr), 6)
     added = ("tests/test_gated_norm.py", "+x", "added")
-    pr = repo.add_pull(REPO, None, [RECORD_REMOVED, CODE_MOVED, SWAP, gone, added])
+    pr = repo.add_pull(REPO, None, [RECORD_REMOVED, SHIM, CODE_MOVED, SWAP, gone, added])
     assert check(bot_cli, pr).exit_code == 0
     assert boxes(comment_of(repo, pr))[6]
 
 
 def test_a_gate_still_added_leaves_the_decorator_step_open(repo, bot_cli):
-    still = ("flashinfer/gemm.py", "@@ -5,0 +5,2 @@\n+    require_experimental_auto_backends(backend)\n+    x = 1",
+    still = ("flashinfer/gemm.py", "@@ -5,0 +5,2 @@\n+require_experimental_auto_backends(backend)\n+x = 1",
              "modified")
-    pr = repo.add_pull(REPO, None, [RECORD_REMOVED, CODE_MOVED, SWAP, still])
+    pr = repo.add_pull(REPO, None, [RECORD_REMOVED, SHIM, CODE_MOVED, SWAP, still])
     assert check(bot_cli, pr).exit_code == 0
     line = step_line(comment_of(repo, pr), 3)
     assert line.startswith("- [ ] 3.")
-    assert "still uses an experimental decorator or gate in `flashinfer/gemm.py`" in line
+    assert "a gate call stays or is added in `flashinfer/gemm.py`" in line
 
 
 def test_a_graduation_beside_other_experimental_work_still_needs_the_declaration(repo, bot_cli):
@@ -235,30 +241,36 @@ def test_files_without_a_patch(repo, bot_cli):
     """GitHub sends no diff for binary files and diffs too large to show: what it does send still counts."""
     record_no_diff = (RECORD_REMOVED[0], None, "removed")
     binary = ("flashinfer/data/gated.cubin", None, "added")
-    pr = repo.add_pull(REPO, DECLARED, [record_no_diff, CODE_MOVED, SWAP, TESTS_MOVED, binary])
+    pr = repo.add_pull(REPO, DECLARED, [record_no_diff, SHIM, CODE_MOVED, SWAP, TESTS_MOVED, binary])
+    repo.set_contents(REPO, pr, base={RECORD_REMOVED[0]: RECORD_TEXT})  # read whole, not from a diff
     assert check(bot_cli, pr).exit_code == 0
     body = comment_of(repo, pr)
     assert boxes(body) == {1: False, 2: True, 3: True, 4: False, 5: False, 6: True, 7: False}
-    assert step_line(body, 7).endswith("tracking issue `#1` (open)")  # the PR's reference, the record unread
-    # Without the core file's diff the swap cannot be seen: no graduation is claimed.
-    pr = repo.add_pull(REPO, None, [record_no_diff, CODE_MOVED, (SWAP[0], None, "modified")])
+    assert step_line(body, 7).endswith("tracking issue `#1` (open)")
+    # Without the record's text nothing can be decided: no graduation is claimed.
+    pr = repo.add_pull(REPO, None, [record_no_diff, SHIM, CODE_MOVED, SWAP])
+    assert check(bot_cli, pr).exit_code == 1
+    assert "Graduation checklist" not in comment_of(repo, pr)
+    # Nor without the core file's text.
+    pr = repo.add_pull(REPO, None, [RECORD_REMOVED, SHIM, CODE_MOVED, (SWAP[0], None, "modified")])
     assert check(bot_cli, pr).exit_code == 1
     assert "Graduation checklist" not in comment_of(repo, pr)
 
 
 def test_the_record_names_no_issue_the_bot_knows(repo, bot_cli):
     record = (RECORD_REMOVED[0], removed(RECORD_TEXT.replace("tracking_issue = 1\n", "")), "removed")
-    pr = repo.add_pull(REPO, None, [record, CODE_MOVED, SWAP])
+    pr = repo.add_pull(REPO, None, [record, SHIM, CODE_MOVED, SWAP])
     assert check(bot_cli, pr).exit_code == 0
     assert step_line(comment_of(repo, pr), 7).endswith("— for a person (the bot does not know the tracking issue)")
 
 
 def shim_of(module: str, marker: bool) -> str:
     """The diff of an experimental module rewritten into a re-export shim, as ``policy-check graduate`` does."""
-    lines = ["@@ -1,6 +1,9 @@", "-from flashinfer.experimental import experimental_backend", "-@experimental_backend",
-             "-def kernel(): ...", "+import warnings as _warnings", "+", f"+from {module} import *  # noqa: F401,F403"]
-    lines += [f'+__graduated_to__ = "{HOME}"'] if marker else []
-    return "\n".join(lines + ["+_warnings.warn(", "+    DeprecationWarning,", "+)"])
+    old = f"flashinfer.experimental.{FEATURE}" + module[len(HOME):]
+    shim = _shim(FEATURE, old, module, marker, HOME).decode().rstrip("\n").split("\n")
+    lines = ["@@ -1,3 +1,22 @@", "-from flashinfer.experimental import experimental_backend", "-@experimental_backend",
+             "-def kernel(): ..."]
+    return "\n".join(lines + ["+" + line for line in shim])
 
 
 HOME = "flashinfer.gated_norm"
@@ -286,7 +298,7 @@ def test_the_listing_policy_check_graduate_leaves(repo, bot_cli):
     body = comment_of(repo, pr)
     assert f"**Graduation checklist**: `gated_rmsnorm`, to `{HOME}`" in body
     assert boxes(body) == {1: False, 2: True, 3: True, 4: False, 5: True, 6: True, 7: False}
-    assert "a re-export shim in `flashinfer/experimental/gated_rmsnorm/__init__.py`" in step_line(body, 2)
+    assert "`flashinfer/experimental/gated_rmsnorm/` is a pure re-export shim (2 files)" in step_line(body, 2)
     assert "e.g. to `flashinfer/gated_norm/gated_rmsnorm.cu`" in step_line(body, 2)  # the README is not code
     assert "90 files moved out of" in step_line(body, 6)
     assert "experimental" in repo.labels_of(REPO, pr)  # declared: labelled as before
@@ -313,7 +325,7 @@ def test_hostile_feature_names_and_paths_render_inert(repo, bot_cli):
     code_dir, tests_dir = f"flashinfer/experimental/{name}", f"tests/experimental/{name}"
     record = removed(RECORD_TEXT.replace("tracking_issue = 1", 'tracking_issue = "evil/repo#9"'))
     files = [(f"{code_dir}/FEATURE.toml", record, "removed"),
-             (f"{code_dir}/__init__.py", f'+__graduated_to__ = "flashinfer.{name}"', "modified"),
+             (f"{code_dir}/__init__.py", '+__graduated_to__ = "flashinfer.hostile"', "modified"),
              (f"flashinfer/{HOSTILE}.py", None, "renamed", f"{code_dir}/{HOSTILE}.py"),
              (f"flashinfer/{HOSTILE}/norm.py", SWAP[1], "modified"),
              (f"tests/{HOSTILE}.py", None, "renamed", f"{tests_dir}/{HOSTILE}.py")]
@@ -327,90 +339,363 @@ def test_hostile_feature_names_and_paths_render_inert(repo, bot_cli):
 
 
 # ----- the recognition on its own ---------------------------------------------------------
+#
+# A PR is modelled as the files at its base and head commits (path -> text, None: absent) and
+# its renames (new path -> old path); `pr` derives what GitHub and the PR check's reader give:
+# the listing, each listed file's texts and each feature directory's files at head.
+
+NORM_BASE = f'''"""Norms."""
+
+from .api_logging import flashinfer_api, flashinfer_experimental_api
 
 
-def listing(*files: tuple) -> list[Listed]:
-    """Entries as the fake's ``add_pull`` takes them: ``(path, patch[, status[, previous]])``."""
-    padded = ((*f, "modified", None)[:4] if len(f) == 2 else (*f, None)[:4] for f in files)
-    return [Listed(path, status, previous, patch) for path, patch, status, previous in padded]
+@flashinfer_api
+def rmsnorm(x):
+    return x
 
 
-def test_recognition_reads_pygithub_files_and_listed_entries_alike():
+@flashinfer_experimental_api(feature="gated_rmsnorm")
+def gated_rmsnorm(x, gate):
+    from .experimental.{FEATURE}.kernel import run
+
+    return run(x, gate)
+'''
+NORM_HEAD = (NORM_BASE.replace('@flashinfer_experimental_api(feature="gated_rmsnorm")', "@flashinfer_api")
+             .replace(f"from .experimental.{FEATURE}.kernel", "from .gated_norm.kernel")
+             .replace("flashinfer_api, flashinfer_experimental_api", "flashinfer_api"))
+GEMM = '"""GEMM."""\n\nfrom .api_logging import flashinfer_api\n\n\n@flashinfer_api\ndef mm(a, b):\n    return a\n'
+KERNEL = "def run(x, gate):\n    return x\n"
+BASE = {
+    f"{CODE_DIR}/FEATURE.toml": RECORD_TEXT,
+    f"{CODE_DIR}/README.md": "# gated_rmsnorm\n",
+    f"{CODE_DIR}/gated_rmsnorm.cu": "// kernel\n",
+    f"{CODE_DIR}/__init__.py": '"""Gated RMSNorm."""\n\nfrom .kernel import run\n',
+    f"{CODE_DIR}/kernel.py": KERNEL,
+    f"{TESTS_DIR}/test_gated_rmsnorm.py": "def test():\n    pass\n",
+    "flashinfer/norm.py": NORM_BASE,
+    "flashinfer/gemm.py": GEMM,
+    "flashinfer/aot.py": "SPECS = []\n",
+}
+HEAD = {
+    **BASE,
+    f"{CODE_DIR}/FEATURE.toml": None,
+    f"{CODE_DIR}/README.md": None,
+    f"{CODE_DIR}/gated_rmsnorm.cu": None,
+    f"{CODE_DIR}/__init__.py": _shim(FEATURE, f"flashinfer.experimental.{FEATURE}", HOME, True, HOME).decode(),
+    f"{CODE_DIR}/kernel.py": _shim(FEATURE, f"flashinfer.experimental.{FEATURE}.kernel", f"{HOME}.kernel", False,
+                                   HOME).decode(),
+    "flashinfer/gated_norm/__init__.py": "from .kernel import run\n",
+    "flashinfer/gated_norm/kernel.py": KERNEL,
+    "flashinfer/gated_norm/README.md": "# gated_rmsnorm\n",
+    "flashinfer/gated_norm/gated_rmsnorm.cu": "// kernel\n",
+    f"{TESTS_DIR}/test_gated_rmsnorm.py": None,
+    "tests/test_gated_norm.py": "def test():\n    pass\n",
+    "flashinfer/norm.py": NORM_HEAD,
+    "flashinfer/aot.py": "SPECS = ['gated_norm']\n",
+}
+RENAMES = {"flashinfer/gated_norm/README.md": f"{CODE_DIR}/README.md",
+           "flashinfer/gated_norm/gated_rmsnorm.cu": f"{CODE_DIR}/gated_rmsnorm.cu",
+           "tests/test_gated_norm.py": f"{TESTS_DIR}/test_gated_rmsnorm.py"}
+
+
+def pr(base: dict, head: dict, renames: dict | None = None):
+    """``(listing, texts, trees)`` of the PR that turns ``base`` into ``head``."""
+    renames = renames or {}
+    listing, texts = [], {}
+    for path in sorted(set(base) | set(head)):
+        old, now = base.get(renames.get(path, path)), head.get(path)
+        if path in renames.values() and head.get(path) is None:
+            continue  # the old path of a rename
+        if path in renames:
+            listing.append(Listed(path, "renamed", renames[path], None))
+        elif old is None and now is None or old == now:
+            continue
+        else:
+            listing.append(Listed(path, "added" if old is None else "removed" if now is None else "modified", None,
+                                  "@@ -1 +1 @@"))
+        texts[path] = FileAtRevisions(path, old, now)
+    trees = {}
+    for directory in graduation_pr.directories_to_list(listing):
+        trees[directory] = [p for p, text in head.items() if text is not None and p.startswith(directory + "/")]
+        for path in trees[directory]:
+            texts.setdefault(path, FileAtRevisions(path, base.get(path), head[path]))  # unchanged, still there
+    return listing, texts, trees
+
+
+def recognised(base=BASE, head=HEAD, renames=RENAMES, tracking=None, **changes):
+    listing, texts, trees = pr(base, {**head, **changes}, renames)
+    return recognise(listing, tracking, texts=texts, trees=trees)
+
+
+def reason_of(result) -> str:
+    assert list(result) == [], result
+    [item] = result.not_recognised
+    return item.reason
+
+
+def test_a_graduation_is_recognised_from_the_code():
+    result = recognised()
+    [graduation] = result
+    assert result.not_recognised == []
+    assert graduation.feature == FEATURE and graduation.new_home == HOME and graduation.tracking == TrackingRef(1)
+    states = {s.step.number: s for s in graduation.steps}
+    assert {n: s.done for n, s in states.items()} == {1: False, 2: True, 3: True, 4: False, 5: True, 6: True, 7: False}
+    assert f"`{CODE_DIR}/` is a pure re-export shim (2 files)" in states[2].detail
+    assert "1 file moved out, e.g. to `flashinfer/gated_norm/gated_rmsnorm.cu`" in states[2].detail  # README: no code
+    assert "seen in `flashinfer/norm.py`" in states[3].detail
+    assert f"1 file moved out of `{TESTS_DIR}/` into the stable lane" in states[6].detail
+    lines = graduation_pr.checklist_lines(result, REPO)
+    assert f"**Graduation checklist**: `{FEATURE}`, to `{HOME}`" in lines and "(4 of 7)" in "\n".join(lines)
+
+
+def test_pygithub_files_and_listed_entries_read_alike():
+    listing, texts, trees = pr(BASE, HEAD, RENAMES)
     pygithub_like = [SimpleNamespace(filename=f.path, status=f.status, patch=f.patch, previous_filename=f.previous)
-                     for f in listing(*FULL)]
-    [a] = recognise(pygithub_like)
-    [b] = recognise(listing(*FULL))
-    assert a == b and a.feature == FEATURE and a.new_home == "flashinfer.gated_norm"
-    assert a.tracking == TrackingRef(1) and a.done == 4
+                     for f in listing]
+    assert recognise(pygithub_like, texts=texts, trees=trees) == recognise(listing, texts=texts, trees=trees)
+    assert graduation_pr.paths_needed(listing, trees) == sorted(
+        {f.path for f in listing if f.path.endswith(".py")} | {f"{CODE_DIR}/FEATURE.toml"})
 
 
-def test_only_the_relocated_feature_of_several_removed_records_graduates():
-    gone = [("flashinfer/experimental/old_moe/FEATURE.toml", None, "removed"),
-            ("flashinfer/experimental/old_moe/moe.py", "-x", "removed")]
-    [graduation] = recognise(listing(*FULL, *gone))
-    assert graduation.feature == FEATURE
+def test_without_the_texts_nothing_is_recognised_and_the_reason_says_so():
+    """How the PR check calls it until its reader passes the texts: no graduation, and a reason."""
+    listing, _, _ = pr(BASE, HEAD, RENAMES)
+    result = recognise(listing, TrackingRef(1))
+    assert result == [] and result.not_recognised == [NotRecognised(FEATURE, graduation_pr.NEEDS_TEXTS)]
+    assert result.reasons == [f"`{FEATURE}`: {graduation_pr.NEEDS_TEXTS}"]
+    assert graduation_pr.checklist_lines(result, REPO) == []
+
+
+@pytest.mark.parametrize("spoil, reason", [
+    (lambda texts, trees: trees.clear(), f"the files of `{CODE_DIR}/` at the head commit are needed"),
+    (lambda texts, trees: texts.pop(f"{CODE_DIR}/FEATURE.toml"),
+     f"the text of `{CODE_DIR}/FEATURE.toml` at the base commit is needed"),
+    (lambda texts, trees: texts.pop(f"{CODE_DIR}/__init__.py"),
+     f"the text of `{CODE_DIR}/__init__.py` at the head commit is needed"),
+    (lambda texts, trees: texts.update({"flashinfer/norm.py": FileAtRevisions(
+        "flashinfer/norm.py", None, None, complete=False, problem="too large")}),
+     "the text of `flashinfer/norm.py` could not be read whole (`too large`)"),
+    (lambda texts, trees: texts.update({"flashinfer/norm.py": FileAtRevisions("flashinfer/norm.py", "def (", NORM_HEAD)}),
+     "`flashinfer/norm.py` is not Python at the base commit"),
+])
+def test_what_the_decision_needs_is_missing_so_it_fails_closed(spoil, reason):
+    listing, texts, trees = pr(BASE, HEAD, RENAMES)
+    spoil(texts, trees)
+    assert reason_of(recognise(listing, texts=texts, trees=trees)) == reason
+
+
+@pytest.mark.parametrize("head", [
+    # the decorator re-spelt, a docstring line starting "@flashinfer_api"
+    NORM_BASE.replace('@flashinfer_experimental_api(feature="gated_rmsnorm")',
+                      '@(flashinfer_experimental_api)(feature="gated_rmsnorm")').replace(
+        "def gated_rmsnorm(x, gate):\n", 'def gated_rmsnorm(x, gate):\n    """\n@flashinfer_api\n    """\n'),
+    NORM_BASE.replace("@flashinfer_experimental_api(", "@api_logging.flashinfer_experimental_api(").replace(
+        "from .api_logging", "from . import api_logging\nfrom .api_logging"),
+    NORM_BASE.replace('@flashinfer_experimental_api(feature="gated_rmsnorm")', "@ flashinfer_api").replace(
+        "import flashinfer_api, flashinfer_experimental_api", "import flashinfer_experimental_api as flashinfer_api"),
+    NORM_BASE.replace('@flashinfer_experimental_api(feature="gated_rmsnorm")',
+                      "# @flashinfer_api\n@fx").replace("flashinfer_experimental_api\n",
+                                                        "flashinfer_experimental_api\n\nfx = flashinfer_experimental_api\n"),
+], ids=["parenthesised-and-docstring", "attribute", "alias-named-stable", "assigned-alias-and-comment"])
+def test_a_swap_seen_only_in_the_text_is_no_swap(head):
+    reason = reason_of(recognised(**{"flashinfer/norm.py": head}))
+    assert reason == "`flashinfer/norm.py`: `gated_rmsnorm` is still marked experimental at the head commit"
+
+
+BACKEND_RECORD = RECORD_TEXT.replace('kind = "api"', 'kind = "backend"').replace(
+    'apis = ["flashinfer.gated_rmsnorm"]', "apis = []").replace("backends = []", 'backends = ["mm_bf16:splitk"]')
+SPLITK = "flashinfer/experimental/splitk_gemm"
+SUPPORT = ('from flashinfer.experimental import experimental_backend\n\n\n'
+           '@experimental_backend\ndef check_splitk(a, b):\n    return True\n')
+ROUTE6_BASE = {
+    **BASE,
+    f"{SPLITK}/FEATURE.toml": BACKEND_RECORD,
+    f"{SPLITK}/README.md": "# splitk\n",
+    f"{SPLITK}/__init__.py": '"""Split-K."""\n',
+    f"{SPLITK}/support.py": SUPPORT,
+    f"{SPLITK}/kernel.py": "def run(a, b):\n    return a\n",
+    "flashinfer/gemm.py": GEMM.replace('"""GEMM."""\n', '"""GEMM."""\n\nfrom .experimental.splitk_gemm.support import '
+                                                       'check_splitk\n'),
+}
+FAST = ("from flashinfer.experimental import experimental_backend\n\n\n"
+        "@experimental_backend\ndef check_fast(a, b):\n    return True\n")
+ROUTE6_HEAD = {
+    **ROUTE6_BASE,
+    f"{SPLITK}/FEATURE.toml": None,
+    f"{SPLITK}/__init__.py": _shim("splitk_gemm", "flashinfer.experimental.splitk_gemm", "flashinfer.splitk", True,
+                                   "flashinfer.splitk").decode(),
+    f"{SPLITK}/fast.py": FAST,  # a brand-new undeclared experimental backend inside the "shim"
+    # another feature's decorator "swapped": re-spelt, with a docstring line that starts "@flashinfer_api"
+    "flashinfer/norm.py": NORM_BASE.replace('@flashinfer_experimental_api(feature="gated_rmsnorm")',
+                                            '@(flashinfer_experimental_api)(feature="gated_rmsnorm")').replace(
+        '"""Norms."""', '"""Norms.\n\n@flashinfer_api\n"""'),
+}
+
+
+def test_the_fake_graduation_of_route_6_is_not_recognised():
+    listing, texts, trees = pr(ROUTE6_BASE, ROUTE6_HEAD)
+    result = recognise(listing, texts=texts, trees=trees)
+    assert result == []
+    [item] = result.not_recognised
+    assert item.feature == "splitk_gemm"
+    assert item.reason.startswith(f"`{SPLITK}/` at the head commit is not a pure re-export shim: ")
+    assert (f"{SPLITK}/fast.py", Marked("check_fast", 5, "experimental_backend")) in added_experimental(texts)
+    # Even with the new file left out of the directory's listing, its old code is still there.
+    trees[SPLITK] = [p for p in trees[SPLITK] if not p.endswith("fast.py")]
+    assert recognise(listing, texts=texts, trees=trees) == []
+
+
+def test_a_shim_beside_other_code_is_not_a_graduation_and_the_new_code_is_listed():
+    result = recognised(**{f"{CODE_DIR}/fast.py": FAST})
+    assert "at the head commit is not a pure re-export shim: `fast.py line 1: imports from" in reason_of(result)
+    listing, texts, _ = pr(BASE, {**HEAD, f"{CODE_DIR}/fast.py": FAST}, RENAMES)
+    assert added_experimental(texts) == [(f"{CODE_DIR}/fast.py", Marked("check_fast", 5, "experimental_backend"))]
+
+
+def test_a_shim_binding_the_experimental_package_is_no_shim():
+    init = HEAD[f"{CODE_DIR}/__init__.py"].replace(HOME, "flashinfer.experimental.other")
+    kernel = HEAD[f"{CODE_DIR}/kernel.py"].replace(HOME, "flashinfer.experimental.other")
+    result = recognised(**{f"{CODE_DIR}/__init__.py": init, f"{CODE_DIR}/kernel.py": kernel})
+    assert "names flashinfer.experimental.other, inside flashinfer.experimental" in reason_of(result)
+
+
+def test_a_removal_is_not_a_graduation():
+    head = {**HEAD, f"{CODE_DIR}/__init__.py": None, f"{CODE_DIR}/kernel.py": None,
+            "flashinfer/norm.py": NORM_BASE.split("\n\n@flashinfer_experimental_api")[0] + "\n"}
+    assert "it leaves no re-export shim" in reason_of(recognised(head=head))
+
+
+def test_an_entry_point_the_pr_leaves_alone_keeps_the_feature_from_graduating():
+    result = recognised(**{"flashinfer/norm.py": NORM_BASE})
+    assert "no definition marked experimental for it at the base commit is among this PR's files" in reason_of(result)
+    # Another entry point swapped, the record's own API untouched.
+    base = {**BASE, "flashinfer/gemm.py": GEMM + '\n\n@flashinfer_experimental_api(feature="gated_rmsnorm")\n'
+                                                 "def gated_mm(a):\n    return a\n"}
+    head = {**HEAD, "flashinfer/norm.py": NORM_BASE, "flashinfer/gemm.py": base["flashinfer/gemm.py"].replace(
+        '@flashinfer_experimental_api(feature="gated_rmsnorm")', "@flashinfer_api")}
+    reason = reason_of(recognised(base=base, head=head))
+    assert reason == ("the record's API `flashinfer.gated_rmsnorm` is not among the definitions this PR changes: "
+                      "it stays experimental")
+
+
+def test_step_3_is_read_from_the_resolved_decorators_and_gates():
+    plain = NORM_HEAD.replace("@flashinfer_api\ndef gated_rmsnorm", "def gated_rmsnorm")
+    [graduation] = recognised(**{"flashinfer/norm.py": plain})
+    step = graduation.steps[2]
+    assert not step.done and "`gated_rmsnorm` in `flashinfer/norm.py` is not marked `@flashinfer_api`" in step.detail
+    gated = GEMM.replace("    return a\n", "    require_experimental_auto_backends('x')\n    return a\n")
+    [graduation] = recognised(**{"flashinfer/gemm.py": gated})
+    assert not graduation.steps[2].done and "a gate call stays or is added in `flashinfer/gemm.py`" in \
+        graduation.steps[2].detail
+    added = GEMM + "\n\n@api_logging.flashinfer_experimental_api\ndef mm2(a):\n    return a\n"
+    [graduation] = recognised(**{"flashinfer/gemm.py": added})
+    assert "an experimental mark is added on `mm2` in `flashinfer/gemm.py`" in graduation.steps[2].detail
+
+
+def test_the_tests_step():
+    [graduation] = recognised(**{f"{TESTS_DIR}/conftest.py": "x = 1\n"})
+    assert f"1 file still changed under `{TESTS_DIR}/`" in graduation.steps[5].detail
+    renames = {k: v for k, v in RENAMES.items() if not k.startswith("tests/")}
+    [graduation] = recognised(renames=renames, **{"tests/test_gated_norm.py": None})
+    assert "but no stable test was added under `tests/`" in graduation.steps[5].detail
+
+
+def test_only_the_graduating_feature_of_several_removed_records_graduates():
+    other = "flashinfer/experimental/old_moe"
+    base = {**BASE, f"{other}/FEATURE.toml": RECORD_TEXT, f"{other}/moe.py": "def moe():\n    pass\n"}
+    head = {**HEAD, f"{other}/FEATURE.toml": None, f"{other}/moe.py": None}
+    result = recognised(base=base, head=head)
+    assert [g.feature for g in result] == [FEATURE]
+    assert [n.feature for n in result.not_recognised] == ["old_moe"]
 
 
 @pytest.mark.parametrize("path", ["flashinfer/experimental/FEATURE.toml",
                                   "flashinfer/experimental/_shared/FEATURE.toml",
                                   "flashinfer/experimental/a/b/FEATURE.toml", "examples/experimental/a/FEATURE.toml"])
 def test_only_a_features_own_record_counts(path):
-    assert recognise(listing((path, None, "removed"), CODE_MOVED, SWAP)) == []
+    result = recognised(base={**BASE, path: RECORD_TEXT}, head={**BASE, path: None}, renames={})
+    assert result == [] and result.not_recognised == []
 
 
 def test_the_tracking_reference_of_the_pr_is_the_fallback():
-    record = (RECORD_REMOVED[0], None, "removed")
-    [graduation] = recognise(listing(record, CODE_MOVED, SWAP), TrackingRef(5, "acme/roadmap"))
+    base = {**BASE, f"{CODE_DIR}/FEATURE.toml": RECORD_TEXT.replace("tracking_issue = 1\n", "")}
+    [graduation] = recognised(base=base, tracking=TrackingRef(5, "acme/roadmap"))
     assert graduation.tracking == TrackingRef(5, "acme/roadmap")
-    [graduation] = recognise(listing(*FULL), TrackingRef(5, "acme/roadmap"))
+    [graduation] = recognised(tracking=TrackingRef(5, "acme/roadmap"))
     assert graduation.tracking == TrackingRef(1)  # the feature's own record comes first
 
 
-@pytest.mark.parametrize("line, name", [
-    ("@flashinfer_api", "flashinfer_api"),
-    ("    @flashinfer_experimental_api(feature='x')", "flashinfer_experimental_api"),
-    ("@api_logging.flashinfer_api", "flashinfer_api"), ("@ flashinfer_api", "flashinfer_api"),
-    ("x = '@flashinfer_api'", None), ("# @flashinfer_api", None), ("@flashinfer_api_v2", "flashinfer_api_v2"),
-])
-def test_decorator_names(line, name):
-    assert decorator_name(line) == name
+SPELLINGS = [
+    "@flashinfer_experimental_api\ndef new_api(x):",
+    "@api_logging.flashinfer_experimental_api\ndef new_api(x):",
+    "@ flashinfer_experimental_api\ndef new_api(x):",
+    "@(flashinfer_experimental_api)\ndef new_api(x):",
+    "@(flashinfer_experimental_api)(feature='new')\ndef new_api(x):",
+    "@fx(feature='new')\ndef new_api(x):",
+    "@fa\ndef new_api(x):",
+    "@getattr(api_logging, 'flashinfer_experimental_api')\ndef new_api(x):",
+    "@[fx][0]\ndef new_api(x):",
+    "@flashinfer_experimental_api_v2\ndef new_api(x):",
+]
+PRELUDE = ("from . import api_logging\nfrom .api_logging import flashinfer_experimental_api as fx\n"
+           "fa = api_logging.flashinfer_experimental_api\nflashinfer_experimental_api_v2 = fx\n\n\n")
 
 
-@pytest.mark.parametrize("line, calls", [
-    ("    require_experimental_auto_backends(backend)", True), ("x = require_experimental_auto_backends ()", True),
-    ("def require_experimental_auto_backends(x):", False), ("from flashinfer import require_experimental_x", False),
-    ("# require_experimental_auto_backends()", False), ("my_require_experimental_x()", False),
-    ("require_experimental_auto_backends", False),
+@pytest.mark.parametrize("spelling", SPELLINGS)
+def test_route_7_each_spelling_of_a_new_experimental_api_is_added_experimental(spelling):
+    head = GEMM + "\n\n" + PRELUDE + spelling + "\n    return x\n"
+    texts = {"flashinfer/gemm.py": FileAtRevisions("flashinfer/gemm.py", GEMM, head)}
+    [(path, marked)] = added_experimental(texts)
+    assert path == "flashinfer/gemm.py" and marked.qualname == "new_api" and marked.kind == "experimental_api"
+    # Already there at base: nothing added.
+    assert added_experimental({"flashinfer/gemm.py": FileAtRevisions("flashinfer/gemm.py", head, head)}) == []
+
+
+@pytest.mark.parametrize("text", [
+    '@flashinfer_api\ndef new_api(x):\n    """@flashinfer_experimental_api"""\n',
+    "# @flashinfer_experimental_api\ndef new_api(x):\n    pass\n",
+    "x = '@flashinfer_experimental_api'\n\n\n@flashinfer_experimental_api_like\ndef new_api(x):\n    pass\n",
 ])
-def test_gate_calls(line, calls):
-    assert calls_gate(line) is calls
+def test_what_is_not_an_experimental_mark(text):
+    texts = {"flashinfer/gemm.py": FileAtRevisions("flashinfer/gemm.py", GEMM, GEMM + text)}
+    assert added_experimental(texts) == []
+
+
+def test_unjudged_files_are_named_for_the_caller():
+    texts = {"a.py": FileAtRevisions("a.py", None, None, complete=False, problem="binary"),
+             "b.py": FileAtRevisions("b.py", "x = 1\n", "def ("),
+             "c.md": FileAtRevisions("c.md", None, "def ("),
+             "d.py": FileAtRevisions("d.py", "x = 1\n", None)}
+    assert unjudged(texts) == [("a.py", "binary"), ("b.py", "its text at the head commit is not Python")]
+    assert added_experimental(texts) == []
+
+
+def test_adversarial_texts_are_read_in_linear_time():
+    """Untrusted texts: long chains and nestings built to make a naive resolver go quadratic."""
+    n = 10_000
+    chain = "a0 = flashinfer_experimental_api\n" + "".join(f"a{i} = a{i - 1}\n" for i in range(1, n))
+    decorated = "".join(f"@a{i}\ndef f{i}():\n    pass\n" for i in range(n - 1, 0, -500))
+    hostile = {
+        f"{CODE_DIR}/__init__.py": chain + decorated,
+        "flashinfer/norm.py": NORM_HEAD + "\nx = " + "f(" * 150 + ")" * 150 + "\n" + "y = a" + ".b" * n + "\n",
+        "flashinfer/gemm.py": "\n".join(f"z{i} = " + " = ".join(f"t{j}" for j in range(50)) + " = 1"
+                                        for i in range(1000)) + "\n",
+    }
+    listing, texts, trees = pr(BASE, {**HEAD, **hostile}, RENAMES)
+    start = time.perf_counter()
+    result = recognise(listing, texts=texts, trees=trees)
+    added = added_experimental(texts)
+    assert time.perf_counter() - start < 4.0
+    assert result == [] and len(added) == len(range(n - 1, 0, -500))
+
+
+def test_a_comment_shows_a_bounded_number_of_checklists():
+    graduations = [graduation_pr.Graduation(feature=f"f{i}") for i in range(5)]
+    lines = graduation_pr.checklist_lines(graduations, REPO)
+    assert sum(line.startswith("**Graduation checklist**") for line in lines) == graduation_pr.MAX_CHECKLISTS
+    assert "2 more features graduate in this PR:" in lines and lines[-3:-1] == ["- `f3`", "- `f4`"]
 
 
 def test_diff_lines_split_at_newlines_only():
     patch = " context\u2028+@flashinfer_api\n-@flashinfer_experimental_api\n+++ b/x\r\n+@flashinfer_api\r"
     assert list(graduation_pr.changed_lines(patch)) == [("-", "@flashinfer_experimental_api"), ("+", "@flashinfer_api")]
-
-
-def test_adversarial_patches_are_read_in_linear_time():
-    """Untrusted diffs: long lines built to make a backtracking regex go quadratic."""
-    n = 200_000
-    lines = ["+" + "require_experimental_" * (n // 21), "+" + "@" + "a." * (n // 2), "+" + " " * n + "@x",
-             "+__graduated_to__ = '" + "a" * n, "-@" + "flashinfer_experimental_api" * (n // 27)]
-    patch = "\n".join(lines)
-    files = listing(RECORD_REMOVED, (f"{CODE_DIR}/__init__.py", patch, "modified"), ("flashinfer/norm.py", patch),
-                    SWAP)
-    start = time.perf_counter()
-    recognise(files)
-    assert time.perf_counter() - start < 2.0
-
-
-def test_a_comment_shows_a_bounded_number_of_checklists():
-    files = [SWAP]
-    for i in range(5):
-        files += [(f"flashinfer/experimental/f{i}/FEATURE.toml", None, "removed"),
-                  (f"flashinfer/experimental/f{i}/__init__.py", f'+__graduated_to__ = "flashinfer.f{i}"', "modified")]
-    graduations = recognise(listing(*files))
-    assert [g.feature for g in graduations] == [f"f{i}" for i in range(5)]
-    lines = graduation_pr.checklist_lines(graduations, REPO)
-    assert sum(line.startswith("**Graduation checklist**") for line in lines) == graduation_pr.MAX_CHECKLISTS
-    assert "2 more features graduate in this PR:" in lines and lines[-3:-1] == ["- `f3`", "- `f4`"]

@@ -339,3 +339,51 @@ def test_a_hostile_record_never_crashes_the_plan_nor_reaches_the_output(tree, re
     assert result.exception is None or isinstance(result.exception, SystemExit)
     checklist = result.output[result.output.index("Graduation checklist"):] if result.exit_code == 0 else result.output
     assert all(ch.isprintable() or ch == "\n" for ch in checklist)
+
+
+def _files(root) -> dict:
+    return {p.relative_to(root).as_posix(): p.read_text(encoding="utf-8", errors="replace")
+            for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+
+
+def test_what_graduate_writes_is_a_pure_shim_and_recognised_as_a_graduation(tree):
+    """The shim `graduate` leaves passes `markers.is_pure_shim`, and the bot takes the change for a
+    graduation when it reads it as a PR: the listing, the texts at base and head, the directory at head."""
+    from policy_checks.bot.graduation_pr import Listed, recognise
+    from policy_checks.bot.revisions import FileAtRevisions
+    from policy_checks.config import load
+    from policy_checks.markers import is_pure_shim
+
+    tree.write(API_FEATURE)
+    base = _files(tree.root)
+    assert graduate(tree, "feat", "--to", "fxpkg.fancy_ops").exit_code == 0
+    head = _files(tree.root)
+    directory = "fxpkg/experimental/feat"
+    shim = {p[len(directory) + 1:]: text for p, text in head.items() if p.startswith(directory + "/")}
+    assert sorted(shim) == ["__init__.py", "helpers.py", "kernels.py"] and is_pure_shim(shim, "fxpkg.experimental")
+    listing, texts = [], {}
+    for path in sorted(set(base) | set(head)):
+        old, new = base.get(path), head.get(path)
+        if old != new:
+            listing.append(Listed(path, "added" if old is None else "removed" if new is None else "modified", None, ""))
+            texts[path] = FileAtRevisions(path, old, new)
+    trees = {directory: [p for p in head if p.startswith(directory + "/")]}
+    result = recognise(listing, settings=load(tree.root), texts=texts, trees=trees)
+    assert result.not_recognised == []
+    [graduation] = result
+    assert graduation.feature == "feat" and graduation.new_home == "fxpkg.fancy_ops"
+    assert {s.step.number for s in graduation.steps if s.done} == {2, 3, 6}
+
+
+def test_a_shim_that_holds_other_code_is_still_a_feature(tree):
+    tree.write(API_FEATURE)
+    assert graduate(tree, "feat", "--to", "fxpkg.fancy_ops").exit_code == 0
+    tree.write({"fxpkg/experimental/feat/fast.py": "def run():\n    return 1\n"})
+    checked = CliRunner().invoke(main, ["run", "--root", str(tree.root), "--no-cache", "--select", "EXP009"])
+    assert checked.exit_code == 1
+    assert ("fxpkg/experimental/feat binds __graduated_to__ but the shim holds other code "
+            "(fast.py line 1: holds code other than a re-export (FunctionDef))") in checked.output
+    board = CliRunner().invoke(main, ["features", "--root", str(tree.root), "--format", "json"])
+    assert board.exit_code == 0 and '"feature": "feat"' in board.output and "the shim holds other code" in board.output
+    again = graduate(tree, "feat", "--to", "fxpkg.elsewhere")
+    assert again.exit_code == 1 and "binds __graduated_to__ but is no pure re-export shim" in again.output
