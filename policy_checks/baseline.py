@@ -26,6 +26,7 @@ keeps its entries.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import secrets
@@ -51,7 +52,12 @@ class Fingerprint(NamedTuple):
 
 
 class BaselineError(ValueError):
-    """The baseline file cannot be used; the message names it (exit status 2)."""
+    """The baseline file cannot be used; the message names it (exit status 2) and,
+    for a file on disk, says how to restore it. `problem`: the message without that."""
+
+    def __init__(self, message: str, problem: Optional[str] = None):
+        super().__init__(message)
+        self.problem = problem or message
 
 
 class Baseline(NamedTuple):
@@ -144,6 +150,32 @@ def entry(fp: Fingerprint, count: int) -> dict:
     return dict(zip(_FIELDS, (*fp, count)))
 
 
+def digest(fp: Fingerprint) -> str:
+    """A short, stable name of a fingerprint (SARIF's ``partialFingerprints``): a hash
+    of its four fields, so it changes exactly when the fingerprint does."""
+    text = json.dumps(list(fp), ensure_ascii=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("ascii")).hexdigest()[:32]
+
+
+def describe(fp: Fingerprint) -> str:
+    """An entry in words, for a person: ``EXP007 flashinfer.legacy (old): flashinfer.experimental.x``."""
+    return f"{fp.rule} {fp.module} ({fp.scope or 'file'}): {fp.subject}"
+
+
+class Change(NamedTuple):
+    fingerprint: Fingerprint
+    before: int  # its count in the old baseline (0: no such entry)
+    after: int  # its count in the new one (0: gone)
+
+
+def changes(old: dict, new: dict) -> tuple:
+    """``(added, removed)``: the `Change` of each entry whose count rose (or that is
+    new) and of each whose count fell (or that is gone), from counts `old` to `new`."""
+    added = [Change(fp, old.get(fp, 0), n) for fp, n in sorted(new.items()) if n > old.get(fp, 0)]
+    removed = [Change(fp, n, new.get(fp, 0)) for fp, n in sorted(old.items()) if n > new.get(fp, 0)]
+    return added, removed
+
+
 def default_path(root: Path) -> Path:
     return Path(root) / FILE_NAME
 
@@ -157,14 +189,25 @@ def read(path: Path, name: Optional[str] = None) -> Baseline:
     try:
         data = read_bounded(Path(path), MAX_BYTES)
     except FileNotFoundError:
-        raise _failure(name, "no such file") from None
+        raise _failure(name, "no such file", restore=True) from None
     except (OSError, ValueError) as error:
-        raise _failure(name, f"cannot read: {getattr(error, 'strerror', None) or error}") from None
-    return loads(data, name)
+        raise _failure(name, f"cannot read: {getattr(error, 'strerror', None) or error}", restore=True) from None
+    try:
+        return loads(data, name)
+    except BaselineError as error:
+        raise BaselineError(f"{error}{_restore(name)}", str(error)) from None
 
 
-def _failure(name: str, problem: str) -> BaselineError:
-    return BaselineError(f"baseline {name}: {problem}; regenerate it with `policy-check baseline`")
+def _failure(name: str, problem: str, restore: bool = False) -> BaselineError:
+    message = f"baseline {name}: {problem}"
+    return BaselineError(message + (_restore(name) if restore else ""), message)
+
+
+def _restore(name: str) -> str:
+    """How to get a baseline file back. Never "regenerate it": that would accept
+    every finding of today, new debt included, as if it were old."""
+    return (f". Restore the committed file with `git checkout -- {name}` (or the base branch's: "
+            f"`git checkout <base-branch> -- {name}`); meanwhile `--no-baseline` reports every finding")
 
 
 def loads(data: bytes, name: str) -> Baseline:

@@ -1,32 +1,38 @@
 """Facts by content hash, kept between runs outside the checked tree.
 
-One JSON file maps a key (hash of the facts version, the file's path and its
-bytes) to that file's facts, and a key derived from it and the trigger vocabulary
-(`scan_key`) to which rule triggers occur in those bytes (`needs.Scanner.scan`), so
-that a warm run decides which files are primary without scanning them. The key
-proves only which bytes an entry claims to describe, not that the facts are true:
-whoever can write the cache decides what the checker believes. So the cache never
-comes from the tree being checked (a
-pull request could plant one, and CI and the pre-commit hook check a pull
-request's tree): it lives in the user's cache directory, one subdirectory per
-project (a hash of the root's resolved path), or under ``--cache-dir`` /
-``$POLICY_CHECK_CACHE_DIR``. A location inside the project is used only when git
-ignores it and tracks nothing in it; any other is refused with a warning and the
-run goes on without a cache, so the result is the one ``--no-cache`` gives.
+One JSON file maps a key (hash of the facts version, the file's path relative to
+its project root, and its bytes) to that file's facts, and a key derived from it
+and the trigger vocabulary (`scan_key`: the triggers the settings and the rules
+make) to which rule triggers occur in those bytes (`needs.Scanner.scan`), so that
+a warm run decides which files are primary without scanning them. Nothing in a
+key names the project: facts depend on nothing else, so every project of this user
+shares one store, and a second clone or worktree of a repository starts warm
+(`location`). Each entry records the day it was last used; a save keeps what the
+run used and what another run used in the last `KEEP_DAYS` days, and merges what a
+concurrent run saved meanwhile.
+
+The key proves only which bytes an entry claims to describe, not that the facts
+are true: whoever can write the cache decides what the checker believes. So the
+cache never comes from the tree being checked (a pull request could plant one, and
+CI and the pre-commit hook check a pull request's tree): it lives in the user's
+cache directory, or under ``--cache-dir`` / ``$POLICY_CHECK_CACHE_DIR``. A location
+inside the project is used only when git ignores it and tracks nothing in it; any
+other is refused with a warning and the run goes on without a cache, so the result
+is the one ``--no-cache`` gives.
 
 Nor does it come from another local user: the directory chosen for caches and the
-project's subdirectory, where they exist, must be owned by this user or root and
+store's subdirectory, where they exist, must be owned by this user or root and
 writable by nobody else (the rule of ``flashinfer.jit.cache``, which this package
 may not import), else the location is refused the same way; directories the
 checker creates are mode 0o700. So a shared ``$POLICY_CHECK_CACHE_DIR``, or a
-project subdirectory someone else created first, is never read.
+subdirectory someone else created first, is never read.
 
 The file is still input: it is read without following a symbolic link, only when
 it is a regular file of this user (or root) that nobody else may write, at most
 `MAX_BYTES` long, and as JSON (loading JSON runs no code). Writes go to a
 temporary file renamed into place, so two runs sharing the cache never see a
-half-written file (the last writer wins, and both versions are valid). An
-unreadable, untrusted or corrupt cache is ignored with a warning.
+half-written file. An unreadable, untrusted or corrupt cache is ignored with a
+warning.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ import os
 import stat
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 from typing import Optional
 
@@ -48,6 +55,10 @@ from .facts import FACTS_VERSION, FileFacts, from_data, to_data
 ENVIRONMENT = "POLICY_CHECK_CACHE_DIR"
 MAX_BYTES = 64 * 1024 * 1024  # about 30,000 files' facts; a bigger file is refused unread
 _FILE = f"facts-v{FACTS_VERSION}.json"
+STORE = "facts"  # the subdirectory of the directory chosen for caches that holds the store
+FORMAT_KEY = "policy-check-facts"  # the file's top-level key, holding the format's version
+FORMAT = 2  # {FORMAT_KEY: 2, "entries": {hex key: [day last used, value]}}
+KEEP_DAYS = 30  # an entry no run used for this long is dropped at the next save
 
 
 def key(rel: str, data: bytes, variant: str = "") -> bytes:
@@ -65,13 +76,18 @@ def scan_key(k: bytes, vocabulary: str) -> bytes:
     return hashlib.sha256(b"scan\0" + vocabulary.encode() + b"\0" + k).digest()[:16]
 
 
-def location(root: Path, base=None) -> Path:
-    """The cache directory of the project at `root`: a subdirectory of `base`, else
-    of ``$POLICY_CHECK_CACHE_DIR``, else of the user's cache directory, named by a
-    hash of the root (projects never share a file, so none evicts another's facts)."""
+def location(root=None, base=None) -> Path:
+    """The directory of the facts store: `STORE` under `base`, else under
+    ``$POLICY_CHECK_CACHE_DIR``, else under the user's cache directory. The same for
+    every project (`root` is not part of it): entries are keyed by content, so a
+    second clone or worktree of a repository finds the facts of the first."""
     base = base or os.environ.get(ENVIRONMENT) or platformdirs.user_cache_dir("policy-check")
-    project = hashlib.sha256(os.fsencode(Path(root).resolve())).hexdigest()[:16]
-    return Path(base).expanduser().resolve() / project
+    return Path(base).expanduser().resolve() / STORE
+
+
+def today() -> int:
+    """Days since the epoch: when an entry was last used."""
+    return int(time.time() // 86400)
 
 
 def refusal(root: Path, directory: Path) -> Optional[str]:
@@ -88,8 +104,8 @@ def refusal(root: Path, directory: Path) -> Optional[str]:
 
 
 def _private_levels(directory: Path) -> Optional[str]:
-    """Why another local user could have put or changed files in `directory` (a
-    project's cache directory) or its parent (the directory chosen for caches), or
+    """Why another local user could have put or changed files in `directory` (the
+    store's directory) or its parent (the directory chosen for caches), or
     None. A level that does not exist yet is fine: the checker creates it, 0o700."""
     for level in (directory.parent, directory):
         try:
@@ -152,10 +168,12 @@ class FactsCache:
     def __init__(self, root: Path, enabled: bool = True, directory=None, vocabulary: str = ""):
         self.vocabulary = vocabulary
         self.entries: dict = {}
+        self.days: dict = {}  # key -> the day it was last used, as stored
         self.used: set = set()
         self.dirty = False
         self.warnings: list = []
         self.path = None
+        self._loaded = None  # what the file was when read (`_signature`), None when there was none
         if enabled:
             where = location(root, directory)
             problem = refusal(root, where)
@@ -170,10 +188,8 @@ class FactsCache:
 
     def _load(self) -> None:
         try:
-            stored = json.loads(read_bounded(self.path, owner_only=True))
-            if not isinstance(stored, dict):
-                raise ValueError("not a mapping")
-            self.entries = {bytes.fromhex(k): v for k, v in stored.items()}
+            self.entries, self.days = _parse(read_bounded(self.path, owner_only=True))
+            self._loaded = _signature(self.path)
         except FileNotFoundError:
             pass
         except Untrusted as error:  # never read: the next save replaces it with a file of ours
@@ -231,14 +247,22 @@ class FactsCache:
         self.dirty = True
 
     def save(self) -> None:
-        """Write the entries this run used (plus the rest while they are few)."""
-        if not self.enabled or not self.dirty:
+        """Write what this run used (its day: today) and what runs used in the last
+        `KEEP_DAYS` days, with what another run saved since this one read the file.
+        A run that only read entries saves too (once a day) to record their use."""
+        if not self.enabled:
             return
-        entries = self.entries
-        if len(entries) > 2 * len(self.used):
-            entries = {k: v for k, v in entries.items() if k in self.used}
-        stored = {k.hex(): to_data(v) if isinstance(v, FileFacts) else v for k, v in entries.items()}
-        data = json.dumps(stored, separators=(",", ":")).encode()
+        now = today()
+        if not self.dirty and all(self.days.get(k) == now for k in self.used):
+            return
+        entries, days = dict(self.entries), {k: d for k, d in self.days.items() if k in self.entries}
+        for k in self.used:
+            days[k] = now
+        self._merge_concurrent(entries, days)
+        keep = {k for k in entries if days.get(k, 0) > now - KEEP_DAYS}
+        data = _dumps(entries, days, keep)
+        if len(data) > MAX_BYTES:
+            data = _dumps(entries, days, keep & self.used)  # what this run used, at least
         if len(data) > MAX_BYTES:
             self.warnings.append(f"not writing cache {self.path}: {len(data)} bytes, more than the {MAX_BYTES} it may hold")
             return
@@ -258,6 +282,58 @@ class FactsCache:
                 raise
         except OSError as error:
             self.warnings.append(f"cannot write cache {self.path}: {error}")
+
+    def _merge_concurrent(self, entries: dict, days: dict) -> None:
+        """Add what another run (of this or another project) saved since this run
+        read the file: the entries this run does not hold, and later days of use.
+        Read as strictly as `_load` reads; a file that fails is not merged."""
+        if _signature(self.path) == self._loaded:
+            return
+        try:
+            theirs, their_days = _parse(read_bounded(self.path, owner_only=True))
+        except Exception:  # gone, untrusted, corrupt: this run's entries are enough
+            return
+        for k, value in theirs.items():
+            if k not in entries:
+                entries[k] = value
+                days[k] = their_days[k]
+            elif their_days[k] > days.get(k, 0):
+                days[k] = their_days[k]
+
+
+def _signature(path: Path) -> Optional[tuple]:
+    """What tells one version of the cache file from another (None: no file)."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    return info.st_ino, info.st_size, info.st_mtime_ns
+
+
+def _parse(data: bytes) -> tuple:
+    """``(entries, days)`` of a cache file's bytes: key -> stored value (facts as
+    JSON data, a trigger scan as an int) and key -> day last used. An entry of the
+    wrong shape is left out (recomputed); a file of the wrong shape raises."""
+    stored = json.loads(data)
+    if not isinstance(stored, dict) or stored.get(FORMAT_KEY) != FORMAT or not isinstance(stored.get("entries"), dict):
+        raise ValueError(f"not a policy-check facts cache of format {FORMAT}")
+    entries, days = {}, {}
+    for k, item in stored["entries"].items():
+        if type(item) is not list or len(item) != 2 or type(item[0]) is not int:
+            continue
+        try:
+            key = bytes.fromhex(k)
+        except ValueError:
+            continue
+        entries[key], days[key] = item[1], item[0]
+    return entries, days
+
+
+def _dumps(entries: dict, days: dict, keep: set) -> bytes:
+    stored = {
+        k.hex(): [days[k], to_data(v) if isinstance(v, FileFacts) else v] for k, v in entries.items() if k in keep
+    }
+    return json.dumps({FORMAT_KEY: FORMAT, "entries": stored}, separators=(",", ":")).encode()
 
 
 class Untrusted(ValueError):

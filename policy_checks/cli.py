@@ -40,6 +40,6 @@ class _LazyGroup(click.Group):
 
 
 @click.group(cls=_LazyGroup)
-@click.version_option(__version__, prog_name="policy-check")
+@click.version_option(__version__, "-V", "--version", prog_name="policy-check")
 def main() -> None:
     """Enforce FlashInfer's experimental-track containment rules (EXP000-EXP009)."""

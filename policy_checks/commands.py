@@ -15,20 +15,16 @@ from pathlib import Path
 import click
 
 from .config import ConfigError, find_root, load
-from .report import FORMATS
+from .report import FORMATS, Options
+from .report.rule_help import explanation, rule_table
 from .rules.registry import ALL_IDS, unknown_rule
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+LIST_AT_MOST = 10  # `policy-check baseline` lists the entries it added and removed up to this many
 
 
 def _ids(value: str) -> tuple:
     return tuple(v.strip().upper() for v in value.split(",") if v.strip()) if value else ()
-
-
-def _doc(rule) -> str:
-    import inspect  # only for ``explain``
-
-    return inspect.cleandoc(getattr(rule, "doc", None) or type(rule).__doc__ or "")
 
 
 def _work_options(command):
@@ -46,28 +42,40 @@ def _work_options(command):
     return command
 
 
-@click.command()
+@click.command(epilog="""\b
+Exit status:
+  0  no findings (with a baseline: no new ones)
+  1  findings; with --policy-from, also findings the policy change hides
+  2  a usage, configuration or baseline error, or an internal error""")
 @click.argument("paths", nargs=-1, type=click.Path(exists=True))
-@click.option("--format", "output_format", type=click.Choice(sorted(FORMATS)), default="text", show_default=True)
+@click.option("--format", "--output-format", "output_format", type=click.Choice(sorted(FORMATS)), default="text",
+              show_default=True, help="Report format (--output-format is the same option).")
+@click.option("-o", "--output-file", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="FILE",
+              help="Write the report to FILE instead of standard output.")
+@click.option("-q", "--quiet", is_flag=True, help="Print the findings and nothing else (no summary, no warnings).")
 @click.option("--select", default="", help="Comma-separated rule ids or prefixes to check (default: all).")
 @click.option("--ignore", default="", help="Comma-separated rule ids or prefixes to skip.")
 @_work_options
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
-@click.option("--statistics", is_flag=True, help="Also count findings per rule.")
+@click.option("--statistics", is_flag=True, help="Print a count per rule instead of the findings (json: adds "
+              "\"statistics\").")
 @click.option("--root", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
               help="Project root (default: nearest pyproject.toml with [tool.policy-check], or a flashinfer checkout).")
 @click.option("--baseline", "baseline_file", type=click.Path(dir_okay=True, path_type=Path), default=None,
               metavar="FILE", help="Report only findings this baseline does not accept "
               "(default: policy-check-baseline.json at the root, when it exists).")
 @click.option("--no-baseline", is_flag=True, help="Ignore the baseline: report every finding.")
+@click.option("--sarif-suppressed", is_flag=True,
+              help="SARIF: also list the baselined findings (suppressed) and the fixed baseline entries, for viewers "
+              "that honour suppressions (GitHub code scanning does not: they would be open alerts).")
 @click.option("--policy-from", metavar="REV", default=None,
               help="Also judge the tree with the policy of the git revision REV (its settings and baseline, and "
               "only the suppression comments it had): a finding that policy reports and the tree's hides fails.")
 @click.option("--approved-policy-change", is_flag=True,
               help="With --policy-from: list the findings the policy change hides, but do not fail on them "
               "(for a change a maintainer approved).")
-def run(paths, output_format, select, ignore, jobs, no_cache, cache_dir, exit_zero, statistics, root,
-        baseline_file, no_baseline, policy_from, approved_policy_change):
+def run(paths, output_format, output_file, quiet, select, ignore, jobs, no_cache, cache_dir, exit_zero, statistics,
+        root, baseline_file, no_baseline, sarif_suppressed, policy_from, approved_policy_change):
     """Check the project (or only report findings under PATHS)."""
     from .runner import run as run_checks
 
@@ -81,6 +89,8 @@ def run(paths, output_format, select, ignore, jobs, no_cache, cache_dir, exit_ze
             raise ConfigError("--baseline and --no-baseline exclude each other")
         if approved_policy_change and policy_from is None:
             raise ConfigError("--approved-policy-change goes with --policy-from")
+        if sarif_suppressed and output_format != "sarif":
+            raise ConfigError("--sarif-suppressed goes with --format sarif")
         accepted = None if no_baseline else _read_baseline(root, baseline_file)
         options = dict(paths=paths, select=_ids(select), ignore=_ids(ignore), jobs=jobs, use_cache=not no_cache,
                        cache_dir=cache_dir, baseline=accepted)
@@ -99,12 +109,27 @@ def run(paths, output_format, select, ignore, jobs, no_cache, cache_dir, exit_ze
     except Exception:  # a bug: exit 2, never 1 (which means "findings")
         click.echo(f"policy-check: internal error:\n{traceback.format_exc()}", err=True)
         sys.exit(EXIT_ERROR)
-    for warning in result.warnings:
-        click.echo(f"policy-check: warning: {warning}", err=True)
+    if not quiet:
+        for warning in result.warnings:
+            click.echo(f"policy-check: warning: {warning}", err=True)
     names = {i: r.name for i, r in ALL_IDS.items()}
-    click.echo(FORMATS[output_format](result, names, statistics), nl=False)
+    report = FORMATS[output_format](result, names, Options(statistics, quiet, sarif_suppressed))
+    _emit(report, output_file)
     failing = result.findings or (result.hidden and not result.approved)
     sys.exit(EXIT_FINDINGS if failing and not exit_zero else EXIT_CLEAN)
+
+
+def _emit(report: str, output_file) -> None:
+    """Print `report`, or write it to `output_file` (exit 2 if that fails)."""
+    if output_file is None:
+        click.echo(report, nl=False)
+        return
+    try:
+        Path(output_file).write_text(report, encoding="utf-8")
+    except OSError as error:
+        click.echo(f"policy-check: error: cannot write the report to {output_file}: {error.strerror or error}",
+                   err=True)
+        sys.exit(EXIT_ERROR)
 
 
 def _baseline_name(root: Path, path: Path) -> str:
@@ -136,7 +161,10 @@ def _read_baseline(root: Path, path):
               "nor raise a count.")
 @_work_options
 def baseline_command(root, baseline_file, prune, jobs, no_cache, cache_dir):
-    """Write today's findings as the baseline (accepting them), or --prune it."""
+    """Write today's findings as the baseline (accepting them), or --prune it.
+
+    Prints how many entries it wrote, and what it added and removed (the entries
+    themselves when there are few)."""
     from . import baseline
     from .runner import run as run_checks
 
@@ -145,19 +173,30 @@ def baseline_command(root, baseline_file, prune, jobs, no_cache, cache_dir):
         settings = load(root)
         path = baseline_file or baseline.default_path(root)
         name = _baseline_name(root, path)
-        old = baseline.read(path, name) if prune else None
-        result = run_checks(root, settings, jobs=jobs, use_cache=not no_cache, cache_dir=cache_dir,
-                            baseline=old, fingerprints=True)
+        previous, unreadable = None, None
         if prune:
-            counts = baseline.pruned(old.counts, result.fixed)
+            previous = baseline.read(path, name)
+        elif os.path.lexists(path):
+            try:
+                previous = baseline.read(path, name)
+            except baseline.BaselineError as error:  # replaced: say so, and what it was
+                unreadable = error.problem
+        result = run_checks(root, settings, jobs=jobs, use_cache=not no_cache, cache_dir=cache_dir,
+                            baseline=previous if prune else None, fingerprints=True)
+        if prune:
+            counts = baseline.pruned(previous.counts, result.fixed)
             removed = sum(n for _, n in result.fixed)
             summary = (f"{name}: pruned {removed} finding(s) no longer found "
-                       f"({len(old.counts) - len(counts)} entries removed); {len(counts)} entries kept")
+                       f"({len(previous.counts) - len(counts)} entries removed); {len(counts)} entries kept")
             if result.findings:
                 summary += f"; {len(result.findings)} new finding(s) not added (run `policy-check baseline` to accept them)"
         else:
             counts = baseline.counted(result.fingerprints)
             summary = f"{name}: wrote {len(counts)} entries for {len(result.fingerprints)} finding(s)"
+            if unreadable is not None:
+                summary += f" (replacing a file that could not be read: {unreadable})"
+            elif previous is None:
+                summary += " (a new baseline)"
         baseline.write(path, counts)
     except (ConfigError, ValueError) as error:
         click.echo(f"policy-check: error: {error}", err=True)
@@ -170,15 +209,47 @@ def baseline_command(root, baseline_file, prune, jobs, no_cache, cache_dir):
         sys.exit(EXIT_ERROR)
     for warning in result.warnings:
         click.echo(f"policy-check: warning: {warning}", err=True)
+    for line in _changes(baseline, previous.counts if previous is not None else {}, counts, name):
+        summary += line if line.startswith(";") else "\n" + line
     click.echo(summary)
 
 
+def _changes(baseline, old: dict, new: dict, name: str) -> list:
+    """What `policy-check baseline` changed: ``; added ..., removed ...`` and, when
+    there are at most `LIST_AT_MOST` changed entries, one line for each."""
+    added, removed = baseline.changes(old, new)
+    if not added and not removed:
+        return ["; nothing added or removed"]
+
+    def findings(changes) -> int:
+        return sum(abs(c.after - c.before) for c in changes)
+
+    words = [f"added {findings(added)} finding(s) in {len(added)} entries" if added else "added nothing",
+             f"removed {findings(removed)} finding(s) in {len(removed)} entries" if removed else "removed nothing"]
+    lines = ["; " + ", ".join(words)]
+    if len(added) + len(removed) > LIST_AT_MOST:
+        return lines + [f"  ({name} lists each entry)" if not old else f"  (`git diff {name}` shows each entry)"]
+    for sign, changes in (("+", added), ("-", removed)):
+        for change in changes:
+            count = "" if {change.before, change.after} <= {0, 1} else f" (count {change.before} -> {change.after})"
+            lines.append(f"  {sign} {baseline.describe(change.fingerprint)}{count}")
+    return lines
+
+
 @click.command()
-def rules():
-    """List every rule: id, name and what it finds."""
-    width = max(len(r.name) for r in ALL_IDS.values())
-    for rule_id, rule in sorted(ALL_IDS.items()):
-        click.echo(f"{rule_id}  {rule.name:<{width}}  {rule.summary}")
+@click.option("--format", "--output-format", "output_format", type=click.Choice(["text", "json"]), default="text",
+              show_default=True, help="json: a list of {id, name, summary, fixable, help_uri}.")
+def rules(output_format):
+    """List every rule: id, name and what it finds ([*]: `policy-check fix` rewrites it)."""
+    table = rule_table()
+    if output_format == "json":
+        import json
+
+        click.echo(json.dumps(table, indent=2))
+        return
+    width = max(len(r["name"]) for r in table)
+    for r in table:
+        click.echo(f"{r['id']}  {'[*]' if r['fixable'] else '   '} {r['name']:<{width}}  {r['summary']}")
 
 
 @click.command()
@@ -189,15 +260,4 @@ def explain(rule_id):
     if rule is None:
         click.echo(f"policy-check: error: unknown rule {rule_id!r}; see `policy-check rules`", err=True)
         sys.exit(EXIT_ERROR)
-    click.echo(f"{rule.id} {rule.name}: {rule.summary}\n")
-    click.echo(_doc(rule))
-    reads = getattr(rule, "reads", ())
-    if reads:
-        click.echo(f"\nReads: {', '.join(kind.name for kind in reads)}.")
-    for label, examples in (("Valid", getattr(rule, "VALID", ())), ("Invalid", getattr(rule, "INVALID", ()))):
-        for example in examples[:1]:
-            click.echo(f"\n{label} example{' (' + example.note + ')' if example.note else ''}:")
-            for path, content in example.files.items():
-                if content and isinstance(content, str) and path.endswith((".py", ".rst", ".ini", ".toml", ".cfg")):
-                    click.echo(f"  # {path}")
-                    click.echo("".join(f"    {line}\n" for line in content.splitlines()), nl=False)
+    click.echo(explanation(rule), nl=False)

@@ -35,7 +35,7 @@ from . import cache as cache_module
 from .config import Settings, under
 from .facts import FileFacts, SyntaxProblem, extract, syntax_only, text_suppressions
 from .needs import BACKEND_REQUIREMENT, CORE_MODULE, EXPERIMENTAL_MODULE, Prefilter, Scanner, is_primary
-from .project import Project, SourceFile, printable
+from .project import Project, SourceFile, excluder, printable
 from .rules.registry import ALL_IDS, RULES, check_settings, matches, selected_ids
 from .suppressions import apply
 
@@ -48,14 +48,16 @@ class Result:
     files_checked: int
     warnings: list = field(default_factory=list)
     parsed: int = 0  # files whose facts were computed this run (not from the cache)
-    # Asked for (`run`'s `fingerprints`, or a baseline): `baseline.Fingerprint` of
-    # each of `findings`, in the same order; else None.
+    # `baseline.Fingerprint` of each of `findings`, in the same order (None when the
+    # run was told not to compute them: `run`'s `fingerprints`, without a baseline).
     fingerprints: Optional[list] = None
-    # With a baseline (`baseline.Baseline`): its name, the findings it accepts, and
-    # ``(Fingerprint, count)`` of what it accepts beyond today's findings (paid-off
-    # debt, until pruned). Without one: None and empty.
+    # With a baseline (`baseline.Baseline`): its name, the findings it accepts (and
+    # their fingerprints, in the same order), and ``(Fingerprint, count)`` of what it
+    # accepts beyond today's findings (paid-off debt, until pruned). Without one:
+    # None and empty.
     baseline: Optional[str] = None
     baselined: list = field(default_factory=list)
+    baselined_fingerprints: list = field(default_factory=list)
     fixed: list = field(default_factory=list)
     # With ``--policy-from`` (`policy_change.judge`): the findings the base
     # revision's policy reports and this tree's policy hides (`policy_change.Hidden`),
@@ -156,7 +158,7 @@ def run(
     progress: bool = True,
     cache_dir=None,
     baseline=None,
-    fingerprints: bool = False,
+    fingerprints: bool = True,
     facts_cache=None,
     suppressions=None,
 ) -> Result:
@@ -164,7 +166,9 @@ def run(
     `prefilter` False gives every file complete facts (what the prefilter must not
     change the findings of). `baseline` (a `baseline.Baseline`): report only the
     findings it does not accept (`Result.baselined`, `Result.fixed`).
-    `fingerprints`: also give each finding's fingerprint.
+    `fingerprints`: also give each finding's fingerprint (`Result.fingerprints`:
+    SARIF's ``partialFingerprints``; cheap, from facts the run has). `paths` must
+    each name something the run checks (`check_paths`), else ValueError says why.
 
     Two evaluations of one tree under two policies (`policy_change`) share their
     facts: `facts_cache` (a `cache.FactsCache`) is then used instead of a new one,
@@ -176,7 +180,8 @@ def run(
     package_dir = root / settings.package.replace(".", "/")
     if not package_dir.is_dir():
         raise ValueError(f"no package {settings.package!r} at {package_dir}; pass --root or set [tool.policy-check] package")
-    rel_paths = _relative_paths(root, paths)
+    given = _relative_paths(root, paths)
+    rel_paths = [] if any(rel == "" for _, rel in given) else [rel for _, rel in given]
     selected = selected_ids(settings, select, ignore)
     rules = [rule for rule_id, rule in RULES.items() if rule_id in selected]
     needs = Prefilter(rules, RULES.values(), settings, enabled=prefilter)
@@ -204,6 +209,8 @@ def run(
         return facts
 
     project = Project(root, settings, load)
+    if rel_paths:
+        check_paths(project, given)
     tasks = _facts_from_cache(project, needs, facts_cache)
     parsed[0] += len(tasks)
     follow_up = partial(_prefetch, project, needs, rules)
@@ -247,6 +254,7 @@ def _fingerprint(project: Project, result: Result, baseline, selected: set, rel_
     result.findings = [findings[i] for i in matched.new]
     result.fingerprints = [prints[i] for i in matched.new]
     result.baselined = [findings[i] for i in matched.baselined]
+    result.baselined_fingerprints = [prints[i] for i in matched.baselined]
     result.baseline = baseline.name
     if rel_paths:
         def here(fp) -> bool:
@@ -404,15 +412,73 @@ def _ignored_for_file(settings: Settings, finding) -> bool:
 
 
 def _relative_paths(root: Path, paths) -> list:
+    """``(path as given, path relative to the root)`` of each of `paths` (``""``
+    for the root itself)."""
     result = []
     for path in paths:
         absolute = Path(path).resolve()
         try:
             rel = absolute.relative_to(root).as_posix()
         except ValueError:
-            raise ValueError(f"{path} is outside the project root {root}") from None
-        result.append("" if rel == "." else rel)
-    return [] if "" in result else result
+            raise ValueError(f"{path} is outside the project root {root} (pass --root to check another project)") from None
+        result.append((str(path), "" if rel == "." else rel))
+    return result
+
+
+def checked_files(project: Project) -> set:
+    """Relative paths of every file the run checks and a finding may point at:
+    the Python files of the package and the tests, the docs pages, files it could
+    not read, and the other files rules read (``FEATURE.toml`` records, the pytest
+    configuration; `needs.Kind.locate`)."""
+    files = set(project.files) | {rel for rel, _ in project.read_problems}
+    files.update(rel for rel, _ in project.docs_pages())
+    for kind in dict.fromkeys(kind for rule in RULES.values() for kind in rule.reads):
+        if kind.locate is not None:
+            files.update(kind.locate(project))
+    return files
+
+
+def check_paths(project: Project, given: list) -> None:
+    """Raise ValueError, saying why, unless each ``(path, rel)`` of `given` names
+    something the run checks: a checked file, or a directory that holds one or lies
+    in the package or the tests. A path elsewhere, excluded, or missing would
+    otherwise read "All clear: 0 files checked"."""
+    settings, root = project.settings, project.root
+    checked = None
+    for path, rel in given:
+        if rel == "":
+            continue
+        if checked is None:
+            checked = checked_files(project)
+        if any(under(c, rel) for c in checked):
+            continue
+        tops = (settings.package.replace(".", "/"), settings.stable_tests)
+        where = root / rel
+        if not os.path.lexists(where):
+            raise ValueError(f"{path} does not exist")
+        excluded_by = next((p for p in settings.exclude if excluder([p])(rel)), None)
+        if excluded_by is not None:
+            raise ValueError(f"{path} is excluded from the check by {excluded_by!r} "
+                             f"(see [tool.policy-check] exclude and extend-exclude)")
+        inside = next((top for top in tops if under(rel, top)), None)
+        if inside is not None and where.is_dir():
+            continue  # nothing checked in it yet: "0 files checked" is the truth
+        listing = getattr(project, "listing", None)  # what git selects (`gitfiles`), or None
+        if listing is not None and not where.is_dir() and not listing.selects(rel):
+            why = ("it is not in git's index (only staged files are checked)" if getattr(listing, "mode", "") == "staged"
+                   else "git ignores it (an untracked file git ignores is not checked)")
+            raise ValueError(f"{path} is left out of the check: {why}")
+        if inside is not None:
+            raise ValueError(
+                f"{path} is not a file policy-check checks: it checks the Python files under "
+                f"{tops[0]}/ and {tops[1]}/, the docs pages ({', '.join(settings.docs)}), the FEATURE.toml "
+                f"records and the pytest configuration"
+            )
+        raise ValueError(
+            f"{path} is outside the checked package {settings.package} (see [tool.policy-check] package); "
+            f"policy-check checks {tops[0]}/, {tops[1]}/ (stable-tests), the docs pages "
+            f"({', '.join(settings.docs)}) and the pytest configuration"
+        )
 
 
 def _suppressions(project: Project) -> dict:

@@ -1,10 +1,12 @@
 """GitHub Actions workflow commands: one ``::error`` annotation per finding (with a
-baseline: per new finding, and one ``::notice`` with the baselined and fixed counts;
-with ``--policy-from``: also one per finding the policy change hides, with what hid
-it, a ``::warning`` once approved)."""
+baseline: per new finding; with ``--policy-from``: also one per finding the policy
+change hides, with what hid it, a ``::warning`` once approved), and one ``::notice``
+only when there is something to do beyond the findings: baseline entries that no
+finding uses any more (prune them)."""
 
 from __future__ import annotations
 
+from .options import Options
 from .text import fixed_line
 
 
@@ -15,7 +17,7 @@ def _escape(value: str, property_value: bool = False) -> str:
     return value
 
 
-def github(result, rule_names: dict, statistics: bool = False) -> str:
+def github(result, rule_names: dict, options: Options = Options()) -> str:
     lines = []
     for f in result.findings:
         title = _escape(f"{f.rule} {rule_names.get(f.rule, '')}".strip(), True)
@@ -31,8 +33,8 @@ def github(result, rule_names: dict, statistics: bool = False) -> str:
         lines.append(
             f"::{level} file={_escape(f.path, True)},line={f.line},col={f.column},title={title}::{_escape(message)}"
         )
-    if result.baseline is not None:
+    fixed = fixed_line(result) if result.baseline is not None else ""
+    if fixed:
         notice = f"policy-check: {len(result.findings)} new finding(s), {len(result.baselined)} baselined in {result.baseline}"
-        fixed = fixed_line(result)
-        lines.append(f"::notice title=policy-check baseline::{_escape(notice + ('; ' + fixed if fixed else ''))}")
+        lines.append(f"::notice title=policy-check baseline::{_escape(notice + '; ' + fixed)}")
     return "\n".join(lines) + ("\n" if lines else "")

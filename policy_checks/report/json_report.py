@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 
+from .options import Options
 
-def json_report(result, rule_names: dict, statistics: bool = False) -> str:
+
+def json_report(result, rule_names: dict, options: Options = Options()) -> str:
     findings = [
         {
             "rule": f.rule,
@@ -20,7 +22,7 @@ def json_report(result, rule_names: dict, statistics: bool = False) -> str:
         }
         for f in result.findings
     ]
-    if result.fingerprints is not None:  # a baseline run: say how a finding is known
+    if result.baseline is not None and result.fingerprints is not None:  # a baseline run: say how a finding is known
         for item, fp in zip(findings, result.fingerprints):
             item.update(module=fp.module, scope=fp.scope, subject=fp.subject)
     document = {"version": 1, "findings": findings, "files_checked": result.files_checked}
@@ -47,7 +49,7 @@ def json_report(result, rule_names: dict, statistics: bool = False) -> str:
                 item.update(module=h.fingerprint.module, scope=h.fingerprint.scope, subject=h.fingerprint.subject)
             hidden.append(item)
         document["hidden_by_policy_change"] = hidden
-    if statistics:
+    if options.statistics:
         counts = {}
         for f in result.findings:
             counts[f.rule] = counts.get(f.rule, 0) + 1

@@ -1,24 +1,38 @@
 """SARIF 2.1.0, for code-scanning uploads.
 
-With a baseline, every result carries its ``baselineState`` (SARIF 2.1.0's ``result``):
-``new`` for a finding the baseline does not accept; ``unchanged`` for one it
-accepts, which also carries an ``external`` suppression (``result.suppressions``) whose justification
-names the baseline file, so that viewers show it as suppressed; ``absent`` for what
-the baseline accepts beyond today's findings (fixed debt), located at the baseline
-file. Without a baseline, results carry neither. With ``--policy-from``, a finding
-the pull request's policy change hides is a result too (level ``error``; its
-message and ``properties.hiddenByPolicyChange`` say what hid it), of level
-``warning`` with an ``external`` accepted suppression once a maintainer approved."""
+By default the log holds only what should be an alert: the findings the run
+reports (with a baseline, the new ones) and, with ``--policy-from``, the findings
+the pull request's policy change hides (level ``error``; the message and
+``properties.hiddenByPolicyChange`` say what hid it; level ``warning`` with an
+``external`` accepted suppression once a maintainer approved). GitHub code scanning
+does not honour SARIF suppressions: a suppressed result arrives as an open alert.
+So baselined findings and fixed baseline entries are left out, and appear only with
+``--sarif-suppressed`` (`Options.sarif_suppressed`), for viewers that do honour
+suppressions: a baselined finding with ``baselineState`` ``unchanged`` and an
+``external`` suppression whose justification names the baseline file, a fixed entry
+with ``baselineState`` ``absent``, located at the baseline file. With a baseline,
+every result carries its ``baselineState`` (``new`` for a new finding).
+
+Every result carries ``partialFingerprints`` ``{"policyCheck/v1": "<hash>:<n>"}``:
+the hash of the finding's baseline fingerprint (rule, module, scope, subject; no
+line), and ``n`` numbering the results of one fingerprint in report order, so that
+code scanning follows an alert when lines move above it. Every rule carries its
+``help`` (what ``policy-check explain`` prints, as text and Markdown) and a
+``helpUri`` to its entry in the docs."""
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from urllib.parse import quote
 
 from .. import __version__
 from ..rules.registry import ALL_IDS
+from .options import Options
+from .rule_help import explanation, help_uri, markdown, page_uri
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+FINGERPRINT = "policyCheck/v1"  # the partialFingerprints key; bump when the hash changes meaning
 
 
 def _location(path: str, line=None, column=None) -> dict:
@@ -32,12 +46,34 @@ def _location(path: str, line=None, column=None) -> dict:
     return {"physicalLocation": physical}
 
 
-def sarif(result, rule_names: dict, statistics: bool = False) -> str:
-    summaries = {i: r.summary for i, r in ALL_IDS.items()}
+def _rule(rule_id: str, name: str) -> dict:
+    rule = ALL_IDS.get(rule_id)
+    described = {
+        "id": rule_id,
+        "name": name,
+        "shortDescription": {"text": rule.summary if rule is not None else name},
+        "helpUri": help_uri(rule_id),
+        "defaultConfiguration": {"level": "error"},
+    }
+    if rule is not None:
+        described["help"] = {"text": explanation(rule), "markdown": markdown(rule)}
+    return described
+
+
+def sarif(result, rule_names: dict, options: Options = Options()) -> str:
+    from ..baseline import digest  # only a run pays for it, not `policy-check rules`
+
     ids = sorted(rule_names)
     index = {rule: n for n, rule in enumerate(ids)}
+    seen = Counter()
 
-    def found(f, state=None) -> dict:
+    def fingerprinted(item: dict, fp) -> dict:
+        if fp is not None:
+            seen[fp] += 1
+            item["partialFingerprints"] = {FINGERPRINT: f"{digest(fp)}:{seen[fp]}"}
+        return item
+
+    def found(f, fp, state=None) -> dict:
         item = {
             "ruleId": f.rule,
             "ruleIndex": index.get(f.rule, 0),
@@ -47,12 +83,16 @@ def sarif(result, rule_names: dict, statistics: bool = False) -> str:
         }
         if state is not None:
             item["baselineState"] = state
-        return item
+        return fingerprinted(item, fp)
+
+    def prints(findings, fingerprints) -> list:
+        return list(fingerprints) if fingerprints is not None else [None] * len(findings)
 
     with_baseline = result.baseline is not None
-    results = [found(f, "new" if with_baseline else None) for f in result.findings]
+    results = [found(f, fp, "new" if with_baseline else None)
+               for f, fp in zip(result.findings, prints(result.findings, result.fingerprints))]
     for h in result.hidden:  # --policy-from: what the policy change hides, and why
-        item = found(h.finding, "new" if with_baseline else None)
+        item = found(h.finding, h.fingerprint, "new" if with_baseline else None)
         item["message"]["text"] = f"{h.finding.message} (hidden by this pull request's policy change: {h.reason})"
         item["properties"] = {"hiddenByPolicyChange": h.reason, "causes": list(h.causes)}
         if result.approved:
@@ -63,9 +103,10 @@ def sarif(result, rule_names: dict, statistics: bool = False) -> str:
                 "justification": "a maintainer approved this pull request's policy change",
             }]
         results.append(item)
-    if with_baseline:
-        for f in result.baselined:
-            item = found(f, "unchanged")
+    if with_baseline and options.sarif_suppressed:
+        accepted = zip(result.baselined, prints(result.baselined, result.baselined_fingerprints or None))
+        for f, fp in accepted:
+            item = found(f, fp, "unchanged")
             item["suppressions"] = [{
                 "kind": "external",
                 "status": "accepted",
@@ -86,7 +127,7 @@ def sarif(result, rule_names: dict, statistics: bool = False) -> str:
                 "locations": [_location(result.baseline)],
                 "baselineState": "absent",
             })
-            results.extend(dict(item) for _ in range(count))
+            results.extend(fingerprinted(dict(item), fp) for _ in range(count))
     document = {
         "$schema": SCHEMA,
         "version": "2.1.0",
@@ -96,15 +137,8 @@ def sarif(result, rule_names: dict, statistics: bool = False) -> str:
                     "driver": {
                         "name": "policy-check",
                         "version": __version__,
-                        "rules": [
-                            {
-                                "id": rule,
-                                "name": rule_names[rule],
-                                "shortDescription": {"text": summaries.get(rule, rule_names[rule])},
-                                "defaultConfiguration": {"level": "error"},
-                            }
-                            for rule in ids
-                        ],
+                        "informationUri": page_uri(),
+                        "rules": [_rule(rule, rule_names[rule]) for rule in ids],
                     }
                 },
                 "results": results,

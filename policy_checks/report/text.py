@@ -1,9 +1,18 @@
-"""``path:line:col: EXP00N message`` lines, then an optional per-rule count, then
-(``--policy-from``) the findings a policy change hides, each with what hid it."""
+"""``path:line:col: EXP00N [*] message`` lines (``[*]``: a rule ``policy-check fix``
+rewrites), then (``--policy-from``) the findings a policy change hides, each with
+what hid it, the summary line, and one line saying what to do next.
+
+``--statistics`` prints a count per rule instead of the findings; ``--quiet`` the
+findings and nothing else."""
 
 from __future__ import annotations
 
 from collections import Counter
+
+from .options import Options
+from .rule_help import FIXABLE
+
+MARK = "[*]"  # beside a finding of a rule `policy-check fix` rewrites
 
 
 def fixed_line(result) -> str:
@@ -37,12 +46,34 @@ def hidden_section(result) -> list:
     return lines
 
 
-def text(result, rule_names: dict, statistics: bool = False) -> str:
-    lines = [f"{f.path}:{f.line}:{f.column}: {f.rule} {f.message}" for f in result.findings]
-    if statistics:
-        counts = Counter(f.rule for f in result.findings)
-        lines += [f"{count:6d}  {rule}  {rule_names.get(rule, '')}" for rule, count in sorted(counts.items())]
-    lines += hidden_section(result)
+def finding_line(f) -> str:
+    mark = f"{MARK} " if f.rule in FIXABLE else ""
+    return f"{f.path}:{f.line}:{f.column}: {f.rule} {mark}{f.message}"
+
+
+def statistics_lines(result, rule_names: dict) -> list:
+    """A count per rule, most frequent first (ties by id)."""
+    counts = Counter(f.rule for f in result.findings)
+    return [
+        f"{count:6d}  {rule}  {MARK if rule in FIXABLE else ' ' * len(MARK)} {rule_names.get(rule, '')}".rstrip()
+        for rule, count in sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    ]
+
+
+def next_step(result) -> str:
+    """What to do about the findings, in one line ("" when there are none)."""
+    if not result.findings:
+        return ""
+    first = result.findings[0].rule
+    fixable = sum(1 for f in result.findings if f.rule in FIXABLE)
+    steps = [f"`policy-check explain {first}` says what a rule wants and why"]
+    if fixable:
+        steps.append(f"`policy-check fix` rewrites the {fixable} finding(s) marked {MARK} (`--diff` to preview)")
+    steps.append(f"`# policy: ignore[{first}] <reason>` on a finding's line suppresses it")
+    return "Next: " + "; ".join(steps) + "."
+
+
+def summary_line(result) -> str:
     noun = "file" if result.files_checked == 1 else "files"
     failing_hidden = len(result.hidden) if not result.approved else 0
     if result.findings or failing_hidden:
@@ -56,10 +87,20 @@ def text(result, rule_names: dict, statistics: bool = False) -> str:
             summary += f", {len(result.hidden)} finding(s) hidden by an approved policy change"
     if result.baseline is not None:
         summary += f", {len(result.baselined)} baselined"
-        fixed = fixed_line(result)
-        if fixed:
-            lines.append(fixed)
     if result.policy_from is not None:
         summary += f"; policy from {policy_words(result)}"
-    lines.append(summary)
-    return "\n".join(lines) + "\n"
+    return summary
+
+
+def text(result, rule_names: dict, options: Options = Options()) -> str:
+    if options.statistics:
+        lines = statistics_lines(result, rule_names)
+    else:
+        lines = [finding_line(f) for f in result.findings] + hidden_section(result)
+    if not options.quiet:
+        fixed = fixed_line(result) if result.baseline is not None else ""
+        lines += [fixed] if fixed else []
+        lines.append(summary_line(result))
+        step = next_step(result)
+        lines += [step] if step else []
+    return "".join(line + "\n" for line in lines)

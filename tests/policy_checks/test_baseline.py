@@ -201,7 +201,7 @@ def test_without_a_baseline_nothing_changes(tree):
     assert set(document) == {"version", "findings", "files_checked"}
     assert set(document["findings"][0]) == {"rule", "name", "path", "line", "column", "message", "severity"}
     text = cli(tree, "run").output.splitlines()
-    assert text[-1] == "4 finding(s) in 6 files checked"
+    assert text[-2] == "4 finding(s) in 6 files checked" and text[-1].startswith("Next: ")
     sarif = json.loads(cli(tree, "run", "--format", "sarif").output)
     assert all("baselineState" not in r for r in sarif["runs"][0]["results"])
     assert "::notice" not in cli(tree, "run", "--format", "github").output
@@ -228,7 +228,8 @@ def test_all_four_formats_agree(mixed):
         '1 baselined finding(s) no longer found (fixed): run "policy-check baseline --prune" '
         "to remove them from policy-check-baseline.json"
     )
-    assert lines[2] == "1 finding(s) in 6 files checked, 3 baselined" and len(lines) == 3
+    assert lines[2] == "1 finding(s) in 6 files checked, 3 baselined"
+    assert lines[3].startswith("Next: `policy-check explain EXP007`") and len(lines) == 4
 
     document = report(mixed)
     assert [(f["path"], f["line"], f["scope"], f["subject"]) for f in document["findings"]] == [
@@ -245,12 +246,19 @@ def test_all_four_formats_agree(mixed):
     assert github[1].startswith("::notice title=policy-check baseline::policy-check: 1 new finding(s), 3 baselined")
     assert "1 baselined finding(s) no longer found (fixed)" in github[1]
 
-    sarif = json.loads(cli(mixed, "run", "--format", "sarif").output)
+    # SARIF for code scanning (which opens an alert for a suppressed result): the new finding only
+    alerts = json.loads(cli(mixed, "run", "--format", "sarif").output)["runs"][0]["results"]
+    assert [(r["ruleId"], r["baselineState"], "suppressions" in r) for r in alerts] == [("EXP007", "new", False)]
+    assert alerts[0]["locations"][0]["physicalLocation"]["region"] == {"startLine": 15, "startColumn": 5}
+
+    # --sarif-suppressed: also the baselined findings (suppressed) and the fixed entry
+    sarif = json.loads(cli(mixed, "run", "--format", "sarif", "--sarif-suppressed").output)
     assert sarif["version"] == "2.1.0"
     (run,) = sarif["runs"]
     results = run["results"]
     states = [r["baselineState"] for r in results]
     assert states == ["new", "unchanged", "unchanged", "unchanged", "absent"]
+    assert results[0] == alerts[0]
     rules = run["tool"]["driver"]["rules"]
     for r in results:
         assert r["ruleId"] == rules[r["ruleIndex"]]["id"] and r["message"]["text"] and r["locations"]
@@ -420,7 +428,11 @@ def test_records_and_pages_are_fingerprinted_by_path(tmp_path):
     })
     assert cli(root, "baseline").exit_code == 0
     entries = json.loads((root / "policy-check-baseline.json").read_text())["entries"]
+    # EXP009: one entry per missing item (the record and each field, the README and each part)
+    lacks = ["FEATURE.toml", "README.md", "README.md: automatic routing", "README.md: gates",
+             "README.md: supported cases and limits", "README.md: what is experimental", "admitted", "apis",
+             "auto_routing", "backends", "kind", "owner", "target_date", "target_release", "tracking_issue"]
     assert [(e["rule"], e["module"], e["scope"], e["subject"]) for e in entries] == [
         ("EXP006", "docs/api/norm.rst", "", "autofunction:: kernels.run in flashinfer.experimental.feat"),
-        ("EXP009", "flashinfer/experimental/bare/__init__.py", "", "bare: FEATURE.toml; README.md"),
+        *(("EXP009", "flashinfer/experimental/bare/__init__.py", "", f"bare: {item}") for item in lacks),
     ]

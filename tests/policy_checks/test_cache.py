@@ -42,7 +42,14 @@ def forge(cache_file: Path, root: Path) -> None:
     data = (root / "flashinfer/gemm.py").read_bytes()
     entry = to_data(FileFacts("flashinfer.gemm", False))
     cache_file.parent.mkdir(parents=True, exist_ok=True)
-    cache_file.write_text(json.dumps({cache_module.key("flashinfer/gemm.py", data).hex(): entry}))
+    cache_file.write_text(stored({cache_module.key("flashinfer/gemm.py", data): entry}))
+
+
+def stored(entries: dict, day=None) -> str:
+    """A cache file's text holding `entries` (key -> value), last used on `day` (today)."""
+    day = cache_module.today() if day is None else day
+    items = {k.hex(): [day, v] for k, v in entries.items()}
+    return json.dumps({cache_module.FORMAT_KEY: cache_module.FORMAT, "entries": items})
 
 
 def git(root: Path, *args: str) -> None:
@@ -93,7 +100,10 @@ def test_a_cache_planted_in_the_tree_changes_nothing(tmp_path, monkeypatch):
     assert located(checked(root, use_cache=True), "EXP001") == []
 
 
-def test_the_default_cache_is_private_and_per_project(tmp_path, monkeypatch, private_cache):
+def test_the_default_cache_is_private_and_shared_by_content(tmp_path, monkeypatch, private_cache):
+    """One store in the user's cache directory for every project: entries are keyed by
+    content (and the path in the project), so a second tree with the same files at
+    another path starts warm, and a tree with other files parses only those."""
     monkeypatch.delenv(cache_module.ENVIRONMENT)
     users = Path(platformdirs.user_cache_dir("policy-check"))
     if not users.is_relative_to(private_cache):
@@ -101,15 +111,20 @@ def test_the_default_cache_is_private_and_per_project(tmp_path, monkeypatch, pri
     first = write_tree(tmp_path / "first", TREE)
     second = write_tree(tmp_path / "second", TREE)
     before = tree_files(tmp_path)
-    for root in (first, second):
-        assert located(checked(root, use_cache=True), "EXP001") == FINDING
+    cold = checked(first, use_cache=True)
+    warm = checked(second, use_cache=True)
+    assert located(cold, "EXP001") == located(warm, "EXP001") == FINDING
+    assert cold.parsed == len(TREE) and warm.parsed == 0
     assert tree_files(tmp_path) == before  # nothing written in either tree
     where = {cache_module.location(root) for root in (first, second)}
-    assert len(where) == 2 and {w.parent for w in where} == {users}
+    assert where == {users / cache_module.STORE}
     for directory in (*where, users, users.parent):
         assert stat.S_IMODE(directory.stat().st_mode) == 0o700, directory
-        assert (directory / cache_module._FILE).is_file() or directory not in where
-    assert checked(first, use_cache=True).parsed == 0  # and it is used
+    assert stat.S_IMODE((users / cache_module.STORE / cache_module._FILE).stat().st_mode) == 0o600
+    (second / "flashinfer/gemm.py").write_text("import os\n")
+    changed = checked(second, use_cache=True)
+    assert changed.parsed == 1 and located(changed, "EXP001") == []
+    assert checked(first, use_cache=True).parsed == 0  # the first tree's entries are still there
 
 
 @needs_git
@@ -247,8 +262,8 @@ def test_a_shared_cache_directory_is_refused(tmp_path, monkeypatch, plant, chose
 
 @pytest.mark.parametrize("plant", UNTRUSTED_DIRECTORIES)
 def test_a_project_directory_someone_else_created_first_is_refused(tmp_path, plant):
-    """The user's own cache directory, but this project's subdirectory (its name is a
-    hash of the root's path, which anyone can compute) was made by someone else."""
+    """The user's own cache directory, but the store's subdirectory (its name is known
+    to anyone) was made by someone else."""
     root = write_tree(tmp_path / "project", TREE)
     base = tmp_path / "mine"
     base.mkdir(mode=0o700)
@@ -321,3 +336,66 @@ def test_directories_the_checker_creates_are_private(tmp_path):
         assert stat.S_IMODE(directory.stat().st_mode) == 0o700, directory
     assert stat.S_IMODE((where / cache_module._FILE).stat().st_mode) == 0o600
     assert checked(root, use_cache=True, cache_dir=base).parsed == 0
+
+
+# -- one store for every project ---------------------------------------------------
+# Entries are keyed by content and the path in the project, never by where the project
+# lies: a second clone or worktree of a repository starts warm. Measured by the files a
+# run parses (`Result.parsed`), not by time.
+
+
+@needs_git
+def test_a_second_clone_and_a_worktree_start_warm(tmp_path):
+    files = {**TREE, **{f"flashinfer/m{n}.py": f"def f{n}():\n    return {n}\n" for n in range(20)}}
+    first = write_tree(tmp_path / "first", files)
+    git(first, "init", "-q")
+    git(first, "add", ".")
+    git(first, "commit", "-q", "-m", "the repository")
+    base = tmp_path / "caches"
+    cold = checked(first, use_cache=True, cache_dir=base)
+    assert cold.parsed == len(files) and checked(first, use_cache=True, cache_dir=base).parsed == 0
+    git(tmp_path, "clone", "-q", str(first), str(tmp_path / "second"))
+    git(first, "worktree", "add", "-q", str(tmp_path / "worktree"))
+    for other in (tmp_path / "second", tmp_path / "worktree"):
+        warm = checked(other, use_cache=True, cache_dir=base)
+        assert warm.parsed == 0 and located(warm, "EXP001") == FINDING, other
+        assert warm.warnings == []
+    assert [p.name for p in base.iterdir()] == [cache_module.STORE]
+
+
+def test_entries_unused_for_keep_days_are_dropped(tmp_path):
+    """What another project used lately stays; what no run used for `KEEP_DAYS` goes."""
+    root = write_tree(tmp_path / "project", TREE)
+    base = tmp_path / "caches"
+    cache_file = cache_module.location(root, base) / cache_module._FILE
+    recent, old = cache_module.key("other/recent.py", b"x"), cache_module.key("other/old.py", b"y")
+    today = cache_module.today()
+    cache_file.parent.mkdir(parents=True, mode=0o700)
+    cache_file.write_text(json.dumps({cache_module.FORMAT_KEY: cache_module.FORMAT, "entries": {
+        recent.hex(): [today - cache_module.KEEP_DAYS + 1, to_data(FileFacts("other.recent", False))],
+        old.hex(): [today - cache_module.KEEP_DAYS, to_data(FileFacts("other.old", False))],
+    }}))
+    os.chmod(cache_file, 0o600)
+    assert checked(root, use_cache=True, cache_dir=base).parsed == len(TREE)
+    entries = json.loads(cache_file.read_text())["entries"]
+    assert recent.hex() in entries and old.hex() not in entries
+    assert {day for day, _ in entries.values()} == {today, today - cache_module.KEEP_DAYS + 1}
+
+
+def test_a_save_merges_what_a_concurrent_run_saved(tmp_path):
+    """Two runs (of two projects) read the store, each computes other facts, both save:
+    the store holds both, whichever saved last."""
+    first = write_tree(tmp_path / "first", TREE)
+    second = write_tree(tmp_path / "second", {**TREE, "flashinfer/gemm.py": "import os\n"})
+    base = tmp_path / "caches"
+    one = cache_module.FactsCache(first, directory=base)
+    two = cache_module.FactsCache(second, directory=base)
+    k1, k2 = cache_module.key("flashinfer/a.py", b"1"), cache_module.key("flashinfer/b.py", b"2")
+    one.put(k1, FileFacts("flashinfer.a", False), 0)
+    two.put(k2, FileFacts("flashinfer.b", False), 0)
+    one.save()
+    two.save()
+    assert one.warnings == two.warnings == []
+    again = cache_module.FactsCache(first, directory=base)
+    assert again.get(k1) is not None and again.get(k2) is not None
+    assert again.found(k1) == again.found(k2) == 0

@@ -191,11 +191,15 @@ def test_corrupt_cache_is_ignored_with_a_warning(tmp_path):
     assert result.findings == expected
     assert any("ignoring unreadable cache" in w for w in result.warnings)
     # the run rewrote a good cache
-    assert isinstance(json.loads(cache_file.read_bytes()), dict)
-    # a damaged entry inside a valid file is recomputed, not trusted
     stored = json.loads(cache_file.read_bytes())
-    cache_file.write_text(json.dumps({key: ["truncated"] for key in stored}))
-    assert run(root, Settings(), use_cache=True, jobs=1, progress=False).findings == expected
+    assert stored[cache_module.FORMAT_KEY] == cache_module.FORMAT and stored["entries"]
+    # a damaged entry inside a valid file is recomputed, not trusted
+    damaged = {key: [day, ["truncated"]] for key, (day, _) in stored["entries"].items()}
+    damaged["not hex"] = [0, []]
+    damaged[next(iter(stored["entries"]))] = "not a [day, value] pair"
+    cache_file.write_text(json.dumps({**stored, "entries": damaged}))
+    again = run(root, Settings(), use_cache=True, jobs=1, progress=False)
+    assert again.findings == expected and again.warnings == [] and again.parsed > 0
 
 
 def test_two_runs_sharing_a_cache(tmp_path):

@@ -1,0 +1,91 @@
+"""What the reports say about a rule beyond its id: the explanation ``policy-check
+explain`` prints (also SARIF's ``help``, as text and as Markdown), the link to its
+entry in the docs (SARIF's ``helpUri``), and whether ``policy-check fix`` has a
+rewrite for it (the ``[*]`` of the text report).
+
+Imports only the rule table, so that ``policy-check rules`` / ``explain`` and every
+report format can use it without loading the runner or the fixer (libcst)."""
+
+from __future__ import annotations
+
+import inspect
+
+from ..rules.registry import ALL_IDS
+
+# Where docs/ is published; every link the reports give starts here. The page of the
+# checker is docs/policy_check.rst, and each rule id in its rule table is an anchor
+# (an inline target, ``_`EXP001```), so a rule's link is stable as the page grows.
+DOCS_URL = "https://docs.flashinfer.ai/experimental-track/"
+PAGE = "policy_check.html"
+
+# The rules `policy-check fix` has a safe rewrite for (`policy_checks.fix.apply.FIXABLE_RULES`,
+# which imports libcst: a test keeps the two equal). A finding of one is marked ``[*]``;
+# the fixer still leaves to a person the cases it cannot rewrite safely, and says which.
+FIXABLE = frozenset({"EXP001", "EXP002", "EXP004", "EXP006"})
+
+_SOURCES = (".py", ".rst", ".ini", ".toml", ".cfg")
+
+
+def page_uri() -> str:
+    """The checker's docs page."""
+    return DOCS_URL + PAGE
+
+
+def help_uri(rule_id: str) -> str:
+    """The rule's row in the docs' rule table."""
+    return f"{page_uri()}#{rule_id.lower()}"
+
+
+def doc(rule) -> str:
+    return inspect.cleandoc(getattr(rule, "doc", None) or type(rule).__doc__ or "")
+
+
+def _examples(rule) -> list:
+    """``(label, note, [(path, content)])`` of the first valid and first invalid example."""
+    found = []
+    for label, examples in (("Valid", getattr(rule, "VALID", ())), ("Invalid", getattr(rule, "INVALID", ()))):
+        for example in examples[:1]:
+            files = [(path, content) for path, content in example.files.items()
+                     if content and isinstance(content, str) and path.endswith(_SOURCES)]
+            found.append((label, example.note, files))
+    return found
+
+
+def explanation(rule) -> str:
+    """What ``policy-check explain ID`` prints: summary, doc, what the rule reads, an
+    example of each kind."""
+    lines = [f"{rule.id} {rule.name}: {rule.summary}", "", doc(rule)]
+    reads = getattr(rule, "reads", ())
+    if reads:
+        lines += ["", f"Reads: {', '.join(kind.name for kind in reads)}."]
+    for label, note, files in _examples(rule):
+        lines += ["", f"{label} example{' (' + note + ')' if note else ''}:"]
+        for path, content in files:
+            lines.append(f"  # {path}")
+            lines += [f"    {line}" for line in content.splitlines()]
+    return "\n".join(lines) + "\n"
+
+
+def markdown(rule) -> str:
+    """`explanation` as Markdown (code scanning renders a rule's help so)."""
+    lines = [f"**{rule.id} {rule.name}**: {rule.summary}", "", doc(rule).replace("``", "`")]
+    reads = getattr(rule, "reads", ())
+    if reads:
+        lines += ["", f"Reads: {', '.join(kind.name for kind in reads)}."]
+    for label, note, files in _examples(rule):
+        lines += ["", f"{label} example{' (' + note + ')' if note else ''}:", ""]
+        for path, content in files:
+            fence = "````" if "```" in content else "```"
+            language = "python" if path.endswith(".py") else ""
+            lines += [f"`{path}`:", "", fence + language, *content.splitlines(), fence, ""]
+    lines += ["", f"[{rule.id} in the policy-check documentation]({help_uri(rule.id)})"]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def rule_table() -> list:
+    """Every rule as ``policy-check rules --format json`` lists it, in id order."""
+    return [
+        {"id": rule_id, "name": rule.name, "summary": rule.summary, "fixable": rule_id in FIXABLE,
+         "help_uri": help_uri(rule_id)}
+        for rule_id, rule in sorted(ALL_IDS.items())
+    ]

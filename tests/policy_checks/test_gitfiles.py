@@ -1,0 +1,190 @@
+"""Which files a run reads in a git work tree (`policy_checks.gitfiles`): never a gitignored
+one; in staged mode (the pre-commit hook's) only those in the index; outside a repository,
+or without git, every file the walk finds."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from policy_checks import gitfiles
+from policy_checks.config import from_table
+from policy_checks.project import Project
+from policy_checks.runner import run
+
+from .conftest import write_raw_name, write_tree
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+
+IDENTITY = ["-c", "user.name=policy-check test", "-c", "user.email=test@example.invalid"]
+VIOLATION = "from .experimental import splitk\n"  # EXP001: core imports experimental code
+CLEAN = "def mm(x):\n    return x\n"
+BASE = {
+    "flashinfer/__init__.py": "",
+    "flashinfer/experimental/__init__.py": "",
+    "flashinfer/gemm.py": CLEAN,
+}
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *IDENTITY, *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+
+def repository(root: Path, files: dict = BASE) -> Path:
+    """A repository whose first commit holds `files`."""
+    write_tree(root, files)
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "first")
+    return root
+
+
+def findings(root: Path, settings: dict = None, **options) -> list:
+    result = run(root, from_table(settings or {}), use_cache=False, progress=False, **options)
+    return [(f.path, f.rule) for f in result.findings]
+
+
+@pytest.fixture
+def tree(tmp_path) -> Path:
+    """A repository with a gitignored violation, an untracked one and a staged one."""
+    root = repository(tmp_path / "repo", {**BASE, ".gitignore": "flashinfer/generated.py\nbuild/\n"})
+    write_tree(root, {
+        "flashinfer/generated.py": VIOLATION,  # gitignored: what a build step writes
+        "flashinfer/scratch.py": VIOLATION,  # untracked, not ignored: a scratch file
+        "flashinfer/new_op.py": VIOLATION,  # about to be committed
+    })
+    git(root, "add", "flashinfer/new_op.py")
+    return root
+
+
+def test_a_gitignored_file_is_never_read(tree):
+    assert findings(tree) == [("flashinfer/new_op.py", "EXP001"), ("flashinfer/scratch.py", "EXP001")]
+
+
+def test_staged_mode_reads_only_what_the_index_holds(tree):
+    with gitfiles.selecting(gitfiles.STAGED):
+        assert findings(tree) == [("flashinfer/new_op.py", "EXP001")]
+    assert gitfiles.mode() == gitfiles.WORK_TREE  # the mode does not outlive the block
+
+
+def test_the_project_takes_the_mode_as_an_argument_too(tree):
+    settings = from_table({})
+    staged = Project(tree, settings, load_facts=None, files=gitfiles.STAGED)
+    work_tree = Project(tree, settings, load_facts=None, files=gitfiles.WORK_TREE)
+    assert sorted(work_tree.files) == sorted(staged.files) + ["flashinfer/scratch.py"]
+    assert "flashinfer/generated.py" not in work_tree.files
+    assert work_tree.excluded("flashinfer/generated.py") and not work_tree.excluded("flashinfer/scratch.py")
+    assert staged.excluded("flashinfer/scratch.py") and not staged.excluded("flashinfer")
+
+
+def test_a_tracked_file_is_read_even_when_an_ignore_pattern_names_it(tree):
+    (tree / "flashinfer/generated.py").write_text(VIOLATION)
+    git(tree, "add", "--force", "flashinfer/generated.py")
+    assert ("flashinfer/generated.py", "EXP001") in findings(tree)
+    with gitfiles.selecting(gitfiles.STAGED):
+        assert ("flashinfer/generated.py", "EXP001") in findings(tree)
+
+
+def test_the_staged_mode_from_the_command_line(tree):
+    """``python -m policy_checks.staged run``, the hook's entry, and plain ``policy-check run``."""
+    environment = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+
+    def policy_check(*module):
+        return subprocess.run([sys.executable, "-m", *module, "run", "--root", str(tree), "--no-cache"],
+                              capture_output=True, text=True, env=environment, timeout=120)
+
+    staged = policy_check("policy_checks.staged")
+    assert staged.returncode == 1, staged.stderr
+    assert "flashinfer/new_op.py:1:1: EXP001" in staged.stdout and "scratch.py" not in staged.stdout
+    assert "generated.py" not in staged.stdout
+    whole = policy_check("policy_checks")
+    assert whole.returncode == 1, whole.stderr
+    assert "flashinfer/scratch.py:1:1: EXP001" in whole.stdout and "generated.py" not in whole.stdout
+
+
+def test_ignored_pages_and_features_are_not_read_either(tmp_path):
+    """EXP006 reads docs pages, EXP009 feature directories: a gitignored page (generated
+    docs) or feature directory (an untracked copy) is not checked; a tracked one is."""
+    root = repository(tmp_path / "repo", {
+        **BASE,
+        "flashinfer/experimental/api.py": "def fast():\n    pass\n",
+        ".gitignore": "docs/api/generated.rst\nflashinfer/experimental/scratch_feature/\n",
+    })
+    write_tree(root, {
+        "docs/api/generated.rst": ".. autofunction:: flashinfer.experimental.api.fast\n",
+        "flashinfer/experimental/scratch_feature/__init__.py": "",
+    })
+    assert findings(root) == []
+    (root / ".gitignore").write_text("")
+    assert sorted(set(findings(root))) == [  # EXP009: one finding per item the feature lacks
+        ("docs/api/generated.rst", "EXP006"),
+        ("flashinfer/experimental/scratch_feature/__init__.py", "EXP009"),
+    ]
+    with gitfiles.selecting(gitfiles.STAGED):  # untracked now, not ignored: not in a commit
+        assert findings(root) == []
+
+
+def test_outside_a_repository_every_file_is_read(tmp_path, monkeypatch):
+    root = write_tree(tmp_path / "plain", {**BASE, ".gitignore": "flashinfer/generated.py\n",
+                                           "flashinfer/generated.py": VIOLATION})
+
+    def no_process(*args, **kwargs):
+        raise AssertionError("no git process for a tree outside every repository")
+
+    monkeypatch.setattr(gitfiles.subprocess, "run", no_process)
+    assert gitfiles.listing(root) is None
+    monkeypatch.undo()
+    assert findings(root) == [("flashinfer/generated.py", "EXP001")]
+    with gitfiles.selecting(gitfiles.STAGED):
+        assert findings(root) == [("flashinfer/generated.py", "EXP001")]
+
+
+def test_without_git_every_file_is_read(tree, monkeypatch, tmp_path):
+    empty = tmp_path / "no-git-here"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    assert gitfiles.listing(tree) is None
+    assert findings(tree) == [("flashinfer/generated.py", "EXP001"), ("flashinfer/new_op.py", "EXP001"),
+                              ("flashinfer/scratch.py", "EXP001")]
+
+
+def test_a_root_its_repository_ignores_is_walked(tmp_path):
+    """An unpacked tree under an ignored folder (``build/``) is checked whole, not skipped."""
+    outer = repository(tmp_path / "outer", {"README.md": "x\n", ".gitignore": "build/\n"})
+    unpacked = write_tree(outer / "build" / "unpacked", {**BASE, "flashinfer/bad.py": VIOLATION})
+    assert gitfiles.listing(unpacked, package_dir="flashinfer") is None
+    assert findings(unpacked) == [("flashinfer/bad.py", "EXP001")]
+
+
+def test_a_nested_repository_is_read_whole(tree):
+    """git shows an untracked nested repository as one ``dir/`` entry and does not look
+    inside; neither does the selection: everything below it is read."""
+    vendored = write_tree(tree / "flashinfer" / "vendored", {"__init__.py": "", "fast.py": "import flashinfer.experimental\n"})
+    git(vendored, "init", "-q")
+    assert ("flashinfer/vendored/fast.py", "EXP001") in findings(tree)
+
+
+def test_a_name_that_is_not_utf8_is_still_reported_when_tracked(tree):
+    write_raw_name(tree, b"flashinfer/\xff.py", b"x = 1\n")
+    git(tree, "add", "--", os.fsdecode(b"flashinfer/\xff.py"))
+    assert ("flashinfer/\\xff.py", "EXP000") in findings(tree)
+
+
+def test_the_listing_reads_paths_relative_to_a_root_below_the_top(tmp_path):
+    outer = repository(tmp_path / "outer", {**{f"project/{k}": v for k, v in BASE.items()}, "other/x.py": ""})
+    listing = gitfiles.listing(outer / "project", gitfiles.STAGED)
+    assert listing is not None and listing.files == frozenset(BASE)
+    assert listing.has_directory("flashinfer/experimental") and not listing.has_directory("other")
+
+
+def test_an_unknown_mode_is_an_error(tmp_path):
+    with pytest.raises(ValueError, match="unknown file selection"):
+        with gitfiles.selecting("everything"):
+            pass
+    with pytest.raises(ValueError, match="unknown file selection"):
+        gitfiles.listing(tmp_path, "everything")
