@@ -1,17 +1,27 @@
-"""A pull request's change to ``policy-check-baseline.json``, read from its unified diff.
+"""A pull request's change to ``policy-check-baseline.json``: judged from the file's texts at
+the PR's base and head commits (`baseline_texts_change`); its unified diff
+(`parse_baseline_patch`) is only a hint of which modules to look up early.
 
 ``policy-check baseline`` writes the baseline at a project's root: one entry a line,
 sorted, each a JSON object with the keys ``rule``, ``module``, ``scope``, ``subject`` and
-``count``. So the diff GitHub sends with the PR's file listing (the ``patch`` of the file)
-already says which entries came and went: the bot reads it and asks for nothing more.
+``count``. The diff GitHub lists with the PR's files would say which entries came and went,
+if it were the baseline's own: a look-alike file ``git mv``-ed onto the name is listed as a
+rename whose patch is against the look-alike, and a diff too large to show is left out. So
+the bot reads both texts whole.
 
-An entry is known by its fingerprint (rule, module, scope, subject). Added and removed
-lines with the same fingerprint are netted: what the counts grew by is debt added, what
-they fell by is paid off. The same rule, scope and subject removed under one module and
-added under another is a rename: moved, neither added nor paid off. An added line that
-is neither an entry nor part of the file's frame is reported as unreadable (a maintainer
-must look at it: the checker may read it differently); removed lines that are not
-entries are ignored. Everything runs in time linear in the patch.
+An entry is known by its fingerprint (rule, module, scope, subject). Counts are compared
+per fingerprint: what they grew by is debt added, what they fell by is paid off. The same
+rule, scope and subject removed under one module and added under another is a rename,
+neither added nor paid off, when the new module exists at the head commit; when it does
+not, the checker lets the entry accept its finding in any module (``baseline.match``), so
+it is debt (``anywhere``). A line that is neither an entry nor part of the file's frame is
+reported as unreadable (a maintainer must look at it: the checker may read it differently).
+
+The texts are read as the checker reads the file (`policy_checks.baseline.read`: one JSON
+document, exactly its keys and version, each entry well formed, none repeated). A text the
+checker would refuse is still read a line at a time, as a patch is, so that the comment can
+name what it holds; the refusal itself is reported as a problem. Everything runs in time
+linear in the text.
 """
 
 from __future__ import annotations
@@ -21,10 +31,12 @@ import re
 from collections import deque
 from dataclasses import dataclass, field, replace
 
-from ..baseline import FILE_NAME as BASELINE_FILE, KEY, MAX_COUNT
+from ..baseline import FILE_NAME, KEY, MAX_COUNT, VERSION
+
+BASELINE_FILE = FILE_NAME  # the baseline's path at a project's root (no other path is the baseline)
 
 # The file's format is policy_checks/baseline.py's (``dumps`` writes it, ``read`` holds entries to this
-# shape); the bot reads single lines of a diff, not the file, so it checks each line on its own.
+# shape); read a line at a time (a diff, or a text the checker would refuse), each line is checked on its own.
 _FIELDS = ("rule", "module", "scope", "subject")
 # The lines of the file around the entries: braces, brackets, the version and the list's key.
 _FRAME_RE = re.compile(r'[{}\[\]],?|"' + re.escape(KEY) + r'"\s*:\s*\d{1,9}\s*,?|"entries"\s*:\s*\[\s*\]?\s*,?')
@@ -62,15 +74,128 @@ class BaselineDelta:
 
 @dataclass
 class BaselineChange:
-    """A PR's change to the baseline file; ``delta`` is None when GitHub sent no diff (too large)."""
+    """A PR's change to the baseline file; ``delta`` is None when it could not be read (too large)."""
 
     adopted: bool  # the PR adds the file: every entry is new debt
     delta: BaselineDelta | None
+    # Entries the PR moves under a module that does not exist at the head commit: the checker
+    # lets such an entry accept its finding in any module (``baseline.match``), so it is debt.
+    anywhere: list[BaselineEntry] = field(default_factory=list)
+    problem: str | None = None  # why the checker would refuse the file at the head commit
+    unread: str | None = None  # why the bot could not read it (``delta`` is None then)
 
     @property
     def worth_saying(self) -> bool:
         d = self.delta
-        return d is None or bool(d.added or d.paid or d.unreadable)
+        return d is None or bool(d.added or d.paid or d.unreadable or self.anywhere or self.problem)
+
+    @property
+    def adds_debt(self) -> bool:
+        """Whether the change accepts findings the base did not: what a maintainer must approve."""
+        d = self.delta
+        return d is None or bool(d.added or d.unreadable or self.anywhere or self.problem)
+
+
+@dataclass
+class BaselineText:
+    """One side's baseline: entries by fingerprint, lines that are no entry, and the checker's verdict."""
+
+    counts: dict[tuple[str, str, str, str], int]
+    unreadable: list[str]  # lines that are neither an entry nor the frame
+    problem: str | None = None  # why the checker would refuse the file; None: it reads it
+
+
+def read_baseline_text(text: str) -> BaselineText:
+    """The entries of a baseline file's text, as the checker reads them when it can, else a line at a time."""
+    problem = _document_problem(text)
+    if problem is None:
+        counts = {}
+        for item in json.loads(text)["entries"]:
+            entry = BaselineEntry(*(item[name] for name in _FIELDS), item["count"])
+            counts[entry.key] = entry.count
+        return BaselineText(counts, [])
+    counts, unreadable = {}, []
+    for line in text.split("\n"):
+        entry = parse_entry(line)
+        if entry is None:
+            line = line.strip()
+            if line and not _FRAME_RE.fullmatch(line):
+                unreadable.append(line)
+            continue
+        counts[entry.key] = counts.get(entry.key, 0) + entry.count
+    return BaselineText(counts, unreadable, problem)
+
+
+def _document_problem(text: str) -> str | None:
+    """Why `policy_checks.baseline.read` would refuse this text, or None (the same checks, on a string)."""
+    try:
+        document = json.loads(text)
+    except (ValueError, RecursionError) as error:
+        return f"it is not JSON ({type(error).__name__})"
+    if not isinstance(document, dict) or set(document) != {KEY, "entries"}:
+        return f"it is not a baseline (it must hold exactly the keys {KEY!r} and 'entries')"
+    if type(document[KEY]) is not int or document[KEY] != VERSION:
+        return f"its format version is not {VERSION}"
+    if not isinstance(document["entries"], list):
+        return "its 'entries' is not a list"
+    seen = set()
+    for number, item in enumerate(document["entries"], 1):
+        if not isinstance(item, dict) or set(item) != {*_FIELDS, "count"}:
+            return f"entry {number} is not an object with exactly the keys rule, module, scope, subject, count"
+        if not all(isinstance(item[name], str) for name in _FIELDS) or not item["rule"] or not item["module"]:
+            return f"entry {number}: rule, module, scope and subject must be strings (rule and module non-empty)"
+        if type(item["count"]) is not int or not 1 <= item["count"] <= MAX_COUNT:
+            return f"entry {number}: count must be an integer from 1 to {MAX_COUNT}"
+        key = tuple(item[name] for name in _FIELDS)
+        if key in seen:
+            return f"entry {number} repeats an earlier entry"
+        seen.add(key)
+    return None
+
+
+def texts_delta(base: str | None, head: str | None) -> tuple[BaselineDelta, str | None]:
+    """What the head's baseline accepts beyond the base's (added, moved), what it no longer accepts (paid),
+    its lines that are no entry (new since the base), and why the checker would refuse the head's file."""
+    old = read_baseline_text(base) if base is not None else BaselineText({}, [])
+    new = read_baseline_text(head) if head is not None else BaselineText({}, [])
+    grown = [BaselineEntry(*key, n - old.counts.get(key, 0)) for key, n in new.counts.items()
+             if n > old.counts.get(key, 0)]
+    fallen = [BaselineEntry(*key, n - new.counts.get(key, 0)) for key, n in old.counts.items()
+              if n > new.counts.get(key, 0)]
+    delta = BaselineDelta()
+    delta.added, delta.paid, delta.moved = _pair_moves(grown, fallen)
+    known = set(old.unreadable)
+    delta.unreadable = [line for line in new.unreadable if line not in known]
+    return delta, (new.problem if head is not None else None)
+
+
+def module_paths(module: str) -> list[str]:
+    """The paths whose presence makes an entry's module exist for the checker (``baseline.locator``): the
+    dotted module's file or package, else the module taken as a path. Empty for a name no file can have."""
+    if not module or module.startswith("/") or "\0" in module or ".." in module.split("/"):
+        return []
+    paths = [module]
+    if _DOTTED_RE.fullmatch(module):
+        stem = module.replace(".", "/")
+        paths = [f"{stem}.py", f"{stem}/__init__.py", module]
+    return paths
+
+
+_DOTTED_RE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+
+
+def baseline_texts_change(base: str | None, head: str | None, exists) -> BaselineChange:
+    """The PR's change to the baseline, judged from its texts at the base and head commits.
+
+    ``exists(module)`` says whether the module (or path) an entry names exists at the head commit
+    (None: unknown). An entry moved (the same rule, scope and subject under another module) is a
+    rename only when its new module exists: otherwise the checker lets it accept its finding in
+    any module, and it goes to ``anywhere`` instead, as debt.
+    """
+    delta, problem = texts_delta(base, head)
+    anywhere = [entry for entry in delta.moved if exists(entry.module) is not True]
+    delta.moved = [entry for entry in delta.moved if exists(entry.module) is True]
+    return BaselineChange(adopted=base is None and head is not None, delta=delta, anywhere=anywhere, problem=problem)
 
 
 def parse_entry(text: str) -> BaselineEntry | None:
@@ -141,13 +266,3 @@ def _pair_moves(grown: list[BaselineEntry], fallen: list[BaselineEntry]):
             added.append(replace(entry, count=need))
     paid = [replace(entry, count=left[entry.key]) for entry in fallen if left[entry.key]]
     return added, paid, moved
-
-
-def baseline_change(files) -> BaselineChange | None:
-    """The PR's change to the baseline at the root, from its listed files (``filename``, ``status``, ``patch``)."""
-    for changed in files:
-        if changed.filename == BASELINE_FILE:
-            patch = changed.patch
-            return BaselineChange(adopted=changed.status == "added",
-                                  delta=None if patch is None else parse_baseline_patch(patch))
-    return None

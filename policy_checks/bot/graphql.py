@@ -1,11 +1,13 @@
 """Bulk reads through GitHub's GraphQL API: one request where REST needs one per issue or file.
 
-Three named queries keep the request budgets: ``PrContext`` (the PR's comments, the tracking
+Four named queries keep the request budgets: ``PrContext`` (the PR's comments, the tracking
 issue with its rendered body, comments and the repository's collaborators),
 ``LifecycleReview`` (every ``FEATURE.toml``, the issues labelled ``experimental`` with their
-comments and labels, and the collaborators) and ``TrackingIssues`` (any other issues, by
-number). Their answers are turned into the PyGithub
-objects the rest of the bot already uses, so writes still go through REST.
+comments and labels, and the collaborators), ``TrackingIssues`` (any other issues, by
+number) and ``FilesAtRevisions`` (``revisions.py``: the PR's files at its base and head
+commits, 50 paths a request, through ``Repository.object(expression: "<sha>:<path>")``).
+The answers are turned into the PyGithub objects the rest of the bot already uses (or into
+`revisions.FileAtRevisions`), so writes still go through REST.
 
 A part the token may not read (collaborators need push access) comes back as ``None`` with a
 note, not as a failure; a connection with more than 100 entries is marked incomplete and the

@@ -51,6 +51,10 @@ _CROSS_REPO_RE = re.compile(r"(?<![\w/-])" + CROSS_REPO_REF + r"\b")
 _GH_RE = re.compile(r"(?<![\w-])GH-" + ISSUE_NUMBER + r"\b", re.IGNORECASE)
 _HASH_RE = re.compile(r"(?<![\w&/])#" + ISSUE_NUMBER + r"\b")
 _EXTEND_RE = re.compile(r"^[ \t]*/experimental[ \t]+extend\b(.*)$", re.IGNORECASE | re.MULTILINE)
+# A line's start, blanks, a literal; then blanks and hex digits (disjoint classes), nothing after
+# them that can fail: each line start is tried once, each character read a bounded number of times.
+_APPROVE_POLICY_RE = re.compile(r"^[ \t]*/experimental-track[ \t]+approve-policy\b[ \t]*([0-9A-Fa-f]*)",
+                                re.IGNORECASE | re.MULTILINE)
 _TARGET_RELEASE_RE = re.compile(r"target[ \t]+release[ \t]*:[ \t]*`?v?([0-9][\w.+-]*)", re.IGNORECASE)
 _TARGET_DATE_RE = re.compile(r"target[ \t]+date[ \t]*:[ \t]*(.*)", re.IGNORECASE)
 _DATE_RE = re.compile(r"\b([0-9]{4}-[0-9]{2}-[0-9]{2})\b")
@@ -329,6 +333,13 @@ def parse_extend_command(text: str | None) -> tuple[ExtendCommand | None, str | 
     if not reason:
         return None, "`/experimental extend` needs a reason after the number of weeks"
     return ExtendCommand(int(words[0]), reason), None
+
+
+def parse_policy_approvals(text: str | None) -> list[str]:
+    """The digests that ``/experimental-track approve-policy <digest>`` lines of a comment name, lower-cased
+    ("" for a command that names none); HTML comments and fenced code blocks hold no command."""
+    lines = [line for line, fenced in _unfenced_lines(_normalise(text)) if not fenced]
+    return [m.group(1).lower() for m in _APPROVE_POLICY_RE.finditer("\n".join(lines))]
 
 
 def normalise_reason(reason: str) -> str:

@@ -1,23 +1,36 @@
-"""``policy-check bot pr``: check one pull request against the Experimental Track contract.
+"""``policy-check bot pr``: check one pull request against the Experimental Track contract,
+and flag every change that weakens the policy until a maintainer approves it.
 
-Request budget: at most 8 for a PR of up to 100 files. Reads: the PR, its files (100 per
-page), and one GraphQL request for the PR's comments, the collaborators of this repository,
-the tracking issue (its rendered body too, whose user-mention links prove that an
-@-mentioned Owner exists) and the issue's comments. The Owner's user record is asked for
-only when nothing already read proves the login. Writes, only when something changed: the
-``experimental`` label, the ``experimental-track`` commit status (whose answer names the
-bot, so ``GET /user`` is rarely needed), and the one bot comment.
+Request budget: at most 8 + ⌈P/50⌉ for a PR of up to 100 files, where P is the number of its
+files the bot reads at both commits (its Python files, docs pages and feature records, and the
+policy files it touches): 10 for a PR of 100 Python files. Reads: the PR, its files (100 per
+page), the texts of those files at the base and head commits (`revisions`: one GraphQL request
+per 50 paths, none for a PR that touches none), and one GraphQL request for the PR's comments,
+the collaborators of this repository, the tracking issue (its rendered body too, whose
+user-mention links prove that an @-mentioned Owner exists) and the issue's comments. A request
+more only when needed: the files of a graduating feature's directory that the PR does not list,
+and the modules a baseline entry is moved to. The Owner's user record is asked for only when
+nothing already read proves the login. Writes, only when something changed: the
+``experimental`` label, the ``experimental-track`` commit status (whose answer names the bot,
+so ``GET /user`` is rarely needed), and the one bot comment.
 
-Every PR's change to ``policy-check-baseline.json`` is read from the diff that comes with
-the file listing (``baseline_diff``, no request): debt it adds is named in the comment for
-a maintainer to approve, debt it pays off is thanked for. Neither changes the status.
+Every PR, experimental or not, is judged for policy weakenings (`policy_weakening`, from the
+texts: ``[tool.policy-check]``, suppression comments, pytest's configuration and the root
+``conftest.py``, the workflows that run the checker or the bot, ``CODEOWNERS``, and the
+baseline however it arrives). A weakening fails the status until a user with write access to
+this repository, other than the PR's author, comments ``/experimental-track approve-policy
+<digest>`` naming the set the bot's comment shows; the bot's own comment records the approval
+(hidden lines, trusted only in a comment the bot wrote), and a later push that brings a
+weakening outside the approved set needs a new one. What the bot cannot read (a listing GitHub
+cut short, a file it would not send whole, more files than the bot reads) fails closed the same
+way.
 
-A graduation PR (``graduation_pr``: a feature's FEATURE.toml removed and an
-``@flashinfer_experimental_api`` swapped for ``@flashinfer_api`` in core code) is recognised
-from the same listing, again with no request, and the comment shows the graduation
-checklist with each step's state. Its changes under the graduating feature's directories
-need no Experimental Track declaration, and a tracking issue it links is not held to the
-admission rules (the feature is leaving the track, not entering it).
+A graduation PR (``graduation_pr``: a feature's FEATURE.toml removed, its directory left a
+re-export shim, its entry points no longer experimental) is recognised from the same texts and
+the listing of the feature's directory at the head, and the comment shows the graduation
+checklist with each step's state. Its changes under the graduating feature's directories need
+no Experimental Track declaration, and a tracking issue it links is not held to the admission
+rules (the feature is leaving the track, not entering it).
 
 Whose word counts (see the threat model in docs/bot.rst): permissions are read on the
 repository the bot serves, never on the tracking issue's repository, which the PR's
@@ -38,13 +51,15 @@ import requests
 from ..config import DEFAULT, is_experimental_path  # FlashInfer's default layout: the PR is of a FlashInfer checkout
 from ..features import TrackingRef
 from ..graduation import WINDOW_IN_WORDS
-from . import deadlines, graduation_pr, graphql
-from .baseline_diff import BASELINE_FILE, BaselineChange, BaselineEntry, baseline_change
+from . import deadlines, graduation_pr, graphql, policy_weakening as pw
+from .baseline_diff import (BASELINE_FILE, BaselineChange, BaselineEntry, baseline_texts_change, module_paths,
+                            parse_baseline_patch, texts_delta)
 from .client import BotError, call, describe_failure, fetched
 from .comments import BotIdentity, keep_comment, list_comments, own_comments
 from .extensions import Permissions, confirmed_owners, extended_weeks, read_extensions
 from .markdown import bullet_list, code
-from .parsers import mentioned_users, parse_pr_body, parse_tracking_issue
+from .parsers import mentioned_users, parse_policy_approvals, parse_pr_body, parse_tracking_issue
+from .revisions import FileAtRevisions, read_revisions
 from .writes import FORBIDDEN, Writes
 
 PR_MARKER = "<!-- experimental-track-bot:pr -->"
@@ -53,6 +68,9 @@ STATUS_CONTEXT = "experimental-track"
 EXPERIMENTAL_LABEL = "experimental"
 DECORATOR = "@flashinfer_experimental_api"
 MAX_FILE_PAGES = 30  # 3,000 files: all GitHub lists for a pull request
+MAX_CODE_READS = 300  # listed files read at both commits (6 requests); beyond, the check fails closed
+MAX_PRESENCE_LOOKUPS = 100  # paths looked up for the modules baseline entries are moved to
+APPROVE_COMMAND = "/experimental-track approve-policy"
 
 
 @dataclass
@@ -72,6 +90,9 @@ class PrVerdict:
     baseline: BaselineChange | None = None  # the PR's change to policy-check-baseline.json, if any
     graduations: list[graduation_pr.Graduation] = field(default_factory=list)  # features this PR graduates
     checklist: list[str] = field(default_factory=list)  # the rendered "Graduation checklist" section
+    weakenings: list[pw.Weakening] = field(default_factory=list)  # what the PR lets through that its base did not
+    decision: pw.Decision | None = None  # which weakenings a maintainer approved, and by whom
+    author: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -99,8 +120,9 @@ class PrVerdict:
 
     @property
     def wants_comment(self) -> bool:
-        """Experimental PRs and PRs whose baseline change is worth a word get a comment; others only the status."""
-        return (self.declared or self.touches_experimental or bool(self.graduations)
+        """Experimental PRs, PRs that weaken the policy and PRs whose baseline change is worth a word get a
+        comment; others only the status."""
+        return (self.declared or self.touches_experimental or bool(self.graduations) or bool(self.weakenings)
                 or bool(self.baseline and self.baseline.worth_saying))
 
     def status_description(self) -> str:
@@ -113,14 +135,11 @@ class PrVerdict:
             text = "Graduation PR: the graduation checklist is in the bot's comment"
         elif self.declared:
             text = "Experimental Track PR: declaration and tracking issue are complete"
+        elif self.weakenings:
+            text = "Not an Experimental Track PR; its policy changes are approved"
         else:
             text = "Not an Experimental Track PR"
         return text if len(text) <= 140 else text[:139] + "…"
-
-
-def adds_decorator(patch: str | None) -> bool:
-    """Whether a unified diff adds a line using the experimental-API decorator (linear in the patch)."""
-    return any(sign == "+" and DECORATOR in text for sign, text in graduation_pr.changed_lines(patch))
 
 
 def _graduating_feature(path: str) -> str | None:
@@ -265,22 +284,175 @@ def admitted_ref(ref: TrackingRef | None, repo_name: str, tracking_repos: frozen
                   f"{code(repo_name)} count, unless the workflow lists that repository (`--tracking-repo`)")
 
 
-def examine(gh, repo_name: str, number: int,
-            tracking_repos: frozenset[str] = frozenset()) -> tuple[PrVerdict, object, list]:
+@dataclass
+class Texts:
+    """What the bot read of the PR's files at its base and head commits, and what it judged of them."""
+
+    files: dict[str, FileAtRevisions] = field(default_factory=dict)  # by path at the head
+    trees: dict[str, list[str] | None] = field(default_factory=dict)  # graduating features' directories at head
+    baseline: BaselineChange | None = None
+    weakenings: list[pw.Weakening] = field(default_factory=list)
+
+
+def _listed_presence(listed: list[pw.Changed]) -> dict[str, bool]:
+    """What the listing already says about paths at the head: a listed file is there unless removed, and
+    the previous path of a rename is gone unless listed again."""
+    known = {c.previous: False for c in listed if c.status == "renamed" and c.previous}
+    known.update({c.path: c.status != "removed" for c in listed})
+    return known
+
+
+def read_texts(gh, repo_name: str, pull, files: list) -> Texts:
+    """Read what the judgement needs at the PR's base and head commits, and judge the policy weakenings.
+
+    One request per 50 paths: the policy files the PR touches (each at the same path on both sides),
+    its Python files, docs pages and feature records (a renamed one at its previous path at the base),
+    the directories of features whose record it removes, and the modules that its baseline patch
+    seems to move entries to. One more only when needed: files of such a directory that the PR does
+    not list, and modules the texts move entries to that were not looked up. At most `MAX_CODE_READS`
+    files: beyond, and when GitHub lists fewer files than the PR changes, the check fails closed.
+    """
+    listed = [pw.Changed.of(f) for f in files]
+    head_sha, base_sha = pull.head.sha, pull.base.sha
+    out = Texts()
+    extra: list[pw.Weakening] = []
+    changed_files = getattr(pull, "changed_files", None) or 0
+    if changed_files > len(files):
+        extra.append(pw.Weakening(
+            pw.UNREAD, f"GitHub lists {len(files):,} of this PR's {changed_files:,} changed files (it lists at most "
+                       "3,000): the bot cannot see the rest, so it cannot tell what they change",
+            pw.key_of(pw.UNREAD, "listing", head_sha)))
+    by_path = {c.path: c for c in listed}
+
+    def pair(path: str) -> tuple[str, str]:
+        changed = by_path.get(path)
+        return path, changed.previous if changed and changed.status == "renamed" and changed.previous else path
+
+    policy = pw.policy_paths(listed)
+    code_reads = list(dict.fromkeys([*pw.code_paths(listed), *map(pair, graduation_pr.paths_needed(files))]))
+    code_reads = [(path, base) for path, base in code_reads if path not in policy]
+    if len(code_reads) > MAX_CODE_READS:
+        extra.append(pw.Weakening(
+            pw.UNREAD, f"this PR changes {len(code_reads):,} files the bot reads (Python files, docs pages, feature "
+                       f"records); it reads at most {MAX_CODE_READS}: the others are not judged",
+            pw.key_of(pw.UNREAD, "too many", head_sha)))
+        code_reads = code_reads[:MAX_CODE_READS]
+    known = _listed_presence(listed)
+    hint = []  # the baseline patch's moves: looked up now, in case the texts say the same
+    for changed in files:
+        if changed.filename == BASELINE_FILE:
+            for entry in parse_baseline_patch(changed.patch).moved:
+                hint += [path for path in module_paths(entry.module) if path not in known]
+    directories = graduation_pr.directories_to_list(files)
+    read = read_revisions(gh, repo_name, base_sha, head_sha, [*policy, *code_reads],
+                          list(dict.fromkeys(hint))[:MAX_PRESENCE_LOOKUPS], directories)
+    out.files, out.trees = read.files, read.trees
+    known.update({path: present for path, present in read.present.items() if present is not None})
+
+    # Files of a graduating feature's directory at the head that the PR does not list: part of its shim.
+    missing = [path for path in graduation_pr.paths_needed(files, out.trees) if path not in out.files]
+    room = MAX_CODE_READS - len(code_reads)
+    if missing and room > 0:
+        out.files.update(read_revisions(gh, repo_name, base_sha, head_sha, missing[:room]).files)
+
+    if BASELINE_FILE in pw.touched(listed):
+        out.baseline = _baseline(gh, repo_name, base_sha, head_sha, out.files.get(BASELINE_FILE), known)
+    out.weakenings = extra + pw.weakenings(listed, out.files, out.baseline, head_sha)
+    code_paths = {path for path, _ in pw.code_paths(listed)}
+    out.weakenings += [
+        pw.Weakening(pw.UNREAD, f"the bot cannot tell what {code(path, 200)} marks experimental: {code(why, 200)}",
+                     pw.key_of(pw.UNREAD, "unjudged", path, head_sha))
+        for path, why in graduation_pr.unjudged(out.files)
+        if path in code_paths and out.files[path].complete]
+    return out
+
+
+def _baseline(gh, repo_name: str, base_sha: str, head_sha: str, f: FileAtRevisions | None,
+              known: dict[str, bool]) -> BaselineChange:
+    """The baseline's change from its texts; the modules its entries move to are looked up at the head."""
+    if f is None or not f.complete:
+        adopted = f is not None and f.base is None and f.head is not None
+        return BaselineChange(adopted=adopted, delta=None, unread=(f.problem if f is not None else "it was not read"))
+    delta, _ = texts_delta(f.base, f.head)
+    need = [path for entry in delta.moved for path in module_paths(entry.module) if path not in known]
+    need = list(dict.fromkeys(need))[:MAX_PRESENCE_LOOKUPS]
+    if need:
+        looked = read_revisions(gh, repo_name, base_sha, head_sha, present_at_head=need).present
+        known.update({path: present for path, present in looked.items() if present is not None})
+
+    def exists(module: str) -> bool | None:
+        states = [known.get(path) for path in module_paths(module)]
+        if any(state is True for state in states):
+            return True
+        return False if states and all(state is False for state in states) else None
+
+    return baseline_texts_change(f.base, f.head, exists)
+
+
+def _judge_approvals(gh, repo_name: str, verdict: PrVerdict, context: PrContext, identity: BotIdentity) -> None:
+    """Which of the PR's weakenings a maintainer approved: commands in the thread, the record in the bot's
+    own comment (found by its author: a pasted record is no record)."""
+    record = pw.Record()
+    marked = [c for c in context.comments if (c.body or "").startswith(PR_MARKER)]
+    ours = own_comments(marked, PR_MARKER, identity)
+    if ours:
+        record = pw.read_record(ours[0].body)
+    commands = []
+    for comment in sorted(context.comments, key=lambda c: (c.created_at, c.id)):
+        body = comment.body or ""
+        if body.startswith(BOT_MARKER_PREFIX) or comment.user is None:
+            continue
+        for digest in parse_policy_approvals(body):
+            commands.append(pw.Command(comment.user.login, getattr(comment, "author_association", None), digest))
+    levels = context.collaborators.levels
+    complete = levels if levels is not None and context.collaborators.complete else None
+    permissions = Permissions(gh.get_repo(repo_name), complete)  # lazy: asks per commander only when needed
+    verdict.decision = pw.decide(verdict.weakenings, record, commands, permissions.level, verdict.author)
+    verdict.notes += verdict.decision.notes
+
+
+def _weakening_problem(verdict: PrVerdict) -> None:
+    """The status fails while a weakening waits for approval (after the declaration's own problems)."""
+    if verdict.decision is not None and verdict.decision.pending:
+        pending = len([w for w in verdict.weakenings if not _approved(w, verdict.decision)])
+        verdict.problems.append(
+            f"this PR weakens the policy ({pending} change{'' if pending == 1 else 's'} not approved): a user with "
+            "write access must approve, see the bot's comment")
+
+
+def _approved(weakening: pw.Weakening, decision: pw.Decision | None) -> bool:
+    if decision is None:
+        return False
+    if weakening.key in decision.approved:
+        return True
+    collective = len(decision.keys) == 1 and decision.keys[0] not in {weakening.key}
+    return collective and not decision.pending and bool(decision.approved)
+
+
+def examine(gh, repo_name: str, number: int, tracking_repos: frozenset[str] = frozenset(),
+            identity: BotIdentity | None = None) -> tuple[PrVerdict, object, list]:
     """Read the PR and everything it points at; return the verdict, the PR and its comments."""
+    identity = identity if identity is not None else BotIdentity(gh)
     pull = gh.get_repo(repo_name).get_pull(number)
     call(f"read pull request #{number} of {repo_name}", fetched, pull)
     files = call(f"list the files of #{number}", lambda: list(islice(pull.get_files(), MAX_FILE_PAGES * 100)))
     declaration = parse_pr_body(pull.body)
     ref, refused = admitted_ref(declaration.tracking, repo_name, tracking_repos)
-    verdict = PrVerdict(number=number, head_sha=pull.head.sha, declared=declaration.ticked)
+    verdict = PrVerdict(number=number, head_sha=pull.head.sha, declared=declaration.ticked,
+                        author=pull.user.login if pull.user is not None else None)
+    context = read_context(gh, repo_name, pull, ref if declaration.ticked else None)
+    texts = read_texts(gh, repo_name, pull, files)
     for changed in files:
         (verdict.experimental_files if is_experimental_path(changed.filename) else verdict.core_files).append(changed.filename)
-        if adds_decorator(changed.patch):
-            verdict.decorator_files.append(changed.filename)
-    verdict.baseline = baseline_change(files)  # every PR: debt added matters whether or not it is experimental
-    verdict.graduations = graduation_pr.recognise(files, ref)  # from the same listing: no request
-    context = read_context(gh, repo_name, pull, ref if declaration.ticked else None)
+    # What the texts mark experimental at the head and did not at the base, however it is spelt.
+    verdict.decorator_files = sorted({path for path, _ in graduation_pr.added_experimental(texts.files)})
+    verdict.baseline = texts.baseline  # every PR: debt added matters whether or not it is experimental
+    verdict.weakenings = texts.weakenings
+    recognition = graduation_pr.recognise(files, ref, texts=texts.files, trees=texts.trees)
+    verdict.graduations = list(recognition)
+    verdict.notes += [f"not taken for a graduation: {reason}" for reason in recognition.reasons]
+    if verdict.weakenings:
+        _judge_approvals(gh, repo_name, verdict, context, identity)
     if not declaration.ticked:
         if verdict.needs_declaration:
             verdict.problems.append(
@@ -288,6 +460,7 @@ def examine(gh, repo_name: str, number: int,
                 "`## Experimental Track` section and link the tracking issue"
             )
         verdict.checklist = graduation_pr.checklist_lines(verdict.graduations, repo_name)
+        _weakening_problem(verdict)
         return verdict, pull, context.comments
     verdict.problems.extend(declaration.problems)
     if refused:
@@ -306,13 +479,14 @@ def examine(gh, repo_name: str, number: int,
         known |= {c.user.login.lower() for c in context.comments if c.user is not None}
         _examine_tracking_issue(gh, repo_name, pull, ref, context, admission, known, verdict)
     if not verdict.touches_experimental:
-        verdict.notes.append(
+        verdict.notes.insert(0, 
             "the box is ticked, but this PR touches no experimental path and adds no "
             f"`{DECORATOR}`: untick it if the PR is not experimental"
         )
     issue = context.issue  # read only for a ticked box: its state goes beside it in the checklist
     state = issue.state if ref is not None and issue is not None and issue.pull_request is None else None
     verdict.checklist = graduation_pr.checklist_lines(verdict.graduations, repo_name, state, ref)
+    _weakening_problem(verdict)
     return verdict, pull, context.comments
 
 
@@ -341,6 +515,7 @@ def render(verdict: PrVerdict) -> str:
     if verdict.notes:
         lines += ["**Notes**", ""] + bullet_list(verdict.notes) + [""]
     lines += verdict.checklist
+    lines += policy_lines(verdict)
     lines += baseline_lines(verdict.baseline)
     if verdict.declared or verdict.touches_experimental:
         lines += [f"**Experimental files** ({len(verdict.experimental_files)})", ""]
@@ -350,7 +525,42 @@ def render(verdict: PrVerdict) -> str:
             lines += bullet_list([code(p, 200) for p in verdict.core_files]) + [""]
     if verdict.label_requested:
         lines += [f"The bot may not add labels here: a maintainer, please add the `{EXPERIMENTAL_LABEL}` label.", ""]
+    if verdict.decision is not None:  # hidden: the approval record, trusted only in the bot's own comment
+        lines += pw.record_lines(verdict.decision.keys, verdict.decision.approved)
     return "\n".join(lines).rstrip() + "\n"
+
+
+def policy_lines(verdict: PrVerdict) -> list[str]:
+    """The comment's section on the PR's policy weakenings: each one, and how to approve them or who did."""
+    if not verdict.weakenings:
+        return []
+    decision = verdict.decision
+    approvers = ", ".join(code("@" + login, 60) for login in (decision.approvers if decision else []))
+    pending = decision is None or bool(decision.pending)
+    title = ("**Policy weakened: a maintainer must approve**" if pending
+             else f"**Policy weakened: approved by {approvers}**")
+    items = []
+    for weakening in verdict.weakenings:
+        if weakening.kind == pw.BASELINE:
+            continue
+        mark = " (approved)" if pending and _approved(weakening, decision) else ""
+        items.append(weakening.text + mark)
+    in_baseline = sum(1 for w in verdict.weakenings if w.kind == pw.BASELINE)
+    if in_baseline:
+        items.append(f"the baseline changes below ({in_baseline} item{'' if in_baseline == 1 else 's'})")
+    lines = [title, ""] + bullet_list(items) + [""]
+    digest = decision.digest if decision is not None else ""
+    command = code(f"{APPROVE_COMMAND} {digest}")
+    if pending:
+        lines += [f"Each of these lets through what the base did not. A user with write access to this repository, "
+                  f"other than the PR's author, approves them by commenting {command}; the status passes on the "
+                  "check's next run (a push, an edit of the PR's description, or a re-run of the check). A later "
+                  "push that weakens the policy further needs a new approval.", ""]
+        if decision is not None and decision.approved:
+            lines += [f"Approved before by {approvers}: the changes marked (approved).", ""]
+    else:
+        lines += [f"Approved with {command}. A later push that weakens the policy further needs a new approval.", ""]
+    return lines
 
 
 def _entries(entries: list[BaselineEntry]) -> str:
@@ -360,11 +570,7 @@ def _entries(entries: list[BaselineEntry]) -> str:
     return text if findings == len(entries) else f"{text} ({findings} findings)"
 
 
-def _entry_item(entry: BaselineEntry) -> str:
-    """One entry, every field quoted inertly (they are the PR's text)."""
-    scope = f", scope {code(entry.scope)}" if entry.scope else ""
-    more = f" ({entry.count} findings)" if entry.count > 1 else ""
-    return f"{code(entry.rule, 40)} in {code(entry.module, 200)}{scope}: {code(entry.subject)}{more}"
+_entry_item = pw.entry_text
 
 
 def baseline_lines(change: BaselineChange | None) -> list[str]:
@@ -375,15 +581,20 @@ def baseline_lines(change: BaselineChange | None) -> list[str]:
     delta = change.delta
     if delta is None:
         verb = "adds" if change.adopted else "changes"
-        return [f"This PR {verb} {where}, but GitHub sent no diff of it (too large to show): "
+        why = f" ({code(change.unread, 200)})" if change.unread else ""
+        return [f"This PR {verb} {where}, but the bot could not read it whole{why}: "
                 "a maintainer, please review the baseline change.", ""]
     lines = []
-    if delta.added or delta.unreadable:
+    if delta.added or delta.unreadable or change.anywhere or change.problem:
         lines += ["**Baseline debt added: a maintainer must approve**", ""]
         if change.adopted:
             lines += [f"This PR adds {where} (initial adoption): {_entries(delta.added)} accepted as debt.", ""]
         items = [_entry_item(entry) for entry in delta.added]
+        items += [f"moved under a module that does not exist at the head commit, so it accepts its finding in any "
+                  f"module: {_entry_item(entry)}" for entry in change.anywhere]
         items += [f"a baseline line the bot cannot read: {code(text)}" for text in delta.unreadable]
+        if change.problem:
+            items.append(f"the checker would refuse the file at the head commit: {code(change.problem, 200)}")
         lines += bullet_list(items) + [""]
         if delta.paid:
             lines += [f"It also pays off {_entries(delta.paid)}.", ""]
@@ -396,7 +607,7 @@ def baseline_lines(change: BaselineChange | None) -> list[str]:
 
 def run_pr_check(gh, repo_name: str, number: int, writes: Writes, identity: BotIdentity,
                  tracking_repos: frozenset[str] = frozenset()) -> PrVerdict:
-    verdict, pull, comments = examine(gh, repo_name, number, tracking_repos)
+    verdict, pull, comments = examine(gh, repo_name, number, tracking_repos, identity)
     where = f"#{number}"
     thread = gh.get_repo(repo_name).get_issue(number)  # lazy: no request
 

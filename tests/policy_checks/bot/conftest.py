@@ -1,7 +1,8 @@
 """A fake GitHub REST API on 127.0.0.1, served by the test suite over real HTTP.
 
-It keeps state for repositories, pulls and their files, issues, comments, labels,
-statuses, collaborators and permissions, contents and users; it answers the bot's three
+It keeps state for repositories, pulls and their files (listed at most 3,000, with the real
+``changed_files``), the files' contents at each PR's base and head commits, issues, comments,
+labels, statuses, collaborators and permissions, contents and users; it answers the bot's
 named GraphQL queries from the same state (rendering ``@mentions`` of real users as
 GitHub does); it counts every request it answers, and it can inject faults (error answers, rate limits, slow answers, a
 barrier that makes two clients meet). The bot talks to it through PyGithub unchanged.
@@ -55,6 +56,7 @@ BOT_LOGIN = "github-actions[bot]"
 PAT_LOGIN = "track-bot"
 FIRST_COMMENT_ID = 2**31 + 1000  # GitHub's comment ids passed 2^31: GraphQL's Int databaseId is null for them
 LEVELS = ("admin", "maintain", "write", "triage", "read")
+MAX_LISTED_FILES = 3000  # GitHub's listing of a pull request's files stops here
 
 
 def _iso(moment: dt.datetime) -> str:
@@ -85,6 +87,10 @@ class RepoState:
     statuses: dict[str, list[dict]] = field(default_factory=dict)
     collaborators: dict[str, str] = field(default_factory=dict)  # login -> level
     next_number: int = 1
+    commits: dict[str, dict[str, str | bytes]] = field(default_factory=dict)  # sha -> path -> content
+    # PR number -> {"base": {...}, "head": {...}}: contents a test set at the PR's base and head
+    # commits (a None at the head deletes the path); see `FakeGitHub.tree_at`.
+    pull_contents: dict[int, dict[str, dict]] = field(default_factory=dict)
 
 
 class FakeGitHub:
@@ -155,9 +161,62 @@ class FakeGitHub:
         number = self.add_issue(repo, body or "", author=author, labels=labels, created=created)
         r.issues[number]["body"] = body
         r.issues[number]["is_pull"] = True
-        r.pulls[number] = {"head": {"sha": f"{number:04d}" + "ab" * 18, "ref": "topic"}, "base": {"ref": "main"}}
+        r.pulls[number] = {"head": {"sha": f"{number:04d}" + "ab" * 18, "ref": "topic"},
+                           "base": {"ref": "main", "sha": f"{number:04d}" + "ba" * 18}}
         r.pull_files[number] = [_pull_file(*changed) for changed in files]
+        r.pull_contents[number] = {"base": {}, "head": {}}
         return number
+
+    def set_contents(self, repo: str, number: int, *, base: dict | None = None, head: dict | None = None) -> None:
+        """Files of PR ``number`` at its base commit and at its head commit (whatever sha the PR's head
+        has now: a "push" that changes the sha keeps them). ``head`` values of None delete the path."""
+        contents = self.repo(repo).pull_contents[number]
+        contents["base"].update(base or {})
+        contents["head"].update(head or {})
+
+    def tree_at(self, state: RepoState, rev: str) -> dict | None:
+        """The files at ``rev``: the default branch (``HEAD`` or its name), a commit of ``state.commits``,
+        or a PR's base or head commit; None for a revision the fake does not know.
+
+        A PR's base is the default branch's files, then what the PR's listed patches show of them (the
+        context and removed lines of their hunks), then what the test set (`set_contents`). Its head is
+        the base with the listing applied (removed files gone, renamed ones moved, each patched file's
+        context and added lines), then what the test set. So a test that gives only patches still has
+        texts to read, and a test that cares gives the texts."""
+        if rev in ("HEAD", state.default_branch):
+            return state.files
+        if rev in state.commits:
+            return state.commits[rev]
+        for number, pull in state.pulls.items():
+            if rev not in (pull["base"].get("sha"), pull["head"]["sha"]):
+                continue
+            contents = state.pull_contents.get(number, {"base": {}, "head": {}})
+            listed = state.pull_files.get(number, [])
+            base = dict(state.files)
+            for changed in listed:
+                if changed.get("patch") is not None and changed["status"] != "added":
+                    base[changed.get("previous_filename", changed["filename"])] = _side_of(changed["patch"], "-")
+            base.update(contents["base"])
+            if rev == pull["base"].get("sha"):
+                return base
+            head = dict(base)
+            for changed in listed:
+                path, status = changed["filename"], changed["status"]
+                previous = changed.get("previous_filename")
+                if status == "removed":
+                    head.pop(path, None)
+                    continue
+                if status == "renamed" and previous is not None and previous in head:
+                    head[path] = head.pop(previous)
+                if changed.get("patch") is not None:
+                    head[path] = _side_of(changed["patch"], "+")
+            for path, content in contents["head"].items():
+                if content is None:
+                    head.pop(path, None)
+                else:
+                    head[path] = content
+            return head
+        return None
 
     def add_comment(self, repo: str, number: int, body: str, author: str, created: str | None = None) -> dict:
         self.add_user(author)
@@ -323,11 +382,13 @@ class FakeGitHub:
             return self._json({"message": "Not Found"}, 404)
         issue = self._issue_json(repo, r.issues[n])
         data = dict(issue, **r.pulls[n])
+        data.setdefault("changed_files", len(r.pull_files.get(n, [])))  # the real count (a test may set another)
         data.update(url=f"{self.url}/repos/{repo}/pulls/{n}", issue_url=f"{self.url}/repos/{repo}/issues/{n}")
         return self._json(data)
 
     def list_pull_files(self, request, repo, n, **_):
-        return self._page(request, self.repos[repo].pull_files.get(int(n), []))
+        """GitHub lists at most 3,000 files of a pull request, whatever ``changed_files`` says."""
+        return self._page(request, self.repos[repo].pull_files.get(int(n), [])[:MAX_LISTED_FILES])
 
     def list_issues(self, request, repo, **_):
         state = request.args.get("state", "open")
@@ -445,6 +506,20 @@ class FakeGitHub:
         match = re.match(r"\s*query\s+(\w+)", payload.get("query", ""))
         self.graphql_log.append((match.group(1) if match else "", payload.get("variables") or {}))
         return self._json(self.graphql_endpoint.answer(payload, token_can_list_collaborators=can_write))
+
+
+def _side_of(patch: str, sign: str) -> str:
+    """One side of a unified diff as text: its context lines and those marked ``sign``."""
+    lines = []
+    for line in patch.split("\n"):
+        if line.startswith(("@@", "\\", "+++", "---")):
+            continue
+        if line[:1] in ("+", "-", " "):
+            if line[0] in (" ", sign):
+                lines.append(line[1:])
+        else:
+            lines.append(line)
+    return "\n".join(lines)
 
 
 def _pull_file(path: str, patch: str | None, status: str = "modified", previous: str | None = None) -> dict:

@@ -10,7 +10,11 @@ answer holds exactly the fields asked for, spelt as GitHub spells them:
 - ``IssueComment.databaseId`` is null for ids above 2^31 - 1 and ``fullDatabaseId`` is a
   string (a ``BigInt``);
 - a missing repository or issue is ``null`` plus an error of ``type: NOT_FOUND`` with its
-  ``path``; collaborators a token may not list are ``null`` plus a ``FORBIDDEN`` error.
+  ``path``; collaborators a token may not list are ``null`` plus a ``FORBIDDEN`` error;
+- ``Repository.object(expression: "<rev>:<path>")`` is null when nothing is at that path (or
+  the revision is unknown), a ``Tree`` for a directory, else a ``Blob`` whose ``text`` is null
+  for binary content and cut short at 512,000 bytes with ``isTruncated: true`` for a larger
+  file (what GitHub does; ``byteSize`` is always the whole size).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 import graphql
 
 MAX_INT = 2**31 - 1
+BLOB_TEXT_LIMIT = 512_000  # GitHub cuts Blob.text here and sets isTruncated
 
 
 class FieldError(graphql.GraphQLError):
@@ -150,31 +155,47 @@ class FakeGraphQL:
                 "nodes": [self._issue_fields(state, i, "Issue") for i in page]}
 
     def _object(self, state, expression: str | None):
-        """``HEAD:path`` of the default branch: a Tree, a Blob, or null."""
-        if not expression or ":" not in expression:
+        """``<rev>:<path>`` as git reads it: a Tree, a Blob, or null when nothing is there (or the
+        revision is unknown); a bare ``<rev>`` is its Commit. The revision is ``HEAD`` or the default
+        branch (the repository's files) or a commit the fake knows (``state.commits``)."""
+        if not expression:
             return None
-        path = expression.split(":", 1)[1].strip("/")
-        if path in state.files:
-            return self._blob(state.files[path])
-        return self._tree(state, path)
+        rev, colon, path = expression.partition(":")
+        files = self.fake.tree_at(state, rev)
+        if files is None:
+            return None
+        if not colon:
+            return {"__typename": "Commit"}
+        path = path.strip("/")
+        if path in files:
+            return self._blob(files[path])
+        return self._tree(files, path)
 
     @staticmethod
     def _blob(content) -> dict:
+        """As GitHub answers a Blob: ``text`` null for binary content, and cut at `BLOB_TEXT_LIMIT` bytes
+        with ``isTruncated`` for a larger file."""
         binary = isinstance(content, bytes)
-        return {"__typename": "Blob", "text": None if binary else content, "isBinary": binary}
+        raw = content if binary else content.encode()
+        text = None if binary else content
+        truncated = not binary and len(raw) > BLOB_TEXT_LIMIT
+        if truncated:
+            text = raw[:BLOB_TEXT_LIMIT].decode("utf-8", "ignore")
+        return {"__typename": "Blob", "text": text, "isBinary": binary, "isTruncated": truncated,
+                "byteSize": len(raw)}
 
-    def _tree(self, state, path: str) -> dict | None:
+    def _tree(self, files: dict, path: str) -> dict | None:
         children: dict[str, str] = {}
-        for name in state.files:
-            if name.startswith(path + "/"):
-                rest = name[len(path) + 1 :].split("/")
+        for name in files:
+            if path == "" or name.startswith(path + "/"):
+                rest = (name[len(path) + 1 :] if path else name).split("/")
                 children[rest[0]] = "tree" if len(rest) > 1 else "blob"
         if not children:
             return None
         entries = []
         for name, kind in sorted(children.items()):
-            full = f"{path}/{name}"
-            obj = (lambda full=full: self._tree(state, full)) if kind == "tree" else self._blob(state.files[full])
+            full = f"{path}/{name}" if path else name
+            obj = (lambda full=full: self._tree(files, full)) if kind == "tree" else self._blob(files[full])
             entries.append({"name": name, "type": kind, "path": full,
                             "object": (lambda info, obj=obj: obj()) if kind == "tree" else obj})
         return {"__typename": "Tree", "entries": entries}

@@ -120,5 +120,5 @@ def test_pygithub_is_the_bot_extra():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     assert not _names(project["dependencies"]) & {"pygithub", "requests"}
     assert "pygithub" in _names(project["optional-dependencies"]["bot"])
-    assert "fi-experimental-track[runtime,bot]" in project["optional-dependencies"]["dev"]
+    assert "flashinfer-policy-check[bot]" in project["optional-dependencies"]["dev"]
 

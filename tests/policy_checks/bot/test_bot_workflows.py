@@ -1,4 +1,9 @@
-"""The ``.github/`` files: real linters (actionlint, zizmor) plus the properties the bot relies on."""
+"""The ``.github/`` files: real linters (actionlint, zizmor) plus the properties the bot relies on.
+
+The composite actions other repositories use (``.github/actions/*/action.yml``) are linted
+here too: zizmor audits them directly; actionlint, which reads only workflows, checks them
+through a workflow that uses each (``tests/policy_checks/bot/test_actions.py`` holds
+their behaviour)."""
 
 from __future__ import annotations
 
@@ -18,6 +23,7 @@ from policy_checks.bot.parsers import parse_pr_body, parse_tracking_issue
 ROOT = Path(__file__).resolve().parents[3]
 GITHUB = ROOT / ".github"
 WORKFLOWS = sorted((GITHUB / "workflows").glob("*.yml"))
+ACTIONS = sorted((GITHUB / "actions").glob("*/action.yml"))
 PINNED_USES = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40} # v\d+(\.\d+)*$")
 
 needs_actionlint = pytest.mark.skipif(
@@ -41,6 +47,7 @@ def run(*cmd: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
 
 def test_expected_workflows_exist():
     assert {p.name for p in WORKFLOWS} >= {"experimental-track.yml", "lifecycle-review.yml", "policy-check.yml", "tests.yml"}
+    assert {p.parent.name for p in ACTIONS} >= {"policy-check", "policy-check-bot"}
 
 
 @needs_actionlint
@@ -49,11 +56,31 @@ def test_actionlint_is_clean():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@needs_actionlint
+def test_actionlint_is_clean_on_a_workflow_using_each_action(tmp_path):
+    """actionlint reads a local action's metadata where a workflow uses it: the inputs
+    given must exist and the required ones be given."""
+    shutil.copytree(GITHUB / "actions", tmp_path / ".github" / "actions")
+    workflows = tmp_path / ".github" / "workflows"
+    workflows.mkdir()
+    steps = "".join(f"      - uses: ./.github/actions/{path.parent.name}\n" for path in ACTIONS)
+    (workflows / "uses-actions.yml").write_text(
+        "on: pull_request\npermissions: {}\njobs:\n  use:\n    runs-on: ubuntu-latest\n    steps:\n" + steps
+    )
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)  # actionlint finds the project by its .git
+    result = run("actionlint", "-no-color", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    (workflows / "uses-actions.yml").write_text((workflows / "uses-actions.yml").read_text() + "        with:\n          nope: x\n")
+    assert "nope" in run("actionlint", "-no-color", cwd=tmp_path).stdout  # it did read the metadata
+
+
 @needs_zizmor
 def test_zizmor_is_clean_even_pedantic():
-    result = run("zizmor", "--offline", "--pedantic", "--no-progress", str(GITHUB / "workflows"))
+    result = run("zizmor", "--offline", "--pedantic", "--no-progress", str(GITHUB / "workflows"), str(GITHUB / "actions"))
     assert result.returncode == 0, result.stdout + result.stderr
     assert "No findings to report" in result.stdout
+    for path in ACTIONS:  # every action was audited, not skipped as unreadable
+        assert f"{path.relative_to(ROOT).as_posix()}\n" in result.stderr.replace("\\", "/"), result.stderr
 
 
 @needs_actionlint
@@ -77,7 +104,7 @@ def test_linters_do_catch_a_bad_workflow(tmp_path):
 
 
 def test_every_action_is_pinned_by_sha_with_a_version_comment():
-    for path in WORKFLOWS:
+    for path in WORKFLOWS + ACTIONS:
         for line in path.read_text().splitlines():
             found = re.match(r"\s*(?:- )?uses:\s*(.+)$", line)
             if found:
@@ -90,6 +117,9 @@ def test_no_expression_is_expanded_inside_a_shell_script():
         for job in yaml.safe_load(path.read_text())["jobs"].values():
             for step in job["steps"]:
                 assert "${{" not in step.get("run", ""), f"{path.name}: {step}"
+    for path in ACTIONS:
+        for step in yaml.safe_load(path.read_text())["runs"]["steps"]:
+            assert "${{" not in step.get("run", ""), f"{path}: {step}"
 
 
 def test_pr_workflow_runs_only_base_code():

@@ -126,7 +126,7 @@ def test_a_graduation_pr_gets_the_checklist_with_each_steps_state(repo, bot_cli)
     repo.requests.clear()
     result = check(bot_cli, pr)
     assert result.exit_code == 0, result.output
-    assert len(repo.requests) <= 8, repo.requests
+    assert len(repo.requests) <= 10, repo.requests  # the budget of docs/bot.rst for 100 files
     body = comment_of(repo, pr)
     assert "**Graduation checklist**: `gated_rmsnorm`, to `flashinfer.gated_norm`" in body
     assert boxes(body) == {1: False, 2: True, 3: True, 4: False, 5: True, 6: True, 7: False}
@@ -158,7 +158,7 @@ def test_a_declared_graduation_is_not_held_to_the_admission_rules(repo, bot_cli)
     repo.requests.clear()
     result = check(bot_cli, pr)
     assert result.exit_code == 0, result.output
-    assert len(repo.requests) <= 8
+    assert len(repo.requests) <= 10
     body = comment_of(repo, pr)
     assert "- Tracking issue: `#1` (closed)" in body
     assert step_line(body, 7).endswith("tracking issue `#1` (closed)")
@@ -294,7 +294,7 @@ def test_the_listing_policy_check_graduate_leaves(repo, bot_cli):
     pr = repo.add_pull(REPO, DECLARED, files)
     repo.requests.clear()
     assert check(bot_cli, pr).exit_code == 0
-    assert len(repo.requests) <= 8, repo.requests
+    assert len(repo.requests) <= 10, repo.requests  # the budget of docs/bot.rst for 100 files
     body = comment_of(repo, pr)
     assert f"**Graduation checklist**: `gated_rmsnorm`, to `{HOME}`" in body
     assert boxes(body) == {1: False, 2: True, 3: True, 4: False, 5: True, 6: True, 7: False}
