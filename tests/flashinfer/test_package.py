@@ -123,3 +123,14 @@ def test_gate_demo_example_runs():
     assert "BackendSupportedError: No suitable auto backends found for scale" in out
     assert out.count("ExperimentalWarning") == 1
     assert "ran 'fast' (candidates ['fast', 'reference']" in out
+
+
+def test_the_runtime_dependencies_import_without_a_warning():
+    """torch warns on every import when NumPy is missing; the runtime extra declares it,
+    so importing the kernels' stack warns about nothing."""
+    done = subprocess.run(
+        [sys.executable, "-W", "error", "-c", "import torch, flashinfer.gemm, flashinfer.norm"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stderr == ""
