@@ -124,10 +124,13 @@ def test_no_expression_is_expanded_inside_a_shell_script():
 
 def test_pr_workflow_runs_only_base_code():
     workflow = load("experimental-track.yml")
-    assert list(triggers(workflow)) == ["pull_request_target"]
+    # both events run the base branch's code; a comment counts only on a PR, with a command
+    assert list(triggers(workflow)) == ["pull_request_target", "issue_comment"]
+    assert triggers(workflow)["issue_comment"]["types"] == ["created"]
     assert workflow["permissions"] == {}
     assert "github.event.pull_request.number" in workflow["concurrency"]["group"]
     [job] = workflow["jobs"].values()
+    assert "github.event.issue.pull_request" in job["if"] and "'/experimental-track'" in job["if"]
     assert set(job["permissions"]) == {"contents", "issues", "pull-requests", "statuses"}
     assert job["permissions"]["contents"] == "read"
     for step in job["steps"]:
