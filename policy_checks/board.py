@@ -1,15 +1,18 @@
-"""``policy-check features``: the board of the experimental track.
+"""``policy-check features``: the board of the experimental track, and ``features init``.
 
-One row per feature directory (a direct subdirectory of the experimental package whose
-name starts with neither ``_`` nor ``.``): what its ``FEATURE.toml`` says (kind, owner,
-tracking issue, admission, deadline, automatic routing, APIs, backends), how far the
-deadline is (``policy_checks.graduation``: UTC calendar days, the admission window and
-the overdue / due soon / on track status), and which fields its record lacks.
+One row per feature (a direct subdirectory of the experimental package, as EXP009 sees
+them: `policy_checks.features.feature_directories`): what its ``FEATURE.toml`` says
+(kind, owner, tracking issue, admission, deadline, automatic routing, APIs, backends),
+how far the deadline is (``policy_checks.graduation``: UTC calendar days, the admission
+window and the overdue / due soon / on track status), and what the feature lacks.
 
-Records are read by `policy_checks.features`, never parsed here. `rows` builds the board
-from records, so the checker (records read from the tree, `read_tree`) and the bot's
-weekly review (records read through GraphQL, with each tracking issue's state added)
-show the same table. Offline and fast: the tree alone, one small file per feature.
+Records are read by `policy_checks.features`, never parsed here, and what a feature
+lacks is `policy_checks.features.survey`'s answer, the one EXP009 reports item by item.
+`rows` builds the board from records, so the checker (records read from the tree,
+`survey_tree`) and the bot's weekly review (records read through GraphQL, with each
+tracking issue's state added; there the record alone says what is lacking) show the
+same table. Offline: the tree alone, one small file per feature.
+``policy-check features init`` (`policy_checks.features_init`) writes the missing records.
 
 Text from a record is untrusted. The text format escapes what is not printable; the
 Markdown format renders every cell that comes from input as an inert code span
@@ -30,14 +33,10 @@ import click
 
 from . import graduation
 from .config import ConfigError, Settings, find_root, load
-from .features import SHIM_MARKER, FeatureRecord, Problem, binds_shim_marker, is_feature_name, read, shim_problem
+from .features import FIELDS, SHIM_MARKER, Feature, FeatureRecord, Problem, record_lacks, survey
 from .markdown import code, table_row
-from .markers import RECORD
+from .markers import README, RECORD
 
-# The record's fields, in FEATURE.toml's order: what `lacks` names.
-FIELDS = ("kind", "owner", "tracking_issue", "admitted", "target_release", "target_date", "apis", "backends",
-          "auto_routing")
-_ATTRIBUTES = {"tracking_issue": "tracking"}  # field -> FeatureRecord attribute, where they differ
 MAX_CELL_ITEMS = 5  # APIs or backends shown in one Markdown cell; the rest are counted
 
 
@@ -91,19 +90,39 @@ def _iso(day: dt.date | None) -> str | None:
 
 
 def lacks(record: FeatureRecord) -> list[str]:
-    """The fields the record lacks or gets wrong, in `FIELDS` order; ``["FEATURE.toml"]`` when
-    there is no record to speak of (missing, unreadable, not TOML)."""
-    keyed = {getattr(p, "key", None) for p in record.problems}
-    values = {name: getattr(record, _ATTRIBUTES.get(name, name)) for name in FIELDS}
-    if record.problems and all(value is None for value in values.values()) and None in keyed:
-        return [RECORD]
-    return [name for name in FIELDS if values[name] is None or name in keyed]
+    """What the record lacks (`policy_checks.features.record_lacks`, as EXP009 reports it):
+    ``FEATURE.toml`` and every field when there is no usable record (missing, unreadable,
+    not TOML), else the fields missing or wrong, in `FIELDS` order. What the rest of the
+    directory lacks (README, tests, example) is known only from the tree (`survey_tree`)."""
+    return lack_items(record_lacks(record))
 
 
-def row(record: FeatureRecord, today: dt.date, this_repo: str = "", issue_state: str | None = None) -> BoardRow:
+def lack_items(found) -> list[str]:
+    """The items of `policy_checks.features.Lack` records, each once, in order."""
+    items: list[str] = []
+    for lack in found:
+        if lack.item not in items:
+            items.append(lack.item)
+    return items
+
+
+def shown_lacks(items: list[str]) -> list[str]:
+    """``lacks`` for a table cell: a missing ``FEATURE.toml`` stands for its fields, a missing
+    ``README.md`` for its parts (the JSON lists every item)."""
+    shown = list(items)
+    if RECORD in shown:
+        shown = [item for item in shown if item not in FIELDS]
+    if README in shown:
+        shown = [item for item in shown if not item.startswith(README + ": ")]
+    return shown
+
+
+def row(record: FeatureRecord, today: dt.date, this_repo: str = "", issue_state: str | None = None,
+        missing: list[str] | None = None) -> BoardRow:
     """The board row of one record on ``today`` (a UTC calendar date). A tracking issue of
     ``this_repo`` is written ``#N``; offline, where the repository is unknown, any
-    ``owner/name#N`` is written in full."""
+    ``owner/name#N`` is written in full. ``missing``: what the feature lacks, when known
+    from the tree (`survey_tree`); else what the record lacks (`lacks`)."""
     deadline = record.deadline
     return BoardRow(
         feature=record.name,
@@ -119,51 +138,49 @@ def row(record: FeatureRecord, today: dt.date, this_repo: str = "", issue_state:
         auto_routing=record.auto_routing,
         apis=record.apis,
         backends=record.backends,
-        lacks=lacks(record),
+        lacks=list(missing) if missing is not None else lacks(record),
         problems=list(record.problems),
         issue_state=issue_state,
     )
 
 
 def rows(records: Iterable[FeatureRecord], today: dt.date, this_repo: str = "",
-         issue_states: dict[str, str] | None = None) -> list[BoardRow]:
+         issue_states: dict[str, str] | None = None, missing: dict[str, list[str]] | None = None) -> list[BoardRow]:
     """The board of ``records``, sorted by feature name; ``issue_states`` (feature -> state) adds
-    the tracking issue's state to each row (the bot's review)."""
+    the tracking issue's state to each row (the bot's review); ``missing`` (feature -> items)
+    says what each feature lacks, when the tree was read (`survey_tree`)."""
     states = issue_states if issue_states is not None else {}
-    return [row(r, today, this_repo, states.get(r.name) if issue_states is not None else None)
+    found = missing if missing is not None else {}
+    return [row(r, today, this_repo, states.get(r.name) if issue_states is not None else None, found.get(r.name))
             for r in sorted(records, key=lambda r: r.name)]
 
 
-def read_tree(root: Path, settings: Settings) -> list[FeatureRecord]:
-    """Every feature directory's record under ``root``; a missing record is a problem of its feature.
+def survey_tree(root: Path, settings: Settings) -> list[Feature]:
+    """Every feature of the tree with its record and what it lacks, as EXP009 sees them
+    (`policy_checks.features.survey`, with the checker's file selection and examples).
+    A directory that binds ``__graduated_to__`` but is no pure shim gets that as a problem.
 
     No experimental package means no features. Raises OSError when the package's
     directory exists but cannot be listed.
     """
-    package = root / settings.experimental_dir
-    if not package.is_dir():
-        return []
-    records = []
-    for entry in sorted(package.iterdir(), key=lambda p: p.name):
-        if not is_feature_name(entry.name) or not entry.is_dir():
-            continue  # shared code
-        shim = None
-        if binds_shim_marker(entry):
-            shim = shim_problem(entry, settings.experimental_package)
-            if shim is None:
-                continue  # the pure re-export shim a graduated feature leaves for one release
-        path = entry / RECORD
-        if path.is_file():
-            record = read(path)
-        else:
-            where = f"{settings.experimental_dir}/{entry.name}/{RECORD}"
-            record = FeatureRecord(name=entry.name, problems=[Problem(
-                f"{RECORD} is missing: add {where} (docs/experimental.rst, \"Admission\")")])
-        if shim is not None:
-            record.problems.append(Problem(
-                f"the directory binds {SHIM_MARKER} but the shim holds other code ({shim}): it is still a feature"))
-        records.append(record)
-    return records
+    from .project import Project  # the checker's view of which files count
+
+    def no_facts(source):  # the board reads no Python file's facts
+        raise AssertionError(source)
+
+    project = Project(root, settings, no_facts)
+    found = survey(root, settings, project.excluded, lambda: project.example_texts().values())
+    for feature in found:
+        if feature.shim_problem is not None:
+            feature.record.problems.append(Problem(
+                f"the directory binds {SHIM_MARKER} but the shim holds other code ({feature.shim_problem}): "
+                "it is still a feature"))
+    return found
+
+
+def read_tree(root: Path, settings: Settings) -> list[FeatureRecord]:
+    """Every feature directory's record under ``root``; a missing record is a problem of its feature."""
+    return [feature.record for feature in survey_tree(root, settings)]
 
 
 # --- rendering ---------------------------------------------------------------------------
@@ -217,7 +234,7 @@ def render_text(board: list[BoardRow]) -> str:
             r.feature, r.kind or "-", r.owner or "-", r.tracking_issue or "-", _iso(r.admitted) or "-",
             _iso(r.deadline) or "-", left_in_words(r.days_left), r.status or "-", _flag(r.auto_routing),
             _joined(r.apis), _joined(r.backends),
-            ",".join(r.lacks) or "-")))
+            ",".join(shown_lacks(r.lacks)) or "-")))
     widths = [max(len(line[i]) for line in table) for i in range(len(TEXT_COLUMNS))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in table]
     return "\n".join(lines + ["", _counts(board)]) + "\n"
@@ -258,7 +275,7 @@ def render_markdown(board: list[BoardRow]) -> str:
             code(r.tracking_issue) if r.tracking_issue else "—",
             _iso(r.admitted) or "—", _iso(r.deadline) or "—", left_in_words(r.days_left).replace("-", "—"),
             r.status or "—", _flag(r.auto_routing).replace("-", "—"), _items(r.apis), _items(r.backends),
-            ", ".join(code(name) for name in r.lacks) or "—",
+            ", ".join(code(name) for name in shown_lacks(r.lacks)) or "—",
         ]
         if with_issue:
             cells.insert(4, code(r.issue_state) if r.issue_state else "—")
@@ -271,26 +288,85 @@ RENDERERS = {"text": render_text, "json": render_json, "markdown": render_markdo
 
 # --- the command -------------------------------------------------------------------------
 
-@click.command(epilog="Exit status: 0, the board was written; 2, the settings or the tree could not be read.")
+_ROOT_HELP = "Project root (default: nearest pyproject.toml with [tool.policy-check], or a flashinfer checkout)."
+
+
+@click.group(invoke_without_command=True,
+             epilog="Exit status: 0, the board was written; 2, the settings or the tree could not be read.")
 @click.option("--root", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
-              help="Project root (default: nearest pyproject.toml with [tool.policy-check], or a flashinfer checkout).")
+              help=_ROOT_HELP)
 @click.option("--format", "output_format", type=click.Choice(sorted(RENDERERS)), default="text", show_default=True,
               help="text: an aligned table; json: a list of objects; markdown: a GitHub table.")
 @click.option("--today", type=click.DateTime(["%Y-%m-%d"]), default=None, metavar="YYYY-MM-DD",
               help="Count days from this UTC date (default: today in UTC).")
-def features(root: Path | None, output_format: str, today: dt.datetime | None) -> None:
+@click.pass_context
+def features(ctx: click.Context, root: Path | None, output_format: str, today: dt.datetime | None) -> None:
     """The board of the experimental track: every feature, its record and its deadline.
 
     Reads each feature directory's FEATURE.toml under the experimental package, offline.
+    `policy-check features init` writes the records that are missing.
     """
+    if ctx.invoked_subcommand is not None:
+        ctx.obj = root  # `policy-check features --root DIR init` means the same as `... init --root DIR`
+        return
     day = today.date() if today else dt.datetime.now(dt.timezone.utc).date()
     try:
         root = root.resolve() if root else find_root(Path.cwd())
-        records = read_tree(root, load(root))
+        surveyed = survey_tree(root, load(root))
     except ConfigError as error:
         click.echo(f"policy-check: {error}", err=True)
         raise SystemExit(2) from None
     except OSError as error:
         click.echo(f"policy-check: cannot read the tree: {error}", err=True)
         raise SystemExit(2) from None
-    click.echo(RENDERERS[output_format](rows(records, day)), nl=False)
+    missing = {feature.name: lack_items(feature.lacks) for feature in surveyed}
+    click.echo(RENDERERS[output_format](rows([f.record for f in surveyed], day, missing=missing)), nl=False)
+
+
+@features.command("init", epilog="Exit status: 0, done (with --diff: nothing to write); 1, with --diff, there "
+                                 "are records to write; 2, the settings or the tree could not be read or written.")
+@click.option("--root", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
+              help=_ROOT_HELP)
+@click.option("--diff", is_flag=True, help="Print the files it would write (a diff from /dev/null); write nothing.")
+@click.pass_context
+def init(ctx: click.Context, root: Path | None, diff: bool) -> None:
+    """Write a FEATURE.toml for every feature that lacks one, from what the tree states.
+
+    The owner and tracking issue come from the feature's README.md, the admission date
+    (and, for a GitHub no-reply address, the owner) from the first commit that added the
+    directory; the rest is left as commented-out TODO lines for a person. Never
+    overwrites a file; a second run writes nothing.
+    """
+    from . import features_init
+
+    root = root or ctx.obj
+    try:
+        root = root.resolve() if root else find_root(Path.cwd())
+        made, having, why = features_init.drafts(root, load(root))
+    except ConfigError as error:
+        click.echo(f"policy-check: {error}", err=True)
+        raise SystemExit(2) from None
+    except OSError as error:
+        click.echo(f"policy-check: cannot read the tree: {error}", err=True)
+        raise SystemExit(2) from None
+    verb = "would write" if diff else "wrote"
+    written = 0
+    for draft in made:
+        if diff:
+            click.echo(draft.diff(), nl=False)
+        else:
+            try:
+                if not features_init.write(root, draft):
+                    click.echo(f"policy-check: {draft.rel} appeared meanwhile: left as it is", err=True)
+                    continue
+            except OSError as error:
+                click.echo(f"policy-check: cannot write {draft.rel}: {error.strerror or error}", err=True)
+                raise SystemExit(2) from None
+        written += 1
+        filled = ", ".join(draft.filled) or "nothing"
+        click.echo(f"{verb} {draft.rel}: {filled} filled; left for a person: {', '.join(draft.unfilled)}",
+                   err=diff)
+    if why and made:
+        click.echo(f"policy-check: admission dates: {why}", err=True)
+    click.echo(f"{verb} {written} record(s); {having} feature(s) already had one", err=diff)
+    raise SystemExit(1 if diff and written else 0)

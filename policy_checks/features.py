@@ -24,7 +24,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterable, Iterator
 
 from . import markers
 from .graduation import WINDOW_IN_WORDS, default_deadline
@@ -151,6 +151,9 @@ class FeatureRecord:
     backends: tuple[str, ...] | None = None
     auto_routing: bool | None = None
     problems: list[str] = field(default_factory=list)
+    # The fields the file does not set at all (a missing field, rather than a wrong value):
+    # `record_lacks` reports those where the record's absence would be reported too.
+    absent: tuple[str, ...] = ()
 
     @property
     def deadline(self) -> dt.date | None:
@@ -224,6 +227,7 @@ class _Reader:
         self.record.problems.append(Problem(message, key, line))
 
     def missing(self, key: str) -> None:
+        self.record.absent += (key,)
         self.problem(key, f"FEATURE.toml has no `{key}`: {_MISSING[key]}")
 
     def typed(self, key: str, kind: type, what: str):
@@ -414,3 +418,349 @@ def graduated_to(feature_dir: Path, experimental_package: str | None = None) -> 
     if not markers.is_pure_shim(sources, experimental_package):
         return None
     return markers.shim_home(sources["__init__.py"] or "")
+
+
+# --- what a feature lacks ------------------------------------------------------------------
+#
+# EXP009, the board (`policy-check features`) and `policy-check features init` ask this code
+# which directories are features and what each lacks, so that they cannot disagree. Each
+# missing thing is one `Lack`: the record, each of its fields, the README, each of the
+# README's four parts, the tests and the example. EXP009 reports one finding per `Lack`,
+# whose fingerprint's subject is ``<feature>: <item>``: paying any one item off removes
+# exactly its finding and leaves every other finding's fingerprint alone.
+
+# The record's fields, in FEATURE.toml's order.
+FIELDS = ("kind", "owner", "tracking_issue", "admitted", "target_release", "target_date", "apis", "backends",
+          "auto_routing")
+_ATTRIBUTES = {"tracking_issue": "tracking"}  # field -> FeatureRecord attribute, where they differ
+RECORD = markers.RECORD  # "FEATURE.toml"
+TESTS_ITEM = "tests"
+EXAMPLE_ITEM = "example"
+
+
+def field_value(record: FeatureRecord, name: str) -> object:
+    """The record's value of the field ``name`` (None when missing or malformed)."""
+    return getattr(record, _ATTRIBUTES.get(name, name))
+
+
+@dataclass(frozen=True)
+class Lack:
+    """One thing a feature lacks.
+
+    ``item`` names it (``FEATURE.toml``, a field, ``README.md``, ``README.md: gates``,
+    ``tests``, ``example``): the board lists it, and EXP009's fingerprint subject is
+    ``<feature>: <item>``. ``message`` says what to do. ``in_record``: a value (or the
+    file) FEATURE.toml holds is wrong, reported at that file's ``line``; otherwise the item
+    is missing and is reported at the feature's `Feature.anchor`, a file that stays put
+    while the items are added.
+    """
+
+    item: str
+    message: str
+    in_record: bool = False
+    line: int = 1
+
+
+def usable(record: FeatureRecord) -> bool:
+    """Whether the record says anything: False for a missing, unreadable or non-TOML file
+    (every field unknown and a problem of the file as a whole)."""
+    if not record.problems or any(field_value(record, name) is not None for name in FIELDS):
+        return True
+    return all(getattr(problem, "key", None) is not None for problem in record.problems)
+
+
+def record_lacks(record: FeatureRecord, exists: bool = True) -> list[Lack]:
+    """What the record lacks, in `FIELDS` order: with no usable record, the record itself
+    and every field (so that a record added with some fields only removes items); else
+    each field that is missing or gets a problem. ``exists``: the file is there (its
+    problems are then reported in it)."""
+    if not usable(record):
+        lacks = [Lack(RECORD, str(problem), exists, getattr(problem, "line", 1)) for problem in record.problems
+                 if getattr(problem, "key", None) is None]
+        why = "cannot be read" if exists else "is missing"
+        return lacks + [Lack(name, f"{RECORD} {why}, so nothing states `{name}`: {_MISSING[name]}")
+                        for name in FIELDS]
+    lacks = []
+    for name in FIELDS:
+        problems = [p for p in record.problems if getattr(p, "key", None) == name]
+        for problem in problems:
+            lacks.append(Lack(name, str(problem), name not in record.absent, getattr(problem, "line", 1)))
+        if not problems and field_value(record, name) is None:
+            lacks.append(Lack(name, f"{RECORD} has no usable `{name}`: {_MISSING[name]}"))
+    return lacks
+
+
+# The four parts of the user contract every feature's README.md states (docs/experimental.rst,
+# "What each experimental feature documents"): part -> (the words a heading names it by, in
+# lower case, whole words; what the message lists). "opt-in" is the words "opt" "in".
+README_PARTS = {
+    "what is experimental": (frozenset({"what", "experimental", "scope"}), "what, experimental or scope"),
+    "supported cases and limits": (
+        frozenset({"support", "supports", "supported", "unsupported", "limit", "limits", "limitation",
+                   "limitations"}),
+        "support, supported, unsupported, limits or limitations"),
+    "gates": (frozenset({"gate", "gates", "gating", "optin", "opt in"}), "gate, gates, gating or opt-in"),
+    "automatic routing": (
+        frozenset({"auto", "automatic", "automatically", "autotune", "autotuner", "autotuning"}),
+        "auto, automatic or autotuning"),
+}
+_WORD_RE = re.compile(r"[a-z0-9]+")
+
+
+def readme_item(part: str) -> str:
+    """The item (`Lack.item`) of one of `README_PARTS`: ``README.md: gates``."""
+    return f"{markers.README}: {part}"
+
+
+def _fence(line: str) -> tuple[str, int] | None:
+    """``(character, length)`` of a code fence that ``line`` opens (up to three spaces, then
+    three or more backticks or tildes; a backtick fence's info string holds no backtick)."""
+    stripped = line.lstrip(" ")
+    if len(line) - len(stripped) > 3 or stripped[:3] not in ("```", "~~~"):
+        return None
+    char = stripped[0]
+    length = len(stripped) - len(stripped.lstrip(char))
+    if char == "`" and "`" in stripped[length:]:
+        return None
+    return char, length
+
+
+def _underline(line: str) -> bool:
+    """Whether ``line`` is a setext heading's underline (``===`` or ``---``)."""
+    stripped = line.strip(" \t")
+    return len(line) - len(line.lstrip(" ")) <= 3 and bool(stripped) and stripped in (
+        "=" * len(stripped), "-" * len(stripped))
+
+
+def _atx(line: str) -> str | None:
+    """The text of an ATX heading (``# Title``, ``## Title ##``), or None."""
+    stripped = line.lstrip(" ")
+    if len(line) - len(stripped) > 3 or not stripped.startswith("#"):
+        return None
+    level = len(stripped) - len(stripped.lstrip("#"))
+    rest = stripped[level:]
+    if level > 6 or (rest and rest[0] not in " \t"):
+        return None
+    rest = rest.strip(" \t")
+    closing = rest.rstrip("#")
+    if not closing or closing[-1] in " \t":  # an optional closing sequence of #
+        rest = closing.rstrip(" \t")
+    return rest
+
+
+def _lead_in(line: str) -> str | None:
+    """The bold text that starts a paragraph (``**Gates.** ...``), or None."""
+    stripped = line.lstrip(" ")
+    if len(line) - len(stripped) > 3 or not stripped.startswith("**"):
+        return None
+    end = stripped.find("**", 2)
+    return stripped[2:end] if end > 2 else None
+
+
+def _closes(line: str, fence: tuple[str, int]) -> bool:
+    """Whether ``line`` closes the code block ``fence`` opened (the same character, at least as many)."""
+    stripped = line.strip(" ")
+    char, length = fence
+    return len(line) - len(line.lstrip(" ")) <= 3 and len(stripped) >= length and stripped == char * len(stripped)
+
+
+def prose_lines(text: str) -> Iterator[tuple[int, str]]:
+    """``(number, line)`` of each line of a Markdown text outside fenced code blocks (and
+    not a fence itself), numbered from 1."""
+    fence: tuple[str, int] | None = None
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.expandtabs(4)
+        if fence is not None:
+            if _closes(line, fence):
+                fence = None
+            continue
+        fence = _fence(line)
+        if fence is None:
+            yield number, line
+
+
+def markdown_headings(text: str) -> list[str]:
+    """The headings of a Markdown text, as the README check reads them: ATX headings
+    (``#`` to ``######`` and a space, up to three spaces in) and setext headings (a
+    paragraph underlined with ``===`` or ``---``), and ``**bold**`` lead-ins, all outside
+    fenced code blocks (a ``# comment`` in a shell or Python block is no heading). Line by
+    line, string code only: linear in the text."""
+    headings: list[str] = []
+    fence: tuple[str, int] | None = None
+    paragraph: list[str] = []
+    for line in text.splitlines():
+        line = line.expandtabs(4)
+        if fence is not None:
+            if _closes(line, fence):
+                fence = None
+            continue
+        opened = _fence(line)
+        if opened is not None:
+            fence, paragraph = opened, []
+            continue
+        if not line.strip():
+            paragraph = []
+            continue
+        if paragraph and _underline(line):
+            headings.append(" ".join(paragraph))
+            paragraph = []
+            continue
+        atx = _atx(line)
+        if atx is not None:
+            headings.append(atx)
+            paragraph = []
+            continue
+        lead = _lead_in(line)
+        if lead is not None:
+            headings.append(lead)
+        if len(line) - len(line.lstrip(" ")) >= 4 and not paragraph:
+            continue  # an indented code block
+        paragraph.append(line.strip())
+    return headings
+
+
+def heading_names(heading: str, part: str) -> bool:
+    """Whether a heading names one of `README_PARTS` by one of its words (whole words,
+    any case: "gated attention" names no gate)."""
+    words = _WORD_RE.findall(heading.lower())
+    names = README_PARTS[part][0]
+    return any(word in names for word in words) or any(
+        f"{a} {b}" in names for a, b in zip(words, words[1:]))
+
+
+def missing_readme_parts(text: str) -> list[str]:
+    """The `README_PARTS` no heading of the README ``text`` names, in order."""
+    headings = markdown_headings(text)
+    return [part for part in README_PARTS if not any(heading_names(h, part) for h in headings)]
+
+
+MAX_README_BYTES = 4 * 1024 * 1024  # read at most this much of a README
+
+
+def readme_lacks(feature_dir: Path, rel_dir: str) -> list[Lack]:
+    """What the feature's README.md lacks: the file (and then each of its parts), or the
+    parts no heading names."""
+    path = feature_dir / markers.README
+    where = f"{rel_dir}/{markers.README}"
+    text = None
+    if path.is_file():
+        try:
+            with open(path, "rb") as handle:
+                text = handle.read(MAX_README_BYTES).decode("utf-8", "replace")
+        except OSError:
+            text = None
+    if text is None:
+        lacks = [Lack(markers.README, f"{where} is missing: add it, with a heading on each of the four parts of "
+                                      "docs/experimental.rst, \"What each experimental feature documents\"")]
+        return lacks + [Lack(readme_item(part), f"{where} is missing, so nothing states {part}")
+                        for part in README_PARTS]
+    return [Lack(readme_item(part), f"{where} has no heading on {part} (a heading naming "
+                                    f"{README_PARTS[part][1]}; or a **bold** lead-in)")
+            for part in missing_readme_parts(text)]
+
+
+def checkout_lacks(name: str, root: Path, settings, example_texts: Callable[[], Iterable[str]]) -> list[Lack]:
+    """In a source checkout (the stable tests are there): the tests under
+    ``<experimental tests>/<feature>/`` and an example that mentions the feature."""
+    if not (root / settings.stable_tests).is_dir():
+        return []  # an unpacked wheel ships neither
+    lacks = []
+    tests = root / settings.experimental_tests / name
+    if not (tests.is_dir() and any(tests.rglob("test_*.py"))):
+        lacks.append(Lack(TESTS_ITEM, f"tests under {settings.experimental_tests}/{name}/ are missing: add at least "
+                                      "one test_*.py"))
+    if not any(name in text for text in example_texts()):
+        lacks.append(Lack(EXAMPLE_ITEM, f"a runnable example under {settings.examples}/ that mentions {name} is "
+                                        "missing"))
+    return lacks
+
+
+@dataclass
+class Feature:
+    """One feature directory, its record and what it lacks.
+
+    ``anchor``: where EXP009 reports what the feature lacks, a file that exists and stays
+    put while the items are added: the ``__init__.py``, else the first Python file of
+    the directory, else (a directory with no Python file) its ``FEATURE.toml``.
+    ``shim_problem``: the directory binds ``__graduated_to__`` but is not a pure shim
+    (why), or None.
+    """
+
+    name: str
+    path: Path
+    rel: str
+    anchor: str
+    record: FeatureRecord
+    lacks: list[Lack]
+    record_exists: bool
+    shim_problem: str | None = None
+
+
+def _utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _python_files(directory: Path) -> list[str]:
+    try:
+        entries = list(directory.iterdir())
+    except OSError:
+        return []
+    return sorted(p.name for p in entries if p.suffix == ".py" and _utf8(p.name) and p.is_file())
+
+
+def feature_directories(root: Path, settings,
+                        excluded: Callable[[str], bool]) -> Iterator[tuple[Path, str, str | None]]:
+    """``(directory, rel, shim problem)`` of every feature, sorted by name: a direct
+    subdirectory of the experimental package whose name starts with neither ``_`` nor
+    ``.``, that ``excluded`` (a relative path -> bool) keeps, holding a Python file or a
+    ``FEATURE.toml``, and that is not the pure re-export shim a graduated feature leaves
+    for one release. Raises OSError when the package's directory cannot be listed."""
+    base = root / settings.experimental_dir
+    if not base.is_dir():
+        return
+    for directory in sorted(base.iterdir(), key=lambda p: p.name):
+        rel = f"{settings.experimental_dir}/{directory.name}"
+        if not is_feature_name(directory.name) or not directory.is_dir() or excluded(rel):
+            continue
+        if not (_python_files(directory) or (directory / RECORD).is_file()):
+            continue
+        shim = None
+        if binds_shim_marker(directory):
+            shim = shim_problem(directory, settings.experimental_package)
+            if shim is None:
+                continue  # the pure re-export shim a graduated feature leaves for one release
+        yield directory, rel, shim
+
+
+def anchor_of(directory: Path, rel: str) -> str:
+    """`Feature.anchor` of the feature directory ``directory`` (``rel`` from the root)."""
+    if (directory / "__init__.py").is_file():
+        return f"{rel}/__init__.py"
+    python = _python_files(directory)
+    return f"{rel}/{python[0]}" if python else f"{rel}/{RECORD}"
+
+
+def survey(root: Path, settings, excluded: Callable[[str], bool],
+           example_texts: Callable[[], Iterable[str]]) -> list[Feature]:
+    """Every feature of the tree at ``root`` with its record and what it lacks: the record
+    and its fields (`record_lacks`), the README and its parts (`readme_lacks`), and in a
+    source checkout the tests and an example (`checkout_lacks`). ``excluded`` and
+    ``example_texts`` come from the checker's project (`policy_checks.project.Project`)."""
+    found = []
+    for directory, rel, shim in feature_directories(root, settings, excluded):
+        path = directory / RECORD
+        exists = path.is_file()
+        if exists:
+            record = read(path)
+        else:
+            record = FeatureRecord(name=directory.name, problems=[Problem(
+                f"{RECORD} is missing: add {rel}/{RECORD} (docs/experimental.rst, \"Admission\"; "
+                "`policy-check features init` writes it from what the tree knows)")])
+        lacks = record_lacks(record, exists) + readme_lacks(directory, rel)
+        lacks += checkout_lacks(directory.name, root, settings, example_texts)
+        found.append(Feature(directory.name, directory, rel, anchor_of(directory, rel), record, lacks, exists, shim))
+    return found

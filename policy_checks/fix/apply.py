@@ -2,6 +2,9 @@
 
 `plan` turns findings into new file contents without touching the disk; `write`
 replaces one file atomically, and only when it still holds the bytes `plan` read.
+
+libcst (and the rewrites built on it) is imported only when a Python file is to be
+rewritten: a ``fix`` with nothing to do, or only docs pages, does not pay for it.
 """
 
 from __future__ import annotations
@@ -9,21 +12,32 @@ from __future__ import annotations
 import ast
 import difflib
 import hashlib
+import importlib
 import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from . import checker_marker, deferred_imports, docs_pages, lazy_exports
-from .cst_tools import Unfixable, apply_edits, parse
+from . import docs_pages
 from .findings import Finding, FixTarget
+
+
+def _rewrite(module: str) -> Callable:
+    """The ``rewrite`` function of ``policy_checks.fix.<module>``, imported when first called."""
+
+    def rewrite(file, finding, target, edits):
+        return importlib.import_module(f"{__package__}.{module}").rewrite(file, finding, target, edits)
+
+    rewrite.__qualname__ = f"{module}.rewrite"
+    return rewrite
+
 
 # rule id -> rewrite(file, finding, target, edits) -> note for a person or None
 PYTHON_REWRITES = {
-    "EXP001": deferred_imports.rewrite,
-    "EXP002": lazy_exports.rewrite,
-    "EXP004": checker_marker.rewrite,
+    "EXP001": _rewrite("deferred_imports"),
+    "EXP002": _rewrite("lazy_exports"),
+    "EXP004": _rewrite("checker_marker"),
 }
 FIXABLE_RULES = (*PYTHON_REWRITES, "EXP006")
 
@@ -76,6 +90,8 @@ def _fix_file(target: FixTarget, path: str, findings: List[Finding]) -> FileFix:
         outcome.fixed += fixed
         outcome.left += left
         return outcome
+    from .cst_tools import Unfixable, apply_edits, parse  # libcst: only for a Python file to rewrite
+
     try:
         file = parse(before, *target.module_of(path))
     except Unfixable as reason:

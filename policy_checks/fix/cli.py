@@ -8,7 +8,7 @@ from typing import Callable, Optional, Sequence
 import click
 
 from .apply import FIXABLE_RULES, plan, write
-from .findings import FixError, collect, load_project
+from .findings import FixError, check, load_project, read_baseline
 
 MAX_ROUNDS = 3
 
@@ -25,17 +25,30 @@ def _rules(value: Optional[str]) -> Sequence[str]:
     return rules
 
 
-@click.command()
+@click.command(epilog="Exit status: 0, nothing left to fix by hand (with --diff: nothing to change); 1, findings "
+                       "left (with --diff: files would change); 2, a usage, configuration or baseline error.")
 @click.argument("paths", nargs=-1, type=click.Path())
-@click.option("--diff", is_flag=True, help="Print a unified diff of the fixes and write nothing.")
+@click.option("--diff", is_flag=True, help="Print a unified diff of the fixes and write nothing in the tree.")
 @click.option("--select", default=None, help="Comma-separated rule ids to fix (default: all fixable).")
 @click.option("--root", type=click.Path(file_okay=False, exists=True), default=None, help="Project root (default: nearest pyproject.toml).")
-def fix(paths: Sequence[str], diff: bool, select: Optional[str], root: Optional[str]) -> None:
+@click.option("--baseline", "baseline_file", type=click.Path(dir_okay=True, path_type=Path), default=None,
+              metavar="FILE", help="Leave the findings this baseline accepts alone "
+              "(default: policy-check-baseline.json at the root, when it exists).")
+@click.option("--no-baseline", is_flag=True, help="Ignore the baseline: fix (and list) every finding.")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the checker's facts cache.")
+@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Keep the facts cache under DIR (also $POLICY_CHECK_CACHE_DIR), as `policy-check run` does.")
+def fix(paths: Sequence[str], diff: bool, select: Optional[str], root: Optional[str], baseline_file: Optional[Path],
+        no_baseline: bool, no_cache: bool, cache_dir: Optional[Path]) -> None:
     """Fix what can be fixed safely; report what needs a person.
 
-    Exit status: 0 nothing left to fix by hand, 1 findings left, 2 error.
+    Findings the baseline accepts are left alone, as `policy-check run` leaves them out.
     """
-    raise SystemExit(run_fix(paths, diff=diff, rules=_rules(select), root=root))
+    if baseline_file is not None and no_baseline:
+        raise click.UsageError("--baseline and --no-baseline exclude each other")
+    raise SystemExit(run_fix(paths, diff=diff, rules=_rules(select), root=root, baseline_file=baseline_file,
+                             no_baseline=no_baseline, use_cache=not no_cache,
+                             cache_dir=str(cache_dir) if cache_dir else None))
 
 
 def run_fix(
@@ -45,19 +58,32 @@ def run_fix(
     rules: Sequence[str] = FIXABLE_RULES,
     root: Optional[str] = None,
     before_replace: Optional[Callable[[Path], None]] = None,
+    baseline_file: Optional[Path] = None,
+    no_baseline: bool = False,
+    use_cache: bool = True,
+    cache_dir: Optional[str] = None,
 ) -> int:
     """The command's work, callable from tests; returns the exit status.
 
+    The checker runs as ``policy-check run`` runs: with the facts cache (it lives outside
+    the tree, so ``--diff`` uses it too and still writes nothing in the tree) and the
+    baseline (unless `no_baseline`), whose findings are neither fixed nor listed. Only
+    the files of the findings left are parsed with libcst.
+
     Without ``--diff`` it checks again after writing and fixes what that uncovers (a
     checker marked in one round makes its import acceptable in the next), for at most
-    `MAX_ROUNDS` rounds; with ``--diff`` it shows one round.
+    `MAX_ROUNDS` rounds; with ``--diff`` it shows one round, and exits 1 when it would
+    change a file (0 when not), whatever is left for a person.
     """
     verb = "would fix" if diff else "fixed"
-    fixed, changed_files = 0, set()
+    fixed, changed_files, baselined = 0, set(), 0
     try:
         target = load_project(Path(root) if root else None, Path(paths[0]) if paths else None)
+        accepted = None if no_baseline else read_baseline(target.root, baseline_file)
         for _ in range(1 if diff else MAX_ROUNDS):
-            fixes = plan(target, collect(target, paths, rules, use_cache=not diff))
+            checked = check(target, paths, rules, use_cache=use_cache, cache_dir=cache_dir, baseline=accepted)
+            baselined = checked.baselined
+            fixes = plan(target, checked.findings)
             for file_fix in fixes:
                 if diff:
                     click.echo(file_fix.diff(), nl=False)
@@ -75,7 +101,12 @@ def run_fix(
     left = [item for file_fix in fixes for item in file_fix.left]
     for finding, reason in left:
         click.echo(f"needs a person: {_where(finding)} {reason}", err=diff)
-    click.echo(f"{verb} {fixed} finding(s) in {len(changed_files)} file(s); {len(left)} need(s) a person", err=diff)
+    summary = f"{verb} {fixed} finding(s) in {len(changed_files)} file(s); {len(left)} need(s) a person"
+    if baselined:
+        summary += f"; {baselined} baselined finding(s) left alone (--no-baseline to fix them too)"
+    click.echo(summary, err=diff)
+    if diff:
+        return 1 if changed_files else 0
     return 1 if left else 0
 
 

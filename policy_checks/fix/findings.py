@@ -23,17 +23,20 @@ this repository.
 from __future__ import annotations
 
 import ast
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, List, Optional, Sequence, Tuple
 
+from .. import baseline as baseline_module
 from .. import config, markers
 from .. import project as checker_project
 from .. import runner
 from ..facts import extract
 from ..rules.base import Finding
 
-__all__ = ["Finding", "FixError", "FixTarget", "collect", "load_project", "project_model"]
+__all__ = ["Checked", "Finding", "FixError", "FixTarget", "check", "collect", "load_project", "project_model",
+           "read_baseline"]
 
 
 class FixError(Exception):
@@ -97,19 +100,57 @@ def load_project(root: Optional[Path], start: Optional[Path] = None) -> FixTarge
     return FixTarget(root, settings)
 
 
-def collect(target: FixTarget, paths: Sequence[str], rules: Iterable[str], use_cache: bool) -> List[Finding]:
-    """Run the checker over `paths` (all of the project when empty), keeping `rules`.
+@dataclass
+class Checked:
+    """What one run of the checker gives ``fix``: the findings to fix (with a baseline, the
+    new ones only, as ``policy-check run`` reports them), and how many the baseline
+    accepts (left alone: they are debt a person chose to keep for now)."""
 
-    ``fix --diff`` writes nothing at all, not even the checker's cache, so it runs
-    without it.
-    """
+    findings: List[Finding]
+    baselined: int = 0
+    baseline: Optional[str] = None  # the baseline's name, when one was applied
+
+
+def read_baseline(root: Path, path: Optional[Path] = None) -> Optional[baseline_module.Baseline]:
+    """The baseline ``policy-check run`` applies: ``path``, else the root's
+    ``policy-check-baseline.json`` when something is there (a FIFO or a dangling link
+    there is an error, not "no baseline"). Raises `FixError` for a file that cannot be
+    used, naming it and saying how to restore it."""
+    if path is None:
+        path = baseline_module.default_path(root)
+        if not os.path.lexists(path):
+            return None
+    path = Path(path)
+    try:
+        name = (path.parent.resolve() / path.name).relative_to(root).as_posix()
+    except (ValueError, OSError):
+        name = str(path)
+    try:
+        return baseline_module.read(path, name)
+    except baseline_module.BaselineError as error:
+        raise FixError(str(error)) from error
+
+
+def check(target: FixTarget, paths: Sequence[str], rules: Iterable[str], *, use_cache: bool = True,
+          cache_dir: Optional[str] = None, baseline: Optional[baseline_module.Baseline] = None) -> Checked:
+    """Run the checker over `paths` (all of the project when empty), keeping `rules`, the
+    way ``policy-check run`` does: with its facts cache (outside the tree; `use_cache`
+    False: neither read nor written) and, given one, the baseline, whose findings are
+    left out."""
     try:
         result = runner.run(
-            target.root, target.settings, paths=tuple(paths), select=tuple(rules), use_cache=use_cache, progress=False
+            target.root, target.settings, paths=tuple(paths), select=tuple(rules), use_cache=use_cache,
+            progress=False, cache_dir=cache_dir, baseline=baseline, fingerprints=baseline is not None,
         )
     except (config.ConfigError, ValueError) as error:
         raise FixError(str(error)) from error
-    return list(result.findings)
+    return Checked(list(result.findings), len(result.baselined), result.baseline)
+
+
+def collect(target: FixTarget, paths: Sequence[str], rules: Iterable[str], use_cache: bool,
+            baseline: Optional[baseline_module.Baseline] = None) -> List[Finding]:
+    """The findings of `check` (every finding, unless a `baseline` is given)."""
+    return check(target, paths, rules, use_cache=use_cache, baseline=baseline).findings
 
 
 def project_model(target: FixTarget) -> checker_project.Project:

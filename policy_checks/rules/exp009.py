@@ -2,32 +2,13 @@
 
 from __future__ import annotations
 
-import re
-
 from .. import features
-from ..markers import README, RECORD
+from ..features import README_PARTS, missing_readme_parts
+from ..markers import RECORD
 from ..needs import EXAMPLE, EXPERIMENTAL_TEST, FEATURE_README, FEATURE_TOML
 from .base import Example, Rule
 
-# The four items of the user contract every feature's README.md states
-# (docs/experimental.rst, "What each experimental feature documents") -> a pattern that
-# one of its headings (or a bold lead-in) must match.
-README_ITEMS = {
-    "what is experimental": re.compile(r"what|experimental|scope", re.I),
-    "supported cases and limits": re.compile(r"support|limit", re.I),
-    "the gates": re.compile(r"gate|gating|opt[- ]?in", re.I),
-    "automatic-routing participation": re.compile(r"auto", re.I),
-}
-_HEADING = re.compile(r"^\s{0,3}(?:#{1,6}\s+(?P<h>.+)|\*\*(?P<b>[^*]+)\*\*)")
-
-
-def missing_readme_items(text: str) -> list:
-    headings = []
-    for line in text.splitlines():
-        match = _HEADING.match(line)
-        if match:
-            headings.append(match.group("h") or match.group("b"))
-    return [item for item, pattern in README_ITEMS.items() if not any(pattern.search(h) for h in headings)]
+__all__ = ["FeatureRecordIncomplete", "README_PARTS", "missing_readme_parts"]
 
 
 _GOOD_TOML = (
@@ -42,20 +23,41 @@ _GOOD_README = (
 
 
 class FeatureRecordIncomplete(Rule):
-    """An experimental feature directory lacks its record.
+    """An experimental feature directory lacks its record, or part of it.
 
     Every feature under ``flashinfer/experimental/<feature>/`` is admitted for a
     bounded time with a named owner; the bot and the reviewers read that from its
     record: ``FEATURE.toml`` with every field of the record (read and validated by
     ``policy_checks.features``, the same code the bot reads it with: types and GitHub's
     name rules checked, and ``target_date`` inside the admission window of
-    ``policy_checks.graduation``), a ``README.md`` whose
-    headings (``#`` lines or ``**bold**`` lead-ins) cover the four user-contract
-    items (what is experimental; supported cases and limits; the gates; automatic
-    routing), tests under ``tests/experimental/<feature>/`` and a runnable example
-    under ``examples/`` (a Python file that parses and mentions the feature). The
-    tests and example are checked only in a source checkout (one that has the
+    ``policy_checks.graduation``), a ``README.md`` whose headings cover the four
+    user-contract items (what is experimental; supported cases and limits; the gates;
+    automatic routing), tests under ``tests/experimental/<feature>/`` and a runnable
+    example under ``examples/`` (a Python file that parses and mentions the feature).
+    The tests and example are checked only in a source checkout (one that has the
     stable test directory): an unpacked wheel ships neither.
+
+    Each missing item is a finding of its own: the record, each of its fields, the
+    README, each of the README's four parts, the tests, the example. A missing record
+    also lacks every field, a missing README every part, so that adding a record with
+    some fields, or a README with some sections, only removes findings. Each finding's
+    fingerprint subject is ``<feature>: <item>`` (``b12x: owner``, ``b12x: README.md:
+    gates``), and a missing item is reported at one file of the feature that stays put
+    while items are added: its ``__init__.py`` (else its first Python file, else its
+    ``FEATURE.toml``), line 1. So paying off any part of a baselined feature's debt only
+    ever removes baseline entries. A value the record holds but gets wrong (malformed,
+    a late ``target_date``, ``apis = []`` for kind ``api``) is reported at its line of
+    ``FEATURE.toml``; so is a ``FEATURE.toml`` that is not TOML. ``policy-check
+    features`` lists the same items (``policy_checks.features.survey`` computes them
+    for both).
+
+    The README is read as Markdown: ATX headings (``#`` to ``######`` and a space) and
+    setext headings (a line underlined with ``===`` or ``---``) outside fenced code
+    blocks, and ``**bold**`` lead-ins. A heading covers an item when it names it by a
+    whole word, in any case: *what*, *experimental* or *scope*; *support(ed)*,
+    *unsupported*, *limit(s)* or *limitation(s)*; *gate(s)*, *gating* or *opt-in*; *auto*,
+    *automatic* or *autotuning*. A ``# comment`` in a code block is no heading, and a
+    title's "gated attention" names no gate.
 
     A feature is a direct subdirectory of the experimental package holding Python
     files or a ``FEATURE.toml``; one whose name starts with ``_`` or ``.`` is shared
@@ -66,9 +68,7 @@ class FeatureRecordIncomplete(Rule):
     home, a ``DeprecationWarning``, ``__all__`` and a ``__getattr__`` forwarder; no
     other file). A directory that binds ``__graduated_to__`` but holds anything else (a
     record, a new module, other code) is still a feature: it is checked as one, and
-    reported at its ``__init__.py``, line 1, as a shim that holds other code. A missing
-    part is reported at ``FEATURE.toml`` (or the feature's ``__init__.py`` when there
-    is no ``FEATURE.toml``), line 1; a bad field at its line.
+    reported at its ``__init__.py``, line 1, as a shim that holds other code.
     """
 
     id = "EXP009"
@@ -83,19 +83,27 @@ class FeatureRecordIncomplete(Rule):
         "flashinfer/experimental/__init__.py": "",
         "flashinfer/experimental/splitk/__init__.py": "",
     }
+    _COMPLETE = {
+        **_TREE,
+        "flashinfer/experimental/splitk/FEATURE.toml": _GOOD_TOML,
+        "flashinfer/experimental/splitk/README.md": _GOOD_README,
+    }
     VALID = [
         Example(
             {
-                **_TREE,
-                "flashinfer/experimental/splitk/FEATURE.toml": _GOOD_TOML,
-                "flashinfer/experimental/splitk/README.md": _GOOD_README,
+                **_COMPLETE,
                 "tests/experimental/splitk/test_splitk.py": "def test():\n    pass\n",
                 "examples/splitk_gemm.py": "import flashinfer  # splitk\nif __name__ == '__main__':\n    pass\n",
             }
         ),
-        Example({**_TREE, "flashinfer/experimental/splitk/FEATURE.toml": _GOOD_TOML,
-                 "flashinfer/experimental/splitk/README.md": _GOOD_README},
-                note="no tests/ directory: an unpacked wheel"),
+        Example(_COMPLETE, note="no tests/ directory: an unpacked wheel"),
+        Example(
+            {**_COMPLETE, "flashinfer/experimental/splitk/README.md": (
+                "Split-K GEMM\n============\n\nWhat is experimental\n--------------------\nx\n\n"
+                "### Supported cases and limits ###\n\n**Opt-in.** Set the gate.\n\n"
+                "```python\n# nothing in here is a heading\n```\n\n## Automatic routing\n")},
+            note="setext headings, a closing `#` sequence and a bold lead-in cover the four parts",
+        ),
     ]
     _SHIM = (
         '"""Moved to `flashinfer.splitk` when splitk graduated."""\n\n'
@@ -110,10 +118,13 @@ class FeatureRecordIncomplete(Rule):
         Example({**_TREE, "flashinfer/experimental/splitk/__init__.py": _SHIM},
                 note="the pure re-export shim a graduated feature leaves"),
     ]
+    _INIT = "flashinfer/experimental/splitk/__init__.py"
     INVALID = [
         Example(
             {**_TREE, "tests/test_x.py": ""},
-            expect=(("flashinfer/experimental/splitk/__init__.py", 1),),
+            expect=((_INIT, 1),) * 17,
+            note="nothing at all, in a checkout: the record and its 9 fields, the README and its 4 parts, the "
+                 "tests and the example, each at the feature's __init__.py",
         ),
         Example(
             {
@@ -123,70 +134,47 @@ class FeatureRecordIncomplete(Rule):
                 ),
                 "flashinfer/experimental/splitk/README.md": "# splitk\n## Gates\n",
             },
-            expect=(
-                ("flashinfer/experimental/splitk/FEATURE.toml", 1),
-                ("flashinfer/experimental/splitk/FEATURE.toml", 1),
-                ("flashinfer/experimental/splitk/FEATURE.toml", 5),
-            ),
-            note="missing owner (line 1), late target_date (line 5), README items (line 1)",
+            expect=((_INIT, 1),) * 4 + (("flashinfer/experimental/splitk/FEATURE.toml", 5),),
+            note="missing owner and 3 README parts (at __init__.py), a late target_date (at its line)",
+        ),
+        Example(
+            {**_COMPLETE, "flashinfer/experimental/splitk/README.md": (
+                "# Split-K gated attention (experimental)\n\n## Supported cases and limits\n\n"
+                "```bash\n# gates: FLASHINFER_ALLOW_EXPERIMENTAL_AUTO_BACKENDS=1\n```\n\n"
+                "## Automatic routing\n")},
+            expect=((_INIT, 1),),
+            note="a title's 'gated' and a comment in a code block name no gate",
+        ),
+        Example(
+            {"flashinfer/__init__.py": "", "flashinfer/experimental/__init__.py": "",
+             "flashinfer/experimental/splitk/kernels.py": "",
+             "flashinfer/experimental/splitk/FEATURE.toml": _GOOD_TOML},
+            expect=(("flashinfer/experimental/splitk/kernels.py", 1),) * 5,
+            note="no __init__.py: what is missing (the README and its parts) is reported at the first Python file",
         ),
         Example(
             {**_TREE, "flashinfer/experimental/splitk/__init__.py": _SHIM,
              "flashinfer/experimental/splitk/fast.py": "def run():\n    pass\n"},
-            expect=(("flashinfer/experimental/splitk/__init__.py", 1),
-                    ("flashinfer/experimental/splitk/__init__.py", 1)),
-            note="a shim that holds other code is still a feature: that, and what it lacks",
+            expect=((_INIT, 1),) * 16,
+            note="a shim that holds other code is still a feature: that, and the 15 items it lacks",
         ),
     ]
 
     def check(self, project):
-        s = project.settings
-        base = project.root / s.experimental_dir
-        if not base.is_dir():
-            return
-        checkout = (project.root / s.stable_tests).is_dir()
-        examples = project.example_texts() if checkout else {}
-        for directory in sorted(base.iterdir(), key=lambda p: p.name):
-            rel_dir = f"{s.experimental_dir}/{directory.name}"
-            if not features.is_feature_name(directory.name) or not directory.is_dir() or project.excluded(rel_dir):
-                continue
-            if not any(p.suffix == ".py" or p.name == RECORD for p in directory.iterdir()):
-                continue
-            if features.binds_shim_marker(directory):
-                problem = features.shim_problem(directory, s.experimental_package)
-                if problem is None:
-                    continue  # the pure re-export shim a graduated feature leaves for one release
+        settings = project.settings
+        for feature in features.survey(project.root, settings, project.excluded,
+                                       lambda: project.example_texts().values()):
+            if feature.shim_problem is not None:
                 yield self.finding(
-                    f"{rel_dir}/__init__.py", 1, 1,
-                    f"{rel_dir} binds {features.SHIM_MARKER} but the shim holds other code ({problem}): it is "
-                    "still an experimental feature; leave only the re-exports `policy-check graduate` writes",
-                    subject=f"{directory.name}: a shim holding other code")
-            yield from self._check_feature(project, directory, rel_dir, checkout, examples)
-
-    def _check_feature(self, project, directory, rel_dir, checkout, examples):
-        s = project.settings
-        feature = directory.name
-        toml_path = directory / RECORD
-        anchor = f"{rel_dir}/{RECORD}" if toml_path.is_file() else f"{rel_dir}/__init__.py"
-        missing = []
-        if toml_path.is_file():
-            for problem in features.read(toml_path).problems:
-                yield self.finding(anchor, problem.line, 1, str(problem), subject=f"{feature}: {problem.key or RECORD}")
-        else:
-            missing.append(RECORD)
-        readme = directory / README
-        if not readme.is_file():
-            missing.append(README)
-        else:
-            absent = missing_readme_items(readme.read_text(encoding="utf-8", errors="replace"))
-            if absent:
-                missing.append("README.md sections on " + ", ".join(absent))
-        if checkout:
-            tests = project.root / s.experimental_tests / feature
-            if not (tests.is_dir() and any(tests.rglob("test_*.py"))):
-                missing.append(f"tests under {s.experimental_tests}/{feature}/")
-            if not any(feature in text for text in examples.values()):
-                missing.append(f"a runnable example under {s.examples}/ that mentions {feature}")
-        if missing:
-            missed = "; ".join(missing)
-            yield self.finding(anchor, 1, 1, f"experimental feature {feature} lacks {missed}", subject=f"{feature}: {missed}")
+                    f"{feature.rel}/__init__.py", 1, 1,
+                    f"{feature.rel} binds {features.SHIM_MARKER} but the shim holds other code "
+                    f"({feature.shim_problem}): it is still an experimental feature; leave only the re-exports "
+                    "`policy-check graduate` writes",
+                    subject=f"{feature.name}: a shim holding other code")
+            for lack in feature.lacks:
+                subject = f"{feature.name}: {lack.item}"
+                if lack.in_record:
+                    yield self.finding(f"{feature.rel}/{RECORD}", lack.line, 1, lack.message, subject=subject)
+                else:
+                    yield self.finding(feature.anchor, 1, 1, f"experimental feature {feature.name}: {lack.message}",
+                                       subject=subject)

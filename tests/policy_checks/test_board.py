@@ -28,6 +28,13 @@ def record(owner: str = "octocat", admitted: str = "2026-11-01", target: str = "
             f"auto_routing = true\n{extra}")
 
 
+README = "# x\n## What is experimental\n## Supported cases and limits\n## Gates\n## Automatic routing\n"
+FIELDS = ["kind", "owner", "tracking_issue", "admitted", "target_release", "target_date", "apis", "backends",
+          "auto_routing"]
+README_PARTS = ["README.md: what is experimental", "README.md: supported cases and limits", "README.md: gates",
+                "README.md: automatic routing"]
+
+
 @pytest.fixture
 def tree(tmp_path):
     return write_tree(tmp_path / "project", {
@@ -35,10 +42,16 @@ def tree(tmp_path):
         "acme/__init__.py": "",
         "acme/labs/__init__.py": "",
         "acme/labs/late/FEATURE.toml": record(admitted="2026-10-25", target="2026-11-20"),
+        "acme/labs/late/README.md": README,
         "acme/labs/soon/FEATURE.toml": record(admitted="2026-11-10", target="2026-12-01"),
+        "acme/labs/soon/README.md": README,
         "acme/labs/fine/FEATURE.toml": record(admitted="2026-11-25", target="2026-12-20"),
+        "acme/labs/fine/README.md": README,
         "acme/labs/default_deadline/FEATURE.toml": record().replace("target_date = 2026-11-20\n", ""),
-        "acme/labs/bare/README.md": "# no record\n",
+        "acme/labs/default_deadline/README.md": README,
+        "acme/labs/bare/__init__.py": "",
+        "acme/labs/bare/README.md": "# no record\n## Gates\n",
+        "acme/labs/docs_only/README.md": README,  # no code, no record: not a feature
         "acme/labs/_private/FEATURE.toml": record(),  # not a feature directory
         "acme/labs/.hidden/FEATURE.toml": record(),
         "acme/labs/module.py": "",
@@ -69,7 +82,9 @@ def test_json_lists_every_feature_directory_with_its_deadline(tree):
     assert default["target_date"] is None and default["deadline"] == "2026-11-29" and default["days_left"] == 2
     assert default["lacks"] == ["target_date"]
     bare = by_name["bare"]
-    assert bare["lacks"] == ["FEATURE.toml"] and bare["status"] is None and bare["days_left"] is None
+    # No record: the record and each of its fields; and the README parts no heading names.
+    assert bare["lacks"] == ["FEATURE.toml", *FIELDS, *(p for p in README_PARTS if not p.endswith("gates"))]
+    assert bare["status"] is None and bare["days_left"] is None
     assert "FEATURE.toml is missing: add acme/labs/bare/FEATURE.toml" in bare["problems"][0]
 
 
@@ -93,7 +108,9 @@ def test_text_is_an_aligned_table(tree):
     assert late.split() == ["late", "backend", "octocat", "#12", "2026-10-25", "2026-11-20", "7", "days", "overdue",
                             "overdue", "yes", "none", "mm_bf16:splitk", "-"]
     bare = next(line for line in table if line.startswith("bare "))
-    assert bare.split()[-1] == "FEATURE.toml"
+    # a missing FEATURE.toml stands for its fields in the table
+    assert bare[lines[0].index("LACKS"):] == ("FEATURE.toml,README.md: what is experimental,README.md: supported "
+                                              "cases and limits,README.md: automatic routing")
 
 
 def test_incomplete_and_invalid_records_say_what_they_lack(tmp_path):
@@ -105,10 +122,10 @@ def test_incomplete_and_invalid_records_say_what_they_lack(tmp_path):
     })
     rows = {r["feature"]: r for r in json.loads(invoke("--root", str(root), "--format", "json", "--today", TODAY))}
     assert rows["partial"]["lacks"] == ["owner", "tracking_issue", "admitted", "target_release", "target_date",
-                                        "apis", "backends", "auto_routing"]
-    assert rows["broken"]["lacks"] == ["FEATURE.toml"]
+                                        "apis", "backends", "auto_routing", "README.md", *README_PARTS]
+    assert rows["broken"]["lacks"] == ["FEATURE.toml", *FIELDS, "README.md", *README_PARTS]
     assert "not valid TOML" in rows["broken"]["problems"][0]
-    assert rows["wide"]["lacks"] == ["target_date"]  # set, but past the admission window
+    assert rows["wide"]["lacks"][0] == "target_date"  # set, but past the admission window
 
 
 def test_no_experimental_package_is_an_empty_board(tmp_path):
@@ -226,5 +243,5 @@ def test_only_a_pure_shim_leaves_the_board(tmp_path):
     assert rows["faked"]["problems"] == [
         "the directory binds __graduated_to__ but the shim holds other code (it holds FEATURE.toml, which is not a "
         "re-export module): it is still a feature"]
-    assert rows["extra"]["lacks"] == ["FEATURE.toml"]
+    assert rows["extra"]["lacks"] == ["FEATURE.toml", *FIELDS, "README.md", *README_PARTS]
     assert "the shim holds other code (fast.py line 1: imports from acme.labs" in rows["extra"]["problems"][1]
