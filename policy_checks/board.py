@@ -36,6 +36,7 @@ from .config import ConfigError, Settings, find_root, load
 from .features import FIELDS, SHIM_MARKER, Feature, FeatureRecord, Problem, record_lacks, survey
 from .markdown import code, table_row
 from .markers import README, RECORD
+from .report.options import emit
 
 MAX_CELL_ITEMS = 5  # APIs or backends shown in one Markdown cell; the rest are counted
 
@@ -240,9 +241,14 @@ def render_text(board: list[BoardRow]) -> str:
     return "\n".join(lines + ["", _counts(board)]) + "\n"
 
 
+# Changes only when a field of the JSON board changes meaning or disappears.
+JSON_VERSION = 1
+
+
 def render_json(board: list[BoardRow]) -> str:
-    """A JSON list of objects, one per feature, sorted by feature name (keys: `BoardRow.as_json`)."""
-    return json.dumps([r.as_json() for r in board], indent=2) + "\n"
+    """A versioned JSON object: ``features``, one object per feature sorted by feature
+    name (keys: `BoardRow.as_json`)."""
+    return json.dumps({"version": JSON_VERSION, "features": [r.as_json() for r in board]}, indent=2) + "\n"
 
 
 def _items(values: tuple[str, ...] | None) -> str:
@@ -295,12 +301,16 @@ _ROOT_HELP = "Project root (default: nearest pyproject.toml with [tool.policy-ch
              epilog="Exit status: 0, the board was written; 2, the settings or the tree could not be read.")
 @click.option("--root", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
               help=_ROOT_HELP)
-@click.option("--format", "output_format", type=click.Choice(sorted(RENDERERS)), default="text", show_default=True,
-              help="text: an aligned table; json: a list of objects; markdown: a GitHub table.")
+@click.option("--format", "--output-format", "output_format", type=click.Choice(sorted(RENDERERS)), default="text",
+              show_default=True, help="text: an aligned table; json: a versioned object (`version`, `features`); "
+                                      "markdown: a GitHub table. --output-format is the same option.")
+@click.option("-o", "--output-file", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="FILE",
+              help="Write the board to FILE instead of standard output.")
 @click.option("--today", type=click.DateTime(["%Y-%m-%d"]), default=None, metavar="YYYY-MM-DD",
               help="Count days from this UTC date (default: today in UTC).")
 @click.pass_context
-def features(ctx: click.Context, root: Path | None, output_format: str, today: dt.datetime | None) -> None:
+def features(ctx: click.Context, root: Path | None, output_format: str, output_file: Path | None,
+             today: dt.datetime | None) -> None:
     """The board of the experimental track: every feature, its record and its deadline.
 
     Reads each feature directory's FEATURE.toml under the experimental package, offline.
@@ -320,7 +330,7 @@ def features(ctx: click.Context, root: Path | None, output_format: str, today: d
         click.echo(f"policy-check: cannot read the tree: {error}", err=True)
         raise SystemExit(2) from None
     missing = {feature.name: lack_items(feature.lacks) for feature in surveyed}
-    click.echo(RENDERERS[output_format](rows([f.record for f in surveyed], day, missing=missing)), nl=False)
+    emit(RENDERERS[output_format](rows([f.record for f in surveyed], day, missing=missing)), output_file)
 
 
 @features.command("init", epilog="Exit status: 0, done (with --diff: nothing to write); 1, with --diff, there "

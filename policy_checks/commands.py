@@ -16,6 +16,7 @@ import click
 
 from .config import ConfigError, find_root, load
 from .report import FORMATS, Options
+from .report.options import emit
 from .report.rule_help import explanation, rule_table
 from .rules.registry import ALL_IDS, unknown_rule
 
@@ -114,22 +115,9 @@ def run(paths, output_format, output_file, quiet, select, ignore, jobs, no_cache
             click.echo(f"policy-check: warning: {warning}", err=True)
     names = {i: r.name for i, r in ALL_IDS.items()}
     report = FORMATS[output_format](result, names, Options(statistics, quiet, sarif_suppressed))
-    _emit(report, output_file)
+    emit(report, output_file, EXIT_ERROR)
     failing = result.findings or (result.hidden and not result.approved)
     sys.exit(EXIT_FINDINGS if failing and not exit_zero else EXIT_CLEAN)
-
-
-def _emit(report: str, output_file) -> None:
-    """Print `report`, or write it to `output_file` (exit 2 if that fails)."""
-    if output_file is None:
-        click.echo(report, nl=False)
-        return
-    try:
-        Path(output_file).write_text(report, encoding="utf-8")
-    except OSError as error:
-        click.echo(f"policy-check: error: cannot write the report to {output_file}: {error.strerror or error}",
-                   err=True)
-        sys.exit(EXIT_ERROR)
 
 
 def _baseline_name(root: Path, path: Path) -> str:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import sys
+from pathlib import Path
+from typing import NamedTuple, Optional
+
+import click
 
 
 class Options(NamedTuple):
@@ -14,3 +18,16 @@ class Options(NamedTuple):
     statistics: bool = False
     quiet: bool = False
     sarif_suppressed: bool = False
+
+
+def emit(report: str, output_file: Optional[Path], error_status: int = 2) -> None:
+    """Print `report`, or write it to `output_file` (``-o``); exit `error_status` if that fails."""
+    if output_file is None:
+        click.echo(report, nl=False)
+        return
+    try:
+        Path(output_file).write_text(report, encoding="utf-8")
+    except OSError as error:
+        click.echo(f"policy-check: error: cannot write the report to {output_file}: {error.strerror or error}",
+                   err=True)
+        sys.exit(error_status)

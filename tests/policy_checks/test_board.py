@@ -64,8 +64,15 @@ def invoke(*args: str) -> str:
     return result.output
 
 
+def board_json(*args: str) -> list:
+    """The features of ``features --format json``, after checking its version."""
+    document = json.loads(invoke(*args, "--format", "json"))
+    assert document["version"] == 1 and set(document) == {"version", "features"}
+    return document["features"]
+
+
 def test_json_lists_every_feature_directory_with_its_deadline(tree):
-    rows = json.loads(invoke("--root", str(tree), "--format", "json", "--today", TODAY))
+    rows = board_json("--root", str(tree), "--today", TODAY)
     by_name = {r["feature"]: r for r in rows}
     assert [r["feature"] for r in rows] == ["bare", "default_deadline", "fine", "late", "soon"]
     assert list(rows[0]) == ["feature", "kind", "owner", "tracking_issue", "admitted", "target_release", "target_date",
@@ -89,7 +96,7 @@ def test_json_lists_every_feature_directory_with_its_deadline(tree):
 
 
 def test_days_are_counted_from_today(tree):
-    rows = json.loads(invoke("--root", str(tree), "--format", "json", "--today", "2026-11-20"))
+    rows = board_json("--root", str(tree), "--today", "2026-11-20")
     late = next(r for r in rows if r["feature"] == "late")
     assert (late["days_left"], late["status"]) == (0, "due within 7 days")
 
@@ -120,7 +127,7 @@ def test_incomplete_and_invalid_records_say_what_they_lack(tmp_path):
         "acme/labs/broken/FEATURE.toml": "kind = \n",
         "acme/labs/wide/FEATURE.toml": record(admitted="2026-10-01", target="2026-12-20"),
     })
-    rows = {r["feature"]: r for r in json.loads(invoke("--root", str(root), "--format", "json", "--today", TODAY))}
+    rows = {r["feature"]: r for r in board_json("--root", str(root), "--today", TODAY)}
     assert rows["partial"]["lacks"] == ["owner", "tracking_issue", "admitted", "target_release", "target_date",
                                         "apis", "backends", "auto_routing", "README.md", *README_PARTS]
     assert rows["broken"]["lacks"] == ["FEATURE.toml", *FIELDS, "README.md", *README_PARTS]
@@ -131,7 +138,7 @@ def test_incomplete_and_invalid_records_say_what_they_lack(tmp_path):
 def test_no_experimental_package_is_an_empty_board(tmp_path):
     root = write_tree(tmp_path / "p", {"pyproject.toml": PYPROJECT})
     assert invoke("--root", str(root)) == "No experimental features.\n"
-    assert json.loads(invoke("--root", str(root), "--format", "json")) == []
+    assert board_json("--root", str(root)) == []
 
 
 def test_unreadable_settings_exit_2(tmp_path):
@@ -238,10 +245,16 @@ def test_only_a_pure_shim_leaves_the_board(tmp_path):
         "acme/labs/extra/__init__.py": SHIM.replace("acme.done", "acme.extra"),
         "acme/labs/extra/fast.py": "from acme.labs import experimental_backend\n",
     })
-    rows = {r["feature"]: r for r in json.loads(invoke("--root", str(root), "--format", "json", "--today", TODAY))}
+    rows = {r["feature"]: r for r in board_json("--root", str(root), "--today", TODAY)}
     assert sorted(rows) == ["extra", "faked"]
     assert rows["faked"]["problems"] == [
         "the directory binds __graduated_to__ but the shim holds other code (it holds FEATURE.toml, which is not a "
         "re-export module): it is still a feature"]
     assert rows["extra"]["lacks"] == ["FEATURE.toml", *FIELDS, "README.md", *README_PARTS]
     assert "the shim holds other code (fast.py line 1: imports from acme.labs" in rows["extra"]["problems"][1]
+
+
+def test_output_format_and_output_file_spell_as_for_run(tree, tmp_path):
+    out = tmp_path / "board.json"
+    assert invoke("--root", str(tree), "--output-format", "json", "-o", str(out), "--today", TODAY) == ""
+    assert json.loads(out.read_text()) == json.loads(invoke("--root", str(tree), "--format", "json", "--today", TODAY))

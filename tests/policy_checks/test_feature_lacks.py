@@ -63,7 +63,7 @@ def items_reported(result) -> list[str]:
 def board_lacks(root: Path) -> dict:
     result = CliRunner().invoke(main, ["features", "--root", str(root), "--format", "json", "--today", "2026-11-27"])
     assert result.exit_code == 0, result.output
-    return {row["feature"]: row["lacks"] for row in json.loads(result.output)}
+    return {row["feature"]: row["lacks"] for row in json.loads(result.output)["features"]}
 
 
 # --- one finding per item, as the board lists them -------------------------------------------
