@@ -23,11 +23,12 @@ docs/features.rst describes the command, the columns and the JSON keys.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator
 
 import click
 
@@ -294,6 +295,19 @@ RENDERERS = {"text": render_text, "json": render_json, "markdown": render_markdo
 
 # --- the command -------------------------------------------------------------------------
 
+@contextlib.contextmanager
+def _tree_errors_exit_2() -> Iterator[None]:
+    """Settings or a tree that cannot be read: one line on stderr, exit status 2."""
+    try:
+        yield
+    except ConfigError as error:
+        click.echo(f"policy-check: {error}", err=True)
+        raise SystemExit(2) from None
+    except OSError as error:
+        click.echo(f"policy-check: cannot read the tree: {error}", err=True)
+        raise SystemExit(2) from None
+
+
 _ROOT_HELP = "Project root (default: nearest pyproject.toml with [tool.policy-check], or a flashinfer checkout)."
 
 
@@ -320,15 +334,9 @@ def features(ctx: click.Context, root: Path | None, output_format: str, output_f
         ctx.obj = root  # `policy-check features --root DIR init` means the same as `... init --root DIR`
         return
     day = today.date() if today else dt.datetime.now(dt.timezone.utc).date()
-    try:
+    with _tree_errors_exit_2():
         root = root.resolve() if root else find_root(Path.cwd())
         surveyed = survey_tree(root, load(root))
-    except ConfigError as error:
-        click.echo(f"policy-check: {error}", err=True)
-        raise SystemExit(2) from None
-    except OSError as error:
-        click.echo(f"policy-check: cannot read the tree: {error}", err=True)
-        raise SystemExit(2) from None
     missing = {feature.name: lack_items(feature.lacks) for feature in surveyed}
     emit(RENDERERS[output_format](rows([f.record for f in surveyed], day, missing=missing)), output_file)
 
@@ -350,15 +358,9 @@ def init(ctx: click.Context, root: Path | None, diff: bool) -> None:
     from . import features_init
 
     root = root or ctx.obj
-    try:
+    with _tree_errors_exit_2():
         root = root.resolve() if root else find_root(Path.cwd())
         made, having, why = features_init.drafts(root, load(root))
-    except ConfigError as error:
-        click.echo(f"policy-check: {error}", err=True)
-        raise SystemExit(2) from None
-    except OSError as error:
-        click.echo(f"policy-check: cannot read the tree: {error}", err=True)
-        raise SystemExit(2) from None
     verb = "would write" if diff else "wrote"
     written = 0
     for draft in made:

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple, Optional, Union
 
 from . import markers
+from .markers import dotted_name
 
 # Bump when the shape or meaning of facts changes: it invalidates every cache entry.
 FACTS_VERSION = "9"
@@ -267,18 +268,6 @@ def resolve_relative(package: str, level: int, name: Optional[str]) -> Optional[
     if name:
         base.append(name)
     return ".".join(base) or None
-
-
-def dotted_name(node: ast.AST) -> Optional[str]:
-    """``a.b.c`` for a Name/Attribute chain, else None."""
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
 
 
 def _literal_str(node: Optional[ast.AST]) -> Optional[str]:
