@@ -38,7 +38,7 @@ import libcst as cst
 from .. import markers
 from ..config import module_under, under
 from ..facts import FUNCTION, MODULE, FileFacts, StrRef, extract, resolve_relative
-from ..facts import dotted_name as facts_dotted_name
+from ..markers import dotted_name as ast_dotted_name
 from ..facts import docstring_ids
 from ..facts import package_of as facts_package_of
 from ..project import DefTarget, DictBinding, ModuleTarget
@@ -718,7 +718,7 @@ def _declared_backends(tree: ast.Module, names) -> Set[str]:
 
 
 def _last_name(node: ast.AST) -> str:
-    dotted = facts_dotted_name(node) or ""
+    dotted = ast_dotted_name(node) or ""
     return dotted.rpartition(".")[2]
 
 
@@ -865,7 +865,7 @@ class _KeptFile:
             self._report(node, f"imports from {base}, which the removal deletes")
 
     def _attribute(self, node: ast.Attribute) -> bool:
-        dotted = facts_dotted_name(node)
+        dotted = ast_dotted_name(node)
         absolute = self._absolute(dotted)
         if absolute is None or not set(absolute.split(".")) & self.lost.words or not self._gone(absolute):
             return False
@@ -891,7 +891,7 @@ class _KeptFile:
                 self._judge(node, _literals(node.args[1]), "parametrizes a backend with {}")
 
     def _api(self, func) -> Optional[str]:
-        absolute = self._absolute(facts_dotted_name(func))
+        absolute = self._absolute(ast_dotted_name(func))
         target = self.project.resolve_absolute(absolute) if absolute else None
         return f"{target.module}.{target.definition.qualname}" if isinstance(target, DefTarget) else None
 
