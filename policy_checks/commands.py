@@ -14,6 +14,7 @@ from pathlib import Path
 
 import click
 
+from . import gitfiles
 from .config import ConfigError, find_root, load
 from .report import FORMATS, Options
 from .report.options import emit
@@ -75,35 +76,18 @@ Exit status:
 @click.option("--approved-policy-change", is_flag=True,
               help="With --policy-from: list the findings the policy change hides, but do not fail on them "
               "(for a change a maintainer approved).")
+@click.option("--staged", is_flag=True,
+              help="In a git work tree, read only the files in git's index: what the next commit holds (the "
+              "pre-commit hook's mode; an untracked scratch file is not read).")
 def run(paths, output_format, output_file, quiet, select, ignore, jobs, no_cache, cache_dir, exit_zero, statistics,
-        root, baseline_file, no_baseline, sarif_suppressed, policy_from, approved_policy_change):
+        root, baseline_file, no_baseline, sarif_suppressed, policy_from, approved_policy_change, staged):
     """Check the project (or only report findings under PATHS)."""
     from .runner import run as run_checks
 
     try:
-        root = root.resolve() if root else find_root(Path(paths[0]) if paths else Path.cwd())
-        settings = load(root)
-        unknown = unknown_rule(_ids(select) + _ids(ignore))
-        if unknown is not None:
-            raise ConfigError(f"--select/--ignore: unknown rule id {unknown!r}")
-        if baseline_file is not None and no_baseline:
-            raise ConfigError("--baseline and --no-baseline exclude each other")
-        if approved_policy_change and policy_from is None:
-            raise ConfigError("--approved-policy-change goes with --policy-from")
-        if sarif_suppressed and output_format != "sarif":
-            raise ConfigError("--sarif-suppressed goes with --format sarif")
-        accepted = None if no_baseline else _read_baseline(root, baseline_file)
-        options = dict(paths=paths, select=_ids(select), ignore=_ids(ignore), jobs=jobs, use_cache=not no_cache,
-                       cache_dir=cache_dir, baseline=accepted)
-        if policy_from is None:
-            result = run_checks(root, settings, **options)
-        else:
-            from .baseline import default_path
-            from .policy_change import judge
-
-            read_from = None if no_baseline else (baseline_file or default_path(root))
-            result = judge(root, settings, policy_from, approved=approved_policy_change, baseline_path=read_from,
-                           **options)
+        with gitfiles.selecting(gitfiles.STAGED if staged else gitfiles.mode()):
+            result = _checked(run_checks, paths, select, ignore, jobs, no_cache, cache_dir, root, baseline_file,
+                              no_baseline, output_format, sarif_suppressed, policy_from, approved_policy_change)
     except (ConfigError, ValueError) as error:
         click.echo(f"policy-check: error: {error}", err=True)
         sys.exit(EXIT_ERROR)
@@ -118,6 +102,35 @@ def run(paths, output_format, output_file, quiet, select, ignore, jobs, no_cache
     emit(report, output_file, EXIT_ERROR)
     failing = result.findings or (result.hidden and not result.approved)
     sys.exit(EXIT_FINDINGS if failing and not exit_zero else EXIT_CLEAN)
+
+
+def _checked(run_checks, paths, select, ignore, jobs, no_cache, cache_dir, root, baseline_file, no_baseline,
+             output_format, sarif_suppressed, policy_from, approved_policy_change):
+    """The checker's result for `run`'s options; ConfigError or ValueError for bad ones."""
+    root = root.resolve() if root else find_root(Path(paths[0]) if paths else Path.cwd())
+    settings = load(root)
+    unknown = unknown_rule(_ids(select) + _ids(ignore))
+    if unknown is not None:
+        raise ConfigError(f"--select/--ignore: unknown rule id {unknown!r}")
+    if baseline_file is not None and no_baseline:
+        raise ConfigError("--baseline and --no-baseline exclude each other")
+    if approved_policy_change and policy_from is None:
+        raise ConfigError("--approved-policy-change goes with --policy-from")
+    if sarif_suppressed and output_format != "sarif":
+        raise ConfigError("--sarif-suppressed goes with --format sarif")
+    accepted = None if no_baseline else _read_baseline(root, baseline_file)
+    options = dict(paths=paths, select=_ids(select), ignore=_ids(ignore), jobs=jobs, use_cache=not no_cache,
+                   cache_dir=cache_dir, baseline=accepted)
+    if policy_from is None:
+        result = run_checks(root, settings, **options)
+    else:
+        from .baseline import default_path
+        from .policy_change import judge
+
+        read_from = None if no_baseline else (baseline_file or default_path(root))
+        result = judge(root, settings, policy_from, approved=approved_policy_change, baseline_path=read_from,
+                       **options)
+    return result
 
 
 def _baseline_name(root: Path, path: Path) -> str:

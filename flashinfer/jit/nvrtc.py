@@ -25,7 +25,7 @@ def _nvrtc():
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise RuntimeError(
             "JIT compilation needs the 'cuda-bindings' and 'nvidia-cuda-nvrtc' packages "
-            "(pip install 'fi-experimental-track[runtime]')"
+            "(pip install fi-experimental-track-runtime)"
         ) from exc
     return nvrtc
 

@@ -4,7 +4,7 @@ The token comes from ``GITHUB_TOKEN`` only (never an option, so it never lands i
 history or a process list) and is never printed. Exit status: 0 fine, 1 the PR check
 failed or a review write failed, 2 usage, configuration or API error.
 
-PyGithub is an optional extra (``fi-experimental-track[bot]``): this module imports
+PyGithub is an optional extra (``flashinfer-policy-check[bot]``): this module imports
 nothing that needs it until a command runs, so ``policy-check --help`` and
 ``policy-check bot pr --help`` work without it, and a command says in one line what to
 install.
@@ -22,7 +22,7 @@ import click
 from ..features import repository_problem
 
 DEFAULT_API_URL = "https://api.github.com"
-NEEDS_PYGITHUB = 'policy-check: the bot needs PyGithub: pip install "fi-experimental-track[bot]"'
+NEEDS_PYGITHUB = 'policy-check: the bot needs PyGithub: pip install "flashinfer-policy-check[bot]"'
 
 
 def _require_pygithub() -> None:

@@ -91,18 +91,18 @@ def test_a_tracked_file_is_read_even_when_an_ignore_pattern_names_it(tree):
 
 
 def test_the_staged_mode_from_the_command_line(tree):
-    """``python -m policy_checks.staged run``, the hook's entry, and plain ``policy-check run``."""
+    """``policy-check run --staged``, the hook's entry, and plain ``policy-check run``."""
     environment = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
 
-    def policy_check(*module):
-        return subprocess.run([sys.executable, "-m", *module, "run", "--root", str(tree), "--no-cache"],
+    def policy_check(*extra):
+        return subprocess.run([sys.executable, "-m", "policy_checks", "run", "--root", str(tree), "--no-cache", *extra],
                               capture_output=True, text=True, env=environment, timeout=120)
 
-    staged = policy_check("policy_checks.staged")
+    staged = policy_check("--staged")
     assert staged.returncode == 1, staged.stderr
     assert "flashinfer/new_op.py:1:1: EXP001" in staged.stdout and "scratch.py" not in staged.stdout
     assert "generated.py" not in staged.stdout
-    whole = policy_check("policy_checks")
+    whole = policy_check()
     assert whole.returncode == 1, whole.stderr
     assert "flashinfer/scratch.py:1:1: EXP001" in whole.stdout and "generated.py" not in whole.stdout
 

@@ -108,7 +108,7 @@ def test_the_bot_without_pygithub_says_what_to_install(without_pygithub, command
     result = without_pygithub("bot", *command)
     assert result.returncode == 2
     assert result.stderr == NEEDS_PYGITHUB + "\n" and result.stdout == ""
-    assert NEEDS_PYGITHUB == 'policy-check: the bot needs PyGithub: pip install "fi-experimental-track[bot]"'
+    assert NEEDS_PYGITHUB == 'policy-check: the bot needs PyGithub: pip install "flashinfer-policy-check[bot]"'
 
 
 def _names(requirements: list) -> set:

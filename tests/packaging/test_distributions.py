@@ -1,0 +1,187 @@
+"""The repository's two distributions, built as wheels here, offline: the checker
+(``flashinfer-policy-check``, the root ``pyproject.toml``) holds ``policy_checks`` and no
+``flashinfer`` file, so it installs beside FlashInfer without touching it; the runtime
+(``fi-experimental-track-runtime``, ``runtime/pyproject.toml``) holds ``flashinfer`` and
+nothing of the checker.
+
+Each build runs ``pip wheel --no-deps --no-build-isolation --no-index`` on a copy of the
+sources in a temporary folder (nothing is written in the checkout), with this
+environment's setuptools (the dev extra's).
+"""
+
+from __future__ import annotations
+
+import email
+import hashlib
+import importlib.metadata
+import os
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
+ROOT = Path(__file__).resolve().parents[2]
+TOOL, RUNTIME = "flashinfer-policy-check", "fi-experimental-track-runtime"
+IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "build", "*.egg-info")
+
+
+def _setuptools_builds_wheels() -> bool:
+    try:
+        version = importlib.metadata.version("setuptools")
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return tuple(int(part) for part in re.findall(r"\d+", version)[:1]) >= (77,)
+
+
+pytestmark = pytest.mark.skipif(not _setuptools_builds_wheels(),
+                                reason="needs setuptools>=77 (the dev extra) to build wheels offline")
+
+
+def build_wheel(source: Path, out: Path) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
+         "--disable-pip-version-check", "-w", str(out), str(source)],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    [wheel] = out.glob("*.whl")
+    return wheel
+
+
+def python_files(package: str) -> set:
+    return {p.relative_to(ROOT).as_posix() for p in (ROOT / package).rglob("*.py") if "__pycache__" not in p.parts}
+
+
+@pytest.fixture(scope="module")
+def wheels(tmp_path_factory) -> dict:
+    """name -> the wheel built from a copy of this checkout's sources."""
+    base = tmp_path_factory.mktemp("distributions")
+    tool = base / "tool"
+    tool.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, tool / name)
+    shutil.copytree(ROOT / "policy_checks", tool / "policy_checks", ignore=IGNORE)
+    runtime = base / "repository"
+    shutil.copytree(ROOT / "runtime", runtime / "runtime", ignore=IGNORE)
+    shutil.copytree(ROOT / "flashinfer", runtime / "flashinfer", ignore=IGNORE)
+    return {TOOL: build_wheel(tool, base / "tool-wheel"), RUNTIME: build_wheel(runtime / "runtime", base / "runtime-wheel")}
+
+
+def names(wheel: Path) -> set:
+    with zipfile.ZipFile(wheel) as archive:
+        return set(archive.namelist())
+
+
+def metadata(wheel: Path, member: str = "METADATA"):
+    with zipfile.ZipFile(wheel) as archive:
+        [path] = [n for n in archive.namelist() if n.endswith(f".dist-info/{member}")]
+        return archive.read(path).decode("utf-8")
+
+
+def test_the_checker_wheel_holds_the_checker_and_no_flashinfer(wheels):
+    wheel = wheels[TOOL]
+    held = names(wheel)
+    assert not [n for n in held if n.split("/")[0] == "flashinfer"], "the checker must not ship a flashinfer package"
+    assert {n.split("/")[0] for n in held if not n.split("/")[0].endswith(".dist-info")} == {"policy_checks"}
+    assert python_files("policy_checks") <= held  # every module: checker, fix, lifecycle commands, bot
+    assert {"policy_checks/cli.py", "policy_checks/gitfiles.py", "policy_checks/fix/cli.py", "policy_checks/bot/cli.py"} <= held
+    info = email.message_from_string(metadata(wheel))
+    assert info["Name"] == TOOL
+    assert "bot" in info.get_all("Provides-Extra")
+    assert 'PyGithub>=2.3; extra == "bot"' in info.get_all("Requires-Dist")
+    assert not [r for r in info.get_all("Requires-Dist") if "extra" not in r and r.split(";")[0].startswith("torch")]
+    assert "policy-check = policy_checks.cli:main" in metadata(wheel, "entry_points.txt")
+
+
+def test_the_runtime_wheel_holds_flashinfer_and_no_checker(wheels):
+    wheel = wheels[RUNTIME]
+    held = names(wheel)
+    packages = {n.split("/")[0] for n in held if not n.split("/")[0].endswith(".dist-info")}
+    assert packages == {"flashinfer"}
+    assert python_files("flashinfer") <= held
+    data = {p.relative_to(ROOT).as_posix() for p in (ROOT / "flashinfer").rglob("*")
+            if p.suffix in (".cu", ".cuh", ".toml", ".md") and "__pycache__" not in p.parts}
+    assert data and data <= held  # kernel sources and feature records travel with the code
+    info = email.message_from_string(metadata(wheel))
+    assert info["Name"] == RUNTIME
+    assert {re.split(r"[<>=;\s]", r)[0] for r in info.get_all("Requires-Dist")} >= {"torch", "numpy", "cuda-bindings"}
+
+
+def test_the_checker_installs_beside_flashinfer_without_touching_it(wheels, tmp_path):
+    """A FlashInfer (a minimal ``flashinfer-python`` wheel built here) installed first;
+    then the checker into the same environment: FlashInfer's files are byte for byte
+    what they were, and ``import flashinfer`` is still FlashInfer's."""
+    fake = tmp_path / "fake-flashinfer"
+    (fake / "flashinfer").mkdir(parents=True)
+    (fake / "flashinfer" / "__init__.py").write_text('"""Not this repository\'s runtime."""\nSENTINEL = "flashinfer-python"\n')
+    (fake / "flashinfer" / "gemm.py").write_text("def mm(a, b):\n    return a @ b\n")
+    (fake / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["setuptools>=77"]\nbuild-backend = "setuptools.build_meta"\n'
+        '[project]\nname = "flashinfer-python"\nversion = "0.7.4"\n'
+        '[tool.setuptools]\npackages = ["flashinfer"]\n'
+    )
+    flashinfer_wheel = build_wheel(fake, tmp_path / "fake-wheel")
+
+    environment = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(environment)], check=True, capture_output=True,
+                   timeout=300)
+    python = environment / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+
+    def pip_install(wheel: Path) -> None:  # this environment's pip, installing into the new one
+        done = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps",
+                               "--no-index", "--disable-pip-version-check", str(wheel)],
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stdout + done.stderr
+
+    def site_packages() -> Path:
+        done = subprocess.run([str(python), "-I", "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                              capture_output=True, text=True, check=True)
+        return Path(done.stdout.strip())
+
+    pip_install(flashinfer_wheel)
+    installed = site_packages() / "flashinfer"
+    before = {p.relative_to(installed).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+              for p in installed.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+    assert set(before) == {"__init__.py", "gemm.py"}
+
+    pip_install(wheels[TOOL])
+    after = {p.relative_to(installed).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+             for p in installed.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+    assert after == before
+    [record] = (site_packages()).glob("flashinfer_policy_check-*.dist-info/RECORD")
+    assert not [line for line in record.read_text().splitlines() if line.startswith("flashinfer/")]
+    done = subprocess.run(
+        [str(python), "-I", "-c", "import flashinfer, policy_checks; print(flashinfer.SENTINEL, policy_checks.__file__)"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    sentinel, checker = done.stdout.split()
+    assert sentinel == "flashinfer-python" and Path(checker).is_relative_to(site_packages())
+
+
+def test_the_readme_command_is_what_ci_runs():
+    """One command installs both distributions for development (README), and .ci/run runs it."""
+    command = 'python3 -m pip install -e ./runtime -e ".[dev]"'
+    assert f"{command} && policy-check run" in (ROOT / "README.md").read_text()
+    assert re.search(r'python3 -m pip install .*-e \./runtime -e "\.\[dev\]"', (ROOT / ".ci" / "run").read_text())
+
+
+def test_the_root_builds_only_the_checker_and_the_runtime_only_flashinfer():
+    root = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    runtime = tomllib.loads((ROOT / "runtime" / "pyproject.toml").read_text())
+    assert root["project"]["name"] == TOOL and runtime["project"]["name"] == RUNTIME
+    assert root["tool"]["setuptools"]["packages"]["find"]["include"] == ["policy_checks", "policy_checks.*"]
+    assert runtime["tool"]["setuptools"]["packages"]["find"]["include"] == ["flashinfer", "flashinfer.*"]
+    assert runtime["tool"]["setuptools"]["package-dir"] == {"flashinfer": "../flashinfer"}
+    # The dev extra never names the runtime: no index is asked for it (the README installs it from runtime/).
+    assert not [r for r in root["project"]["optional-dependencies"]["dev"] if r.lower().startswith(RUNTIME)]
