@@ -125,6 +125,7 @@ PARSERS = [
     ("issue", "parse_tracking_issue", lambda f, t: f(t)),
     ("sections", "issue_sections", lambda f, t: f(t)),
     ("extend", "parse_extend_command", lambda f, t: f(t)),
+    ("approve", "parse_policy_approvals", lambda f, t: f(t)),
     ("toml", "parse_feature_toml", lambda f, t: f("x", t)),
     ("ref", "parse_tracking_ref", lambda f, t: f(t)),
     ("login", "parse_login", lambda f, t: f(t)),
@@ -132,7 +133,9 @@ PARSERS = [
     ("mentions", "mentioned_users", lambda f, t: f(t)),
     ("baseline", "baseline_diff.parse_baseline_patch", lambda f, t: f(t)),
     # a graduation PR: the text is the diff of a core file and of a removed record and shim
-    ("graduation", "graduation_pr.recognise", lambda f, t: f(_graduation_listing(t))),
+    ("graduation", "graduation_pr.recognise", lambda f, t: f(_graduation_listing(t), texts=_graduation_texts(t))),
+    # what a PR adds to the track: one new core module whose text is `t`
+    ("added", "graduation_pr.added_experimental", lambda f, t: f(_added_module(t))),
 ]
 
 
@@ -144,6 +147,22 @@ def _graduation_listing(patch: str) -> list:
     return [Listed("flashinfer/gemm.py", "modified", None, patch),
             Listed("flashinfer/experimental/feat/FEATURE.toml", "removed", None, patch),
             Listed("flashinfer/experimental/feat/__init__.py", "modified", None, patch)]
+
+
+def _graduation_texts(text: str) -> dict:
+    """The texts the PR check reads for `_graduation_listing`: each file is `text` at head
+    and at base (the record only at base, as it was removed)."""
+    from policy_checks.bot.revisions import FileAtRevisions
+
+    return {listed.path: FileAtRevisions(listed.path, base=text, head=None if listed.status == "removed" else text)
+            for listed in _graduation_listing(text)}
+
+
+def _added_module(text: str) -> dict:
+    """The texts the PR check reads for one new core module holding `text`."""
+    from policy_checks.bot.revisions import FileAtRevisions
+
+    return {"flashinfer/new_op.py": FileAtRevisions("flashinfer/new_op.py", base=None, head=text)}
 
 
 def load_parsers(path: Path | None):
