@@ -114,7 +114,8 @@ class FakeGitHub:
         self.url = ""
         self.graphql_log: list[tuple[str, dict]] = []  # (operation, variables) of every GraphQL query
         self.collaborators_forbidden = False  # a token without push access may not list collaborators
-        self.graphql_endpoint = fake_graphql.FakeGraphQL(self, graphql_schema.schema(), graphql_schema.check_request)
+        self.graphql_endpoint = fake_graphql.FakeGraphQL(self, graphql_schema.schema(), graphql_schema.check_request,
+                                                          graphql_schema.validated)
 
     # ----- state helpers used by tests -------------------------------------------------
     def _tick(self) -> str:

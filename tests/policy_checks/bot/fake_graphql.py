@@ -54,10 +54,11 @@ def _first(items: list, args: dict) -> list:
 class FakeGraphQL:
     """Answers ``POST /graphql`` from a ``FakeGitHub``'s state."""
 
-    def __init__(self, fake, schema: graphql.GraphQLSchema, check_request):
+    def __init__(self, fake, schema: graphql.GraphQLSchema, check_request, validated):
         self.fake = fake
         self.schema = schema
-        self.check_request = check_request
+        self.check_request = check_request  # GitHub's answer to a request it would not run
+        self.validated = validated  # a query text's document, parsed and validated once
 
     def answer(self, payload: dict, token_can_list_collaborators: bool = True) -> dict:
         """The JSON GitHub answers (always with HTTP 200): ``data`` and/or ``errors``."""
@@ -65,7 +66,8 @@ class FakeGraphQL:
         if problems:
             return {"errors": problems}
         self._may_list = token_can_list_collaborators and not self.fake.collaborators_forbidden
-        result = graphql.graphql_sync(self.schema, payload["query"], root_value=self._root(),
+        document, _ = self.validated(payload["query"])
+        result = graphql.execute_sync(self.schema, document, root_value=self._root(),
                                       variable_values=payload.get("variables") or {},
                                       operation_name=payload.get("operationName"))
         out: dict = {"data": result.data}

@@ -145,6 +145,31 @@ class Problem:
         return error
 
 
+_VALIDATED: dict = {}  # query text -> (document or None, its syntax or validation problems)
+_VALIDATED_MAX = 512
+
+
+def validated(query: str) -> tuple:
+    """``(document, problems)`` for a query text: the parsed document (None when it does not
+    parse) and its syntax or validation problems. Both depend on the text and the schema
+    alone, and the bot sends the same few queries run after run, so each text is parsed
+    and validated once (a bounded memo; the fake executes the document it returns)."""
+    known = _VALIDATED.get(query)
+    if known is not None:
+        return known
+    try:
+        document = parse(query)
+    except GraphQLSyntaxError as error:
+        known = (None, (Problem.from_graphql(error, "syntax"),))
+    else:
+        known = (document, tuple(Problem.from_graphql(e, "validation")
+                                 for e in validate(schema(), document, specified_rules)))
+    if len(_VALIDATED) >= _VALIDATED_MAX:
+        _VALIDATED.clear()
+    _VALIDATED[query] = known
+    return known
+
+
 def find_problems(query: str, variables: dict | None, operation_name: str | None = None,
                   *, all_stages: bool = True, strict_variables: bool = True) -> list[Problem]:
     """Every problem with sending ``query`` with ``variables``.
@@ -160,13 +185,11 @@ def find_problems(query: str, variables: dict | None, operation_name: str | None
         variables = {}
     if not isinstance(variables, dict):
         return [Problem(f"Variables must be a JSON object, not {type(variables).__name__}.", "variables")]
-    try:
-        document = parse(query)
-    except GraphQLSyntaxError as error:
-        return [Problem.from_graphql(error, "syntax")]
-
+    document, problems = validated(query)
+    if document is None:
+        return problems
+    problems = list(problems)
     the_schema = schema()
-    problems = [Problem.from_graphql(e, "validation") for e in validate(the_schema, document, specified_rules)]
     if problems and not all_stages:
         return problems
 
