@@ -38,6 +38,7 @@ decorator is looked at once. A text that spells no marker's name is not walked a
 from __future__ import annotations
 
 import ast
+import warnings
 from collections import defaultdict
 from dataclasses import dataclass
 from functools import cached_property
@@ -371,9 +372,13 @@ def _spells_any(source: Union[str, bytes], words) -> bool:
 
 
 def parse(source: Union[str, bytes]) -> Optional[ast.Module]:
-    """The module's tree, or None when it is not Python (or too deep or large for the parser)."""
+    """The module's tree, or None when it is not Python (or too deep or large for the parser).
+    The parser's own warnings about the text (an invalid escape sequence) are not ours to
+    print: the text is someone else's, judged, not run."""
     try:
-        return ast.parse(source)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.parse(source)
     except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError, OverflowError):
         return None
 
