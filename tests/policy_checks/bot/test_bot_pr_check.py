@@ -649,3 +649,57 @@ def test_only_the_baseline_at_the_root_counts(repo, bot_cli):
     repo.set_contents(REPO, pr, head={f"examples/{BASELINE}": baseline_text({MOE: 1})})
     assert check(bot_cli, pr).exit_code == 0
     assert bot_comments(repo, pr) == []
+
+
+# ----- routes 6 and 7 of the policy-integrity threat model, end to end -----------------------
+
+CORE_BEFORE = "from .api_logging import flashinfer_api\n\n\n@flashinfer_api\ndef rmsnorm(x):\n    return x\n"
+
+
+@pytest.mark.parametrize("spelling", [
+    "from . import api_logging\n\n\n@api_logging.flashinfer_experimental_api\ndef fancy(x):\n    return x\n",
+    "from .api_logging import flashinfer_experimental_api\n\n\n@ flashinfer_experimental_api\ndef fancy(x):\n    return x\n",
+    "from .api_logging import flashinfer_experimental_api\n\n\n@(flashinfer_experimental_api)\ndef fancy(x):\n    return x\n",
+    "from .api_logging import flashinfer_experimental_api as fx\n\n\n@fx(trace=None)\ndef fancy(x):\n    return x\n",
+])
+def test_an_undeclared_experimental_api_fails_however_its_decorator_is_spelt(repo, bot_cli, spelling):
+    """Route 7: the bot reads the head's code, so no spelling of the marker passes unseen."""
+    head = CORE_BEFORE + "\n\n" + spelling
+    pr = repo.add_pull(REPO, "Add fancy.", [("flashinfer/norm.py", "@@ -6,0 +7,9 @@\n+" + "\n+".join(spelling.splitlines()))])
+    repo.set_contents(REPO, pr, base={"flashinfer/norm.py": CORE_BEFORE}, head={"flashinfer/norm.py": head})
+    assert check(bot_cli, pr).exit_code == 1
+    assert status_of(repo, pr)["state"] == "failure"
+    assert "does not declare it" in status_of(repo, pr)["description"]
+
+
+def test_a_faked_graduation_is_no_graduation_and_its_new_backend_needs_a_declaration(repo, bot_cli):
+    """Route 6: the record deleted, a shim marker bound beside a brand-new backend, and a
+    decorator of another feature 're-spelt' with a docstring line that looks like a swap."""
+    directory = "flashinfer/experimental/splitk_gemm"
+    record = 'kind = "backend"\nowner = "octocat"\ntracking_issue = 1\nadmitted = 2026-09-28\n'
+    shim = '__graduated_to__ = "flashinfer.splitk"\nfrom flashinfer.splitk import *  # noqa: F401,F403\n'
+    backend = ("from flashinfer.utils import experimental_backend\n\n\n"
+               "@experimental_backend\ndef sneaky_check(a, b, backend=\"auto\"):\n    return True\n")
+    swap_before = ("from .api_logging import flashinfer_experimental_api\n\n\n"
+                   "@flashinfer_experimental_api(feature=\"gated_rmsnorm\")\ndef gated_rmsnorm(x):\n    return x\n")
+    swap_after = ("from .api_logging import flashinfer_experimental_api\n\n\n"
+                  "@(flashinfer_experimental_api)(feature=\"gated_rmsnorm\")\ndef gated_rmsnorm(x):\n"
+                  "    \"\"\"Gated RMSNorm.\n\n    @flashinfer_api\n    \"\"\"\n    return x\n")
+    files = [(f"{directory}/FEATURE.toml", "@@ -1,4 +0,0 @@\n-" + "\n-".join(record.splitlines()), "removed"),
+             (f"{directory}/__init__.py", "@@ -0,0 +1,2 @@\n+" + "\n+".join(shim.splitlines()), "modified"),
+             (f"{directory}/sneaky.py", "@@ -0,0 +1,6 @@\n+" + "\n+".join(backend.splitlines()), "added"),
+             ("flashinfer/norm.py", "@@ -4 +4,5 @@\n-@flashinfer_experimental_api(feature=\"gated_rmsnorm\")\n"
+                                    "+@(flashinfer_experimental_api)(feature=\"gated_rmsnorm\")\n+    \"\"\"Gated RMSNorm.\n"
+                                    "+\n+    @flashinfer_api\n+    \"\"\"", "modified")]
+    pr = repo.add_pull(REPO, "Graduate splitk_gemm.", files)
+    repo.set_contents(REPO, pr,
+                      base={f"{directory}/FEATURE.toml": record, f"{directory}/__init__.py": "",
+                            f"{directory}/kernel.py": "def run():\n    pass\n", "flashinfer/norm.py": swap_before},
+                      head={f"{directory}/FEATURE.toml": None, f"{directory}/__init__.py": shim,
+                            f"{directory}/sneaky.py": backend, "flashinfer/norm.py": swap_after})
+    assert check(bot_cli, pr).exit_code == 1
+    status = status_of(repo, pr)
+    assert status["state"] == "failure" and "does not declare it" in status["description"]
+    assert "Graduation PR" not in status["description"]
+    body = bot_comments(repo, pr)[0]["body"]
+    assert "Graduation checklist" not in body and "sneaky.py" in body  # the new backend is named
