@@ -14,8 +14,8 @@ isolation (heavy imports replaced by stubs in this process only, CPU tensors giv
 capability 0) and measured on the same API, for comparison.
 
 Last, the wall time of ``import flashinfer`` and ``import torch`` in fresh
-interpreters (median of several runs, minus an empty interpreter's start-up),
-and ``-X importtime``'s cumulative figure.
+interpreters (median of several runs, minus an empty interpreter's start-up; every
+one runs with ``-X importtime``, whose cumulative figure the last run gives).
 
 Run: ``python benchmarks/dispatch_overhead.py`` (``--help`` for options).
 Targets, on a 2-core CI machine: overhead <= 0.5 us with an explicit backend,
@@ -146,26 +146,25 @@ def import_times(runs: int) -> dict:
     """Prints the import times; returns them (ms, minus start-up) and whether torch got loaded."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
 
-    def wall(code: str) -> float:
-        samples = []
-        for _ in range(runs):
+    def timed(code: str) -> tuple:
+        """(median wall seconds of `runs` fresh interpreters, the last run's ``-X importtime``
+        stderr): the import table comes from a timed run, so no interpreter runs only for it."""
+        samples, err = [], ""
+        for _ in range(max(runs, 1)):
             start = time.perf_counter()
-            subprocess.run([sys.executable, "-c", code], env=env, check=True)
+            err = subprocess.run([sys.executable, "-X", "importtime", "-c", code],
+                                 env=env, check=True, capture_output=True, text=True).stderr
             samples.append(time.perf_counter() - start)
-        return statistics.median(samples)
+        return statistics.median(samples), err
 
-    def cumulative_us(module: str) -> int:
-        err = subprocess.run(
-            [sys.executable, "-X", "importtime", "-c", f"import {module}"],
-            env=env, check=True, capture_output=True, text=True,
-        ).stderr
+    def cumulative_us(err: str, module: str) -> int:
         for line in err.splitlines():
             parts = [p.strip() for p in line.split("|")]
             if len(parts) == 3 and parts[2] == module:
                 return int(parts[1])
         return -1
 
-    empty = wall("pass")
+    empty = timed("pass")[0]  # start-up with -X importtime too, so the difference is the import
     print(f"\nimport time in a fresh interpreter (median of {runs}; `python -c pass` takes {empty * 1e3:.0f} ms)")
     print(f"  {'statement':36} {'wall ms':>8} {'minus start-up':>15} {'-X importtime ms':>17}")
     figures = {"python_start_ms": round(empty * 1e3, 1)}
@@ -174,10 +173,10 @@ def import_times(runs: int) -> dict:
         ("import torch", "torch"),
         ("import flashinfer.utils (dispatch)", "flashinfer.utils"),
     ]:
-        total = wall(stmt.split(" (")[0])
+        total, err = timed(stmt.split(" (")[0])
         print(
             f"  {stmt:36} {total * 1e3:8.1f} {(total - empty) * 1e3:15.1f} "
-            f"{cumulative_us(module) / 1e3:17.1f}"
+            f"{cumulative_us(err, module) / 1e3:17.1f}"
         )
         figures[f"{module.replace('.', '_')}_import_ms"] = round((total - empty) * 1e3, 1)
     loaded = subprocess.run(

@@ -26,7 +26,8 @@ ROOT = Path(__file__).resolve().parents[1]
 LANES = {"stable": "tests/", "experimental": "tests/experimental/", "round-trips": "tests/round_trips/"}
 # The stable lane is most of the work: its tests are spread over one worker a core
 # (pytest-xdist), so it takes what the other lanes leave of the machine.
-SPREAD = {"stable": ("-n", "auto")}
+# worksteal: a worker left idle at the end takes tests queued on the other.
+SPREAD = {"stable": ("-n", "auto", "--dist", "worksteal")}
 DEFAULT = ("stable", "experimental")
 NO_TESTS = 5  # pytest's exit status when a lane collects nothing
 
