@@ -586,18 +586,12 @@ def markdown_headings(text: str) -> list[str]:
     fenced code blocks (a ``# comment`` in a shell or Python block is no heading). Line by
     line, string code only: linear in the text."""
     headings: list[str] = []
-    fence: tuple[str, int] | None = None
     paragraph: list[str] = []
-    for line in text.splitlines():
-        line = line.expandtabs(4)
-        if fence is not None:
-            if _closes(line, fence):
-                fence = None
-            continue
-        opened = _fence(line)
-        if opened is not None:
-            fence, paragraph = opened, []
-            continue
+    previous = 0
+    for number, line in prose_lines(text):
+        if number != previous + 1:
+            paragraph = []  # a fenced block came between: it ends the paragraph
+        previous = number
         if not line.strip():
             paragraph = []
             continue
