@@ -20,10 +20,10 @@ _SUBCOMMANDS = {
     "explain": "policy_checks.commands:explain",
     "baseline": "policy_checks.commands:baseline_command",
     "fix": "policy_checks.fix.cli:fix",
-    "remove": "policy_checks.fix.remove:remove",
-    "graduate": "policy_checks.fix.graduate:graduate",
+    "remove": "policy_checks.lifecycle.remove:remove",
+    "graduate": "policy_checks.lifecycle.graduate:graduate",
     "bot": "policy_checks.bot.cli:bot",
-    "features": "policy_checks.board:features",
+    "features": "policy_checks.lifecycle.board:features",
 }
 
 

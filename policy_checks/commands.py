@@ -17,7 +17,7 @@ import click
 from . import gitfiles
 from .config import ConfigError, find_root, load
 from .report import FORMATS, Options
-from .report.options import emit
+from .output import emit
 from .report.rule_help import explanation, rule_table
 from .rules.registry import ALL_IDS, unknown_rule
 

@@ -9,10 +9,10 @@ its request budgets and its threat model are docs/bot.rst.
 Layout, one concern per module:
 
 - ``parsers``      text in, facts out: PR body section, tracking-issue body, extension
-                   commands; FEATURE.toml through ``policy_checks.features``, the record
+                   commands; FEATURE.toml through ``policy_checks.lifecycle.records``, the record
                    module the checker's EXP009 uses too. No network.
 - ``deadlines``    UTC dates, the weekly cycle and the "N days left" wording; the window
-                   and the deadline status come from ``policy_checks.graduation``.
+                   and the deadline status come from ``policy_checks.lifecycle.window``.
 - ``markdown``     escaping of user text quoted in comments.
 - ``client``       PyGithub connection with a bounded retry budget, error wording.
 - ``graphql``      the bulk reads (one request where REST needs one per issue or file),

@@ -19,7 +19,7 @@ import os
 
 import click
 
-from ..features import repository_problem
+from ..lifecycle.records import repository_problem
 
 DEFAULT_API_URL = "https://api.github.com"
 NEEDS_PYGITHUB = 'policy-check: the bot needs PyGithub: pip install "flashinfer-policy-check[bot]"'

@@ -28,7 +28,7 @@ experimental code a PR adds, in the feature's directory or anywhere, is not part
 graduation: `added_experimental` lists it for the caller, which asks for a declaration as
 for any experimental change.
 
-Each of the seven steps of `policy_checks.graduation.GRADUATION_STEPS` gets a state:
+Each of the seven steps of `policy_checks.lifecycle.window.GRADUATION_STEPS` gets a state:
 
 * step 2 (move the code): the directory is a pure shim (required), with the files moved out;
 * step 3 (the decorator swap): each core entry point is marked ``@flashinfer_api`` at head,
@@ -56,8 +56,8 @@ from typing import Collection, Iterable, Iterator, Mapping
 
 from .. import markers
 from ..config import DEFAULT, Settings, under
-from ..features import TrackingRef, is_feature_name, parse as parse_record
-from ..graduation import GRADUATION_STEPS, GraduationStep
+from ..lifecycle.records import TrackingRef, is_feature_name, parse as parse_record
+from ..lifecycle.window import GRADUATION_STEPS, GraduationStep
 from ..markers import Marked
 from .markdown import bullet_list, code
 from .revisions import FileAtRevisions

@@ -49,8 +49,8 @@ import github
 import requests
 
 from ..config import DEFAULT, is_experimental_path  # FlashInfer's default layout: the PR is of a FlashInfer checkout
-from ..features import TrackingRef
-from ..graduation import WINDOW_IN_WORDS
+from ..lifecycle.records import TrackingRef
+from ..lifecycle.window import WINDOW_IN_WORDS
 from . import deadlines, graduation_pr, graphql, policy_weakening as pw
 from .baseline_diff import (BASELINE_FILE, BaselineChange, BaselineEntry, baseline_texts_change, module_paths,
                             parse_baseline_patch, texts_delta)

@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from urllib.parse import quote, unquote
 
 
-from ..board import BoardRow, render_markdown
-from ..board import rows as board_rows
+from ..lifecycle.board import BoardRow, render_markdown
+from ..lifecycle.board import rows as board_rows
 from ..config import DEFAULT
-from ..features import FeatureRecord, TrackingRef, is_feature_name
+from ..lifecycle.records import FeatureRecord, TrackingRef, is_feature_name
 from ..markers import RECORD
 from . import deadlines, graphql
 from .client import BotError

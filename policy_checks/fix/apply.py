@@ -90,7 +90,7 @@ def _fix_file(target: FixTarget, path: str, findings: List[Finding]) -> FileFix:
         outcome.fixed += fixed
         outcome.left += left
         return outcome
-    from .cst_tools import Unfixable, apply_edits, parse  # libcst: only for a Python file to rewrite
+    from ..editing.cst_tools import Unfixable, apply_edits, parse  # libcst: only for a Python file to rewrite
 
     try:
         file = parse(before, *target.module_of(path))

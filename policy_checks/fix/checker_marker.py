@@ -15,7 +15,7 @@ from typing import Dict, List, Optional
 import libcst as cst
 
 from .. import markers
-from .cst_tools import (
+from ..editing.cst_tools import (
     Edit,
     PythonFile,
     Unfixable,

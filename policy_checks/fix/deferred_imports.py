@@ -14,7 +14,7 @@ from typing import Dict, List, Optional, Tuple
 import libcst as cst
 
 from .. import markers
-from .cst_tools import (
+from ..editing.cst_tools import (
     Edit,
     ImportStatement,
     PythonFile,

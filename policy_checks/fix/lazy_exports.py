@@ -14,7 +14,7 @@ from typing import Dict, List, Optional, Sequence
 
 import libcst as cst
 
-from .cst_tools import (
+from ..editing.cst_tools import (
     Edit,
     PythonFile,
     Unfixable,

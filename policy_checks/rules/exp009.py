@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .. import features
-from ..features import README_PARTS, missing_readme_parts
+from ..lifecycle import records as features
+from ..lifecycle.records import README_PARTS, missing_readme_parts
 from ..markers import RECORD
 from ..needs import EXAMPLE, EXPERIMENTAL_TEST, FEATURE_README, FEATURE_TOML
 from .base import Example, Rule
@@ -28,9 +28,9 @@ class FeatureRecordIncomplete(Rule):
     Every feature under ``flashinfer/experimental/<feature>/`` is admitted for a
     bounded time with a named owner; the bot and the reviewers read that from its
     record: ``FEATURE.toml`` with every field of the record (read and validated by
-    ``policy_checks.features``, the same code the bot reads it with: types and GitHub's
+    ``policy_checks.lifecycle.records``, the same code the bot reads it with: types and GitHub's
     name rules checked, and ``target_date`` inside the admission window of
-    ``policy_checks.graduation``), a ``README.md`` whose headings cover the four
+    ``policy_checks.lifecycle.window``), a ``README.md`` whose headings cover the four
     user-contract items (what is experimental; supported cases and limits; the gates;
     automatic routing), tests under ``tests/experimental/<feature>/`` and a runnable
     example under ``examples/`` (a Python file that parses and mentions the feature).
@@ -48,7 +48,7 @@ class FeatureRecordIncomplete(Rule):
     ever removes baseline entries. A value the record holds but gets wrong (malformed,
     a late ``target_date``, ``apis = []`` for kind ``api``) is reported at its line of
     ``FEATURE.toml``; so is a ``FEATURE.toml`` that is not TOML. ``policy-check
-    features`` lists the same items (``policy_checks.features.survey`` computes them
+    features`` lists the same items (``policy_checks.lifecycle.records.survey`` computes them
     for both).
 
     The README is read as Markdown: ATX headings (``#`` to ``######`` and a space) and

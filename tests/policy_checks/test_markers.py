@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from policy_checks import markers
-from policy_checks.fix.graduate import _shim
+from policy_checks.lifecycle.graduate import _shim
 from policy_checks.markers import Marked, gate_calls, is_pure_shim, marked_definitions, shim_problem
 
 PRELUDE = """\

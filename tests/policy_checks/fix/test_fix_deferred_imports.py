@@ -277,7 +277,7 @@ def test_a_removed_line_is_known_by_what_it_holds_not_by_its_address(tree, monke
 
     import libcst as cst
 
-    from policy_checks.fix import cst_tools
+    from policy_checks.editing import cst_tools
 
     def shared_id(obj):
         return 0 if isinstance(obj, cst.SimpleStatementLine) else builtins.id(obj)

@@ -1,6 +1,6 @@
 """``policy-check graduate FEATURE --to MODULE``: the mechanical steps of graduation.
 
-The graduation checklist (`policy_checks.graduation.GRADUATION_STEPS`) has seven
+The graduation checklist (`policy_checks.lifecycle.window.GRADUATION_STEPS`) has seven
 steps; this command carries out 2, 3, 5 and 6 and prints all seven with their state:
 
 2. The feature's files move from ``<experimental package>/<feature>/`` to the package
@@ -30,7 +30,9 @@ facts (`policy_checks.project.Project`); rewrites use `cst_tools`.
 from __future__ import annotations
 
 import ast
+import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Set, Tuple
@@ -38,15 +40,16 @@ from typing import Dict, List, Optional, Set, Tuple
 import click
 import libcst as cst
 
-from .. import features as feature_records
+from . import records as feature_records
 from .. import markers
 from ..config import module_under, under
 from ..facts import FUNCTION, docstring_ids
-from ..graduation import GRADUATION_STEPS
+from .window import GRADUATION_STEPS
 from ..project import DictBinding, Project
-from . import docs_tree
-from .apply import FileFix, write
-from .cst_tools import (
+from ..editing import docs_tree
+from ..editing.changes import ChangeSet, Rewrite
+from ..editing.shell import run_plan
+from ..editing.cst_tools import (
     PythonFile,
     Unfixable,
     add_edit,
@@ -64,7 +67,7 @@ from .cst_tools import (
     relative_import,
     with_aliases,
 )
-from .findings import FixError, FixTarget, load_project, project_model
+from ..editing.target import FixTarget, Refused, project_model
 
 EXPERIMENTAL_API = markers.EXPERIMENTAL_API
 STABLE_API = markers.STABLE_API
@@ -82,10 +85,6 @@ _CONTRACT_NAMES = {"AotRefusedError", "EXPERIMENTAL_AUTO_ENV_VAR", "experimental
 _CONTRACT_STRINGS = (RECORD, markers.AUTO_BACKENDS_ENV)
 
 
-class Refused(Exception):
-    """The graduation cannot be done cleanly; the message says why."""
-
-
 @dataclass
 class Graduation:
     """What graduating one feature does, computed before anything is written."""
@@ -93,8 +92,10 @@ class Graduation:
     target: FixTarget
     feature: str
     home: str  # the stable package, e.g. "flashinfer.gated_norm"
-    rewrites: List[FileFix] = field(default_factory=list)  # existing files, new bytes
+    changes: ChangeSet
+    rewrites: List[Rewrite] = field(default_factory=list)  # existing files, new bytes
     creations: Dict[str, bytes] = field(default_factory=dict)  # new files
+    modes: Dict[str, int] = field(default_factory=dict)  # a moved file's permission bits
     deletions: List[str] = field(default_factory=list)
     done: Dict[int, List[str]] = field(default_factory=dict)  # checklist step -> what this run did
     for_a_person: Dict[int, List[str]] = field(default_factory=dict)
@@ -104,6 +105,9 @@ class Graduation:
 
     def ask(self, step: int, text: str) -> None:
         self.for_a_person.setdefault(step, []).append(text)
+
+    def report(self, applied: bool) -> List[str]:
+        return [f"Graduation checklist for {self.feature} -> {self.home}:", *checklist(self, applied)]
 
 
 def _moved(name: str, old: str, new: str) -> str:
@@ -116,8 +120,10 @@ def plan_graduation(target: FixTarget, feature: str, home: str, aot: bool = Fals
     if not feature.isidentifier():
         raise Refused(f"{feature!r} is not a feature name")
     feature_dir = target.root / s.experimental_dir / feature
-    if not feature_dir.is_dir():
+    if not os.path.lexists(feature_dir):
         raise Refused(f"no feature directory {s.experimental_dir}/{feature}")
+    changes = ChangeSet(target.root)
+    changes.files_under(f"{s.experimental_dir}/{feature}")  # a link or a FIFO in it refuses now
     home_before = feature_records.graduated_to(feature_dir, s.experimental_package)
     if home_before is not None:
         raise Refused(f"{feature} already graduated to {home_before}")
@@ -128,7 +134,7 @@ def plan_graduation(target: FixTarget, feature: str, home: str, aot: bool = Fals
     project = project_model(target)
     _check_home(target, project, home)
     old = f"{s.experimental_package}.{feature}"
-    graduation = Graduation(target, feature, home)
+    graduation = Graduation(target, feature, home, changes)
     record = feature_records.read(feature_dir / RECORD) if (feature_dir / RECORD).is_file() else None
     backends = set(record.backends or ()) if record else set()
 
@@ -158,6 +164,7 @@ def plan_graduation(target: FixTarget, feature: str, home: str, aot: bool = Fals
     for fix in graduation.rewrites:
         if fix.path.endswith(".py"):
             _must_parse(fix.path, fix.after)
+    graduation.changes.add_planned(graduation.rewrites, graduation.creations, graduation.deletions, graduation.modes)
     return graduation
 
 
@@ -237,8 +244,9 @@ def _move_feature(graduation: Graduation, feature_dir: Path, old: str) -> None:
     target = graduation.target
     home_dir = graduation.home.replace(".", "/")
     old_dir = feature_dir.relative_to(target.root).as_posix()
-    files = sorted(p for p in feature_dir.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
-    if not (feature_dir / "__init__.py").is_file():
+    changes = graduation.changes
+    files = [target.root / rel for rel in changes.files_under(old_dir) if "__pycache__" not in rel.split("/")]
+    if not (feature_dir / "__init__.py") in files:
         raise Refused(f"{old_dir} has no __init__.py; only a package can graduate")
     for path in files:
         rel = path.relative_to(target.root).as_posix()
@@ -247,7 +255,8 @@ def _move_feature(graduation: Graduation, feature_dir: Path, old: str) -> None:
         if path.name == RECORD:
             graduation.deletions.append(rel)
             continue
-        data = path.read_bytes()
+        data = changes.read(rel)
+        graduation.modes[new_rel] = stat.S_IMODE(os.lstat(path).st_mode)
         if path.suffix != ".py":
             graduation.creations[new_rel] = data
             graduation.deletions.append(rel)
@@ -260,7 +269,7 @@ def _move_feature(graduation: Graduation, feature_dir: Path, old: str) -> None:
         _drop_experimental_markers(file, edits)
         graduation.creations[new_rel] = apply_edits(file, edits) if edits else data
         shim = _shim(graduation.feature, module, new_module, is_package and rel == f"{old_dir}/__init__.py", graduation.home)
-        graduation.rewrites.append(FileFix(rel, data, shim))
+        graduation.rewrites.append(Rewrite(rel, data, shim))
     graduation.did(2, f"moved {old_dir}/ to {home_dir}/ ({len(files)} files), shims left at the old module paths")
     if (feature_dir / RECORD).is_file():
         graduation.did(2, f"deleted {old_dir}/{RECORD}")
@@ -448,7 +457,7 @@ def _swap_core(graduation: Graduation, project: Project, old: str, backends: Set
         reached = reached or bool(hits) or bool(swapped)
         after = apply_edits(file, edits)
         if after != data:
-            graduation.rewrites.append(FileFix(rel, data, after))
+            graduation.rewrites.append(Rewrite(rel, data, after))
             graduation.did(3, f"{rel}: imports point at {graduation.home}" + (
                 f"; @{STABLE_API} on {', '.join(swapped)}" if swapped else "") + (
                 f"; {gates} gate call(s) dropped" if gates else ""))
@@ -606,7 +615,7 @@ def _move_tests(graduation: Graduation, project: Project, old: str) -> None:
     target = graduation.target
     s = target.settings
     tests = target.root / s.experimental_tests / graduation.feature
-    if not tests.is_dir():
+    if not os.path.lexists(tests):
         graduation.ask(6, f"write stable tests: {s.experimental_tests}/{graduation.feature}/ does not exist")
         return
     new_dir = stable_tests_dir(target, graduation.home)
@@ -614,11 +623,13 @@ def _move_tests(graduation: Graduation, project: Project, old: str) -> None:
         raise Refused(f"the tests would move to {new_dir}, which already exists")
     dropped: List[str] = []
     trimmed: List[str] = []
-    files = sorted(p for p in tests.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    tests_rel = tests.relative_to(target.root).as_posix()
+    files = [target.root / rel for rel in graduation.changes.files_under(tests_rel) if "__pycache__" not in rel.split("/")]
     for path in files:
         rel = path.relative_to(target.root).as_posix()
         new_rel = f"{new_dir}/{path.relative_to(tests).as_posix()}"
-        data = path.read_bytes()
+        data = graduation.changes.read(rel)
+        graduation.modes[new_rel] = stat.S_IMODE(os.lstat(path).st_mode)
         if path.suffix == ".py":
             file = _parse(target, rel)
             edits: dict = {}
@@ -757,7 +768,7 @@ def _retarget_examples(graduation: Graduation, project: Project, old: str) -> No
         file = _parse(target, rel)
         edits: dict = {}
         if _retarget(file, old, graduation.home, file.module_name, edits):
-            graduation.rewrites.append(FileFix(rel, data, apply_edits(file, edits)))
+            graduation.rewrites.append(Rewrite(rel, data, apply_edits(file, edits)))
             graduation.did(2, f"{rel}: imports point at {graduation.home}")
 
 
@@ -789,7 +800,7 @@ def _list_in_docs(graduation: Graduation, project: Project, entry_points: List[T
         before = (target.root / rel).read_bytes()
         after = text.encode("utf-8")
         if after != before:
-            graduation.rewrites.append(FileFix(rel, before, after))
+            graduation.rewrites.append(Rewrite(rel, before, after))
 
 
 def _module_names(project: Project, module: str) -> Set[str]:
@@ -846,7 +857,7 @@ def _export_top_level(graduation: Graduation, project: Project, entry_points: Li
     else:
         add_edit(edits, table, _with_entries(missing))
     before = (target.root / rel).read_bytes()
-    graduation.rewrites.append(FileFix(rel, before, apply_edits(file, edits)))
+    graduation.rewrites.append(Rewrite(rel, before, apply_edits(file, edits)))
     for name, _ in missing:
         graduation.did(4, f"{rel}: exports {name}")
 
@@ -954,7 +965,7 @@ def _register_aot(graduation: Graduation, project: Project) -> None:
     edits: dict = {}
     add_edit(edits, function.body, lambda updated: updated.with_changes(body=[*updated.body, *statements]))
     before = (target.root / rel).read_bytes()
-    graduation.rewrites.append(FileFix(rel, before, apply_edits(file, edits)))
+    graduation.rewrites.append(Rewrite(rel, before, apply_edits(file, edits)))
     for module, name in factories:
         graduation.did(5, f"{rel}: registers {module}.{name}()")
 
@@ -981,27 +992,6 @@ def _parse(target: FixTarget, rel: str) -> PythonFile:
         return parse((target.root / rel).read_bytes(), *target.module_of(rel))
     except Unfixable as reason:
         raise Refused(f"{rel}: {reason}") from None
-
-
-def apply_graduation(graduation: Graduation) -> None:
-    """Write the plan: new files first, then rewrites, then deletions."""
-    root = graduation.target.root
-    for rel, data in graduation.creations.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "xb") as stream:  # never over an existing file
-            stream.write(data)
-    for file_fix in graduation.rewrites:
-        if not write(graduation.target, file_fix):
-            raise Refused(f"{file_fix.path} changed on disk during the run; stopped there")
-    import shutil
-
-    for rel in graduation.deletions:
-        path = root / rel
-        if path.is_dir():
-            shutil.rmtree(path)
-        elif path.exists():
-            path.unlink()
 
 
 def checklist(graduation: Graduation, applied: bool) -> List[str]:
@@ -1034,28 +1024,5 @@ def graduate(feature: str, home: str, diff: bool, aot: bool, root: Optional[str]
 
 
 def run_graduate(feature: str, home: str, *, diff: bool = False, aot: bool = False, root: Optional[str] = None) -> int:
-    try:
-        target = load_project(Path(root) if root else None)
-    except FixError as error:
-        click.echo(f"policy-check graduate: {error}", err=True)
-        return 2
-    try:
-        graduation = plan_graduation(target, feature, home, aot=aot)
-    except Refused as reason:
-        click.echo(f"policy-check graduate: {feature}: refused, nothing written: {reason}", err=True)
-        return 1
-    if diff:
-        for rel, data in graduation.creations.items():
-            click.echo(FileFix(rel, b"", data).diff(), nl=False)
-        for file_fix in graduation.rewrites:
-            click.echo(file_fix.diff(), nl=False)
-    else:
-        try:
-            apply_graduation(graduation)
-        except (Refused, OSError) as error:
-            click.echo(f"policy-check graduate: {feature}: {error}", err=True)
-            return 1
-    click.echo(f"Graduation checklist for {feature} -> {home}:", err=diff)
-    for line in checklist(graduation, applied=not diff):
-        click.echo(line, err=diff)
-    return 0
+    return run_plan("graduate", feature, lambda target: plan_graduation(target, feature, home, aot=aot), diff=diff,
+                    root=root)

@@ -12,7 +12,7 @@ import posixpath
 import re
 from typing import Iterable, Iterator, List, Set, Tuple
 
-from .findings import FixTarget
+from .target import FixTarget
 
 PAGE_SUFFIXES = (".rst", ".md")
 TEXT_SUFFIXES = (".rst", ".md", ".txt")

@@ -3,7 +3,7 @@
 A feature is admitted for a bounded time: its target date lies at most
 `ADMISSION_WINDOW` after its admission, and without a target date its deadline is the
 end of that window (docs/experimental.rst, "Admission"; docs/bot.rst). The checker
-(EXP009, through `policy_checks.features`), the bot's PR check and its weekly review
+(EXP009, through `policy_checks.lifecycle.records`), the bot's PR check and its weekly review
 all take the window, its wording and the status of a deadline from here, so they
 cannot drift apart. The graduation checklist (`GRADUATION_STEPS`) is defined here
 too: ``policy-check graduate`` prints it and the bot's PR check shows it on a
@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import NamedTuple
 
-from . import markers
+from .. import markers
 
 ADMISSION_WINDOW = dt.timedelta(weeks=4)  # default and longest time from admission to the target date
 DUE_SOON_WITHIN = dt.timedelta(days=7)  # a deadline at most this far away is "due soon"

@@ -25,8 +25,8 @@ removed stays as it was.
 from __future__ import annotations
 
 import ast
+import os
 import re
-import shutil
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -42,8 +42,9 @@ from ..markers import dotted_name as ast_dotted_name
 from ..facts import docstring_ids
 from ..facts import package_of as facts_package_of
 from ..project import DefTarget, DictBinding, ModuleTarget
-from .apply import FileFix, write
-from .cst_tools import (
+from ..editing.changes import ChangeSet, Rewrite
+from ..editing.shell import run_plan
+from ..editing.cst_tools import (
     PythonFile,
     Unfixable,
     add_edit,
@@ -61,16 +62,12 @@ from .cst_tools import (
     parse,
     with_aliases,
 )
-from . import docs_tree
-from .findings import FixError, FixTarget, load_project, project_model
+from ..editing import docs_tree
+from ..editing.target import FixTarget, Refused, project_model
 
 EXPERIMENTAL_API = markers.EXPERIMENTAL_API
 BACKEND_REQUIREMENT = markers.BACKEND_REQUIREMENT
 IMPORT_CALLS = markers.IMPORT_FUNCTIONS  # importorskip too: one list, the checker's
-
-
-class Refused(Exception):
-    """The removal cannot be done cleanly; the message says why."""
 
 
 @dataclass
@@ -79,10 +76,18 @@ class Removal:
 
     target: FixTarget
     feature: str
-    rewrites: List[FileFix] = field(default_factory=list)
+    changes: ChangeSet
+    rewrites: List[Rewrite] = field(default_factory=list)
     deletions: List[str] = field(default_factory=list)  # root-relative files and directories
     removed: List[str] = field(default_factory=list)  # what went, for the report
     notes: List[str] = field(default_factory=list)  # "file:line: text" left for a person
+
+    def report(self, applied: bool) -> List[str]:
+        verb = "removed" if applied else "would remove"
+        lines = [f"{verb}: {item}" for item in self.removed]
+        lines += [f"{verb}: {rel}" for rel in self.deletions]
+        lines += [f"{'rewrote' if applied else 'would rewrite'}: {path}" for path, _, _ in self.rewrites]
+        return lines + [f"left for a person: {note}" for note in self.notes]
 
 
 @dataclass(frozen=True)
@@ -99,13 +104,15 @@ def plan_removal(target: FixTarget, feature: str) -> Removal:
     if not feature.isidentifier():
         raise Refused(f"{feature!r} is not a feature name")
     feature_dir = f"{settings.experimental_dir}/{feature}"
-    if not (target.root / feature_dir).is_dir():
+    if not os.path.lexists(target.root / feature_dir):
         raise Refused(f"no feature directory {feature_dir}")
     prefix = f"{settings.experimental_package}.{feature}"
-    removal = Removal(target, feature)
+    removal = Removal(target, feature, ChangeSet(target.root))
+    removal.changes.files_under(feature_dir)  # a link or a FIFO in it refuses now, before any planning
     removal.deletions.append(feature_dir)
     tests_dir = f"{settings.experimental_tests}/{feature}"
-    if (target.root / tests_dir).is_dir():
+    if os.path.lexists(target.root / tests_dir):
+        removal.changes.files_under(tests_dir)
         removal.deletions.append(tests_dir)
 
     project = project_model(target)
@@ -203,7 +210,7 @@ def plan_removal(target: FixTarget, feature: str) -> Removal:
                 _check_unused_in_module(file, name, removed_nodes, rel)
             after_of[rel] = after
             if after != before:
-                removal.rewrites.append(FileFix(rel, before, after))
+                removal.rewrites.append(Rewrite(rel, before, after))
 
     removal.deletions += _examples(target, project, feature, prefix)
     gone_modules = {project.files[rel].module for rel in project.files if gone(rel)}
@@ -220,6 +227,7 @@ def plan_removal(target: FixTarget, feature: str) -> Removal:
         if users:
             raise Refused(f"{rel} would hold nothing, but {', '.join(users)} import(s) it")
     _plan_docs(target, project, removal, [feature, *retired, *public])
+    removal.changes.add_planned(removal.rewrites, deletions=removal.deletions)
     return removal
 
 
@@ -942,29 +950,11 @@ def _plan_docs(target: FixTarget, project, removal: Removal, words) -> None:
             if rel.endswith(docs_tree.PAGE_SUFFIXES):
                 dropped = docs_tree.toctree_lines(lines, rel, docs_tree.source_dir(target, rel, top), gone_pages)
             if dropped:
-                removal.rewrites.append(FileFix(rel, before, b"".join(l for i, l in enumerate(lines) if i not in dropped)))
+                removal.rewrites.append(Rewrite(rel, before, b"".join(l for i, l in enumerate(lines) if i not in dropped)))
             for index, line in enumerate(lines):
                 text = line.decode("utf-8", "replace").strip()
                 if index not in dropped and pattern.search(text):
                     removal.notes.append(f"{rel}:{index + 1}: {text}")
-
-
-def _deletion_diff(target: FixTarget, rel: str) -> str:
-    path = target.root / rel
-    paths = sorted(p for p in path.rglob("*") if p.is_file() and "__pycache__" not in p.parts) if path.is_dir() else [path]
-    return "".join(FileFix(p.relative_to(target.root).as_posix(), p.read_bytes(), b"").diff() for p in paths)
-
-
-def apply_removal(removal: Removal) -> None:
-    for file_fix in removal.rewrites:
-        if not write(removal.target, file_fix):
-            raise Refused(f"{file_fix.path} changed on disk during the run; nothing more written")
-    for rel in removal.deletions:
-        path = removal.target.root / rel
-        if path.is_dir():
-            shutil.rmtree(path)
-        elif path.exists():
-            path.unlink()
 
 
 @click.command()
@@ -981,34 +971,4 @@ def remove(feature: str, diff: bool, root: Optional[str]) -> None:
 
 
 def run_remove(feature: str, *, diff: bool = False, root: Optional[str] = None) -> int:
-    try:
-        target = load_project(Path(root) if root else None)
-    except FixError as error:
-        click.echo(f"policy-check remove: {error}", err=True)
-        return 2
-    try:
-        removal = plan_removal(target, feature)
-    except Refused as reason:
-        click.echo(f"policy-check remove: {feature}: refused, nothing written: {reason}", err=True)
-        return 1
-    if diff:
-        for file_fix in removal.rewrites:
-            click.echo(file_fix.diff(), nl=False)
-        for rel in removal.deletions:
-            click.echo(_deletion_diff(target, rel), nl=False)
-    else:
-        try:
-            apply_removal(removal)
-        except (Refused, OSError) as error:
-            click.echo(f"policy-check remove: {feature}: {error}", err=True)
-            return 1
-    verb = "would remove" if diff else "removed"
-    for item in removal.removed:
-        click.echo(f"{verb}: {item}", err=diff)
-    for rel in removal.deletions:
-        click.echo(f"{verb}: {rel}", err=diff)
-    for file_fix in removal.rewrites:
-        click.echo(f"{'would rewrite' if diff else 'rewrote'}: {file_fix.path}", err=diff)
-    for note in removal.notes:
-        click.echo(f"left for a person: {note}", err=diff)
-    return 0
+    return run_plan("remove", feature, lambda target: plan_removal(target, feature), diff=diff, root=root)

@@ -16,9 +16,9 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policy_checks import features, features_init
+from policy_checks.lifecycle import drafting as features_init, records as features
 from policy_checks.cli import main
-from policy_checks.features_init import FirstCommit, draft, noreply_login, readme_statements
+from policy_checks.lifecycle.drafting import FirstCommit, draft, noreply_login, readme_statements
 from policy_checks.runner import run
 
 if sys.version_info >= (3, 11):
@@ -26,7 +26,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from .conftest import write_tree
+from ..conftest import write_tree
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is needed")
 

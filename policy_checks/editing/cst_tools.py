@@ -15,7 +15,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider, ScopeProvider
 
 from .. import markers
-from .findings import Finding, FixTarget
+from .target import FixTarget
 
 Edit = Callable[[cst.CSTNode], cst.CSTNode]
 ImportStatement = Union[cst.Import, cst.ImportFrom]
@@ -70,7 +70,7 @@ def parse(source: bytes, module_name: str, is_package: bool) -> PythonFile:
     return PythonFile(MetadataWrapper(tree, unsafe_skip_copy=True), module_name, is_package)
 
 
-def import_at(file: PythonFile, finding: Finding) -> ImportStatement:
+def import_at(file: PythonFile, finding: "Position") -> ImportStatement:
     """The import statement a finding points at (its first line and 1-based column)."""
     on_line = [
         node

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from . import markers
-from .graduation import WINDOW_IN_WORDS, default_deadline
+from .. import markers
+from .window import WINDOW_IN_WORDS, default_deadline
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -1,18 +1,18 @@
 """``policy-check features``: the board of the experimental track, and ``features init``.
 
 One row per feature (a direct subdirectory of the experimental package, as EXP009 sees
-them: `policy_checks.features.feature_directories`): what its ``FEATURE.toml`` says
+them: `policy_checks.lifecycle.records.feature_directories`): what its ``FEATURE.toml`` says
 (kind, owner, tracking issue, admission, deadline, automatic routing, APIs, backends),
-how far the deadline is (``policy_checks.graduation``: UTC calendar days, the admission
+how far the deadline is (``policy_checks.lifecycle.window``: UTC calendar days, the admission
 window and the overdue / due soon / on track status), and what the feature lacks.
 
-Records are read by `policy_checks.features`, never parsed here, and what a feature
-lacks is `policy_checks.features.survey`'s answer, the one EXP009 reports item by item.
+Records are read by `policy_checks.lifecycle.records`, never parsed here, and what a feature
+lacks is `policy_checks.lifecycle.records.survey`'s answer, the one EXP009 reports item by item.
 `rows` builds the board from records, so the checker (records read from the tree,
 `survey_tree`) and the bot's weekly review (records read through GraphQL, with each
 tracking issue's state added; there the record alone says what is lacking) show the
 same table. Offline: the tree alone, one small file per feature.
-``policy-check features init`` (`policy_checks.features_init`) writes the missing records.
+``policy-check features init`` (`policy_checks.lifecycle.drafting`) writes the missing records.
 
 Text from a record is untrusted. The text format escapes what is not printable; the
 Markdown format renders every cell that comes from input as an inert code span
@@ -32,12 +32,12 @@ from typing import Iterable, Iterator
 
 import click
 
-from . import graduation
-from .config import ConfigError, Settings, find_root, load
-from .features import FIELDS, SHIM_MARKER, Feature, FeatureRecord, Problem, record_lacks, survey
-from .markdown import code, table_row
-from .markers import README, RECORD
-from .report.options import emit
+from . import window as graduation
+from ..config import ConfigError, Settings, find_root, load
+from .records import FIELDS, SHIM_MARKER, Feature, FeatureRecord, Problem, record_lacks, survey
+from ..markdown import code, table_row
+from ..markers import README, RECORD
+from ..output import emit
 
 MAX_CELL_ITEMS = 5  # APIs or backends shown in one Markdown cell; the rest are counted
 
@@ -92,7 +92,7 @@ def _iso(day: dt.date | None) -> str | None:
 
 
 def lacks(record: FeatureRecord) -> list[str]:
-    """What the record lacks (`policy_checks.features.record_lacks`, as EXP009 reports it):
+    """What the record lacks (`policy_checks.lifecycle.records.record_lacks`, as EXP009 reports it):
     ``FEATURE.toml`` and every field when there is no usable record (missing, unreadable,
     not TOML), else the fields missing or wrong, in `FIELDS` order. What the rest of the
     directory lacks (README, tests, example) is known only from the tree (`survey_tree`)."""
@@ -100,7 +100,7 @@ def lacks(record: FeatureRecord) -> list[str]:
 
 
 def lack_items(found) -> list[str]:
-    """The items of `policy_checks.features.Lack` records, each once, in order."""
+    """The items of `policy_checks.lifecycle.records.Lack` records, each once, in order."""
     items: list[str] = []
     for lack in found:
         if lack.item not in items:
@@ -159,13 +159,13 @@ def rows(records: Iterable[FeatureRecord], today: dt.date, this_repo: str = "",
 
 def survey_tree(root: Path, settings: Settings) -> list[Feature]:
     """Every feature of the tree with its record and what it lacks, as EXP009 sees them
-    (`policy_checks.features.survey`, with the checker's file selection and examples).
+    (`policy_checks.lifecycle.records.survey`, with the checker's file selection and examples).
     A directory that binds ``__graduated_to__`` but is no pure shim gets that as a problem.
 
     No experimental package means no features. Raises OSError when the package's
     directory exists but cannot be listed.
     """
-    from .project import Project  # the checker's view of which files count
+    from ..project import Project  # the checker's view of which files count
 
     def no_facts(source):  # the board reads no Python file's facts
         raise AssertionError(source)
@@ -355,7 +355,7 @@ def init(ctx: click.Context, root: Path | None, diff: bool) -> None:
     directory; the rest is left as commented-out TODO lines for a person. Never
     overwrites a file; a second run writes nothing.
     """
-    from . import features_init
+    from . import drafting as features_init
 
     root = root or ctx.obj
     with _tree_errors_exit_2():

@@ -1,4 +1,4 @@
-"""What a feature lacks, computed once (``policy_checks.features.survey``) for EXP009 and the
+"""What a feature lacks, computed once (``policy_checks.lifecycle.records.survey``) for EXP009 and the
 board: one finding per item, each with a fingerprint of its own, reported at a file that
 exists; and paying any part of a baselined feature's debt only ever removes entries."""
 
@@ -15,13 +15,13 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from policy_checks import features
+from policy_checks.lifecycle import records as features
 from policy_checks.cli import main
 from policy_checks.config import from_table
-from policy_checks.features import FIELDS, README_PARTS, markdown_headings, missing_readme_parts
+from policy_checks.lifecycle.records import FIELDS, README_PARTS, markdown_headings, missing_readme_parts
 from policy_checks.runner import run
 
-from .conftest import write_tree
+from ..conftest import write_tree
 
 FEATURE_DIR = "flashinfer/experimental/splitk"
 RECORD_LINES = {

@@ -1,0 +1,365 @@
+"""A planned edit of a tree: its ``--diff``, and its apply, all or nothing.
+
+Every command that edits the tree (``fix``, ``remove``, ``graduate``) plans a
+`ChangeSet` first and writes nothing until the plan is whole. The set keeps the
+promises the commands make:
+
+- its `ChangeSet.diff` is the patch `ChangeSet.apply` carries out: ``git apply`` on a
+  copy of the tree gives the tree the run leaves. Created and deleted files carry git's
+  headers (``/dev/null``, file modes), so empty files and modes survive; a file that
+  is not UTF-8 text goes as a git binary patch (with full blob ids, as git requires);
+- only regular files inside the root are read, written or deleted: a path with
+  ``..``, an absolute path, a symlink on the way or at the end, a FIFO or a device is
+  `Refused` when it is planned (`lstat`, never following links), and the bytes
+  planned from are the bytes checked again just before the apply;
+- `ChangeSet.apply` either makes every change or, on any failure half-way, puts back
+  every file it had touched and removes what it created.
+"""
+
+from __future__ import annotations
+
+import base64
+import difflib
+import hashlib
+import os
+import re
+import stat
+import tempfile
+import zlib
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Callable, Dict, Iterator, List, NamedTuple, Optional
+
+from .target import Refused
+
+REGULAR_MODE = 0o644
+
+
+class Rewrite(NamedTuple):
+    """A planned rewrite of an existing file, before it joins a `ChangeSet`."""
+
+    path: str
+    before: bytes
+    after: bytes
+_LINE = re.compile(rb"[^\n]*\n|[^\n]+\Z")  # git's lines: split at "\n" only
+_NOT_SHOWN = ("__pycache__",)  # deleted with their directory, never part of the patch
+
+
+@dataclass(frozen=True)
+class Change:
+    """One file: `before` None means created, `after` None means deleted."""
+
+    path: str  # root-relative, posix
+    before: Optional[bytes]
+    after: Optional[bytes]
+    mode: int = REGULAR_MODE  # the permission bits of the file, kept by a rewrite
+
+    @property
+    def shown(self) -> bool:
+        return not any(part in _NOT_SHOWN for part in PurePosixPath(self.path).parts)
+
+    def diff(self) -> str:
+        """This change as git writes it (``git diff`` / ``git apply`` format)."""
+        if self.before == self.after:
+            return ""
+        old, new = f"a/{self.path}", f"b/{self.path}"
+        head = [f"diff --git {old} {new}\n"]
+        if self.before is None:
+            head.append(f"new file mode {_git_mode(self.mode)}\n")
+            old = "/dev/null"
+        elif self.after is None:
+            head.append(f"deleted file mode {_git_mode(self.mode)}\n")
+            new = "/dev/null"
+        before, after = self.before or b"", self.after or b""
+        if _is_binary(before) or _is_binary(after):
+            head.append(f"index {_blob_id(self.before)}..{_blob_id(self.after)}\n")
+            return "".join(head) + "GIT binary patch\n" + _literal(after) + "\n" + _literal(before) + "\n"
+        if not before and not after:  # an empty file created or deleted: the header says it all
+            return "".join(head)
+        lines = difflib.unified_diff(_lines(before), _lines(after), old, new)
+        body = "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
+        return "".join(head) + body
+
+
+def _git_mode(mode: int) -> str:
+    return "100755" if mode & 0o111 else "100644"
+
+
+def _lines(data: bytes) -> List[str]:
+    return [line.decode("utf-8") for line in _LINE.findall(data)]
+
+
+def _is_binary(data: bytes) -> bool:
+    if b"\0" in data:
+        return True
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return False
+
+
+def _blob_id(data: Optional[bytes]) -> str:
+    if data is None:
+        return "0" * 40
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def _literal(data: bytes) -> str:
+    """A git binary patch hunk: ``literal <size>``, then zlib data in base85 lines of at
+    most 52 bytes, each led by its length (A-Z: 1-26, a-z: 27-52)."""
+    packed = zlib.compress(data)
+    out = [f"literal {len(data)}\n"]
+    for start in range(0, len(packed), 52):
+        chunk = packed[start:start + 52]
+        size = len(chunk)
+        lead = chr(ord("A") + size - 1) if size <= 26 else chr(ord("a") + size - 27)
+        out.append(lead + base64.b85encode(chunk, pad=True).decode("ascii") + "\n")
+    return "".join(out)
+
+
+class ChangeSet:
+    """The changes one command plans for the tree at `root`, checked as they are added."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self._changes: Dict[str, Change] = {}
+        self._directories: List[str] = []  # removed whole, once their files are gone
+
+    # planning ---------------------------------------------------------------------
+
+    def read(self, rel: str) -> bytes:
+        """The bytes of the regular file `rel`; `Refused` for anything else."""
+        path = self._inside(rel)
+        info = self._lstat(rel, path)
+        if info is None:
+            raise Refused(f"{rel}: no such file")
+        if not stat.S_ISREG(info.st_mode):
+            raise Refused(f"{rel} is {_kind(info.st_mode)}, not a regular file; refusing to touch it")
+        return path.read_bytes()
+
+    def rewrite(self, rel: str, after: bytes, before: Optional[bytes] = None) -> None:
+        """Replace the file's bytes; `before` is what the plan read (read now if not given)."""
+        current = self.read(rel)  # a regular file inside the root, or Refused
+        if before is not None and before != current:
+            raise Refused(f"{rel} changed on disk during the run; nothing written")
+        before = current
+        mode = stat.S_IMODE(os.lstat(self._inside(rel)).st_mode)
+        self._add(Change(rel, before, after, mode))
+
+    def create(self, rel: str, data: bytes, mode: int = REGULAR_MODE) -> None:
+        """A new file; `Refused` where something is already there (and stays)."""
+        path = self._inside(rel)
+        earlier = self._changes.get(rel)
+        if earlier is not None:
+            if earlier.after is not None:
+                raise Refused(f"{rel} is planned twice")
+            self._changes[rel] = Change(rel, earlier.before, data, mode)  # deleted, then made again
+            return
+        if self._lstat(rel, path) is not None:
+            raise Refused(f"{rel} already exists")
+        self._changes[rel] = Change(rel, None, data, mode)
+
+    def delete(self, rel: str) -> None:
+        """Delete the file `rel`, or the directory `rel` and every file under it."""
+        path = self._inside(rel)
+        info = self._lstat(rel, path)
+        if info is None:
+            return
+        if stat.S_ISDIR(info.st_mode):
+            for file_rel in list(self._files_under(rel)):  # whole, or refused before any is planned
+                self.delete(file_rel)
+            self._directories.append(rel)
+            return
+        before = self.read(rel)
+        earlier = self._changes.get(rel)
+        if earlier is not None and earlier.before is None:  # created by this plan: no change at all
+            del self._changes[rel]
+            return
+        self._add(Change(rel, earlier.before if earlier else before, None, stat.S_IMODE(info.st_mode)))
+
+    def files_under(self, rel: str) -> List[str]:
+        """Root-relative paths of the regular files under the directory `rel` (sorted);
+        `Refused` at a symlink or a special file anywhere below it."""
+        info = self._lstat(rel, self._inside(rel))
+        if info is None or not stat.S_ISDIR(info.st_mode):
+            raise Refused(f"{rel} is {_kind(info.st_mode) if info else 'missing'}, not a directory")
+        return list(self._files_under(rel))
+
+    def _files_under(self, rel: str) -> Iterator[str]:
+        for entry in sorted(os.scandir(self._inside(rel)), key=lambda e: e.name):
+            child = f"{rel}/{entry.name}"
+            info = entry.stat(follow_symlinks=False)
+            if stat.S_ISDIR(info.st_mode):
+                yield from self._files_under(child)
+            elif stat.S_ISREG(info.st_mode):
+                yield child
+            else:
+                raise Refused(f"{child} is {_kind(info.st_mode)}; refusing to touch it")
+
+    def _add(self, change: Change) -> None:
+        earlier = self._changes.get(change.path)
+        if earlier is not None:
+            change = Change(change.path, earlier.before, change.after, change.mode)
+        self._changes[change.path] = change
+
+    def _inside(self, rel: str) -> Path:
+        """`rel` as a path under the root, no component of it a link; else `Refused`."""
+        pure = PurePosixPath(rel)
+        if not rel or pure.is_absolute() or ".." in pure.parts or "\\" in rel or "\0" in rel:
+            raise Refused(f"{rel!r} is not a path inside the repository")
+        current = self.root
+        for part in pure.parts[:-1]:
+            current = current / part
+            try:
+                info = os.lstat(current)
+            except FileNotFoundError:
+                break
+            if not stat.S_ISDIR(info.st_mode):
+                raise Refused(f"{current.relative_to(self.root).as_posix()} is {_kind(info.st_mode)}, "
+                              "not a directory; refusing to go through it")
+        return self.root.joinpath(*pure.parts)
+
+    @staticmethod
+    def _lstat(rel: str, path: Path) -> Optional[os.stat_result]:
+        try:
+            return os.lstat(path)
+        except FileNotFoundError:
+            return None
+
+    def add_planned(self, rewrites=(), creations=None, deletions=(), modes=None) -> "ChangeSet":
+        """Add a command's plan: `Rewrite`s, {path: bytes} creations (with their `modes`,
+        default `REGULAR_MODE`), then deletions (files or whole directories)."""
+        for rel, before, after in rewrites:
+            self.rewrite(rel, after, before)
+        for rel, data in sorted((creations or {}).items()):
+            self.create(rel, data, (modes or {}).get(rel, REGULAR_MODE))
+        for rel in deletions:
+            self.delete(rel)
+        return self
+
+    # reading the plan -------------------------------------------------------------
+
+    @property
+    def changes(self) -> List[Change]:
+        return [self._changes[rel] for rel in sorted(self._changes)]
+
+    def changed(self, rel: str) -> Optional[Change]:
+        return self._changes.get(rel)
+
+    def __bool__(self) -> bool:
+        return any(c.before != c.after for c in self._changes.values()) or bool(self._directories)
+
+    def diff(self) -> str:
+        """The patch of the whole set, in path order (what ``--diff`` prints)."""
+        return "".join(change.diff() for change in self.changes if change.shown)
+
+    # writing ----------------------------------------------------------------------
+
+    def apply(self, before_each: Optional[Callable[[Change], None]] = None) -> None:
+        """Make every change, or none: the tree is checked against the plan first
+        (`Refused` if a file changed since it was read), and any failure half-way
+        (`OSError`, or an error from `before_each`, which tests use) puts back what
+        was done before it is raised again."""
+        for change in self.changes:
+            self._check_unchanged(change)
+        undo: List[Callable[[], None]] = []
+        try:
+            for change in self.changes:
+                if before_each is not None:
+                    before_each(change)
+                undo.append(self._write(change))
+            for rel in sorted(self._directories, key=len, reverse=True):
+                undo.append(self._remove_directory(rel))
+        except BaseException:
+            for step in reversed(undo):
+                step()
+            raise
+
+    def _check_unchanged(self, change: Change) -> None:
+        path = self._inside(change.path)
+        info = self._lstat(change.path, path)
+        if change.before is None:
+            if info is not None:
+                raise Refused(f"{change.path} appeared on disk during the run; nothing written")
+            return
+        if info is None or not stat.S_ISREG(info.st_mode) or path.read_bytes() != change.before:
+            raise Refused(f"{change.path} changed on disk during the run; nothing written")
+
+    def _write(self, change: Change) -> Callable[[], None]:
+        path = self._inside(change.path)
+        if change.after is None:
+            path.unlink()
+            return lambda: _put(path, change.before, change.mode)
+        made = _make_parents(path.parent)
+        try:
+            _put(path, change.after, change.mode)
+        except BaseException:
+            _remove_made(made)
+            raise
+        if change.before is None:
+            return lambda: (path.unlink(), _remove_made(made))
+        return lambda: _put(path, change.before, change.mode)
+
+    def _remove_directory(self, rel: str) -> Callable[[], None]:
+        """Remove what is left of a deleted directory: empty folders and ``__pycache__``."""
+        top = self._inside(rel)
+        if not top.exists():
+            return lambda: None
+        removed: List[Path] = []
+        for folder, dirs, files in os.walk(top, topdown=False):
+            for name in files:
+                leftover = Path(folder, name)
+                if not any(part in _NOT_SHOWN for part in leftover.relative_to(self.root).parts):
+                    raise Refused(f"{leftover.relative_to(self.root).as_posix()} appeared during the run")
+                leftover.unlink()
+            os.rmdir(folder)
+            removed.append(Path(folder))
+        return lambda: [p.mkdir(parents=True, exist_ok=True) for p in reversed(removed)]
+
+
+def _put(path: Path, data: bytes, mode: int) -> None:
+    """Write `data` at `path` atomically (a temporary file beside it, then a rename)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+        os.chmod(temporary, mode)
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+
+
+def _make_parents(folder: Path) -> List[Path]:
+    made = []
+    while not folder.exists():
+        made.append(folder)
+        folder = folder.parent
+    for path in reversed(made):
+        path.mkdir()
+    return made
+
+
+def _remove_made(made: List[Path]) -> None:
+    for path in made:  # deepest first
+        try:
+            path.rmdir()
+        except OSError:
+            pass
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a regular file"

@@ -1,0 +1,158 @@
+"""The change set's promises: its diff is its apply (through ``git apply``), it never
+leaves the root or follows a link, and a failure half-way leaves the tree as it was."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from policy_checks.editing.changes import ChangeSet
+from policy_checks.editing.target import Refused
+
+GIT = shutil.which("git")
+needs_git = pytest.mark.skipif(GIT is None, reason="git is not installed")
+
+
+def snapshot(root: Path) -> dict:
+    """Every file under `root` (``.git`` and ``__pycache__`` aside): bytes and mode."""
+    out = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if rel.parts[0] == ".git" or "__pycache__" in rel.parts or path.is_dir():
+            continue
+        out[rel.as_posix()] = (path.read_bytes(), os.lstat(path).st_mode & 0o111 != 0)
+    return out
+
+
+def write(root: Path, files: dict) -> None:
+    for rel, data in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+
+
+def git_apply(root: Path, patch: str) -> None:
+    subprocess.run([GIT, "init", "-q", str(root)], check=True)
+    done = subprocess.run([GIT, "apply", "--whitespace=nowarn", "-"], cwd=root, input=patch.encode("utf-8"),
+                          capture_output=True)
+    assert done.returncode == 0, done.stderr.decode()
+
+
+CONTENTS = st.one_of(
+    st.just(b""),
+    st.binary(max_size=40),
+    st.lists(st.sampled_from([b"a\n", b"b\r\n", b"\x0c\n", b"x = 1\n", b"\xe2\x80\xa8\n", b"tail"]), max_size=8)
+    .map(b"".join),
+)
+NAMES = st.sampled_from(["a.py", "b.txt", "pkg/c.py", "pkg/d.json", "pkg/sub/e.py", "empty.py", "build.json"])
+
+
+@needs_git
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    before=st.dictionaries(NAMES, CONTENTS, max_size=6),
+    edits=st.lists(st.tuples(st.sampled_from(["rewrite", "delete", "create", "rmdir"]), NAMES, CONTENTS), max_size=6),
+    executable=st.booleans(),
+)
+def test_the_diff_applied_with_git_gives_the_tree_the_apply_leaves(tmp_path_factory, before, edits, executable):
+    run_root, patch_root = tmp_path_factory.mktemp("run"), tmp_path_factory.mktemp("patched")
+    for root in (run_root, patch_root):
+        write(root, before)
+        if executable and before:
+            os.chmod(root / sorted(before)[0], 0o755)
+    changes = ChangeSet(run_root)
+    for kind, rel, data in edits:
+        try:
+            if kind == "rewrite":
+                changes.rewrite(rel, data)
+            elif kind == "delete":
+                changes.delete(rel)
+            elif kind == "create":
+                changes.create(rel, data, 0o755 if executable else 0o644)
+            else:
+                changes.delete(rel.rpartition("/")[0] or rel)
+        except Refused:
+            continue
+    patch = changes.diff()
+    changes.apply()
+    if patch:
+        git_apply(patch_root, patch)
+    assert snapshot(patch_root) == snapshot(run_root)
+
+
+@needs_git
+def test_deletions_are_written_to_dev_null_and_empty_and_non_python_files_included(tmp_path):
+    write(tmp_path, {"feat/__init__.py": b"", "feat/build.json": b"{}\n", "feat/k.py": b"x = 1\n", "keep.py": b"k\n"})
+    changes = ChangeSet(tmp_path)
+    changes.delete("feat")
+    patch = changes.diff()
+    assert patch.count("+++ /dev/null") == 2 and patch.count("deleted file mode 100644") == 3
+    assert "feat/__init__.py" in patch and "feat/build.json" in patch
+    copy = tmp_path.parent / (tmp_path.name + "-copy")
+    shutil.copytree(tmp_path, copy)
+    changes.apply()
+    git_apply(copy, patch)
+    assert snapshot(copy) == snapshot(tmp_path) == {"keep.py": (b"k\n", False)}
+
+
+def test_paths_outside_the_root_and_links_are_refused_when_planned(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret").write_bytes(b"s")
+    root = tmp_path / "repo"
+    write(root, {"pkg/a.py": b"a\n"})
+    os.symlink(outside, root / "pkg" / "linked_dir")
+    os.symlink(outside / "secret", root / "pkg" / "linked_file")
+    os.mkfifo(root / "pkg" / "fifo")
+    changes = ChangeSet(root)
+    for attempt in (
+        lambda: changes.delete("../outside/secret"),
+        lambda: changes.create("/tmp/x", b""),
+        lambda: changes.read("pkg/linked_file"),
+        lambda: changes.delete("pkg/linked_file"),
+        lambda: changes.create("pkg/linked_dir/new", b""),
+        lambda: changes.rewrite("pkg/fifo", b""),
+        lambda: changes.delete("pkg"),  # holds a link and a FIFO
+    ):
+        with pytest.raises(Refused):
+            attempt()
+    assert not changes and (outside / "secret").read_bytes() == b"s"
+
+
+@pytest.mark.parametrize("fail_at", [0, 1, 2, 3, 4])
+def test_a_failure_half_way_puts_the_tree_back(tmp_path, fail_at):
+    write(tmp_path, {"a.py": b"a\n", "gone/b.py": b"b\n", "gone/c.txt": b"c\n", "d.py": b"d\n"})
+    before = snapshot(tmp_path)
+    changes = ChangeSet(tmp_path)
+    changes.rewrite("a.py", b"A\n")
+    changes.delete("gone")
+    changes.create("new/pkg/e.py", b"e\n")
+    changes.delete("d.py")
+    seen = []
+
+    def fail(change):
+        if len(seen) == fail_at:
+            raise OSError("disk full")
+        seen.append(change.path)
+
+    with pytest.raises(OSError):
+        changes.apply(before_each=fail)
+    assert snapshot(tmp_path) == before
+    assert not (tmp_path / "new").exists()
+
+
+def test_a_file_changed_since_the_plan_refuses_the_whole_apply(tmp_path):
+    write(tmp_path, {"a.py": b"a\n", "b.py": b"b\n"})
+    changes = ChangeSet(tmp_path)
+    changes.rewrite("a.py", b"A\n")
+    changes.rewrite("b.py", b"B\n")
+    (tmp_path / "b.py").write_bytes(b"edited\n")
+    with pytest.raises(Refused, match="b.py changed on disk"):
+        changes.apply()
+    assert (tmp_path / "a.py").read_bytes() == b"a\n"

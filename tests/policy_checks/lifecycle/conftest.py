@@ -1,0 +1,3 @@
+"""The scratch project fixture, `tree` (tests/policy_checks/scratch.py)."""
+
+from ..scratch import tree  # noqa: F401  (a fixture)
