@@ -122,7 +122,7 @@ def _check(key: str, kind: str, value):
             raise ConfigError(f"{where} must be a non-empty string, not {value!r}")
         if kind == "module" and not _MODULE.match(value):
             raise ConfigError(f"{where} must be a dotted module name, not {value!r}")
-        return value.strip().strip("/") if kind == "path" else value
+        return _inside_path(where, value.strip().rstrip("/")) if kind == "path" else value
     if kind in ("strings", "modules", "rules"):
         if isinstance(value, str):
             value = [value]
@@ -133,6 +133,8 @@ def _check(key: str, kind: str, value):
                 raise ConfigError(f"{where}: {v!r} is not a dotted module name")
             if kind == "rules" and not _RULE.match(v):
                 raise ConfigError(f"{where}: {v!r} is not a rule id or prefix such as EXP001")
+            if key == "docs":
+                _inside_path(where, v)
         return tuple(value)
     if kind == "per-file":
         if not isinstance(value, dict):
@@ -141,6 +143,30 @@ def _check(key: str, kind: str, value):
             (glob, _check(f"{key}.{glob}", "rules", ids)) for glob, ids in value.items()
         )
     raise AssertionError(kind)
+
+
+def _inside_path(where: str, value: str) -> str:
+    """A path setting names a place inside the repository: relative, no ``..``. The
+    lifecycle commands delete and write where these point, so anything else is a
+    configuration error, not a path to follow."""
+    parts = value.replace("\\", "/").split("/")
+    if value.startswith(("/", "\\", "~")) or re.match(r"^[A-Za-z]:", value) or ".." in parts or "\0" in value:
+        raise ConfigError(f"{where} must be a path inside the repository, relative to it without '..', not {value!r}")
+    return value
+
+
+def _check_paths_resolve_inside(root: Path, settings: Settings) -> None:
+    """The path settings, symlinks followed, stay inside `root` (a link planted at
+    ``tests`` pointing elsewhere makes ``tests/experimental`` a path outside)."""
+    top = root.resolve()
+    named = [("stable-tests", settings.stable_tests), ("experimental-tests", settings.experimental_tests),
+             ("examples", settings.examples)]
+    named += [("docs", glob.split("*")[0].rpartition("/")[0] or ".") for glob in settings.docs]
+    for key, value in named:
+        resolved = (root / value).resolve()
+        if resolved != top and top not in resolved.parents:
+            raise ConfigError(f"[{SECTION}] {key} = {value!r} leads outside the repository (to {resolved}); "
+                              "a path setting must stay inside it")
 
 
 def from_table(table: dict) -> Settings:
@@ -180,13 +206,17 @@ def load(root: Path) -> Settings:
     """Settings of the project at `root` (defaults when it has no such section)."""
     pyproject = root / "pyproject.toml"
     if not pyproject.is_file():
-        return Settings()
+        settings = Settings()
+        _check_paths_resolve_inside(root, settings)
+        return settings
     try:
         data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
         raise ConfigError(f"{pyproject}: cannot read settings: {error}") from None
     table = data.get("tool", {}).get("policy-check")
-    return Settings() if table is None else from_table(table)
+    settings = Settings() if table is None else from_table(table)
+    _check_paths_resolve_inside(root, settings)
+    return settings
 
 
 def find_root(start: Path) -> Path:
