@@ -10,15 +10,12 @@ rewritten: a ``fix`` with nothing to do, or only docs pages, does not pay for it
 from __future__ import annotations
 
 import ast
-import difflib
-import hashlib
 import importlib
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
+from ..editing.changes import Change, ChangeSet
 from . import docs_pages
 from .findings import Finding, FixTarget
 
@@ -57,10 +54,7 @@ class FileFix:
         return self.after != self.before
 
     def diff(self) -> str:
-        before = self.before.decode("utf-8", "replace").splitlines(keepends=True)
-        after = self.after.decode("utf-8", "replace").splitlines(keepends=True)
-        lines = difflib.unified_diff(before, after, f"a/{self.path}", f"b/{self.path}")
-        return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
+        return Change(self.path, self.before, self.after).diff()
 
 
 def plan(target: FixTarget, findings: Sequence[Finding]) -> List[FileFix]:
@@ -119,29 +113,13 @@ def _fix_file(target: FixTarget, path: str, findings: List[Finding]) -> FileFix:
 
 
 def write(target: FixTarget, fix: FileFix, before_replace: Optional[Callable[[Path], None]] = None) -> bool:
-    """Replace the file with `fix.after` unless it changed since `plan` read it.
-
-    `before_replace` runs just before the last check (tests use it to change the file
-    under the run). Returns False, writing nothing, when the file changed.
-    """
-    path = target.root / fix.path
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".fix", dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(fix.after)
-        os.chmod(temporary, path.stat().st_mode & 0o7777)
-        if before_replace is not None:
-            before_replace(path)
-        if _digest(path.read_bytes()) != _digest(fix.before):
-            os.unlink(temporary)
-            return False
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
+    """Replace the file with `fix.after`; `Refused`, writing nothing, when it changed
+    since `plan` read it or is not a regular file inside the root. One file is one
+    `ChangeSet`, as for every command that edits the tree. `before_replace` runs just
+    before the last check (tests use it to change the file under the run)."""
+    changes = ChangeSet(target.root)
+    changes.rewrite(fix.path, fix.after, fix.before)
+    if before_replace is not None:
+        before_replace(target.root / fix.path)
+    changes.apply()
     return True
-
-
-def _digest(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()

@@ -8,6 +8,7 @@ from typing import Callable, Optional, Sequence
 import click
 
 from .apply import FIXABLE_RULES, plan, write
+from ..editing.target import Refused
 from .findings import FixError, check, load_project, read_baseline
 
 MAX_ROUNDS = 3
@@ -113,7 +114,10 @@ def run_fix(
 def _write(target, file_fix, before_replace) -> None:
     """Write one file; when that cannot be done, its findings all become leftovers."""
     try:
-        problem = None if write(target, file_fix, before_replace) else "the file changed on disk during the run"
+        write(target, file_fix, before_replace)
+        problem = None
+    except Refused as reason:
+        problem = str(reason).removesuffix("; nothing written")
     except OSError as error:
         problem = f"cannot write the file: {error.strerror or error}"
     if problem:
