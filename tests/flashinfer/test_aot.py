@@ -37,10 +37,14 @@ def test_every_stable_spec_compiles_with_its_entry_points(tmp_path, arch):
 
 
 def test_cli_writes_a_manifest_and_a_warm_cache(tmp_path, monkeypatch, capsys):
+    """The CLI builds what the registry holds, here only its cheapest spec: that every stable
+    spec compiles is the test above's (NVRTC takes seconds for the GEMMs)."""
+    [norm] = [spec for spec in aot.registered_specs() if spec.name == "rmsnorm_bf16"]
+    monkeypatch.setattr(aot, "_registry", {norm.name: norm})
     out = tmp_path / "aot"
     assert aot.main(["--arch", "sm_90", "--out", str(out)]) == 0
     manifest = json.loads((out / "manifest.json").read_text())
-    assert len(manifest) == len(aot.registered_specs())
+    assert [entry["spec"] for entry in manifest] == [spec.name for spec in aot.registered_specs()]
     assert "module(s) written" in capsys.readouterr().out
     monkeypatch.setenv(cache.CACHE_DIR_ENV_VAR, str(out))
     cache.clear_memo()

@@ -83,9 +83,10 @@ class FakeGraphQL:
 
     # ----- resolvers: dicts whose callables graphql-core calls with (info, **arguments) -----
     def _root(self) -> dict:
-        return {"repository": self._repository}
+        trees: dict = {}  # (repository, rev) -> its files, built once per request (`_object`)
+        return {"repository": lambda info, **args: self._repository(info, trees=trees, **args)}
 
-    def _repository(self, info, owner: str, name: str, **_) -> dict:
+    def _repository(self, info, owner: str, name: str, trees: dict | None = None, **_) -> dict:
         full = f"{owner}/{name}"
         state = next((r for key, r in self.fake.repos.items() if key.lower() == full.lower()), None)
         if state is None:
@@ -95,7 +96,7 @@ class FakeGraphQL:
             "pullRequest": lambda info, number: self._pull(state, number),
             "issueOrPullRequest": lambda info, number: self._issue_or_pull(state, number),
             "collaborators": lambda info, **args: self._collaborators(state, args),
-            "object": lambda info, expression=None, **_: self._object(state, expression),
+            "object": lambda info, expression=None, **_: self._object(state, expression, trees),
             "issues": lambda info, **args: self._issues(state, args),
         }
 
@@ -156,14 +157,22 @@ class FakeGraphQL:
                 "pageInfo": {"hasNextPage": start + len(page) < len(issues), "endCursor": str(start + len(page))},
                 "nodes": [self._issue_fields(state, i, "Issue") for i in page]}
 
-    def _object(self, state, expression: str | None):
+    def _object(self, state, expression: str | None, trees: dict | None = None):
         """``<rev>:<path>`` as git reads it: a Tree, a Blob, or null when nothing is there (or the
         revision is unknown); a bare ``<rev>`` is its Commit. The revision is ``HEAD`` or the default
-        branch (the repository's files) or a commit the fake knows (``state.commits``)."""
+        branch (the repository's files) or a commit the fake knows (``state.commits``).
+
+        ``trees`` memoises ``tree_at`` for one request (the fake answers requests one at a time,
+        so the state cannot change during one): a query for 50 paths at a PR's head builds that
+        tree once, not 50 times."""
         if not expression:
             return None
         rev, colon, path = expression.partition(":")
-        files = self.fake.tree_at(state, rev)
+        trees = {} if trees is None else trees
+        key = (state.full_name, rev)
+        if key not in trees:
+            trees[key] = self.fake.tree_at(state, rev)
+        files = trees[key]
         if files is None:
             return None
         if not colon:
