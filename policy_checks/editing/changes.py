@@ -52,7 +52,8 @@ class Change:
     path: str  # root-relative, posix
     before: Optional[bytes]
     after: Optional[bytes]
-    mode: int = REGULAR_MODE  # the permission bits of the file, kept by a rewrite
+    mode: int = REGULAR_MODE  # the permission bits of the file after the change
+    old_mode: Optional[int] = None  # before it, where they differ (a file deleted and made again)
 
     @property
     def shown(self) -> bool:
@@ -60,10 +61,13 @@ class Change:
 
     def diff(self) -> str:
         """This change as git writes it (``git diff`` / ``git apply`` format)."""
-        if self.before == self.after:
+        mode_changed = self.old_mode is not None and _git_mode(self.old_mode) != _git_mode(self.mode)
+        if self.before == self.after and not mode_changed:
             return ""
         old, new = f"a/{self.path}", f"b/{self.path}"
         head = [f"diff --git {old} {new}\n"]
+        if mode_changed and self.before is not None and self.after is not None:
+            head += [f"old mode {_git_mode(self.old_mode)}\n", f"new mode {_git_mode(self.mode)}\n"]
         if self.before is None:
             head.append(f"new file mode {_git_mode(self.mode)}\n")
             old = "/dev/null"
@@ -74,7 +78,7 @@ class Change:
         if _is_binary(before) or _is_binary(after):
             head.append(f"index {_blob_id(self.before)}..{_blob_id(self.after)}\n")
             return "".join(head) + "GIT binary patch\n" + _literal(after) + "\n" + _literal(before) + "\n"
-        if not before and not after:  # an empty file created or deleted: the header says it all
+        if before == after:  # an empty file created or deleted, or a mode changed: the header says it all
             return "".join(head)
         lines = difflib.unified_diff(_lines(before), _lines(after), old, new)
         body = "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
@@ -154,7 +158,8 @@ class ChangeSet:
         if earlier is not None:
             if earlier.after is not None:
                 raise Refused(f"{rel} is planned twice")
-            self._changes[rel] = Change(rel, earlier.before, data, mode)  # deleted, then made again
+            self._changes[rel] = Change(rel, earlier.before, data, mode, earlier.mode)  # deleted, made again
+            self._keep_folders_of(rel)
             return
         if self._lstat(rel, path) is not None:
             raise Refused(f"{rel} already exists")
@@ -169,6 +174,8 @@ class ChangeSet:
         if stat.S_ISDIR(info.st_mode):
             for file_rel in list(self._files_under(rel)):  # whole, or refused before any is planned
                 self.delete(file_rel)
+            for made in [c.path for c in self._changes.values() if c.before is None and c.path.startswith(rel + "/")]:
+                del self._changes[made]  # planned, then its folder deleted: never made
             self._directories.append(rel)
             return
         before = self.read(rel)
@@ -200,8 +207,17 @@ class ChangeSet:
     def _add(self, change: Change) -> None:
         earlier = self._changes.get(change.path)
         if earlier is not None:
-            change = Change(change.path, earlier.before, change.after, change.mode)
+            old_mode = earlier.old_mode if earlier.old_mode is not None else earlier.mode
+            change = Change(change.path, earlier.before, change.after, change.mode,
+                            old_mode if earlier.before is not None else None)
         self._changes[change.path] = change
+        if change.after is not None:
+            self._keep_folders_of(change.path)
+
+    def _keep_folders_of(self, rel: str) -> None:
+        """A file the plan keeps or makes keeps its folders: a directory deleted earlier
+        in the plan is no longer removed whole (its other files still go one by one)."""
+        self._directories = [d for d in self._directories if not rel.startswith(d + "/")]
 
     def _inside(self, rel: str) -> Path:
         """`rel` as a path under the root, no component of it a link; else `Refused`."""
