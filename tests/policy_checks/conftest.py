@@ -62,3 +62,31 @@ def check(tmp_path):
 
 def located(result, rule=None) -> list:
     return sorted((f.path, f.line) for f in result.findings if rule is None or f.rule == rule)
+
+
+def python_calls(thunk) -> int:
+    """How many Python-level function calls `thunk()` makes: a measure of work that,
+    unlike a stopwatch, does not depend on the machine or its load. Comparing it at two
+    input sizes tells linear work from quadratic."""
+    import sys
+
+    count = 0
+
+    def profile(frame, event, arg):
+        nonlocal count
+        if event == "call":
+            count += 1
+
+    sys.setprofile(profile)
+    try:
+        thunk()
+    finally:
+        sys.setprofile(None)
+    return count
+
+
+def grows_linearly(work_at, n: int) -> bool:
+    """Does `work_at(size)` (a `python_calls` count) at most about double when the size
+    doubles? Quadratic work would quadruple."""
+    small, large = work_at(n), work_at(2 * n)
+    return large <= 2.6 * small
