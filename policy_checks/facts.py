@@ -422,7 +422,7 @@ class _Extractor(ast.NodeVisitor):
         name = _module_literal(keywords.get("name", node.args[0] if node.args else None))
         if name is None:
             return
-        if short == "import_module":
+        if short == markers.IMPORT_FUNCTIONS[0]:  # import_module: its package argument
             package = keywords.get("package", node.args[1] if len(node.args) > 1 else None)
             level = len(name) - len(name.lstrip("."))
             if level:

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Optional
 
 from . import baseline as baseline_module
+from . import markers
 from . import cache as cache_module
 from .config import Settings, under
 from .facts import FileFacts, SyntaxProblem, extract, syntax_only, text_suppressions
@@ -351,8 +352,8 @@ def requirement_aliases(project: Project) -> frozenset:
     found = set()
     for _, facts in project.primary_facts(CORE_MODULE, EXPERIMENTAL_MODULE):
         for name, binding in facts.bindings.items():
-            if name != "backend_requirement" and binding.tag in ("from", "alias"):
-                if facts.resolve_local(name).rpartition(".")[2] == "backend_requirement":
+            if name != markers.BACKEND_REQUIREMENT and binding.tag in ("from", "alias"):
+                if facts.resolve_local(name).rpartition(".")[2] == markers.BACKEND_REQUIREMENT:
                     found.add(f"{facts.module}.{name}")
     return frozenset(found)
 

@@ -50,6 +50,7 @@ from typing import Callable, Iterable, Mapping
 from ..config import ConfigError, Settings, from_table
 from ..facts import python_suppressions, text_suppressions
 from ..rules.registry import ALL_IDS, check_settings, matches, selected_ids
+from ..markers import RECORD
 from .baseline_diff import BASELINE_FILE, BaselineChange, BaselineEntry
 from .markdown import code
 from .revisions import FileAtRevisions
@@ -83,7 +84,7 @@ _LAYOUT = (("package", "package"), ("experimental_package", "experimental-packag
 # Files whose suppressions the checker reads a line at a time (`needs.Kind.comment_markers`).
 _DOCS_MARKERS = ("..", "#")
 _CONFIG_MARKERS = ("#", ";")
-FEATURE_RECORD = "FEATURE.toml"
+FEATURE_RECORD = RECORD
 MAX_RECORDED_KEYS = 400  # keys one approval names one by one; beyond, the whole set is one key
 
 # Kinds of weakening: the baseline's are shown in the baseline section of the comment.

@@ -7,7 +7,9 @@ accepts exactly what ``policy-check graduate`` leaves at a feature's old path.
 
 from __future__ import annotations
 
+import ast
 import keyword
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -119,10 +121,30 @@ def test_the_vocabulary_is_one_list():
     assert markers.IMPORT_FUNCTIONS == ("import_module", "__import__", "importorskip")
     assert set(markers.KINDS) == {markers.EXPERIMENTAL_API, markers.EXPERIMENTAL_BACKEND, markers.STABLE_API}
     assert all(markers.is_gate_name(name) for name in markers.GATE_FUNCTIONS)
-    from policy_checks.facts import IMPORT_FUNCTIONS
-    from policy_checks.fix import remove
 
-    assert IMPORT_FUNCTIONS == remove.IMPORT_CALLS == markers.IMPORT_FUNCTIONS  # remove.py had left importorskip out
+
+def test_no_other_module_spells_the_vocabulary():
+    """Checker, fixer, lifecycle commands and bot read the track's names from markers.py
+    alone (a copy in remove.py once left importorskip out): no other module of the
+    package holds one of them as a string, docstrings aside."""
+    from policy_checks.facts import docstring_ids
+
+    vocabulary = set()
+    for name, value in vars(markers).items():
+        if name.isupper():
+            vocabulary |= {value} if isinstance(value, str) else {v for v in value if isinstance(v, str)} \
+                if isinstance(value, (tuple, frozenset, set, list)) else set()
+    assert {"importorskip", "flashinfer_experimental_api", "FEATURE.toml"} <= vocabulary
+    root = Path(markers.__file__).parent
+    spelt = []
+    for path in sorted(root.rglob("*.py")):
+        if path == Path(markers.__file__):
+            continue
+        nodes = list(ast.walk(ast.parse(path.read_bytes())))
+        prose = docstring_ids(nodes)
+        spelt += [f"{path.relative_to(root)}:{node.lineno} {node.value!r}" for node in nodes
+                  if id(node) not in prose and isinstance(node, ast.Constant) and node.value in vocabulary]
+    assert spelt == []
 
 
 # --- never raises; finds the marks whatever the spelling ------------------------------------------------
