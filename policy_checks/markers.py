@@ -622,3 +622,13 @@ def is_pure_shim(sources: Mapping[str, Union[str, bytes, None]], outside: Option
         return shim_problem(sources, outside) is None
     except (RecursionError, MemoryError):  # pragma: no cover - defensive: untrusted text
         return False
+
+
+# --- loading by name or path (``policy-check remove``) ------------------------------------
+
+# Calls that load a module or a file by the name or path they are given, beyond
+# IMPORT_FUNCTIONS (importlib's finders and loaders, runpy); ``sys.path`` is where a
+# directory becomes importable. A kept file handing them what a removal deletes refuses it.
+LOADING_FUNCTIONS = IMPORT_FUNCTIONS + ("find_spec", "spec_from_file_location", "SourceFileLoader",
+                                        "run_module", "run_path")
+SEARCH_PATH = "sys.path"

@@ -45,10 +45,28 @@ def docs_files(target: FixTarget, project, top: str) -> List[str]:
     return found
 
 
-def is_feature_page(rel: str, top: str, feature: str) -> bool:
-    """A page named after the feature, or any page in a directory named after it."""
-    parts = rel[len(top) + 1 :].split("/")
-    return rel.endswith(PAGE_SUFFIXES) and (parts[-1].rpartition(".")[0] == feature or feature in parts[:-1])
+def setting_dirs(target: FixTarget) -> Set[str]:
+    """The directories the ``docs`` globs name, and those above them (``docs`` and
+    ``docs/api`` for ``docs/api/*.rst``): the project's own, whatever their names."""
+    found = set()
+    for pattern in target.settings.docs:
+        parts = pattern.strip("/").split("/")
+        fixed = next((i for i, part in enumerate(parts) if set(part) & set("*?[")), len(parts) - 1)
+        found |= {"/".join(parts[:end]) for end in range(1, fixed + 1)}
+    return found
+
+
+def is_feature_page(rel: str, top: str, feature: str, reserved: Set[str] = frozenset()) -> bool:
+    """A page named after the feature, or any page in a directory named after it,
+    unless that directory is `reserved` (`setting_dirs`: ``docs/api`` is not the
+    pages of a feature named ``api``)."""
+    parts = rel.split("/")
+    if not rel.endswith(PAGE_SUFFIXES):
+        return False
+    if parts[-1].rpartition(".")[0] == feature:
+        return True
+    directories = ["/".join(parts[:end]) for end in range(top.count("/") + 2, len(parts))]  # below `top`
+    return any(d.rpartition("/")[2] == feature and d not in reserved for d in directories)
 
 
 def source_dir(target: FixTarget, rel: str, top: str) -> str:

@@ -89,9 +89,14 @@ def test_an_example_or_another_feature_using_the_removed_code_refuses(tree):
             "fxpkg/experimental/other/__init__.py": "def go():\n    from ..feat.kernels import run\n\n    return run\n",
         },
     )
+    # an import of the feature itself refuses first, before the plan of core
+    assert result.exit_code == 1
+    assert "fxpkg/experimental/other/__init__.py:2: imports run from fxpkg.experimental.feat.kernels" in result.output
+    assert "examples/demo.py" not in result.output
+    (tree.root / "fxpkg/experimental/other/__init__.py").unlink()
+    result = remove(tree, {"examples/demo.py": "from fxpkg.ops import fancy\n"})
     assert result.exit_code == 1
     assert "examples/demo.py:1: imports fancy from fxpkg.ops" in result.output
-    assert "fxpkg/experimental/other/__init__.py:2: imports run from fxpkg.experimental.feat.kernels" in result.output
 
 
 def test_a_retired_backend_named_where_a_backend_is_meant_refuses(tree):

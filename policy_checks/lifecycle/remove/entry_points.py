@@ -1,0 +1,297 @@
+"""The libcst edits of a core module that reaches the feature: an experimental API's
+definition, an ``if backend == "<name>":`` branch, a PEP 562 lazy branch, a checker
+import with its ``backend_checks`` entries, and the removed backends' other mentions.
+
+Each edit keeps every byte it does not remove (`cst_tools.apply_edits`); a shape
+these do not know refuses, naming the line.
+"""
+
+from __future__ import annotations
+
+from typing import List, Optional, Set
+
+import libcst as cst
+
+from ... import markers
+from ...editing.cst_tools import (
+    add_edit,
+    backend_branch,
+    backend_test,
+    bound_name,
+    dotted_name,
+    drop_small_statement,
+    enclosing_function,
+    module_small_statements,
+)
+from ...editing.target import Refused
+from .model import ModuleEdits
+
+EXPERIMENTAL_API = markers.EXPERIMENTAL_API
+BACKEND_REQUIREMENT = markers.BACKEND_REQUIREMENT
+
+
+def remove_function_import(mod: ModuleEdits, in_experimental_api: bool, outer: str, statement, backends, where) -> None:
+    """A function-level import: the whole experimental API, or its ``if backend ==``
+    branch, or the lazy branch of a module's ``__getattr__``."""
+    file = mod.file
+    function = enclosing_function(file, statement)
+    if in_experimental_api and function is not None:
+        remove_definition(mod, function)
+        return
+    lazy = _lazy_branch(file, statement, function) if outer == "__getattr__" else None
+    if lazy is not None:
+        _remove_lazy_branch(mod, lazy, where)
+        return
+    branch = backend_branch(file, statement)
+    if branch is None:
+        raise not_an_entry_point(where, outer)
+    node, name = branch
+    if node.orelse is not None:
+        raise branch_with_else(where, name)
+    backends.setdefault(name, set()).add(f"{file.module_name}.{outer}")
+    remove_statement(mod, node)
+
+
+def not_an_entry_point(where: str, outer: str) -> Refused:
+    return Refused(f"{where}: imports the feature inside {outer}, which is neither an @{EXPERIMENTAL_API} "
+                   'function nor an `if backend == "<name>":` branch')
+
+
+def branch_with_else(where: str, name: str) -> Refused:
+    return Refused(f"{where}: the `if backend == {name!r}:` branch has an else part; remove it by hand")
+
+
+def _remove_lazy_branch(mod: ModuleEdits, lazy, where: str) -> None:
+    """The branch goes, and its table too; a use of the table left elsewhere refuses
+    (unless the module goes)."""
+    node, served, table = lazy
+    if node.orelse is not None:
+        raise Refused(f"{where}: the lazy-export branch of __getattr__ has an else part; remove it by hand")
+    mod.names.update(served)
+    remove_statement(mod, node)
+    if table is not None:
+        mod.names.add(table.targets[0].target.value)
+        drop_small_statement(mod.file, table, None, mod.edits)
+        mod.removed_nodes.append(table)
+
+
+def _lazy_branch(file, statement, function):
+    """In a module's PEP 562 ``__getattr__(name)``: the ``if name in TABLE:`` (or
+    ``if name == "x":``) branch around `statement`, the names it serves and TABLE's
+    module-level assignment (None for the ``==`` form); None for any other shape."""
+    if function is None or not isinstance(file.parents.get(function), cst.Module) or not function.params.params:
+        return None
+    parameter = function.params.params[0].name.value
+    parent = file.parents.get(statement)
+    while parent is not None and parent is not function:
+        found = _lazy_test(file, parent, parameter)
+        if found is not None:
+            return (parent, *found)
+        parent = file.parents.get(parent)
+    return None
+
+
+def _lazy_test(file, node, parameter: str):
+    """``(names served, table assignment or None)`` when `node` is ``if <parameter> ==
+    "x":`` or ``if <parameter> in TABLE:``; else None."""
+    if not (isinstance(node, cst.If) and isinstance(node.test, cst.Comparison) and len(node.test.comparisons) == 1):
+        return None
+    test = node.test
+    operator, right = test.comparisons[0].operator, test.comparisons[0].comparator
+    if not (isinstance(test.left, cst.Name) and test.left.value == parameter):
+        return None
+    if isinstance(operator, cst.Equal) and isinstance(right, cst.SimpleString):
+        return {right.evaluated_value}, None
+    if isinstance(operator, cst.In) and isinstance(right, cst.Name):
+        table = _table_assignment(file, right.value)
+        if table is not None:
+            return _table_names(table.value), table
+    return None
+
+
+def _table_assignment(file, name: str):
+    """The one module-level ``name = ...`` assignment, or None."""
+    found = [
+        small
+        for small in module_small_statements(file)
+        if isinstance(small, cst.Assign) and [dotted_name(t.target) for t in small.targets] == [name]
+    ]
+    return found[0] if len(found) == 1 else None
+
+
+def _table_names(value) -> Set[str]:
+    """The names a lazy-export table lists: its strings (a dict's keys only)."""
+    found: Set[str] = set()
+
+    class Strings(cst.CSTVisitor):
+        def visit_DictElement(self, node: cst.DictElement) -> bool:
+            if isinstance(node.key, cst.SimpleString):
+                found.add(node.key.evaluated_value)
+            return False
+
+        def visit_SimpleString(self, node: cst.SimpleString) -> None:
+            found.add(node.evaluated_value)
+
+    value.visit(Strings())
+    return found
+
+
+def remove_definition(mod: ModuleEdits, function) -> None:
+    """A function or method goes; a class left without methods goes whole."""
+    file = mod.file
+    parent = file.parents[function]
+    if isinstance(parent, cst.IndentedBlock):  # a method: IndentedBlock -> ClassDef
+        parent = file.parents[parent]
+    if isinstance(parent, cst.ClassDef):
+        methods = [s for s in parent.body.body if isinstance(s, cst.FunctionDef)]
+        if all(m is function for m in methods):
+            remove_definition(mod, parent)
+            return
+        mod.names.add(f"{parent.name.value}.{function.name.value}")
+    elif not isinstance(parent, cst.Module):
+        raise Refused(f"line {file.line_of(function)}: {function.name.value} is nested in a function; remove it by hand")
+    else:
+        mod.names.add(function.name.value)
+    remove_statement(mod, function)
+
+
+def remove_statement(mod: ModuleEdits, node) -> None:
+    """Remove a whole statement with the blank and comment lines above it."""
+    mod.removed_nodes.append(node)
+    add_edit(mod.edits, node, lambda updated: cst.RemovalSentinel.REMOVE)
+
+
+def remove_checker_import(mod: ModuleEdits, statement, backends, where: str) -> None:
+    """A module-level import of checkers: each name may be used only as a
+    ``backend_checks`` value; the entries and the import go."""
+    file = mod.file
+    if isinstance(statement, cst.Import) or isinstance(statement.names, cst.ImportStar):
+        raise Refused(f"{where}: a module-level import of the feature that is not `from ... import checker`")
+    for alias in statement.names:
+        name = bound_name(alias, statement)
+        for assignment in file.scopes[file.tree].assignments[name]:
+            if assignment.node is not statement:
+                raise Refused(f"{where}: {name!r} is also bound at line {file.line_of(assignment.node)}")
+            for reference in assignment.references:
+                element = _checks_entry(file, reference.node)
+                if element is None:
+                    raise Refused(
+                        f"{where}: {name!r} is used at line {file.line_of(reference.node)} other than as a "
+                        f"{BACKEND_REQUIREMENT} checker"
+                    )
+                backends.setdefault(element.key.evaluated_value, set()).update(_decorated_api(file, element))
+                remove_element(mod, element)
+    drop_small_statement(file, statement, None, mod.edits)
+    mod.removed_nodes.append(statement)
+
+
+def _checks_entry(file, node) -> Optional[cst.DictElement]:
+    """The ``"name": checker`` entry of a backend_requirement(...) call's dict that `node` is the value of."""
+    element = file.parents.get(node)
+    if not (isinstance(element, cst.DictElement) and element.value is node and isinstance(element.key, cst.SimpleString)):
+        return None
+    mapping = file.parents.get(element)
+    argument = file.parents.get(mapping)
+    call = file.parents.get(argument)
+    if (
+        isinstance(mapping, cst.Dict)
+        and isinstance(argument, cst.Arg)
+        and isinstance(call, cst.Call)
+        and markers.is_marker(dotted_name(call.func), BACKEND_REQUIREMENT)
+        and (argument is call.args[0] or (argument.keyword is not None and argument.keyword.value == "backend_checks"))
+    ):
+        return element
+    return None
+
+
+def _decorated_api(file, element) -> List[str]:
+    """``["module.qualname"]`` of the function whose ``@backend_requirement(...)``
+    holds the checks entry `element`; [] for a plain call."""
+    call = file.parents[file.parents[file.parents[element]]]
+    decorator = file.parents.get(call)
+    function = file.parents.get(decorator) if isinstance(decorator, cst.Decorator) else None
+    if not isinstance(function, cst.FunctionDef):
+        return []
+    return [f"{file.module_name}.{_qualname(file, function)}"]
+
+
+def _qualname(file, node) -> str:
+    names = []
+    while node is not None:
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            names.append(node.name.value)
+        node = file.parents.get(node)
+    return ".".join(reversed(names))
+
+
+def remove_element(mod: ModuleEdits, element) -> None:
+    """Drop one element of a dict, tuple, list or set display (or of ``Literal[...]``),
+    keeping the others' commas."""
+    file, removed_nodes = mod.file, mod.removed_nodes
+    container = file.parents[element]
+    first = not any(id(file.parents.get(n)) == id(container) for n in removed_nodes)
+    removed_nodes.append(element)
+    if first:  # the container's one edit drops every removed element
+        add_edit(mod.edits, container, lambda updated: _without_removed(container, updated, removed_nodes))
+
+
+def _without_removed(container, updated, removed_nodes):
+    """`updated` (the edited `container`) without the removed elements; comment lines
+    after a removed entry stay, after the one before it, and the last comma stays last."""
+    gone = {id(n) for n in removed_nodes}
+    pairs = list(zip(_items(container), _items(updated)))
+    kept = []
+    for old, new in pairs:
+        if id(old) not in gone:
+            kept.append(new)
+            continue
+        space = getattr(new.comma, "whitespace_after", None)
+        before = getattr(kept[-1].comma, "whitespace_after", None) if kept else None
+        if isinstance(space, cst.ParenthesizedWhitespace) and isinstance(before, cst.ParenthesizedWhitespace):
+            lines = [*before.empty_lines, *space.empty_lines]
+            comma = kept[-1].comma.with_changes(whitespace_after=before.with_changes(empty_lines=lines))
+            kept[-1] = kept[-1].with_changes(comma=comma)
+    if kept and kept[-1] is not pairs[-1][1]:  # the new last one takes the old last comma
+        kept[-1] = kept[-1].with_changes(comma=pairs[-1][1].comma)
+    if isinstance(updated, cst.Tuple) and len(kept) == 1 and not isinstance(kept[0].comma, cst.Comma):
+        kept[0] = kept[0].with_changes(comma=cst.Comma())
+    if isinstance(updated, cst.Subscript):
+        return updated.with_changes(slice=kept)
+    return updated.with_changes(elements=kept)
+
+
+def _items(container) -> tuple:
+    """The elements of a display, the subscript elements of ``Literal[...]``."""
+    return container.slice if isinstance(container, cst.Subscript) else container.elements
+
+
+def remove_backend_mentions(mod: ModuleEdits, backends) -> None:
+    """``if backend == "<name>":`` branches and ``"<name>"`` items of displays and of
+    ``Literal[...]`` annotations, in a module that dispatched on a removed backend."""
+    file = mod.file
+    done = {id(n) for n in mod.removed_nodes}
+
+    def removable(value) -> bool:
+        return isinstance(value, cst.SimpleString) and value.evaluated_value in backends
+
+    class Finder(cst.CSTVisitor):
+        def visit_If(self, node: cst.If) -> None:
+            if id(node) not in done and backend_test(node.test) in backends and node.orelse is None:
+                done.add(id(node))
+                remove_statement(mod, node)
+
+        def visit_Element(self, node: cst.Element) -> None:
+            container = file.parents[node]
+            if removable(node.value) and id(node) not in done and isinstance(container, (cst.Tuple, cst.List, cst.Set)):
+                if len(container.elements) > 1:
+                    done.add(id(node))
+                    remove_element(mod, node)
+
+        def visit_SubscriptElement(self, node: cst.SubscriptElement) -> None:
+            container = file.parents[node]
+            if removable(getattr(node.slice, "value", None)) and id(node) not in done:
+                if dotted_name(container.value).rpartition(".")[2] == "Literal" and len(container.slice) > 1:
+                    done.add(id(node))
+                    remove_element(mod, node)
+
+    file.tree.visit(Finder())

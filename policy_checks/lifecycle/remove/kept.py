@@ -1,0 +1,332 @@
+"""What the kept files may no longer do: import or use a removed module, function or
+class, name a removed backend where a backend is meant, or load what goes by its name
+or path. Each such use refuses the removal with its file and line; other mentions of
+a retired backend, and a test's strings naming what goes, are left for a person."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Dict, List, Optional, Set
+
+from ... import markers
+from ...config import module_under
+from ...facts import docstring_ids, resolve_relative
+from ...facts import package_of as facts_package_of
+from ...markers import dotted_name as ast_dotted_name
+from ...project import DefTarget, ModuleTarget
+from ...editing.target import Refused
+from .model import Removal
+from .naming import GoneFiles, is_path_expression, loads, path_pieces, under_any
+from .repository import KeptFile
+from .texts import Spelling, Texts
+
+BACKEND_REQUIREMENT = markers.BACKEND_REQUIREMENT
+
+
+@dataclass(frozen=True)
+class Lost:
+    """What the removal takes away, for the scan of the files it keeps."""
+
+    defs: Set[tuple]  # (module, qualname) of the removed functions, classes and methods
+    backends: Dict[str, Set[str]]  # removed backend -> the APIs ("module.qualname") that lose it
+    retired: Set[str]  # removed backends that no kept core module declares any more
+    words: Set[str]  # identifiers a file must spell to use any of it
+    files: GoneFiles  # how code names the modules and the directory that go
+    plain: Set[str]  # the words a file that uses what goes spells, but the removed names
+    name_uses: Optional[Spelling] = None  # where a use of a removed function or class spells it
+
+    @cached_property
+    def dotted(self) -> Set[str]:
+        return {f"{module}.{name}" for module, name in self.defs}
+
+
+def check_kept_files(project, texts: Texts, kept: List[KeptFile], lost: Lost, after_of=None, skip=()) -> List[str]:
+    """Refuse when a kept Python file would still import, use or load what goes, or
+    name a removed backend where a backend is meant; return its other mentions of a
+    retired backend, or a test's of what goes, for a person ("file:line: text").
+    `after_of`: the bytes of the files the plan rewrites; `skip`: files not read (their
+    imports of the feature are the plan's to remove)."""
+    after_of = after_of or {}
+    problems: List[str] = []
+    notes: List[str] = []
+    for file in kept:
+        rel = file.rel
+        if rel in skip or not (rel in after_of or texts.mentions(rel, lost.plain) or texts.matches(rel, lost.name_uses)):
+            continue
+        data = after_of.get(rel) or texts.read(rel)
+        tree = _parse(data) if rel in after_of else texts.tree(rel)
+        if tree is None:
+            continue
+        scan = KeptScan(project, file, tree, lost)
+        problems += scan.problems
+        lines = data.decode("utf-8", "replace").splitlines()
+        notes += [f"{rel}:{n}: {lines[n - 1].strip()}" for n in sorted(scan.mentions) if n <= len(lines)]
+    if problems:
+        raise Refused("kept files would use what the removal deletes:\n" + "\n".join(f"  {p}" for p in problems))
+    return notes
+
+
+def _parse(data: bytes) -> Optional[ast.Module]:
+    try:
+        return ast.parse(data)
+    except (SyntaxError, ValueError):
+        return None
+
+
+class KeptScan:
+    """One kept file's uses of what the removal deletes: `problems` (it would break,
+    or test what is gone) and `mentions` (lines a person should read)."""
+
+    def __init__(self, project, file: KeptFile, tree: ast.Module, lost: Lost) -> None:
+        self.project, self.rel, self.module, self.lost = project, file.rel, file.module, lost
+        self.is_test = file.is_test
+        self.package = facts_package_of(file.module, file.is_package)
+        nodes = list(ast.walk(tree))  # walked once; every pass below reads this list
+        self.bound = self._bindings(nodes)
+        self.toplevel = _toplevel_names(tree)
+        self._problems: List[tuple] = []  # (line, reason)
+        self.judged: Set[int] = set()  # string constants already reported
+        self.mentions: List[int] = []
+        self.docstrings = docstring_ids(nodes)
+        self._uses(nodes)
+        self._loads(nodes)
+        if lost.retired:
+            self._backend_mentions(nodes)
+
+    @property
+    def problems(self) -> List[str]:
+        return [f"{self.rel}:{line}: {text}" for line, text in sorted(self._problems)]
+
+    def _report(self, node, text: str) -> None:
+        self._problems.append((node.lineno, text))
+
+    def _mention(self, node) -> None:
+        if node.lineno not in self.mentions:
+            self.mentions.append(node.lineno)
+
+    def _uses(self, nodes) -> None:
+        """Imports and uses of removed code; removed backends named where one is meant."""
+        skip: Set[int] = set()
+        for node in nodes:
+            if isinstance(node, ast.Import):
+                self._import(node)
+            elif isinstance(node, ast.ImportFrom):
+                self._import_from(node)
+            elif isinstance(node, ast.Attribute) and id(node) not in skip and self._attribute(node):
+                skip |= {id(n) for n in ast.walk(node)}
+            elif isinstance(node, ast.Call):
+                self._call(node)
+            elif isinstance(node, ast.Compare):
+                self._compare(node)
+            elif isinstance(node, ast.Subscript):
+                literal = _last_name(node.value) == "Literal"
+                self._judge(node, _literals(node.slice), "lists {} in Literal[...]" if literal else "looks up {}")
+
+    def _backend_mentions(self, nodes) -> None:
+        for node in nodes:
+            if _literals(node) == [node] and node.value in self.lost.retired and id(node) not in self.judged | self.docstrings:
+                self._mention(node)
+
+    def _loads(self, nodes) -> None:
+        """Strings and path expressions naming a module or the directory that goes
+        refuse: handed to a loader anywhere, or anyhow in code that is not a test (in
+        a test they are data, for a person to read)."""
+        seen: Set[int] = set(self.docstrings)
+        for node in nodes:
+            if id(node) in seen:
+                continue
+            if isinstance(node, ast.Call) and loads(node):
+                for argument in [*node.args, *(k.value for k in node.keywords)]:
+                    self._name_gone(argument, loaded=True)
+                    seen |= {id(n) for n in ast.walk(argument)}
+            elif is_path_expression(node) or (isinstance(node, ast.Constant) and isinstance(node.value, str)):
+                self._name_gone(node, loaded=False)
+                seen |= {id(n) for n in ast.walk(node)}
+
+    def _name_gone(self, node, loaded: bool) -> None:
+        files = self.lost.files
+        pieces = path_pieces(node)
+        module = files.names_module(pieces[0]) if pieces and isinstance(pieces[0], str) else None
+        if module is None and not files.names_path(pieces):
+            return
+        what = module or f"a path into {files.directory}/"
+        if loaded:
+            self._report(node, f"loads {what}, which the removal deletes")
+        elif self.is_test:
+            self._mention(node)
+        else:
+            verb = "builds" if module is None and len(pieces) > 1 else "names"
+            self._report(node, f"{verb} {what}, which the removal deletes")
+
+    def _bindings(self, nodes) -> Dict[str, str]:
+        """Local name -> the absolute dotted name an import binds it to (any scope)."""
+        bound = {}
+        for node in nodes:
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.asname:
+                        bound[alias.asname] = alias.name
+                    else:
+                        bound[alias.name.partition(".")[0]] = alias.name.partition(".")[0]
+            elif isinstance(node, ast.ImportFrom):
+                base = resolve_relative(self.package, node.level, node.module)
+                for alias in node.names:
+                    if base and alias.name != "*":
+                        bound[alias.asname or alias.name] = f"{base}.{alias.name}"
+        return bound
+
+    def _absolute(self, dotted: Optional[str]) -> Optional[str]:
+        if not dotted:
+            return None
+        first, dot, rest = dotted.partition(".")
+        if first in self.bound:
+            return self.bound[first] + dot + rest
+        if first not in self.toplevel:  # a local, a parameter, ``self``: nothing the removal deletes
+            return None
+        return f"{self.module}.{dotted}" if self.project.is_module(self.module) else None
+
+    def _gone_module(self, name: str) -> bool:
+        return under_any(name, self.lost.files.modules)
+
+    def _gone(self, absolute: str) -> bool:
+        """Does `absolute` name a module or definition the removal deletes?"""
+        if self._gone_module(absolute) or any(module_under(absolute, d) for d in self.lost.dotted):
+            return True
+        target = self.project.resolve_absolute(absolute)
+        if isinstance(target, ModuleTarget):
+            return self._gone_module(target.name)
+        if isinstance(target, DefTarget):
+            parts = target.definition.qualname.split(".")
+            return self._gone_module(target.module) or any(
+                (target.module, ".".join(parts[:i])) in self.lost.defs for i in range(1, len(parts) + 1)
+            )
+        return False
+
+    def _import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            if self._gone_module(alias.name):
+                self._report(node, f"imports {alias.name}, which the removal deletes")
+
+    def _import_from(self, node: ast.ImportFrom) -> None:
+        base = resolve_relative(self.package, node.level, node.module)
+        if base is None:
+            return
+        # a name the removal deletes is spelt here, or by the module it is imported from
+        # (which is then a kept file that refuses itself, or goes)
+        spelt = bool(set(base.split(".")) & self.lost.words)
+        used = [a.name for a in node.names
+                if a.name != "*" and (spelt or a.name in self.lost.words) and self._gone(f"{base}.{a.name}")]
+        if used:
+            self._report(node, f"imports {', '.join(used)} from {base}, which the removal deletes")
+        elif self._gone_module(base):
+            self._report(node, f"imports from {base}, which the removal deletes")
+
+    def _attribute(self, node: ast.Attribute) -> bool:
+        dotted = ast_dotted_name(node)
+        absolute = self._absolute(dotted)
+        if absolute is None or not set(absolute.split(".")) & self.lost.words or not self._gone(absolute):
+            return False
+        self._report(node, f"uses {dotted}, which the removal deletes")
+        return True
+
+    def _call(self, node: ast.Call) -> None:
+        for keyword in node.keywords:
+            if keyword.arg is None or "backend" not in keyword.arg.lower():
+                continue
+            for string in _literals(keyword.value):
+                apis = self.lost.backends.get(string.value)
+                if apis is None or string.value in self.lost.retired:
+                    continue
+                api = self._api(node.func)
+                if api in apis:
+                    self.judged.add(id(string))
+                    self._report(string, f"calls {api} with {keyword.arg}={string.value!r}, a backend the removal deletes")
+            self._judge(keyword.value, _literals(keyword.value), f"passes {keyword.arg}={{}}")
+        if _last_name(node.func) == "parametrize" and len(node.args) > 1:
+            names = _literals(node.args[0])
+            if any("backend" in n.value.lower() for n in names):
+                self._judge(node, _literals(node.args[1]), "parametrizes a backend with {}")
+
+    def _api(self, func) -> Optional[str]:
+        absolute = self._absolute(ast_dotted_name(func))
+        target = self.project.resolve_absolute(absolute) if absolute else None
+        return f"{target.module}.{target.definition.qualname}" if isinstance(target, DefTarget) else None
+
+    def _compare(self, node: ast.Compare) -> None:
+        if any(isinstance(op, (ast.Eq, ast.In, ast.Is)) for op in node.ops):
+            for operand in (node.left, *node.comparators):
+                self._judge(node, _literals(operand), "compares with {}")
+
+    def _judge(self, node, strings, what: str) -> None:
+        """Report the retired backends among `strings`, named where a backend is meant
+        (`what` says how, ``{}`` standing for the name)."""
+        for string in strings:
+            if string.value in self.lost.retired and id(string) not in self.judged:
+                self.judged.add(id(string))
+                self._report(string, f"{what.format(repr(string.value))}, a backend the removal deletes")
+
+
+def _toplevel_names(tree: ast.Module) -> Set[str]:
+    """Names the module's top-level statements define or assign."""
+    names: Set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)}
+    return names
+
+
+# removed backends ---------------------------------------------------------------------
+
+
+def retired_backends(project, texts: Texts, removal: Removal, backends, after_of) -> Set[str]:
+    """The removed backends that no kept core module still declares (a
+    ``backend_checks`` key, a comparison with a ``backend`` name): a name
+    another API still dispatches on is checked per API only."""
+    retired = set(backends)
+    for rel in sorted(project.files):
+        source = project.files[rel]
+        if not retired or removal.gone(rel) or not project.settings.is_core(source.module):
+            continue
+        if rel not in after_of and not texts.mentions(rel, retired):
+            continue
+        tree = _parse(after_of[rel]) if rel in after_of else texts.tree(rel)
+        if tree is not None:
+            retired -= _declared_backends(tree, retired)
+    return retired
+
+
+def _declared_backends(tree: ast.Module, names) -> Set[str]:
+    found = set()
+    assigned = {t.id: n.value for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and markers.is_marker(_last_name(node.func), BACKEND_REQUIREMENT):
+            checks = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "backend_checks"), None)
+            checks = assigned.get(checks.id) if isinstance(checks, ast.Name) else checks
+            if isinstance(checks, ast.Dict):
+                found |= {k.value for k in checks.keys if isinstance(k, ast.Constant) and k.value in names}
+        elif isinstance(node, ast.Compare) and _names_a_backend(node.left):
+            found |= {s.value for c in node.comparators for s in _literals(c) if s.value in names}
+    return found
+
+
+def _last_name(node: ast.AST) -> str:
+    dotted = ast_dotted_name(node) or ""
+    return dotted.rpartition(".")[2]
+
+
+def _names_a_backend(node: ast.AST) -> bool:
+    return "backend" in _last_name(node).lower()
+
+
+def _literals(node: ast.AST) -> List[ast.Constant]:
+    """The string constant `node` is, or those of a (nested) tuple, list or set display."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node]
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return [s for element in node.elts for s in _literals(element)]
+    return []

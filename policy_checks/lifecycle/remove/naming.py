@@ -1,0 +1,117 @@
+"""How code names what a removal deletes without importing it: a module's dotted name
+in a string (``importlib.import_module("pkg.experimental.feat.x")``, an f-string
+prefix, an alias finder's prefix), or a path through the feature's directory, in one
+string or built from pieces (``Path(root) / "experimental" / "feat"``,
+``os.path.join(root, "experimental", "feat", "_api.py")``)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import FrozenSet, List, NamedTuple, Optional
+
+from ... import markers
+from .texts import Spelling
+
+_DOTTED = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*\.?$")
+_SEPARATORS = re.compile(r"[/\\]+")
+_JOINS = ("join", "joinpath", "Path", "PurePath", "PosixPath", "PurePosixPath", "WindowsPath", "PureWindowsPath")
+
+
+class GoneFiles(NamedTuple):
+    """What the removal deletes, as code may name it."""
+
+    modules: FrozenSet[str]  # dotted names whose files go (everything below each)
+    segments: tuple  # ("experimental", "feat"): two path segments in a row lead into the feature
+    directory: str  # "pkg/experimental/feat", for the messages
+
+    def names_module(self, text: str) -> Optional[str]:
+        """The module `text` names when it is the dotted name of one that goes (a
+        trailing dot, the prefix of its submodules, too); else None."""
+        if not _DOTTED.match(text):
+            return None
+        name = text.rstrip(".")
+        return name if under_any(name, self.modules) else None
+
+    def names_path(self, pieces: List[Optional[str]]) -> bool:
+        """Do the `pieces` of a path (None for a part not known here) hold the
+        feature's directory: its two segments in a row?"""
+        segments: List[Optional[str]] = []
+        for piece in pieces:
+            segments += [None] if piece is None else [s for s in _SEPARATORS.split(piece) if s]
+        width = len(self.segments)
+        return any(tuple(segments[i:i + width]) == self.segments for i in range(len(segments) - width + 1))
+
+
+def feature_spelling(segments: tuple) -> Spelling:
+    """Where a file that imports or loads the feature spells its name: after the
+    experimental package's (a dotted name, a path, path pieces, ``from
+    pkg.experimental import feat``), or in a relative import of a sibling (``from
+    ..feat import x``, ``from .. import feat``). A name that is also a common
+    identifier (``attn_scores``) then costs a search, not a parse."""
+    experimental, feature = (re.escape(s).encode("utf-8") for s in segments)
+    name = rb"\b" + feature + rb"\b"
+    relative = rb"\bfrom[ \t]+\.+[ \t]*"
+    pattern = (rb"\b" + experimental + rb"(?:[\s./\\'\",()]|\bimport\b)*" + name
+               + b"|" + relative + name
+               + b"|" + relative + rb"import\b[^\n]*" + name
+               + b"|" + relative + rb"import[ \t]*\([^)]*" + name)
+    return Spelling((segments[1].encode("utf-8"),), re.compile(pattern))
+
+
+def under_any(module: str, modules: FrozenSet[str]) -> bool:
+    """Is `module` one of `modules` or below one (a look-up per dot, however many)?"""
+    parts = module.split(".")
+    return any(".".join(parts[:end]) in modules for end in range(1, len(parts) + 1))
+
+
+def path_pieces(node: ast.AST) -> List[Optional[str]]:
+    """The parts of a path or string expression, in order: a string is itself; ``a / b``
+    its sides; ``os.path.join(a, b)``, ``x.joinpath(a)`` and ``Path(a, b)`` their
+    arguments (after ``x``); ``a + b`` and an f-string their parts, adjacent strings
+    run together; any other expression one unknown part (None)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node.value]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+        return path_pieces(node.left) + path_pieces(node.right)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _concatenated(path_pieces(node.left) + path_pieces(node.right))
+    if isinstance(node, ast.JoinedStr):
+        return _concatenated([v.value if isinstance(v, ast.Constant) else None for v in node.values])
+    if is_join(node):
+        head = path_pieces(node.func.value) if _last_name(node.func) == "joinpath" else []
+        return head + [p for argument in node.args for p in path_pieces(argument)]
+    return [None]
+
+
+def _concatenated(pieces: List[Optional[str]]) -> List[Optional[str]]:
+    joined: List[Optional[str]] = []
+    for piece in pieces:
+        if piece is not None and joined and joined[-1] is not None:
+            joined[-1] += piece
+        else:
+            joined.append(piece)
+    return joined
+
+
+def is_join(node: ast.AST) -> bool:
+    """A call that joins path pieces (``os.path.join``, ``joinpath``, ``Path(...)``)."""
+    return isinstance(node, ast.Call) and _last_name(node.func) in _JOINS and (
+        _last_name(node.func) != "joinpath" or isinstance(node.func, ast.Attribute))
+
+
+def is_path_expression(node: ast.AST) -> bool:
+    """An expression that builds a path or a name from pieces."""
+    return is_join(node) or isinstance(node, ast.JoinedStr) or (
+        isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Div, ast.Add)))
+
+
+def loads(call: ast.Call) -> bool:
+    """Does the call load what its arguments name (an import function, a finder or
+    loader, ``sys.path.insert``/``append``)?"""
+    dotted = markers.dotted_name(call.func) or ""
+    return dotted.rpartition(".")[2] in markers.LOADING_FUNCTIONS or dotted.startswith(markers.SEARCH_PATH + ".")
+
+
+def _last_name(node: ast.AST) -> str:
+    return (markers.dotted_name(node) or "").rpartition(".")[2]

@@ -1,0 +1,119 @@
+"""The plan of a removal, step by step, each step a module of this package: what goes
+whole (the directory, its tests, its examples), what in core reaches the feature, the
+repository's other uses of it, then the edits and what they leave. Every refusal
+comes before anything is written; the ones that need no edit come before any edit
+is planned."""
+
+from __future__ import annotations
+
+import os
+
+from ...editing.changes import ChangeSet
+from ...editing.target import FixTarget, Refused, project_model
+from .attached import own_examples, plan_docs
+from .emptied import Edited, apply_core_edits, refuse_imported_emptied
+from .entry_points import remove_backend_mentions
+from .exports import Exports, plan_exports
+from .kept import Lost, check_kept_files, retired_backends
+from .model import CoreEdits, Feature, Removal
+from .naming import GoneFiles, feature_spelling
+from .reach import find_reach, plan_entry_points
+from .repository import kept_python_files
+from .texts import Texts, uses_pattern
+
+
+def plan_removal(target: FixTarget, name: str) -> Removal:
+    """The whole removal, or `Refused`; reads the tree, writes nothing."""
+    feature = _feature(target, name)
+    removal = Removal(target, name, ChangeSet(target.root))
+    _own_directories(removal, feature)
+    project, texts = project_model(target), Texts(target.root)
+    removal.deletions += own_examples(target, project, feature)
+    hits = find_reach(project, texts, removal, feature, feature_spelling(feature.path_segments))
+    kept = kept_python_files(project, removal)
+    early = _feature_lost(project, removal, feature)
+    removal.notes += check_kept_files(project, texts, kept, early, skip={hit.rel for hit in hits})
+
+    core = _plan_core(target, project, removal, hits)
+    exports = plan_exports(target, project, texts, removal, core)
+    edited = apply_core_edits(target, project, removal, core)
+
+    lost = _lost(project, texts, removal, feature, core, exports, edited)
+    kept = [file for file in kept if not removal.gone(file.rel)]
+    removal.notes += [n for n in check_kept_files(project, texts, kept, lost, edited.after_of) if n not in removal.notes]
+    refuse_imported_emptied(project, texts, removal, edited)
+    plan_docs(target, project, removal, [feature.name, *lost.retired, *exports.public])
+    removal.changes.add_planned(removal.rewrites, deletions=removal.deletions)
+    return removal
+
+
+def _feature(target: FixTarget, name: str) -> Feature:
+    """The feature's names and paths; `Refused` for a name that is none, or no directory."""
+    settings = target.settings
+    if not name.isidentifier():
+        raise Refused(f"{name!r} is not a feature name")
+    directory = f"{settings.experimental_dir}/{name}"
+    if not os.path.lexists(target.root / directory):
+        raise Refused(f"no feature directory {directory}")
+    tests = f"{settings.experimental_tests}/{name}"
+    tests = tests if os.path.lexists(target.root / tests) else None
+    return Feature(name, directory, f"{settings.experimental_package}.{name}", tests, settings.experimental_dir)
+
+
+def _own_directories(removal: Removal, feature: Feature) -> None:
+    """The feature's directory and its tests go whole; a link or a special file in
+    either (or either being a link) refuses now, before anything else is read."""
+    for directory in (feature.directory, feature.tests):
+        if directory is not None:
+            removal.changes.files_under(directory)
+            removal.deletions.append(directory)
+
+
+def _plan_core(target: FixTarget, project, removal: Removal, hits) -> CoreEdits:
+    """The edits of the core modules that reach the feature: the entry points go,
+    and a removed backend's branches and listed names in the modules declaring it."""
+    core = CoreEdits()
+    plan_entry_points(target, project, hits, core)
+    for hit in hits:
+        module = project.files[hit.rel].module
+        removal.removed += [f"{module}.{n}" for n in sorted(core.modules[hit.rel].names)]
+    if core.backends:
+        for mod in core.modules.values():
+            remove_backend_mentions(mod, core.backends)
+    removal.removed += [f"backend {b!r}" for b in sorted(core.backends)]
+    return core
+
+
+def _gone_files(project, removal: Removal, feature: Feature) -> GoneFiles:
+    modules = {feature.module} | {project.files[rel].module for rel in project.files if removal.gone(rel)}
+    return GoneFiles(frozenset(modules), feature.path_segments, feature.directory)
+
+
+def _feature_lost(project, removal: Removal, feature: Feature) -> Lost:
+    """The feature's own modules and files, before any edit: what no kept file may
+    import or load, whatever the plan of core turns out to be. Only the files that
+    spell the feature's name where an import or a path would are read."""
+    files = _gone_files(project, removal, feature)
+    return Lost(set(), {}, set(), {feature.name}, files, set(), feature_spelling(feature.path_segments))
+
+
+def _lost(project, texts: Texts, removal: Removal, feature: Feature, core: CoreEdits, exports: Exports,
+          edited: Edited) -> Lost:
+    """Everything the plan takes away. A file that uses any of it spells a backend,
+    a lazy key, an emptied module or the removed name itself (a method: its own
+    name); one that imports the feature was refused before (`_feature_lost`)."""
+    names_by_module = core.names_by_module
+    emptied = {project.files[rel].module.rpartition(".")[2] for rel in edited.emptied}
+    plain = {*core.backends, *exports.served, *emptied}
+    names = {n.rpartition(".")[2] for names in names_by_module.values() for n in names} - plain
+    names = {n for n in names if not (n.startswith("__") and n.endswith("__"))}  # called implicitly, never spelt
+    files = _gone_files(project, removal, feature)
+    return Lost(
+        defs={(m, n) for m, names in names_by_module.items() for n in names},
+        backends=core.backends,
+        retired=retired_backends(project, texts, removal, core.backends, edited.after_of),
+        words=plain | names | {feature.name},
+        files=files,
+        plain=plain,
+        name_uses=uses_pattern(names),
+    )
