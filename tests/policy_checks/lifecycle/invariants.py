@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -47,21 +48,22 @@ print(json.dumps(sorted(ok)))
 
 
 def snapshot(root: Path) -> Dict[str, bytes]:
-    """Every file under `root` but ``.git`` and ``__pycache__``: its bytes (a link: its target;
-    a FIFO: its mode)."""
-    files = {}
+    """Every file under `root` but ``.git`` and ``__pycache__``: its bytes; a link its
+    target, a special file its kind (never opened: a FIFO would block)."""
+    found = {}
     for folder, dirs, names in os.walk(root):
         dirs[:] = [d for d in dirs if d not in (".git", "__pycache__")]
-        for name in names:
+        for name in [*names, *(d for d in dirs if os.path.islink(os.path.join(folder, d)))]:
             path = Path(folder, name)
+            info = os.lstat(path)
             rel = path.relative_to(root).as_posix()
-            if path.is_symlink():
-                files[rel] = b"link:" + os.readlink(path).encode()
-            elif path.is_file():
-                files[rel] = path.read_bytes()
-            else:  # a FIFO or a device: never opened
-                files[rel] = b"special:%o" % os.lstat(path).st_mode
-    return files
+            if stat.S_ISLNK(info.st_mode):
+                found[rel] = b"link:" + os.readlink(path).encode()
+            elif stat.S_ISREG(info.st_mode):
+                found[rel] = path.read_bytes()
+            else:
+                found[rel] = b"special:%o" % stat.S_IFMT(info.st_mode)
+    return found
 
 
 def importable(root: Path) -> Set[str]:

@@ -14,21 +14,17 @@ module that imported still imports; the checker finds nothing new.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import stat
 import subprocess
-import sys
 from pathlib import Path
-from typing import Dict, NamedTuple, Set
 
 import pytest
 from click.testing import CliRunner
 
 from policy_checks.cli import main
-from policy_checks.config import load
-from policy_checks.runner import run
+
+from .invariants import Outcome, importable, run_checked, snapshot
 
 OPS = """\
 from .api_logging import flashinfer_experimental_api
@@ -45,96 +41,13 @@ def keep():
     return 1
 """
 
-_IMPORT_ALL = """
-import importlib, json, os, pkgutil, sys
-ok = []
-for top in sorted(p for p in os.listdir(".") if os.path.isfile(os.path.join(p, "__init__.py"))):
-    try:
-        package = importlib.import_module(top)
-    except Exception:
-        continue
-    ok.append(top)
-    for info in pkgutil.walk_packages(package.__path__, top + "."):
-        try:
-            importlib.import_module(info.name)
-        except Exception:
-            continue
-        ok.append(info.name)
-print(json.dumps(ok))
-"""
-
-
-class Outcome(NamedTuple):
-    exit_code: int
-    output: str  # the real run's
-    diff: str
-
-
-def snapshot(root: Path) -> Dict[str, bytes]:
-    """Every file under `root` but ``.git`` and ``__pycache__``: its bytes; a link its
-    target, a special file its kind (never opened: a FIFO would block)."""
-    found = {}
-    for folder, dirs, names in os.walk(root):
-        dirs[:] = [d for d in dirs if d not in (".git", "__pycache__")]
-        for name in [*names, *(d for d in dirs if os.path.islink(os.path.join(folder, d)))]:
-            path = Path(folder, name)
-            info = os.lstat(path)
-            rel = path.relative_to(root).as_posix()
-            if stat.S_ISLNK(info.st_mode):
-                found[rel] = b"link:" + os.readlink(path).encode()
-            elif stat.S_ISREG(info.st_mode):
-                found[rel] = path.read_bytes()
-            else:
-                found[rel] = b"special:%o" % stat.S_IFMT(info.st_mode)
-    return found
-
-
-def importable(root: Path) -> Set[str]:
-    """The modules of the tree's top-level packages that import, in a fresh interpreter."""
-    env = {**os.environ, "PYTHONPATH": str(root), "PYTHONDONTWRITEBYTECODE": "1"}
-    done = subprocess.run([sys.executable, "-c", _IMPORT_ALL], cwd=root, env=env, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    return set(json.loads(done.stdout))
-
-
-def findings(root: Path) -> Set[tuple]:
-    result = run(root, load(root), use_cache=False, progress=False, jobs=1)
-    return {(f.rule, f.path, f.message) for f in result.findings}
-
-
 def checked(tree, feature: str = "feat") -> Outcome:
-    """``remove FEATURE --diff``, then the real run, asserting the invariants."""
-    root = tree.root
-    before, imported, found = snapshot(root), importable(root), findings(root)
-    runner = CliRunner()
-    shown = runner.invoke(main, ["remove", feature, "--diff", "--root", str(root)])
-    assert snapshot(root) == before, "--diff wrote in the tree"
-    done = runner.invoke(main, ["remove", feature, "--root", str(root)])
-    assert done.exit_code == shown.exit_code in (0, 1), done.output
-    if done.exit_code == 1:
-        assert "refused, nothing written" in done.output
-        assert snapshot(root) == before, "a refusal changed the tree"
-        return Outcome(1, done.output, "")
-    copy = root.parent / (root.name + "-patched")
-    try:
-        for rel, data in before.items():
-            (copy / rel).parent.mkdir(parents=True, exist_ok=True)
-            (copy / rel).write_bytes(data)
-        subprocess.run(["git", "init", "-q", str(copy)], check=True)
-        applied = subprocess.run(["git", "apply", "-"], cwd=copy, input=shown.stdout.encode(), capture_output=True)
-        assert applied.returncode == 0, applied.stderr.decode()
-        assert snapshot(copy) == snapshot(root), "the --diff is not what the run did"
-    finally:
-        shutil.rmtree(copy, ignore_errors=True)
-    lost = {m for m in imported - importable(root) if _has_file(root, m)}
-    assert not lost, f"no longer import: {sorted(lost)}"
-    assert findings(root) <= found, "new checker findings"
-    return Outcome(0, done.output, shown.stdout)
-
-
-def _has_file(root: Path, module: str) -> bool:
-    base = root.joinpath(*module.split("."))
-    return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
+    """``remove FEATURE --diff``, then the real run, asserting the invariants
+    (`invariants.run_checked`) and that nothing was lost."""
+    outcome = run_checked(tree.root, ["remove", feature])
+    assert outcome.lost_imports == [], f"no longer import: {outcome.lost_imports}"
+    assert outcome.new_findings == set(), "new checker findings"
+    return outcome
 
 
 def reasons(output: str) -> list:
