@@ -281,7 +281,7 @@ def test_exported_like_its_neighbours_by_import(tree, init, exported):
         ("fxpkg", "not a module under fxpkg"),
         ("other.place", "not a module under fxpkg"),
         ("fxpkg.experimental.feat2", "inside the experimental package"),
-        ("fxpkg.utils", "fxpkg/utils already exists"),
+        ("fxpkg.utils", "fxpkg/utils.py already exists"),
         ("fxpkg.nowhere.feat", "its parent package fxpkg.nowhere has no __init__.py"),
         ("fxpkg.fancy", "exports a name 'fancy'"),
         ("fxpkg.9lives", "not a module under fxpkg"),

@@ -1,0 +1,118 @@
+"""Step 3: the core modules that reach the feature. Their imports of it point at the new
+home, ``@flashinfer_experimental_api(...)`` on its entry points becomes
+``@flashinfer_api`` (``trace=`` kept), and the gate calls that guarded it go: those in
+an entry point or hand-off function that reaches no other experimental code, and those
+naming the feature or one of its backends."""
+
+from __future__ import annotations
+
+from typing import Dict, List, Set, Tuple
+
+import libcst as cst
+
+from ... import markers
+from ...editing.cst_tools import PythonFile, Unfixable, add_edit, apply_edits, backend_branch, dotted_name, import_at
+from ...facts import FUNCTION, Import
+from ...project import Project
+from . import reach
+from .marks import Qualnames, names_feature, swap_decorators
+from .plan import Graduation
+from .rewrite import drop_unused_import, parse_file, retarget_or_refuse
+
+
+def swap_core(graduation: Graduation, project: Project, reaching: Dict[str, List[Import]],
+              backends: Set[str]) -> List[Tuple[str, str]]:
+    """Rewrite the core files that reach the feature; returns the swapped entry points
+    as ``(module, qualname)``."""
+    entry_points: List[Tuple[str, str]] = []
+    for rel, hits in sorted(reaching.items()):
+        entry_points += _swap_file(graduation, project, rel, hits, backends)
+    return entry_points
+
+
+def _swap_file(graduation: Graduation, project: Project, rel: str, hits: List[Import],
+               backends: Set[str]) -> List[Tuple[str, str]]:
+    """One core file: retarget, swap its entry points, drop the gates that guarded the feature."""
+    feature = graduation.feature
+    module = project.files[rel].module
+    data = graduation.planned(rel)
+    file = parse_file(graduation.target, rel, data)
+    edits: dict = {}
+    retarget_or_refuse(file, graduation.old, graduation.home, module, edits)
+    deferred = [imp for imp in hits if imp.scope == FUNCTION and imp.functions]
+    outermost = {imp.functions[0] for imp in deferred}
+    swapped = swap_decorators(file, lambda qualname, decorator: qualname in outermost
+                              or names_feature(decorator, feature), edits)
+    graduation.entry_points[rel] = set(swapped) | {f for imp in deferred for f in imp.functions}
+    removed = _drop_guarding_gates(graduation, project, rel, file, deferred, backends, edits)
+    after = apply_edits(file, edits)
+    if after != data:
+        graduation.rewrite(rel, after)
+        graduation.did(3, f"{rel}: imports point at {graduation.home}" + (
+            f"; @{markers.STABLE_API} on {', '.join(swapped)}" if swapped else "") + (
+            f"; {len(removed)} gate call(s) dropped" if removed else ""))
+    return [(module, name) for name in swapped]
+
+
+def _drop_guarding_gates(graduation: Graduation, project: Project, rel: str, file: PythonFile,
+                         deferred: List[Import], backends: Set[str], edits: dict) -> list:
+    """The gate calls that guarded the feature go with their imports, and only those: a
+    function that still routes to other experimental code keeps its gates."""
+    elsewhere = {f for imp, _ in reach.experimental_imports(project, project.facts(rel), graduation.old)
+                 if imp.scope == FUNCTION for f in imp.functions}
+    names = backends | _branch_backends(file, deferred) | {graduation.feature}
+    removed = _drop_gate_calls(file, graduation.entry_points[rel], elsewhere, names, edits)
+    _drop_unused_gate_imports(file, removed, edits)
+    return removed
+
+
+def _branch_backends(file: PythonFile, imports: List[Import]) -> Set[str]:
+    """The backends whose ``if backend == "<name>":`` branch imports the feature."""
+    found = set()
+    for imp in imports:
+        try:
+            statement = import_at(file, imp)
+        except Unfixable:  # importlib.import_module("..."): its string is listed for a person
+            continue
+        branch = backend_branch(file, statement)
+        if branch is not None:
+            found.add(branch[1])
+    return found
+
+
+def _drop_gate_calls(file: PythonFile, entry: Set[str], elsewhere: Set[str], names: Set[str], edits: dict) -> list:
+    """Statement-level gate calls that guarded the feature: inside an entry point or
+    hand-off (`entry`) that reaches no other experimental code (`elsewhere`), or naming
+    the feature or one of its backends (`names`). Returns the statements removed."""
+    removed: list = []
+
+    class Finder(Qualnames):
+        def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+            if len(node.body) != 1 or not isinstance(node.body[0], cst.Expr) or not isinstance(node.body[0].value, cst.Call):
+                return
+            call = node.body[0].value
+            if not markers.is_gate_name(dotted_name(call.func)):
+                return
+            strings = {a.value.evaluated_value for a in call.args if isinstance(a.value, cst.SimpleString)}
+            chain = set(self.functions())
+            if strings & names or (chain & entry and not chain & elsewhere):
+                removed.append(node)
+                add_edit(edits, node, lambda updated: cst.RemovalSentinel.REMOVE)
+
+    file.tree.visit(Finder())
+    return removed
+
+
+def _drop_unused_gate_imports(file: PythonFile, removed: list, edits: dict) -> None:
+    """The gate functions' imports that only the removed calls used, at module level or
+    in the function that imported them."""
+    if not removed:
+        return
+    scopes = {id(file.scopes[file.tree]): file.scopes[file.tree]}
+    for statement in removed:
+        scope = file.scopes.get(statement)
+        if scope is not None:
+            scopes.setdefault(id(scope), scope)
+    for scope in scopes.values():
+        for name in markers.GATE_FUNCTIONS:
+            drop_unused_import(file, name, edits, ignore=removed, scope=scope)

@@ -1,0 +1,125 @@
+"""Imports of the old path outside the feature, its tests and the core that reaches it:
+other experimental features, tests, examples and the repository's other top-level
+packages. Each import is pointed at the new home (the shim would serve it for one
+release, with a warning), or listed for a person when a rewrite cannot do it; a string
+that spells the old path is listed too."""
+
+from __future__ import annotations
+
+import ast
+import os
+from typing import Iterator, List
+
+from ...config import module_under, under
+from ...editing.cst_tools import apply_edits
+from ...editing.target import Refused
+from ...facts import docstring_ids, extract
+from ...project import Project, walk_python_files
+from .plan import Graduation
+from .rewrite import parse_file, retarget
+
+
+def retarget_elsewhere(graduation: Graduation, project: Project) -> None:
+    """Point every other import of the old path at the new home, or list it (step 2)."""
+    touched = {fix.path for fix in graduation.rewrites}
+    for rel in _other_code(graduation, project):
+        data = _read(graduation.target.root, rel)
+        if rel in touched or data is None or graduation.feature.encode() not in data:
+            continue
+        if _imports_old_path(graduation, rel, data):
+            try:
+                _retarget_file(graduation, rel, data)
+            except Refused as why:  # a link, or what libcst cannot print back: not rewritten
+                graduation.ask(2, f"{rel} imports {graduation.old} but is not rewritten ({why}); "
+                                  f"point it at {graduation.home} by hand")
+
+
+def _retarget_file(graduation: Graduation, rel: str, data: bytes) -> None:
+    """Rewrite one file's imports of the old path; list those a rewrite cannot move."""
+    file = parse_file(graduation.target, rel, data)
+    edits: dict = {}
+    changed, stuck = retarget(file, graduation.old, graduation.home, file.module_name, edits)
+    for line, why in stuck:
+        graduation.ask(2, f"{rel}:{line}: an import of {graduation.old} that a rewrite cannot move ({why}); "
+                          f"point it at {graduation.home} by hand")
+    if changed:
+        graduation.rewrite(rel, apply_edits(file, edits))
+        graduation.did(2, f"{rel}: imports point at {graduation.home}")
+
+
+def _imports_old_path(graduation: Graduation, rel: str, data: bytes) -> bool:
+    """Does the file import the old path (read with ``ast``, before libcst is asked to)?"""
+    facts = extract(data, *graduation.target.module_of(rel))
+    return any(module_under(module, graduation.old) for imp in facts.imports if imp.module and not imp.dynamic
+               for module in (imp.module, *(f"{imp.module}.{name}" for name, _ in imp.names)))
+
+
+def _other_code(graduation: Graduation, project: Project) -> List[str]:
+    """Python files that are neither the feature, its tests, nor core."""
+    s = graduation.target.settings
+    feature_dir = f"{s.experimental_dir}/{graduation.feature}"
+    feature_tests = f"{s.experimental_tests}/{graduation.feature}"
+    found = []
+    for rel, source in project.files.items():
+        if under(rel, feature_dir) or under(rel, feature_tests) or s.is_core(source.module):
+            continue
+        found.append(rel)
+    found += project.example_texts()
+    found += other_packages(graduation, project)
+    return sorted(set(found))
+
+
+def other_packages(graduation: Graduation, project: Project) -> Iterator[str]:
+    """Python files of the repository's other top-level packages and of its root (the
+    checker reads the package, the tests and the examples only)."""
+    s, root = graduation.target.settings, graduation.target.root
+    known = {s.package.split(".")[0], s.stable_tests.split("/")[0], s.examples.split("/")[0]}
+    for entry in sorted(os.scandir(root), key=lambda e: e.name):
+        if entry.name in known or entry.name.startswith("."):
+            continue
+        if entry.is_dir(follow_symlinks=False) and os.path.isfile(os.path.join(entry.path, "__init__.py")):
+            yield from (source.rel for source in walk_python_files(root, entry.name, s.exclude, [], project.listing))
+        elif entry.name.endswith(".py") and entry.is_file(follow_symlinks=False) and (
+                project.listing is None or project.listing.has_file(entry.name)):
+            yield entry.name
+
+
+def _read(root, rel: str):
+    try:
+        return (root / rel).read_bytes()
+    except OSError:
+        return None
+
+
+def strings_naming_the_old_path(graduation: Graduation, project: Project) -> None:
+    """String constants that still spell the experimental path (``importlib.import_module(
+    "flashinfer.experimental.x.y")``, an f-string's parts) keep working through the shims
+    for one release; each is listed for a person (step 2)."""
+    target, old = graduation.target, graduation.old
+    relative = "." + old.partition(".")[2]  # ".experimental.<feature>", as a relative import_module spells it
+    new_bytes = {**{fix.path: fix.after for fix in graduation.rewrites}, **graduation.creations}
+    feature_dir = f"{target.settings.experimental_dir}/{graduation.feature}"
+    shims = {fix.path for fix in graduation.rewrites if under(fix.path, feature_dir)}
+    paths = {*project.files, *project.example_texts(), *other_packages(graduation, project), *new_bytes} - shims
+    for rel in sorted(paths):
+        if not rel.endswith(".py") or any(under(rel, d) for d in graduation.deletions):
+            continue
+        data = new_bytes[rel] if rel in new_bytes else _read(target.root, rel)
+        if data is None or graduation.feature.encode() not in data:
+            continue
+        for line, text in _strings_naming(data, (old, relative)):
+            graduation.ask(2, f"a string still names the experimental path: {rel}:{line}: {text[:80]!r}")
+
+
+def _strings_naming(data: bytes, spellings) -> Iterator[tuple]:
+    """``(line, text)`` of each string constant (docstrings aside) holding one of `spellings`."""
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError):
+        return
+    nodes = list(ast.walk(tree))
+    prose = docstring_ids(nodes)
+    for node in nodes:
+        if id(node) not in prose and isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                and any(s in node.value for s in spellings):
+            yield node.lineno, node.value

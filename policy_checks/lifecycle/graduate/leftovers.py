@@ -1,0 +1,113 @@
+"""What the plan leaves reaching experimental code, read from the planned bytes.
+
+A module-level import of experimental code in the moved code refuses the plan (a safety
+net: `refusals.check_module_level_reach` decided it before the move was planned).
+Reach at call time, gate calls and experimental warnings left in the moved code or in
+the entry points are listed for a person under step 3, which then stays unticked;
+the moved tests' imports of experimental code (EXP008 in the stable lane) under step 6.
+"""
+
+from __future__ import annotations
+
+from typing import List
+
+from ... import markers
+from ...config import module_under, under
+from ...editing.target import Refused
+from ...project import Project
+from . import reach
+from .plan import Graduation
+from .refusals import module_level_refusal
+
+
+def check_planned(graduation: Graduation, project: Project) -> None:
+    """Refuse if the planned stable code would import experimental code when imported;
+    list what it reaches at call time."""
+    found: List[reach.Reach] = []
+    for rel, data in sorted(graduation.creations.items()):
+        module, is_package = _module(graduation, rel)
+        if module is None:
+            continue
+        facts = reach.planned_facts(module, is_package, data)
+        if facts.syntax_error is not None:
+            continue
+        if module_under(module, graduation.home):
+            found += reach.module_level(project, rel, facts)
+            _list_moved_code(graduation, project, rel, facts, data)
+        else:
+            _list_moved_tests(graduation, project, rel, facts)
+    if found:
+        settings = graduation.target.settings
+        raise Refused(module_level_refusal(found, graduation.home, settings.experimental_package, graduation.old))
+    for rel, functions in sorted(graduation.entry_points.items()):
+        _list_entry_points(graduation, project, rel, functions)
+
+
+def _module(graduation: Graduation, rel: str):
+    if not rel.endswith(".py"):
+        return None, False
+    return graduation.target.module_of(rel)
+
+
+def _other(graduation: Graduation, module: str) -> str:
+    """The feature an experimental module belongs to (or the module, when it is the package)."""
+    package = graduation.target.settings.experimental_package
+    return module[len(package) + 1:].partition(".")[0] or module
+
+
+def _list_moved_code(graduation: Graduation, project: Project, rel: str, facts, data: bytes) -> None:
+    """The moved code is stable now: what in it still reaches experimental code is step 3's."""
+    for found in reach.at_call_time(project, rel, facts):
+        if _names_the_old_path(graduation, found):
+            continue
+        graduation.ask(3, f"{found.where()} still reaches {found.module} (experimental) when called; stable code "
+                          f"may not: graduate {_other(graduation, found.module)} first, or move that call out")
+    for scope, line in reach.gate_calls(data):
+        graduation.ask(3, f"{rel}:{line}" + (f" ({scope})" if scope else "") +
+                       " still calls an experimental gate or warning; drop it, or keep it where it guards a route "
+                       "that is still experimental")
+    for marked in markers.marked_definitions(data) or ():
+        if marked.kind == markers.KIND_EXPERIMENTAL_API:
+            graduation.ask(3, f"{rel}:{marked.line}: {marked.qualname} is still marked @{markers.EXPERIMENTAL_API}")
+
+
+def _list_entry_points(graduation: Graduation, project: Project, rel: str, functions) -> None:
+    """An entry point is stable now: a route it keeps to experimental code, or a gate, is step 3's."""
+    data = graduation.planned(rel)
+    module, is_package = graduation.target.module_of(rel)
+    facts = reach.planned_facts(module, is_package, data)
+    if facts.syntax_error is not None:
+        return
+    for found in reach.at_call_time(project, rel, facts, functions):
+        if _names_the_old_path(graduation, found):
+            continue
+        graduation.ask(3, f"{found.where()}: a stable entry point still routes to {found.module} (experimental) "
+                          f"without telling the user; gate that route or graduate "
+                          f"{_other(graduation, found.module)} first")
+    for scope, line in reach.gate_calls(data, functions):
+        graduation.ask(3, f"{rel}:{line} ({scope}) still calls an experimental gate or warning; drop it if it "
+                          f"guarded {graduation.feature}, keep it where it guards a route that is still experimental")
+
+
+def _names_the_old_path(graduation: Graduation, found: reach.Reach) -> bool:
+    """A dynamic import of the old path (the shim, for one release) is step 2's: listed
+    there, once, with the string that spells it."""
+    if not module_under(found.module, graduation.old):
+        return False
+    place = f"{found.rel}:{found.line}:"
+    if not any(place in item for item in graduation.for_a_person.get(2, ())):
+        graduation.ask(2, f"{found.where()} still imports {found.module}, the old path (a shim for one release); "
+                          f"point it at {graduation.home}")
+    return True
+
+
+def _list_moved_tests(graduation: Graduation, project: Project, rel: str, facts) -> None:
+    """A stable test may not import experimental code (EXP008): step 6 is not done while one does."""
+    s = graduation.target.settings
+    if not under(rel, s.stable_tests) or under(rel, s.experimental_tests):
+        return
+    for imp, targets in reach.experimental_imports(project, facts):
+        found = reach.Reach(rel, imp.line, imp.functions[-1] if imp.functions else "", targets[-1])
+        if not _names_the_old_path(graduation, found):
+            graduation.ask(6, f"{rel}:{imp.line} still imports {found.module}; a stable test may not (EXP008): "
+                              "keep that test in the experimental lane, or drop the import")

@@ -1,0 +1,77 @@
+"""Step 2: the feature's files move to the new home, imports inside them retargeted and
+the track's marks in them swapped or dropped (step 3's part in the moved code); at each
+old module path a shim re-exports the new one."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from ... import markers
+from ...editing.cst_tools import apply_edits
+from .marks import drop_experimental_marks, swap_decorators
+from .plan import Graduation
+from .rewrite import parse_file, retarget_or_refuse
+
+
+def move_feature(graduation: Graduation, feature_dir: Path) -> None:
+    """Plan the new files, the shims at the old paths, and the record's deletion."""
+    target, changes = graduation.target, graduation.changes
+    home_dir = graduation.home.replace(".", "/")
+    old_dir = feature_dir.relative_to(target.root).as_posix()
+    files = [rel for rel in changes.files_under(old_dir) if "__pycache__" not in rel.split("/")]
+    for rel in files:
+        new_rel = f"{home_dir}/{rel[len(old_dir) + 1:]}"
+        if rel == f"{old_dir}/{markers.RECORD}":
+            graduation.deletions.append(rel)
+            continue
+        data = changes.read(rel)
+        graduation.modes[new_rel] = stat.S_IMODE(os.lstat(target.root / rel).st_mode)
+        if not rel.endswith(".py"):
+            graduation.creations[new_rel] = data
+            graduation.deletions.append(rel)
+            continue
+        graduation.creations[new_rel] = _moved_module(graduation, rel, new_rel, data)
+        module, is_package = target.module_of(rel)
+        marks_package = rel == f"{old_dir}/__init__.py"
+        graduation.rewrite(rel, shim(graduation.feature, module, target.module_of(new_rel)[0], marks_package,
+                                           graduation.home))
+    graduation.did(2, f"moved {old_dir}/ to {home_dir}/ ({len(files)} files), shims left at the old module paths")
+    if (feature_dir / markers.RECORD).is_file():
+        graduation.did(2, f"deleted {old_dir}/{markers.RECORD}")
+
+
+def _moved_module(graduation: Graduation, rel: str, new_rel: str, data: bytes) -> bytes:
+    """A module's bytes at its new path: imports of the feature retargeted, marks dropped."""
+    file = parse_file(graduation.target, rel, data)
+    edits: dict = {}
+    retarget_or_refuse(file, graduation.old, graduation.home, graduation.target.module_of(new_rel)[0], edits)
+    swapped = swap_decorators(file, lambda qualname, decorator: True, edits)
+    if swapped:
+        graduation.did(3, f"{new_rel}: @{markers.STABLE_API} on {', '.join(swapped)}")
+    drop_experimental_marks(file, edits)
+    return apply_edits(file, edits) if edits else data
+
+
+def shim(feature: str, module: str, new_module: str, marks_package: bool, home: str) -> bytes:
+    """A module at the old path that re-exports the new one and says where it went.
+    Module names are dotted identifiers, so they need no escaping in a string."""
+    marker = f'{markers.SHIM_MARKER} = "{home}"\n\n' if marks_package else ""
+    return (
+        f'"""Moved to `{new_module}` when {feature} graduated from the experimental track.\n\n'
+        f"This re-export stays for one release; import `{new_module}` instead.\n"
+        f'"""\n\n'
+        f"import importlib as _importlib\n"
+        f"import warnings as _warnings\n\n"
+        f"from {new_module} import *  # noqa: F401,F403\n\n"
+        f"{marker}"
+        f"_warnings.warn(\n"
+        f'    "{module} moved to {new_module} when "\n'
+        f'    "{feature} graduated; the old path goes in the next release",\n'
+        f"    DeprecationWarning,\n"
+        f"    stacklevel=2,\n"
+        f")\n\n\n"
+        f"def __getattr__(name):\n"
+        f'    return getattr(_importlib.import_module("{new_module}"), name)\n'
+    ).encode("utf-8")

@@ -1,0 +1,139 @@
+"""Stable code reaching experimental code, before and after a graduation.
+
+Once graduated, the feature's code is core: a module-level import of another
+experimental module in it is what EXP001 reports (`policy_checks/rules/exp001.py`), and a
+graduation that would create one refuses. The rules cannot be imported from here (they
+import `policy_checks.lifecycle`), so `module_level` reads the facts as EXP001 does: an
+import that runs at import time, of a module under the experimental package, unless every
+name it imports is an ``@experimental_backend`` checker of a support module. The same
+reading on the planned bytes checks the plan before anything is written.
+
+Reach at call time (a function of the moved code, or an entry point, that still imports
+another experimental module, or still calls a gate) is allowed but listed for a person
+under step 3, which then stays unticked.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator, List, NamedTuple, Optional, Set, Tuple
+
+from ... import markers
+from ...config import module_under
+from ...facts import FUNCTION, MODULE, TYPE_CHECKING, FileFacts, Import, extract
+from ...project import DefTarget, Project
+
+# What a feature may import from the experimental package only to mark its checkers: the
+# plan drops that import with the marks (and checks the planned bytes again).
+_DROPPED_WITH_THE_MARKS = frozenset({markers.EXPERIMENTAL_BACKEND})
+
+
+class Reach(NamedTuple):
+    """One import of experimental code from code that is (or will be) stable."""
+
+    rel: str
+    line: int
+    function: str  # the innermost enclosing def's qualname, "" at module level
+    module: str  # the experimental module it imports
+
+    def where(self) -> str:
+        return f"{self.rel}:{self.line}" + (f" ({self.function})" if self.function else "")
+
+
+def experimental_imports(project: Project, facts: FileFacts, moving: Optional[str] = None) -> Iterator[Tuple[Import, List[str]]]:
+    """``(import, experimental modules it runs)``; with `moving`, the import statements of
+    that module are left out: the plan points them at the new home (not a string's)."""
+    settings = project.settings
+    for imp in facts.imports:
+        if moving is not None and not imp.dynamic and imp.module is not None and module_under(imp.module, moving):
+            continue
+        targets = [t for t in project.import_targets(imp) if settings.is_experimental_module(t)]
+        if targets:
+            yield imp, targets
+
+
+def module_level(project: Project, rel: str, facts: FileFacts, moving: Optional[str] = None) -> List[Reach]:
+    """What EXP001 would report in `facts` were the file core."""
+    found = []
+    for imp, targets in experimental_imports(project, facts, moving):
+        if not _runs_at_import(project, imp.scope) or _checker_import(project, imp):
+            continue
+        if moving is not None and imp.names and all(name in _DROPPED_WITH_THE_MARKS for name, _ in imp.names):
+            continue  # the marks go with the move; the planned bytes are checked again
+        found.append(Reach(rel, imp.line, "", targets[-1]))
+    return found
+
+
+def at_call_time(project: Project, rel: str, facts: FileFacts, functions: Optional[Set[str]] = None) -> List[Reach]:
+    """Imports of experimental code inside functions (only those inside one of
+    `functions`, qualnames, when given)."""
+    found = []
+    for imp, targets in experimental_imports(project, facts):
+        if imp.scope != FUNCTION or not imp.functions:
+            continue
+        if functions is None or any(_within(f, functions) for f in imp.functions):
+            found.append(Reach(rel, imp.line, imp.functions[-1], targets[-1]))
+    return found
+
+
+def planned_facts(module: str, is_package: bool, data: bytes) -> FileFacts:
+    """The facts of bytes the plan writes, as the checker will read them."""
+    return extract(data, module, is_package)
+
+
+def gate_calls(data: bytes, functions: Optional[Set[str]] = None) -> List[Tuple[str, int]]:
+    """``(qualname, line)`` of each gate call, or use of ``ExperimentalWarning``, in the
+    text (inside one of `functions` only, when given)."""
+    calls = list(markers.gate_calls(data) or [])
+    tree = markers.parse(data) if b"ExperimentalWarning" in data else None
+    if tree is not None:
+        calls += _warning_uses(tree)
+    return sorted({(scope, line) for scope, line in calls if functions is None or _within(scope, functions)},
+                  key=lambda item: (item[1], item[0]))
+
+
+def _warning_uses(tree) -> List[Tuple[str, int]]:
+    """Calls that pass ``ExperimentalWarning`` (``warnings.warn(..., ExperimentalWarning)``)."""
+    found = []
+    stack = [(tree, "")]
+    while stack:
+        node, scope = stack.pop()
+        for child in ast.iter_child_nodes(node):
+            inner = scope
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                inner = f"{scope}.{child.name}" if scope else child.name
+            if isinstance(child, ast.Call) and any(
+                    (markers.dotted_name(a) or "").rpartition(".")[2] == "ExperimentalWarning"
+                    for a in [*child.args, *(k.value for k in child.keywords)]):
+                found.append((scope, child.lineno))
+            stack.append((child, inner))
+    return found
+
+
+def _within(qualname: str, functions: Set[str]) -> bool:
+    return any(qualname == f or qualname.startswith(f + ".") for f in functions)
+
+
+def _runs_at_import(project: Project, scope: str) -> bool:
+    """EXP001's "module level": the body, not functions; ``if TYPE_CHECKING:`` only when
+    the settings count it."""
+    return scope == MODULE or (scope == TYPE_CHECKING and project.settings.type_checking_imports)
+
+
+def _checker_import(project: Project, imp: Import) -> bool:
+    """EXP001's one exception: ``from <experimental module> import a, b`` where every
+    name is an ``@experimental_backend`` checker function."""
+    settings = project.settings
+    if imp.dynamic or not imp.names or imp.module == settings.experimental_package:
+        return False
+    for name, _ in imp.names:
+        if name == "*" or project.is_module(f"{imp.module}.{name}"):
+            return False
+        target = project.resolve(imp.module, name)
+        if not isinstance(target, DefTarget) or target.definition.kind != "function":
+            return False
+        if not settings.is_experimental_module(target.module):
+            return False
+        if not project.decorated_with(target.module, target.definition, markers.EXPERIMENTAL_BACKEND):
+            return False
+    return True

@@ -1,0 +1,144 @@
+"""The refusals that need no plan of the move, decided first so that a graduation that
+cannot happen says so in seconds: the feature directory (links, a shim), the new home
+(name, place, what it would shadow), whether core reaches the feature at all, and
+whether the moved code would import other experimental code at module level."""
+
+from __future__ import annotations
+
+import ast
+import os
+from pathlib import Path
+from typing import Dict, List
+
+from ... import markers
+from ...config import module_under
+from ...editing.changes import ChangeSet
+from ...editing.target import FixTarget, Refused
+from ...facts import Import, extract
+from ...project import Project
+from .. import records as feature_records
+from . import reach
+from .exports import exported_names, free_name
+from .stable_lane import stable_tests_dir
+
+
+def check_feature(target: FixTarget, changes: ChangeSet, feature: str) -> Path:
+    """The feature's directory, once it and its tests hold only regular files and it is
+    no graduated shim already."""
+    s = target.settings
+    if not feature.isidentifier():
+        raise Refused(f"{feature!r} is not a feature name")
+    feature_dir = target.root / s.experimental_dir / feature
+    if not os.path.lexists(feature_dir):
+        raise Refused(f"no feature directory {s.experimental_dir}/{feature}")
+    changes.files_under(f"{s.experimental_dir}/{feature}")  # a link, a FIFO or a device refuses
+    if os.path.lexists(target.root / s.experimental_tests / feature):
+        changes.files_under(f"{s.experimental_tests}/{feature}")
+    home_before = feature_records.graduated_to(feature_dir, s.experimental_package)
+    if home_before is not None:
+        raise Refused(f"{feature} already graduated to {home_before}")
+    if feature_records.binds_shim_marker(feature_dir):
+        why = feature_records.shim_problem(feature_dir, s.experimental_package)
+        raise Refused(f"{s.experimental_dir}/{feature} binds {markers.SHIM_MARKER} but is no pure re-export shim "
+                      f"({why}); finish or undo the earlier graduation by hand")
+    if not (feature_dir / "__init__.py").is_file():
+        raise Refused(f"{s.experimental_dir}/{feature} has no __init__.py; only a package can graduate")
+    return feature_dir
+
+
+def check_home(target: FixTarget, project: Project, feature: str, home: str) -> None:
+    """`home` is a free module name under the package, outside the experimental one,
+    whose parent package exists and serves no attribute of that name (every public name
+    keeps its kind); and the feature's tests have a free place in the stable lane."""
+    s = target.settings
+    parts = home.split(".")
+    if not all(p.isidentifier() for p in parts) or not module_under(home, s.package) or home == s.package:
+        raise Refused(f"--to {home}: not a module under {s.package}")
+    if s.is_experimental_module(home):
+        raise Refused(f"--to {home}: inside the experimental package")
+    path = target.root.joinpath(*parts)
+    for taken in (path, path.with_suffix(".py")):
+        if os.path.lexists(taken):
+            raise Refused(f"--to {home}: {taken.relative_to(target.root).as_posix()} already exists")
+    parent = ".".join(parts[:-1])
+    if not (path.parent / "__init__.py").is_file():
+        raise Refused(f"--to {home}: its parent package {parent} has no __init__.py")
+    exported = exported_names(project, parent)
+    if parts[-1] in exported:
+        raise Refused(
+            f"--to {home}: {parent} exports a name {parts[-1]!r} ({exported[parts[-1]]}); importing the new "
+            f"package would replace it with the module, and calls of {home} would fail. "
+            f"Choose another name, e.g. --to {free_name(project, parent, parts[-1], exported)}")
+    tests = stable_tests_dir(target, home)
+    if os.path.lexists(target.root / s.experimental_tests / feature) and os.path.lexists(target.root / tests):
+        raise Refused(f"the tests would move to {tests}, which already exists")
+
+
+def reaching_core(target: FixTarget, project: Project, feature: str) -> Dict[str, List[Import]]:
+    """Core files that reach the feature: rel -> their imports of it (empty when only an
+    ``@flashinfer_experimental_api(feature=...)`` names it). `Refused` when none does."""
+    s = target.settings
+    old = f"{s.experimental_package}.{feature}"
+    found: Dict[str, List[Import]] = {}
+    for rel in sorted(project.files):
+        source = project.files[rel]
+        if not s.is_core(source.module):
+            continue
+        data = (target.root / rel).read_bytes()
+        if feature.encode() not in data or b"experimental" not in data:
+            continue  # an import of the feature, and a marker naming it, spell both
+        facts = project.facts(rel)
+        if facts.syntax_error is not None:
+            continue
+        hits = [imp for imp in facts.imports if any(module_under(t, old) for t in project.import_targets(imp))]
+        if hits or _marks_feature(data, feature):
+            found[rel] = hits
+    if not found:
+        raise Refused(f"no core module reaches {feature}: nothing imports it or marks it "
+                      f"@{markers.EXPERIMENTAL_API}(feature={feature!r})")
+    return found
+
+
+def _marks_feature(data: bytes, feature: str) -> bool:
+    """Does an ``@flashinfer_experimental_api(feature="<feature>")`` decorate a definition here?"""
+    if f'"{feature}"'.encode() not in data and f"'{feature}'".encode() not in data:
+        return False  # the literal is spelt with one quote or the other (a file that parses)
+    for marked, node in markers.marked_nodes(data) or ():
+        if marked.kind != markers.KIND_EXPERIMENTAL_API:
+            continue
+        for decorator in getattr(node, "decorator_list", ()):
+            if isinstance(decorator, ast.Call) and any(
+                    k.arg == "feature" and isinstance(k.value, ast.Constant) and k.value.value == feature
+                    for k in decorator.keywords):
+                return True
+    return False
+
+
+def check_module_level_reach(target: FixTarget, project: Project, changes: ChangeSet, feature: str, home: str) -> None:
+    """Refuse when the moved code would import other experimental code when imported
+    (EXP001 once it is core): nothing stable may run experimental code at import time."""
+    s = target.settings
+    old = f"{s.experimental_package}.{feature}"
+    found: List[reach.Reach] = []
+    for rel in changes.files_under(f"{s.experimental_dir}/{feature}"):
+        if not rel.endswith(".py") or "__pycache__" in rel.split("/"):
+            continue
+        module, is_package = target.module_of(rel)
+        facts = extract(changes.read(rel), module, is_package)
+        if facts.syntax_error is None:
+            found += reach.module_level(project, rel, facts, moving=old)
+    if found:
+        raise Refused(module_level_refusal(found, home, s.experimental_package, old))
+
+
+def module_level_refusal(found: List[reach.Reach], home: str, experimental_package: str, old: str) -> str:
+    """Why the graduation refuses, naming the first import and what to do first."""
+    first = found[0]
+    more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+    what = (f"once in {home}, {first.where()} would import {first.module} at module level{more}: stable code may "
+            "not run experimental code when it is imported (EXP001). ")
+    if module_under(first.module, old):
+        return what + f"A string names that old path, which the move does not rewrite: name {home} there first"
+    other = first.module[len(experimental_package) + 1:].partition(".")[0] or first.module
+    return what + (f"Graduate {other} first, or move the import into the function that uses it (then it is listed "
+                   "for a person)")
