@@ -26,7 +26,7 @@ from typing import Callable, Iterator, Mapping, NamedTuple, Optional, Union
 from . import gitfiles, markers
 from .config import Settings, under
 from .facts import AliasBinding, DefBinding, Definition, DictBinding, DictValue, FileFacts, FromBinding, Import
-from .facts import ModuleBinding, StrRef
+from .facts import MODULE, TYPE_CHECKING, ModuleBinding, StrRef
 
 _GLOB_CHARS = set("*?[")
 NOT_UTF8 = "name is not valid UTF-8"
@@ -434,6 +434,32 @@ class Project:
                     return ModuleTarget("module", module)
                 return self.resolve(module, ".".join(parts[cut:]))
         return None
+
+    def runs_at_import(self, scope: str) -> bool:
+        """Does an import in `scope` run when the module is imported ("module level" in
+        docs/policy_check.rst, "Rules")? The module body, not function bodies, and not
+        ``if TYPE_CHECKING:`` blocks unless the settings say those count."""
+        return scope == MODULE or (scope == TYPE_CHECKING and self.settings.type_checking_imports)
+
+    def is_checker_import(self, imp: Import) -> bool:
+        """Is `imp` a ``from <experimental module> import a, b`` whose every name is an
+        ``@experimental_backend`` checker function (EXP001's support-module exception,
+        which graduate's reach check reads the same way)?"""
+        s = self.settings
+        if imp.dynamic or not imp.names or imp.module == s.experimental_package:
+            return False
+        for name, _ in imp.names:
+            if name == "*" or self.is_module(f"{imp.module}.{name}"):
+                return False
+            target = self.resolve(imp.module, name)
+            if not isinstance(target, DefTarget):
+                return False
+            module, definition = target.module, target.definition
+            if definition.kind != "function" or not s.is_experimental_module(module):
+                return False
+            if not self.decorated_with(module, definition, markers.EXPERIMENTAL_BACKEND):
+                return False
+        return True
 
     def decorated_with(self, module: str, definition: Definition, marker: str) -> bool:
         """Does `definition` (in `module`) carry a decorator whose name, followed

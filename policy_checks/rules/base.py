@@ -14,9 +14,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
 from .. import markers
-from ..facts import MODULE, TYPE_CHECKING
 from ..needs import CORE_MODULE
-from ..project import DefTarget
 
 
 @dataclass(frozen=True, order=True)
@@ -93,10 +91,8 @@ EXPERIMENTAL_BACKEND = markers.EXPERIMENTAL_BACKEND
 
 
 def runs_at_import(project, scope: str) -> bool:
-    """Does an import in `scope` run when the module is imported ("module level" in
-    docs/policy_check.rst, "Rules")? The module body, not function bodies, and not
-    ``if TYPE_CHECKING:`` blocks unless the settings say those count."""
-    return scope == MODULE or (scope == TYPE_CHECKING and project.settings.type_checking_imports)
+    """`policy_checks.project.Project.runs_at_import`, for the rules."""
+    return project.runs_at_import(scope)
 
 
 def experimental_targets(project, imp) -> list:
@@ -105,23 +101,8 @@ def experimental_targets(project, imp) -> list:
 
 
 def checker_import(project, imp) -> bool:
-    """Is `imp` a ``from <experimental module> import a, b`` whose every name is an
-    ``@experimental_backend`` checker function (the support-module exception)?"""
-    s = project.settings
-    if imp.dynamic or not imp.names or imp.module == s.experimental_package:
-        return False
-    for name, _ in imp.names:
-        if name == "*" or project.is_module(f"{imp.module}.{name}"):
-            return False
-        target = project.resolve(imp.module, name)
-        if not isinstance(target, DefTarget):
-            return False
-        module, definition = target.module, target.definition
-        if definition.kind != "function" or not s.is_experimental_module(module):
-            return False
-        if not project.decorated_with(module, definition, EXPERIMENTAL_BACKEND):
-            return False
-    return True
+    """`policy_checks.project.Project.is_checker_import`: the support-module exception."""
+    return project.is_checker_import(imp)
 
 
 def memo(project, name: str, compute):

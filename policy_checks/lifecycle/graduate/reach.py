@@ -3,9 +3,11 @@
 Once graduated, the feature's code is core: a module-level import of another
 experimental module in it is what EXP001 reports (`policy_checks/rules/exp001.py`), and a
 graduation that would create one refuses. The rules cannot be imported from here (they
-import `policy_checks.lifecycle`), so `module_level` reads the facts as EXP001 does: an
-import that runs at import time, of a module under the experimental package, unless every
-name it imports is an ``@experimental_backend`` checker of a support module. The same
+import `policy_checks.lifecycle`), so `module_level` reads the facts as EXP001 does,
+through the same two questions of the project model (`Project.runs_at_import`,
+`Project.is_checker_import`): an import that runs at import time, of a module under the
+experimental package, unless every name it imports is an ``@experimental_backend``
+checker of a support module. The same
 reading on the planned bytes checks the plan before anything is written.
 
 Reach at call time (a function of the moved code, or an entry point, that still imports
@@ -20,8 +22,8 @@ from typing import Iterator, List, NamedTuple, Optional, Set, Tuple
 
 from ... import markers
 from ...config import module_under
-from ...facts import FUNCTION, MODULE, TYPE_CHECKING, FileFacts, Import, extract
-from ...project import DefTarget, Project
+from ...facts import FUNCTION, FileFacts, Import, extract
+from ...project import Project
 
 # What a feature may import from the experimental package only to mark its checkers: the
 # plan drops that import with the marks (and checks the planned bytes again).
@@ -56,7 +58,7 @@ def module_level(project: Project, rel: str, facts: FileFacts, moving: Optional[
     """What EXP001 would report in `facts` were the file core."""
     found = []
     for imp, targets in experimental_imports(project, facts, moving):
-        if not _runs_at_import(project, imp.scope) or _checker_import(project, imp):
+        if not project.runs_at_import(imp.scope) or project.is_checker_import(imp):
             continue
         if moving is not None and imp.names and all(name in _DROPPED_WITH_THE_MARKS for name, _ in imp.names):
             continue  # the marks go with the move; the planned bytes are checked again
@@ -114,26 +116,3 @@ def _within(qualname: str, functions: Set[str]) -> bool:
     return any(qualname == f or qualname.startswith(f + ".") for f in functions)
 
 
-def _runs_at_import(project: Project, scope: str) -> bool:
-    """EXP001's "module level": the body, not functions; ``if TYPE_CHECKING:`` only when
-    the settings count it."""
-    return scope == MODULE or (scope == TYPE_CHECKING and project.settings.type_checking_imports)
-
-
-def _checker_import(project: Project, imp: Import) -> bool:
-    """EXP001's one exception: ``from <experimental module> import a, b`` where every
-    name is an ``@experimental_backend`` checker function."""
-    settings = project.settings
-    if imp.dynamic or not imp.names or imp.module == settings.experimental_package:
-        return False
-    for name, _ in imp.names:
-        if name == "*" or project.is_module(f"{imp.module}.{name}"):
-            return False
-        target = project.resolve(imp.module, name)
-        if not isinstance(target, DefTarget) or target.definition.kind != "function":
-            return False
-        if not settings.is_experimental_module(target.module):
-            return False
-        if not project.decorated_with(target.module, target.definition, markers.EXPERIMENTAL_BACKEND):
-            return False
-    return True
