@@ -355,12 +355,12 @@ def init(ctx: click.Context, root: Path | None, diff: bool) -> None:
     directory; the rest is left as commented-out TODO lines for a person. Never
     overwrites a file; a second run writes nothing.
     """
-    from . import drafting as features_init
+    from . import drafting
 
     root = root or ctx.obj
     with _tree_errors_exit_2():
         root = root.resolve() if root else find_root(Path.cwd())
-        made, having, why = features_init.drafts(root, load(root))
+        made, having, why = drafting.drafts(root, load(root))
     verb = "would write" if diff else "wrote"
     written = 0
     for draft in made:
@@ -368,7 +368,7 @@ def init(ctx: click.Context, root: Path | None, diff: bool) -> None:
             click.echo(draft.diff(), nl=False)
         else:
             try:
-                if not features_init.write(root, draft):
+                if not drafting.write(root, draft):
                     click.echo(f"policy-check: {draft.rel} appeared meanwhile: left as it is", err=True)
                     continue
             except OSError as error:

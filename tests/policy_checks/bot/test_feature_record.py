@@ -1,4 +1,4 @@
-"""The feature record (``policy_checks/features.py``): one reading of FEATURE.toml for the checker and the bot.
+"""The feature record (``policy_checks/lifecycle/records.py``): one reading of FEATURE.toml for the checker and the bot.
 
 EXP009 and the bot used to validate records with copies of the same patterns, and the
 copies disagreed (``my_org/repo#3`` passed EXP009 and failed the bot, ``org/repo#0`` the
