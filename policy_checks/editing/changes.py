@@ -164,6 +164,7 @@ class ChangeSet:
         if self._lstat(rel, path) is not None:
             raise Refused(f"{rel} already exists")
         self._changes[rel] = Change(rel, None, data, mode)
+        self._keep_folders_of(rel)
 
     def delete(self, rel: str) -> None:
         """Delete the file `rel`, or the directory `rel` and every file under it."""

@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from policy_checks.editing.changes import ChangeSet
@@ -60,6 +60,10 @@ NAMES = st.sampled_from(["a.py", "b.txt", "pkg/c.py", "pkg/d.json", "pkg/sub/e.p
     edits=st.lists(st.tuples(st.sampled_from(["rewrite", "delete", "create", "rmdir"]), NAMES, CONTENTS), max_size=6),
     executable=st.booleans(),
 )
+@example(before={"a.py": b"", "pkg/d.json": b""}, edits=[("rmdir", "pkg/c.py", b""), ("create", "pkg/c.py", b"")],
+         executable=False)  # a folder deleted, then a file made in it: the folder stays
+@example(before={"a.py": b"", "b.txt": b""}, edits=[("delete", "b.txt", b""), ("create", "b.txt", b"")],
+         executable=True)  # deleted and made again with another mode: the patch says so
 def test_the_diff_applied_with_git_gives_the_tree_the_apply_leaves(tmp_path_factory, before, edits, executable):
     run_root, patch_root = tmp_path_factory.mktemp("run"), tmp_path_factory.mktemp("patched")
     for root in (run_root, patch_root):
