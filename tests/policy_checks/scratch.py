@@ -13,6 +13,8 @@ from typing import Dict, Union
 import pytest
 
 from policy_checks.fix.apply import FileFix, plan
+
+from .conftest import write_tree as write_plain
 from policy_checks.fix.findings import Finding, FixTarget, load_project
 
 PYPROJECT = """\
@@ -74,14 +76,8 @@ BASE_FILES = {
 
 
 def write_tree(root: Path, files: Dict[str, Union[str, bytes]]) -> None:
-    """Write `files` under `root`; str contents are dedented, bytes are written as they are."""
-    for rel, content in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            path.write_bytes(content)
-        else:
-            path.write_text(textwrap.dedent(content), encoding="utf-8", newline="")
+    """`conftest.write_tree`, with str contents dedented (bytes are written as they are)."""
+    write_plain(root, {rel: textwrap.dedent(c) if isinstance(c, str) else c for rel, c in files.items()})
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ asserts the invariants of docs/lifecycle.rst:
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
@@ -27,6 +28,8 @@ from click.testing import CliRunner
 from policy_checks.cli import main
 from policy_checks.config import load
 from policy_checks.runner import run
+
+from ..conftest import write_tree
 
 _IMPORT_ALL = """
 import importlib, json, pkgutil, sys
@@ -72,8 +75,6 @@ def importable(root: Path) -> Set[str]:
     done = subprocess.run([sys.executable, "-c", _IMPORT_ALL, *tops], cwd=root, capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(root), "PYTHONDONTWRITEBYTECODE": "1"})
     assert done.returncode == 0, done.stderr
-    import json
-
     return set(json.loads(done.stdout))
 
 
@@ -115,7 +116,7 @@ def run_checked(root: Path, argv: List[str], moved: Dict[str, str] = None) -> Ou
         return Outcome(1, done.output, diff, set(), [])
     copy = watch / (root.name + ".patched")
     try:
-        _write_snapshot(copy, before)
+        write_tree(copy, before)
         subprocess.run(["git", "init", "-q", str(copy)], check=True)
         applied = subprocess.run(["git", "apply", "--whitespace=nowarn", "-"], cwd=copy, input=diff.encode(),
                                  capture_output=True)
@@ -128,14 +129,6 @@ def run_checked(root: Path, argv: List[str], moved: Dict[str, str] = None) -> Ou
     lost += [new for m in imported_before if (new := _renamed(m, moved or {})) != m and new not in imported_after]
     new = findings(root) - {(r, _renamed_path(p, moved or {}), m) for r, p, m in findings_before} - findings_before
     return Outcome(0, done.output, diff, new, sorted(set(lost)))
-
-
-def _write_snapshot(root: Path, files: Dict[str, bytes]) -> None:
-    root.mkdir()
-    for rel, data in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
 
 
 def _renamed(module: str, moved: Dict[str, str]) -> str:
