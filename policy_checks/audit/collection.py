@@ -1,0 +1,288 @@
+"""AUD003: the stable test lane collected as CI collects it.
+
+EXP008 reads the pytest configuration and the stable tests' imports; what pytest
+actually collects also depends on conftest hooks, links, nested configuration files and
+plugins. This module runs the stable lane's collection for real, the way CI runs it
+(``python -I -m pytest <lane> --collect-only -q -p no:cacheprovider``, with the tree under
+test first on the path), in a subprocess of its own: a scratch home, temporary directory
+and caches, an environment holding only what Python needs (so neither the gate's
+variable nor ``PYTEST_ADDOPTS`` leaks in), sockets refused by an audit hook, and a time
+limit. A small recorder plugin, given to ``pytest.main``, writes what was collected (each
+test's file and node id, each failed collection, the configuration file used) to a file
+in the scratch directory; it observes and changes nothing.
+
+Every collected test whose file resolves (links followed) under the experimental test
+directory is an AUD003 finding; a collection error in such a file is one too (the lane
+reached it). A lane that cannot be collected is AUD000, with the error.
+
+The lane's directory is read from ``tests/lanes.py`` (its ``LANES["stable"]``, read with
+``ast``, never run) where the tree has one (this repository), else the ``stable-tests``
+setting (a FlashInfer checkout: ``pytest tests/``).
+
+    python3 -m policy_checks.audit.collection --root DIR    # prints the findings
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Iterable, List, Optional
+
+from ..config import Settings, load
+from ..rules.base import Finding
+from .rules import NOT_AUDITED, STABLE_LANE_COLLECTS_EXPERIMENTAL
+
+LANES_FILE = "tests/lanes.py"
+_RECORD_LIMIT = 64 * 1024 * 1024  # bytes of the recorder's file read back
+_TAIL = 2000  # characters of the subprocess's output quoted in an AUD000 message
+
+# Runs in the child as `python -I -c BOOTSTRAP <root> <record> <pytest args...>`: the tree
+# first on the path (as `pip install -e` makes it in CI), sockets refused, then pytest's
+# own `main` with the recorder, which only observes.
+BOOTSTRAP = r"""
+import json, os, sys
+root, record = sys.argv[1], sys.argv[2]
+args = sys.argv[3:]
+sys.argv = [sys.argv[0]] + args
+sys.path.insert(0, root)
+_REFUSED = {"socket.connect", "socket.connect_ex", "socket.sendto", "socket.sendmsg", "socket.getaddrinfo"}
+def _no_network(event, _args):
+    if event in _REFUSED:
+        raise PermissionError("policy-check audit: no network while collecting")
+sys.addaudithook(_no_network)
+
+class _Recorder:
+    def __init__(self):
+        self.out = open(record, "w", encoding="utf-8")
+    def _write(self, **entry):
+        self.out.write(json.dumps(entry) + "\n")
+        self.out.flush()
+    def pytest_collectreport(self, report):
+        if report.failed:
+            text = str(report.longrepr)[-1500:]
+            self._write(kind="error", path=str(getattr(report, "fspath", "") or ""), nodeid=report.nodeid, error=text)
+    def pytest_collection_finish(self, session):
+        config = session.config
+        try:
+            norecurse = list(config.getini("norecursedirs"))
+        except Exception:
+            norecurse = None
+        self._write(kind="config", inipath=str(config.inipath or ""), rootpath=str(config.rootpath),
+                    norecursedirs=norecurse)
+        for item in session.items:
+            location = getattr(item, "location", None) or ("", None, "")
+            self._write(kind="item", path=str(item.path), nodeid=item.nodeid,
+                        line=(location[1] + 1) if isinstance(location[1], int) else 1)
+
+import pytest
+raise SystemExit(pytest.main(args, plugins=[_Recorder()]))
+"""
+
+
+def stable_lane(root: Path, settings: Settings) -> str:
+    """The directory the stable lane collects: ``LANES["stable"]`` of ``tests/lanes.py``
+    when that file defines it as a literal, else the ``stable-tests`` setting."""
+    path = root / LANES_FILE
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return settings.stable_tests.rstrip("/") + "/"
+    for node in tree.body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == "LANES" for t in targets) and node.value is not None:
+                try:
+                    lanes = ast.literal_eval(node.value)
+                except ValueError:
+                    break
+                lane = lanes.get("stable") if isinstance(lanes, dict) else None
+                if isinstance(lane, str) and lane.strip():
+                    return lane
+    return settings.stable_tests.rstrip("/") + "/"
+
+
+def collect_command(lane: str) -> List[str]:
+    """pytest's arguments for the stable lane's collection (after ``python -I -m pytest``)."""
+    return [lane, "--collect-only", "-q", "-p", "no:cacheprovider"]
+
+
+def scratch_environment(scratch: Path) -> dict:
+    """An environment with nothing of the caller's but the executable search path: a
+    scratch home, temporary directory and caches; no gate variable, no PYTEST_ADDOPTS."""
+    for name in ("home", "tmp", "cache"):
+        (scratch / name).mkdir(exist_ok=True)
+    return {
+        "PATH": os.environ.get("PATH", os.defpath),
+        "HOME": str(scratch / "home"),
+        "TMPDIR": str(scratch / "tmp"),
+        "XDG_CACHE_HOME": str(scratch / "cache"),
+        "XDG_CONFIG_HOME": str(scratch / "home" / ".config"),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "LC_ALL": "C.UTF-8",
+        "LANG": "C.UTF-8",
+        "CUDA_VISIBLE_DEVICES": "",
+    }
+
+
+def audit_collection(root: Path, settings: Settings, *, timeout: float = 300) -> List[Finding]:
+    """AUD003 for every test of the experimental test directory that the stable lane
+    collects (module docstring); AUD000 when the lane, or a stable file of it, could
+    not be collected."""
+    root = Path(root).resolve()
+    lane = stable_lane(root, settings)
+    with tempfile.TemporaryDirectory(prefix="policy-check-collect-") as directory:
+        scratch = Path(directory)
+        record = scratch / "collected.jsonl"
+        command = [sys.executable, "-I", "-c", BOOTSTRAP, str(root), str(record), *collect_command(lane)]
+        log = scratch / "output.txt"
+        with open(log, "wb") as output:
+            process = subprocess.Popen(
+                command, cwd=root, env=scratch_environment(scratch), stdin=subprocess.DEVNULL,
+                stdout=output, stderr=subprocess.STDOUT, start_new_session=True,
+            )
+            try:
+                status = process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                _kill_group(process)
+                return [_not_collected(lane, f"collecting the stable lane took longer than {timeout:g} s")]
+        entries = list(_entries(record))
+        tail = _tail(log)
+    if not any(e.get("kind") == "config" for e in entries) and not entries:
+        return [_not_collected(lane, f"pytest exited with status {status} before collecting: {tail}")]
+    return _findings(root, settings, lane, entries, status, tail)
+
+
+def _kill_group(process: subprocess.Popen) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    process.wait()
+
+
+def _entries(record: Path) -> Iterable[dict]:
+    try:
+        with open(record, "r", encoding="utf-8", errors="replace") as handle:
+            text = handle.read(_RECORD_LIMIT)
+    except OSError:
+        return
+    for line in text.splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue  # a line cut by the limit
+        if isinstance(entry, dict):
+            yield entry
+
+
+def _tail(log: Path) -> str:
+    try:
+        with open(log, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - _TAIL))
+            return handle.read().decode("utf-8", "replace").strip()
+    except OSError:
+        return ""
+
+
+def _not_collected(lane: str, why: str) -> Finding:
+    return Finding(lane.rstrip("/") or ".", 1, 1, NOT_AUDITED.id, f"stable lane `pytest {lane}` not audited: {why}",
+                   subject=f"collection of {lane}")
+
+
+def _findings(root: Path, settings: Settings, lane: str, entries: list, status: int, tail: str) -> List[Finding]:
+    experimental = os.path.realpath(root / settings.experimental_tests)
+    config = next((e for e in entries if e.get("kind") == "config"), {})
+    ini = _relative(root, config.get("inipath") or "")
+    why_config = f"configuration {ini or '(none)'}"
+    if config.get("norecursedirs") is not None:
+        why_config += f", norecursedirs = {' '.join(config['norecursedirs'])}"
+    found = []
+    for entry in entries:
+        kind, path = entry.get("kind"), entry.get("path") or ""
+        if kind not in ("item", "error") or not path:
+            continue
+        rel = _relative(root, path) or path
+        if not _resolves_under(path, experimental):
+            if kind == "error":
+                found.append(Finding(
+                    rel, 1, 1, NOT_AUDITED.id,
+                    f"the stable lane could not collect {rel}, so what it would collect there is unknown: "
+                    + _last_line(entry.get("error", "")),
+                    subject=f"collection of {rel}",
+                ))
+            continue
+        link = _link_on_the_way(root, path)
+        how = f" through the link {link[0]} -> {link[1]}" if link else ""
+        what = entry.get("nodeid") or rel
+        verb = "collected" if kind == "item" else "tried to collect (and failed)"
+        line = entry.get("line", 1) if kind == "item" else 1
+        found.append(Finding(
+            rel, line if isinstance(line, int) and line > 0 else 1, 1, STABLE_LANE_COLLECTS_EXPERIMENTAL.id,
+            f"the stable lane `pytest {lane}` {verb} {what}{how}, which resolves under "
+            f"{settings.experimental_tests}/ ({why_config})",
+            subject=what,
+        ))
+    if status not in (0, 5) and not found and not any(e.get("kind") == "item" for e in entries):
+        found.append(_not_collected(lane, f"pytest exited with status {status}: {tail}"))
+    return sorted(set(found))
+
+
+def _resolves_under(path: str, directory: str) -> bool:
+    real = os.path.realpath(path)
+    return real == directory or real.startswith(directory.rstrip(os.sep) + os.sep)
+
+
+def _relative(root: Path, path: str) -> Optional[str]:
+    """`path` relative to `root` as collected (links not resolved), else None."""
+    if not path:
+        return None
+    try:
+        return Path(os.path.abspath(path)).relative_to(root).as_posix()
+    except ValueError:
+        return None
+
+
+def _link_on_the_way(root: Path, path: str):
+    """``(link, target)`` of the first symbolic link among `path`'s parts below `root`."""
+    rel = _relative(root, path)
+    if rel is None:
+        return None
+    current = root
+    for part in rel.split("/"):
+        current = current / part
+        if current.is_symlink():
+            target = os.path.realpath(current)
+            shown = _relative(root, target) or target
+            return current.relative_to(root).as_posix(), shown
+    return None
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    return lines[-1][:300] if lines else "(no message)"
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """The findings of `audit_collection` on ``--root`` (for trying it by hand)."""
+    parser = argparse.ArgumentParser(description="Collect the stable lane as CI does; report experimental tests.")
+    parser.add_argument("--root", type=Path, default=Path.cwd())
+    parser.add_argument("--timeout", type=float, default=300)
+    options = parser.parse_args(argv)
+    root = options.root.resolve()
+    findings = audit_collection(root, load(root), timeout=options.timeout)
+    for f in findings:
+        print(f"{f.path}:{f.line}:{f.column}: {f.rule} {f.message}")
+    print(f"{len(findings)} finding(s)")
+    return 1 if findings else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

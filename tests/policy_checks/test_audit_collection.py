@@ -1,0 +1,91 @@
+"""AUD003: the stable lane collected for real, in a planted tree (`policy_checks.audit.collection`).
+
+Each route that lets the stable lane collect an experimental test is planted beside a
+harmless twin; each collection is one pytest subprocess of a second or so."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from policy_checks.audit.collection import audit_collection, stable_lane
+from policy_checks.config import Settings
+
+from .conftest import write_tree
+
+BASE = {
+    "pytest.ini": "[pytest]\nnorecursedirs = .git tests/experimental\n",
+    "tests/test_stable.py": "def test_stable():\n    pass\n",
+    "tests/experimental/feat/test_feat.py": "def test_feat():\n    pass\n",
+}
+
+
+def audit(root, **kwargs):
+    return [(f.rule, f.path, f.subject) for f in audit_collection(root, Settings(), **kwargs)]
+
+
+def test_a_clean_lane_has_no_finding(tmp_path):
+    write_tree(tmp_path, BASE)
+    assert audit(tmp_path) == []
+
+
+def test_a_link_to_the_experimental_folder_is_found_and_named(tmp_path):
+    write_tree(tmp_path, BASE)
+    os.symlink("experimental/feat", tmp_path / "tests" / "more")
+    os.symlink("../examples", tmp_path / "tests" / "examples")  # harmless twin: a link elsewhere
+    write_tree(tmp_path, {"examples/test_example.py": "def test_example():\n    pass\n"})
+    (finding,) = audit_collection(tmp_path, Settings())
+    assert (finding.rule, finding.path, finding.subject) == (
+        "AUD003", "tests/more/test_feat.py", "tests/more/test_feat.py::test_feat")
+    assert "through the link tests/more -> tests/experimental/feat" in finding.message
+
+
+@pytest.mark.parametrize("returned, found", [("False", True), ("True", False)])
+def test_an_ignore_collect_hook_that_readmits(tmp_path, returned, found):
+    write_tree(tmp_path, {**BASE, "tests/conftest.py": (
+        "def pytest_ignore_collect(collection_path, config):\n"
+        f"    if collection_path.name == 'experimental':\n        return {returned}\n"
+    )})
+    expected = [("AUD003", "tests/experimental/feat/test_feat.py", "tests/experimental/feat/test_feat.py::test_feat")]
+    assert audit(tmp_path) == (expected if found else [])
+
+
+def test_a_nested_configuration_in_the_lane_directory(tmp_path):
+    write_tree(tmp_path, {**BASE, "tests/pytest.ini": "[pytest]\nnorecursedirs = .git\n"})
+    (finding,) = audit_collection(tmp_path, Settings())
+    assert finding.rule == "AUD003" and "configuration tests/pytest.ini" in finding.message
+
+
+def test_a_nested_configuration_that_keeps_the_exclusion_is_harmless(tmp_path):
+    write_tree(tmp_path, {**BASE, "tests/pytest.ini": "[pytest]\nnorecursedirs = tests/experimental\n"})
+    assert audit(tmp_path) == []
+
+
+def test_the_callers_environment_does_not_leak_in(tmp_path, monkeypatch):
+    monkeypatch.setenv("FLASHINFER_ALLOW_EXPERIMENTAL_AUTO_BACKENDS", "1")
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-o norecursedirs=.git")
+    write_tree(tmp_path, {**BASE, "tests/conftest.py": (
+        "import os\n"
+        "def pytest_ignore_collect(collection_path, config):\n"
+        "    if os.environ.get('FLASHINFER_ALLOW_EXPERIMENTAL_AUTO_BACKENDS'):\n        return False\n"
+    )})
+    assert audit(tmp_path) == []
+
+
+def test_a_stable_file_that_fails_to_collect_is_not_audited(tmp_path):
+    write_tree(tmp_path, {**BASE, "tests/test_broken.py": "import no_such_module_anywhere\n"})
+    ((rule, path, _),) = audit(tmp_path)
+    assert (rule, path) == ("AUD000", "tests/test_broken.py")
+
+
+def test_a_lane_that_never_ends_is_not_audited(tmp_path):
+    write_tree(tmp_path, {**BASE, "tests/conftest.py": "import time\ntime.sleep(60)\n"})
+    (finding,) = audit_collection(tmp_path, Settings(), timeout=3)
+    assert finding.rule == "AUD000" and "longer than 3 s" in finding.message
+
+
+def test_the_lane_is_read_from_the_lanes_file(tmp_path):
+    assert stable_lane(tmp_path, Settings()) == "tests/"
+    write_tree(tmp_path, {"tests/lanes.py": "LANES = {'stable': 'tests/unit/', 'experimental': 'tests/experimental/'}\n"})
+    assert stable_lane(tmp_path, Settings()) == "tests/unit/"
