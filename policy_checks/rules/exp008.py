@@ -8,9 +8,12 @@ import re
 import shlex
 from functools import partial
 
+from ..config import under
 from ..needs import EXPERIMENTAL_NAME, IMPORT_CALLS, STABLE_TEST, Kind
 from ..project import DefTarget
+from . import lane_links, pytest_commands, workflows
 from .base import Example, Rule
+from .conftest_hooks import readmissions
 
 try:
     import tomllib
@@ -24,10 +27,17 @@ CONFIG_FILES = ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini", "pyp
 
 
 def pytest_config(project):
-    """``(path, norecursedirs entries or None, line)`` of the configuration pytest
-    would use at the root, or None when there is none. `line` is that of the
+    """``(path, norecursedirs entries or None, line)`` of the configuration pytest uses
+    for the stable lane (``pytest tests/``), or None when there is none: pytest looks in
+    the lane's directory first, then in each directory above it, up to the root (a
+    ``tests/pytest.ini`` wins over the root's). `line` is that of the
     ``norecursedirs`` key in pytest's section, else of the section's header."""
-    return pytest_config_in(partial(_root_text, project.root))
+    for directory in lane_links.lane_directories(project.settings):
+        found = pytest_config_in(partial(_root_text, project.root / directory))
+        if found is not None:
+            name, entries, line = found
+            return (f"{directory}/{name}" if directory else name), entries, line
+    return None
 
 
 def _root_text(root, name: str):
@@ -113,10 +123,50 @@ def anchored(entry: str, path: str) -> bool:
     return "/" in entry and fnmatch.fnmatchcase(path, entry) and not fnmatch.fnmatchcase(elsewhere, entry)
 
 
+def addopts_of(project, rel: str):
+    """``(line, arguments)`` of ``addopts`` in pytest's section of the configuration file
+    `rel`, or None."""
+    text = project.read_text(rel)
+    if text is None:
+        return None
+    name = rel.rpartition("/")[2]
+    value = None
+    if name.endswith(".toml"):
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError:
+            return None
+        table = data.get("pytest", {}) if name != "pyproject.toml" else data.get("tool", {}).get("pytest", {})
+        table = table.get("ini_options", table) if isinstance(table, dict) and "ini_options" in table else table
+        value = table.get("addopts") if isinstance(table, dict) else None
+    else:
+        parser = configparser.ConfigParser(interpolation=None)
+        try:
+            parser.read_string(text)
+        except configparser.Error:
+            return None
+        section = "tool:pytest" if name == "setup.cfg" else "pytest"
+        value = parser.get(section, "addopts", fallback=None) if parser.has_section(section) else None
+    if value is None:
+        return None
+    try:
+        arguments = shlex.split(" ".join(value) if isinstance(value, list) else str(value))
+    except ValueError:
+        arguments = str(value).split()
+    line = next((n for n, text_line in enumerate(text.splitlines(), 1)
+                 if re.match(r"^\s*addopts\s*[=:]", text_line)), 1)
+    return line, arguments
+
+
 PYTEST_CONFIG = Kind(
     "the pytest configuration file",
     locate=lambda project: [found[0]] if (found := pytest_config(project)) else [],
     comment_markers=("#", ";"),
+)
+WORKFLOWS = Kind("GitHub workflows", locate=lambda project: workflows.workflow_files(project), comment_markers=("#",))
+CONFTESTS = Kind(
+    "the conftest files the stable lane loads",
+    locate=lambda project: lane_links.lane_conftests(project), comment_markers=("#",),
 )
 
 
@@ -135,6 +185,22 @@ class StableLaneNotIsolated(Rule):
     also through ``pytest.importorskip``, a module below
     ``flashinfer.experimental`` (the package's own re-exported primitives are
     fine). Checked only when the project has the stable test directory.
+
+    What else decides what ``pytest tests/`` collects is read too: the configuration
+    is the first pytest finds from the lane's directory up (a ``tests/pytest.ini``
+    wins over the root's; one further below is never read for the lane) and its
+    ``addopts``; a link under ``tests/`` (outside ``tests/experimental/``) to the
+    experimental tests, into them or to a folder holding them (pytest matches
+    ``norecursedirs`` against the link's path); conftest hooks that re-admit or add
+    tests (`policy_checks.rules.conftest_hooks`: ``pytest_ignore_collect`` answering
+    anything but True/None, ``pytest_collect_directory``/``pytest_collection``
+    returning a collector, ``pytest_collection_modifyitems`` adding items, writes to
+    ``norecursedirs`` or ``config.args``; hooks that only skip or deselect are
+    fine); and the workflows' pytest command lines and ``PYTEST_ADDOPTS``
+    (`policy_checks.rules.pytest_commands`: ``-o norecursedirs=`` without the
+    exclusion, ``-c``, ``--rootdir``, ``-p no:``, ``--noconftest``, experimental
+    paths named beside stable ones; a command naming only experimental paths is the
+    experimental lane).
     """
 
     id = "EXP008"
@@ -142,7 +208,7 @@ class StableLaneNotIsolated(Rule):
     summary = "the stable test lane is not isolated from tests/experimental"
     # A stable test imports below the experimental package with an absolute name
     # (tests are not in the package), which names it, or through an import function.
-    reads = (STABLE_TEST, PYTEST_CONFIG)
+    reads = (STABLE_TEST, PYTEST_CONFIG, WORKFLOWS, CONFTESTS)
     triggers = (EXPERIMENTAL_NAME, *IMPORT_CALLS)
 
     _TREE = {
@@ -173,8 +239,77 @@ class StableLaneNotIsolated(Rule):
             },
             note="pytest 9's native [tool.pytest] table, found before tox.ini",
         ),
+        Example(
+            {
+                **_TREE,
+                "pytest.ini": "[pytest]\nnorecursedirs = tests/experimental\naddopts = -p no:cacheprovider\n",
+                "tests/unit/pytest.ini": "[pytest]\nnorecursedirs = .git\n",
+                "tests/conftest.py": (
+                    "def pytest_ignore_collect(collection_path, config):\n"
+                    "    if collection_path.name == 'slow':\n        return True\n"
+                    "    return None\n"
+                    "def pytest_collection_modifyitems(config, items):\n"
+                    "    items[:] = [item for item in items if 'gpu' not in item.keywords]\n"
+                    "    config.addinivalue_line('norecursedirs', 'scratch')\n"
+                ),
+                ".github/workflows/tests.yml": (
+                    "on: [push]\njobs:\n  lane:\n    runs-on: ubuntu-latest\n    steps:\n"
+                    "      - run: python -m pytest \"$LANE\" -p no:cacheprovider\n"
+                    "      - run: |\n          pytest tests/experimental/ -o norecursedirs=.git\n"
+                    "      - run: pytest tests/ -o 'norecursedirs=.git tests/experimental'\n"
+                ),
+            },
+            note="harmless twins: a configuration below the lane's directory (pytest never reads it for "
+                 "`pytest tests/`), hooks that only ignore more or deselect, the experimental lane's own "
+                 "command line, an override that keeps the exclusion",
+        ),
     ]
     INVALID = [
+        Example(
+            {
+                **_TREE,
+                "pytest.ini": "[pytest]\nnorecursedirs = tests/experimental\n",
+                "tests/pytest.ini": "[pytest]\nnorecursedirs = .git\n",
+            },
+            expect=(("tests/pytest.ini", 2),),
+            note="`pytest tests/` reads tests/pytest.ini first: the root's exclusion no longer applies",
+        ),
+        Example(
+            {
+                **_TREE,
+                "pytest.ini": "[pytest]\nnorecursedirs = tests/experimental\naddopts = -q -o norecursedirs=.git\n",
+                "tests/conftest.py": (
+                    "def pytest_ignore_collect(collection_path, config):\n"  # 1
+                    "    return collection_path.name == 'slow'\n"  # 2: False re-admits everything else
+                    "def pytest_collection_modifyitems(session, config, items):\n"  # 3
+                    "    items.extend(session.perform_collect(['tests/experimental'], genitems=True))\n"  # 4
+                ),
+                "tests/sub/conftest.py": "def pytest_configure(config):\n    config.args.append('tests/experimental')\n",
+            },
+            expect=(("pytest.ini", 3), ("tests/conftest.py", 2), ("tests/conftest.py", 4),
+                    ("tests/sub/conftest.py", 2)),
+            note="addopts overriding norecursedirs; conftest hooks that re-admit or add tests",
+        ),
+        Example(
+            {
+                **_TREE,
+                "pytest.ini": "[pytest]\nnorecursedirs = tests/experimental\n",
+                ".github/workflows/tests.yml": (
+                    "on: [push]\njobs:\n  lane:\n    runs-on: ubuntu-latest\n    steps:\n"  # 1-5
+                    "      - run: python -m pytest tests/ -o norecursedirs=.git\n"  # 6
+                    "      - run: |\n"  # 7
+                    "          echo start\n"  # 8
+                    "          python3 -I -m pytest tests/ \\\n            -c other.ini\n"  # 9-10
+                    "      - run: pytest tests/ tests/experimental/feat/test_feat.py\n"  # 11
+                    "      - env:\n          PYTEST_ADDOPTS: --override-ini=norecursedirs=.git\n"  # 12-13
+                    "        run: pytest tests/\n"
+                ),
+            },
+            expect=((".github/workflows/tests.yml", 6), (".github/workflows/tests.yml", 10),
+                    (".github/workflows/tests.yml", 11), (".github/workflows/tests.yml", 13)),
+            note="a workflow's command line: -o norecursedirs, -c another file, experimental tests named in the "
+                 "stable step, PYTEST_ADDOPTS",
+        ),
         Example(
             {**_TREE, "pytest.ini": "[pytest]\naddopts = -q\nnorecursedirs = experimental\n"},
             expect=(("pytest.ini", 3),),
@@ -237,9 +372,15 @@ class StableLaneNotIsolated(Rule):
                 yield self.finding(
                     name, line, 1,
                     f"pytest's norecursedirs does not exclude {s.experimental_tests} by path; "
-                    f"add the entry `{s.experimental_tests}`",
+                    f"add the entry `{s.experimental_tests}`"
+                    + (f" ({name} is the configuration `pytest {s.stable_tests}/` reads: pytest looks in the "
+                       "lane's directory before the root)" if "/" in name else ""),
                     subject="norecursedirs",
                 )
+            yield from self._addopts(project, name)
+        yield from self._links(project)
+        yield from self._conftests(project)
+        yield from self._workflows(project, config[0] if config else None)
         prefix = s.experimental_package + "."
         for rel, facts in project.primary_facts(STABLE_TEST):
             for imp in facts.imports:
@@ -256,3 +397,40 @@ class StableLaneNotIsolated(Rule):
                         f"{s.experimental_tests}/",
                         subject=below[-1],
                     )
+
+    def _anchored(self, project):
+        return partial(lambda path, entry: anchored(entry, path), project.settings.experimental_tests)
+
+    def _addopts(self, project, rel):
+        found = addopts_of(project, rel)
+        if found is None:
+            return
+        line, arguments = found
+        for problem in pytest_commands.problems(arguments, project.settings.experimental_tests, rel,
+                                                self._anchored(project)):
+            yield self.finding(rel, line, 1, f"addopts: {problem.message}; the stable lane may collect "
+                                             f"{project.settings.experimental_tests}", subject=f"addopts {problem.key}")
+
+    def _links(self, project):
+        s = project.settings
+        for rel, target in lane_links.links_to_experimental(project):
+            yield self.finding(
+                rel, 1, 1,
+                f"link {rel} -> {target} lets `pytest {s.stable_tests}/` collect {s.experimental_tests} "
+                "(norecursedirs matches the link's path, not its target)",
+                subject=f"link {rel}",
+            )
+
+    def _conftests(self, project):
+        for rel in lane_links.lane_conftests(project):
+            text = project.read_text(rel)
+            for found in readmissions(text or ""):
+                yield self.finding(rel, found.line, found.column,
+                                   f"{found.message}: the stable lane may collect {project.settings.experimental_tests}",
+                                   subject=found.key)
+
+    def _workflows(self, project, config_file):
+        s = project.settings
+        for rel, line, problem in workflows.pytest_problems(project, config_file, self._anchored(project)):
+            yield self.finding(rel, line, 1, f"a workflow's pytest {problem.message}; the stable lane may collect "
+                                             f"{s.experimental_tests}", subject=f"workflow pytest {problem.key}")
