@@ -40,7 +40,7 @@ class Settings:
     package: str = "flashinfer"
     experimental_package: str = "flashinfer.experimental"
     aot_modules: tuple = ("flashinfer.aot",)
-    docs: tuple = ("docs/api/*.rst",)
+    docs: tuple = ("docs/api/**/*.rst",)  # the stable API pages, subfolders included (Sphinx builds them all)
     stable_tests: str = "tests"
     experimental_tests: str = "tests/experimental"
     examples: str = "examples"

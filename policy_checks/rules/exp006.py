@@ -2,97 +2,66 @@
 
 from __future__ import annotations
 
-import re
+import os
+import posixpath
 
+from ..config import under
 from ..facts import NamesBinding
 from ..needs import DOCS_PAGE
 from ..project import DefTarget, External, ModuleTarget
+from . import rst_listing
 from .base import EXPERIMENTAL_API, Example, Rule
+from .sphinx_conf import autodoc_defaults
 
-_CURRENT = re.compile(r"^\s*\.\.\s+(?:py:)?(?:currentmodule|module)::\s*(\S*)")
-_DIRECTIVE = re.compile(r"^(?P<indent>\s*)\.\.\s+(?:py:)?(?P<name>auto\w+)::[ \t]*(?P<arg>.*)$")
-_ENTRY = re.compile(r"[~!]?(?P<name>[A-Za-z_][\w.]*)")
-
-
-_OPTION = re.compile(r"^\s*:(?P<key>[\w-]+):\s*(?P<value>.*)$")
-# ".." that starts no directive, target, footnote or substitution: a comment,
-# whose indented body Sphinx ignores
-_COMMENT = re.compile(r"^(?P<indent>\s*)\.\.(?:\s*$|\s+(?=\S)(?![\w:.+-]+::)(?![_\[|]))")
+MAX_INCLUDED_BYTES = 2 * 1024 * 1024  # an included file larger than this is not read
 
 
 def listed_names(text: str, directives: bool = False):
     """Yield ``(line, column, name, current module, options)`` for every object an
-    ``.rst`` page lists: ``auto*`` directive arguments (with the directive's options,
-    such as ``members``) and ``autosummary`` entries (options empty); not those
-    inside comments. With `directives`, each tuple ends with the directive's name
-    (``autofunction``, ``autosummary``)."""
-    for item in _listed(text):
-        yield item if directives else item[:5]
+    ``.rst`` page lists, read as Sphinx reads it (`policy_checks.rules.rst_listing`,
+    without following includes or conf.py's defaults). With `directives`, each tuple
+    ends with the directive's name (``autofunction``, ``autosummary``, ``function``)."""
+    for item in rst_listing.listed(text):
+        entry = (item.line, item.column, item.name, item.current, item.options, item.directive)
+        yield entry if directives else entry[:5]
 
 
-def _listed(text: str):
-    current = None
-    lines = text.splitlines()
-    number = 0
-    while number < len(lines):
-        line = lines[number]
-        number += 1
-        match = _COMMENT.match(line)
-        if match:
-            number = _skip_comment(lines, number, len(match.group("indent").expandtabs()))
-            continue
-        match = _CURRENT.match(line)
-        if match:
-            current = None if match.group(1) in ("", "None") else match.group(1)
-            continue
-        match = _DIRECTIVE.match(line)
-        if not match:
-            continue
-        indent = len(match.group("indent").expandtabs())
-        if match.group("name") != "autosummary":
-            entry = _ENTRY.match(match.group("arg"))
-            if entry:
-                options = _options(lines, number, indent)
-                column = match.start("arg") + entry.start("name") + 1
-                yield number, column, entry.group("name"), current, options, match.group("name")
-            continue
-        while number < len(lines):
-            body = lines[number]
-            if body.strip() and len(body) - len(body.lstrip()) <= indent:
-                break  # end of the block
-            number += 1
-            stripped = body.strip()
-            if not stripped or stripped.startswith(":") or stripped.startswith(".."):
-                continue  # blank line, option, comment
-            entry = _ENTRY.match(stripped)
-            if entry:
-                offset = len(body) - len(body.lstrip())
-                yield number, offset + entry.start("name") + 1, entry.group("name"), current, {}, "autosummary"
+def source_dir(project, page: str) -> str:
+    """The Sphinx source directory of `page`: the nearest directory above it holding a
+    ``conf.py``, else the page's top directory (``docs``)."""
+    parts = page.split("/")[:-1]
+    for end in range(len(parts), 0, -1):
+        directory = "/".join(parts[:end])
+        if (project.root / directory / "conf.py").is_file():
+            return directory
+    return parts[0] if parts else ""
 
 
-def _skip_comment(lines: list, start: int, indent: int) -> int:
-    """The index of the first line after the comment whose ``..`` line is just
-    before `start` (a bare ``..`` followed by a blank line is an empty comment)."""
-    if lines[start - 1].strip() == ".." and (start == len(lines) or not lines[start].strip()):
-        return start
-    number = start
-    while number < len(lines):
-        body = lines[number]
-        if body.strip() and len(body) - len(body.lstrip()) <= indent:
-            break
-        number += 1
-    return number
+def _includer(project, top: str, texts: dict):
+    """`rst_listing.listed`'s include callback: a path relative to the including file
+    (or, starting with ``/``, to the source directory), kept inside the source
+    directory with links resolved, read once per run."""
+    real_top = os.path.realpath(project.root / top)
 
+    def include(origin: str, argument: str):
+        if not argument or argument.startswith("<"):
+            return None  # docutils' standard includes: no API listed there
+        base = top if argument.startswith("/") else posixpath.dirname(origin)
+        rel = posixpath.normpath(posixpath.join(base, argument.lstrip("/")))
+        if rel.startswith("../") or rel == ".." or (top and not under(rel, top)):
+            return None
+        real = os.path.realpath(project.root / rel)
+        if real != real_top and not real.startswith(real_top.rstrip(os.sep) + os.sep):
+            return None
+        if rel not in texts:
+            path = project.root / rel
+            try:
+                texts[rel] = project.read_text(rel) if path.is_file() and path.stat().st_size <= MAX_INCLUDED_BYTES else None
+            except OSError:
+                texts[rel] = None
+        return None if texts[rel] is None else (rel, texts[rel])
 
-def _options(lines: list, start: int, indent: int) -> dict:
-    """The ``:key: value`` options right below a directive."""
-    options = {}
-    for body in lines[start:]:
-        match = _OPTION.match(body)
-        if not body.strip() or len(body) - len(body.lstrip()) <= indent or not match:
-            break
-        options[match.group("key")] = match.group("value").strip()
-    return options
+    return include
 
 
 def _names(value: str) -> list:
@@ -151,7 +120,30 @@ class ExperimentalApiInDocs(Rule):
                     ".. autofunction:: flashinfer.rmsnorm\n"
                 ),
             }
-        )
+        ),
+        Example(
+            {
+                **_TREE,
+                "docs/conf.py": "autodoc_default_options = {'members': False}\n",
+                "docs/_shared/stable.rst": ".. autofunction:: flashinfer.rmsnorm\n",
+                "docs/_shared/snippet.rst": "Use it so::\n\n   .. autofunction:: flashinfer.fused_norm\n",
+                "docs/api/norm.rst": (
+                    ".. automodule:: flashinfer.norm\n\n"  # members off in conf.py
+                    ".. code-block:: rst\n\n   .. autofunction:: flashinfer.fused_norm\n\n"
+                    "Written so::\n\n   .. autofunction:: flashinfer.fused_norm\n\n"
+                    "Or quoted::\n\n.. autofunction:: flashinfer.fused_norm\n\n"
+                    "A paragraph that goes on\n.. autofunction:: flashinfer.fused_norm\n\n"
+                    ".. include:: ../_shared/stable.rst\n"
+                    ".. include:: ../_shared/snippet.rst\n"
+                    ".. include:: /_shared/snippet.rst\n   :literal:\n"
+                    ".. include:: ../../flashinfer/norm.py\n"  # outside the docs: not followed
+                    ".. py:function:: flashinfer.rmsnorm(x)\n"
+                    ".. autosummary::\n\n   flashinfer.norm\n"  # no stub page: the module's summary only
+                ),
+            },
+            note="code blocks, literal blocks (indented or quoted), paragraph text and comments are text; "
+                 "included pages are read as Sphinx reads them",
+        ),
     ]
     INVALID = [
         Example(
@@ -190,26 +182,68 @@ class ExperimentalApiInDocs(Rule):
             expect=tuple(("docs/api/norm.rst", n) for n in (1, 3, 5, 10)),
             note="members that are re-exports: named in :members: or in __all__",
         ),
+        Example(
+            {
+                **_TREE,
+                "docs/conf.py": "extensions = []\nautodoc_default_options = dict(members=True)\n",
+                "docs/_shared/listing.rst": "Shared\n\n.. autofunction:: flashinfer.fused_norm\n",
+                "docs/api/norm.rst": (
+                    ".. automodule:: flashinfer.norm\n\n"  # 1: conf.py turns members on
+                    ".. currentmodule:: flashinfer\n\n"  # 3
+                    ".. autosummary::\n   :toctree: generated\n\n"  # 5-7
+                    "   experimental.feat\n"  # 8: the module itself
+                    "   norm\n\n"  # 9: its generated page lists fast_norm
+                    ".. py:function:: fused_norm(x) -> None\n\n"  # 11: the domain directive
+                    ".. include:: ../_shared/listing.rst\n\n"  # 13: through an include
+                    ".. only:: html\n\n   .. function:: flashinfer.norm.fast_norm\n"  # 17: nested, bare domain
+                ),
+                "docs/api/more/extra.rst": "Extra\n=====\n.. autofunction:: flashinfer.fused_norm\n",  # 3
+            },
+            expect=(("docs/api/more/extra.rst", 3),) + tuple(("docs/api/norm.rst", n) for n in (1, 8, 9, 11, 13, 17)),
+            note="as Sphinx reads docs: conf.py's autodoc defaults, autosummary stubs, domain directives, "
+                 "includes, directives nested in others, pages in subfolders of docs/api",
+        ),
     ]
 
     def check(self, project):
+        texts: dict = {}
         for rel, text in project.docs_pages():
-            for line, column, name, current, options, directive in listed_names(text, directives=True):
-                # the entry as written (and the module it is read in), not where it resolves to
-                entry = f"{directive}:: {name}" + (f" in {current}" if current else "")
-                target = self._target(project, name, current)
-                reason = self._experimental(project, target)
-                if reason:
-                    yield self.finding(rel, line, column, f"stable API page lists {name}: {reason}", subject=entry)
-                elif "members" in options and isinstance(target, (ModuleTarget, DefTarget)):
-                    hidden = self._experimental_members(project, target, options)
-                    if hidden:
-                        yield self.finding(
-                            rel, line, column,
-                            f"stable API page lists the members of {name}, which include "
-                            + "; ".join(f"{member} ({why})" for member, why in hidden) + "; exclude them",
-                            subject=entry,
-                        )
+            top = source_dir(project, rel)
+            conf = f"{top}/conf.py" if top else "conf.py"
+            if conf not in texts:
+                texts[conf] = project.read_text(conf) if (project.root / conf).is_file() else None
+            defaults = autodoc_defaults(texts[conf])
+            for item in rst_listing.listed(text, _includer(project, top, texts), rel, defaults):
+                yield from self._judge(project, rel, item)
+
+    def _judge(self, project, rel, item):
+        name, current, options = item.name, item.current, item.options
+        # the entry as written (and the module it is read in), not where it resolves to
+        entry = f"{item.directive}:: {name}" + (f" in {current}" if current else "")
+        through = ""
+        if item.via:
+            entry += " via " + " ".join(hop.rpartition(":")[0] for hop in item.via)
+            through = " (through .. include:: " + " -> ".join(item.via) + ")"
+        target = self._target(project, name, current)
+        reason = self._experimental(project, target)
+        if reason:
+            yield self.finding(rel, item.line, item.column, f"stable API page lists {name}{through}: {reason}",
+                               subject=entry)
+        elif isinstance(target, (ModuleTarget, DefTarget)) and (
+            "members" in options or (item.directive == "autosummary" and "toctree" in options)
+        ):
+            if item.directive == "autosummary":
+                # the stub page autosummary generates for a module or class lists its public
+                # members (Sphinx's templates; autosummary_ignore_module_all is on by default)
+                options = {"ignore-module-all": ""}
+            hidden = self._experimental_members(project, target, options)
+            if hidden:
+                yield self.finding(
+                    rel, item.line, item.column,
+                    f"stable API page lists the members of {name}{through}, which include "
+                    + "; ".join(f"{member} ({why})" for member, why in hidden) + "; exclude them",
+                    subject=entry,
+                )
 
     def _target(self, project, name: str, current):
         """What a listed name resolves to, as `Project.resolve` returns it; names
@@ -252,7 +286,7 @@ class ExperimentalApiInDocs(Rule):
             return []
         chosen = _names(options.get("members", ""))
         exported = facts.bindings.get("__all__")
-        if not chosen and not prefix and isinstance(exported, NamesBinding):
+        if not chosen and not prefix and isinstance(exported, NamesBinding) and "ignore-module-all" not in options:
             chosen = list(exported.names)
         elif not chosen:
             chosen = [
