@@ -80,7 +80,13 @@ class ExperimentalApiInDocs(Rule):
     with dotted or bare names, and ``.. automodule::``; an ``automodule`` or
     ``autoclass`` with ``:members:`` lists what autodoc would document: the names
     given to the option, else a module's ``__all__``, else its public definitions
-    (minus ``:exclude-members:``). Directives inside an rst comment are not read. A name is resolved through
+    (minus ``:exclude-members:``); conf.py's ``autodoc_default_options`` fill in
+    ``members`` for a bare directive (`policy_checks.rules.sphinx_conf`), and an
+    ``autosummary`` entry with ``:toctree:`` lists its stub page's members too. The
+    Python domain's directives (``.. py:function::``, ``.. function::``, methods in a
+    ``.. py:class::``), directives nested in others, ``.. include::`` (bounded,
+    inside the docs) and pages in subfolders are read; comments, literal blocks,
+    code blocks and paragraph text are not (`policy_checks.rules.rst_listing`). A name is resolved through
     re-exports (``from .x import f as g`` in a package ``__init__``) and lazy-export
     tables to the function that defines it, which is experimental when it carries
     ``@flashinfer_experimental_api`` or is defined under the experimental package.

@@ -164,9 +164,13 @@ PYTEST_CONFIG = Kind(
     comment_markers=("#", ";"),
 )
 WORKFLOWS = Kind("GitHub workflows", locate=lambda project: workflows.workflow_files(project), comment_markers=("#",))
+# The conftest files the stable lane loads that are not among the checked Python files (a
+# root conftest.py): their suppression comments are read as text. The others are Python
+# files of the stable tests, whose suppressions come from their facts.
 CONFTESTS = Kind(
     "the conftest files the stable lane loads",
-    locate=lambda project: lane_links.lane_conftests(project), comment_markers=("#",),
+    locate=lambda project: [rel for rel in lane_links.lane_conftests(project) if rel not in project.files],
+    comment_markers=("#",),
 )
 
 
