@@ -12,8 +12,11 @@ test's file and node id, each failed collection, the configuration file used) to
 in the scratch directory; it observes and changes nothing.
 
 Every collected test whose file resolves (links followed) under the experimental test
-directory is an AUD003 finding; a collection error in such a file is one too (the lane
-reached it). A lane that cannot be collected is AUD000, with the error.
+directory is an AUD003 finding, located at the file as collected (a link's path when it
+came through one) with the link and the configuration in its message; a collection error in such a file is one too (the lane
+reached it). A lane that cannot be collected (pytest fails or runs out of time), or a stable file
+that fails to collect, is AUD000, with the error. A tree without the lane's directory
+has nothing to collect.
 
 The lane's directory is read from ``tests/lanes.py`` (its ``LANES["stable"]``, read with
 ``ast``, never run) where the tree has one (this repository), else the ``stable-tests``
@@ -137,6 +140,8 @@ def audit_collection(root: Path, settings: Settings, *, timeout: float = 300) ->
     not be collected."""
     root = Path(root).resolve()
     lane = stable_lane(root, settings)
+    if not (root / lane).is_dir():
+        return []  # no stable lane (an unpacked wheel ships no tests): nothing to collect
     with tempfile.TemporaryDirectory(prefix="policy-check-collect-") as directory:
         scratch = Path(directory)
         record = scratch / "collected.jsonl"

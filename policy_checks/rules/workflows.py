@@ -2,7 +2,8 @@
 
 A workflow step can undo the lane's isolation on its command line
 (`policy_checks.rules.pytest_commands`); this module reads every ``run`` script and
-every ``PYTEST_ADDOPTS`` value of ``.github/workflows/*.yml`` / ``*.yaml`` with
+every ``PYTEST_ADDOPTS`` value of ``.github/workflows/*.yml`` / ``*.yaml`` (and of the
+repository's composite actions, ``.github/actions/*/action.yml``) with
 PyYAML's composer (nodes and their lines; no object is constructed, aliases are
 visited once) and hands each pytest invocation to `pytest_commands.problems`.
 """
@@ -16,19 +17,25 @@ import yaml
 from . import pytest_commands
 
 WORKFLOWS_DIR = ".github/workflows"
+ACTIONS_DIR = ".github/actions"
 MAX_WORKFLOW_BYTES = 1024 * 1024  # a larger file is not read (no workflow is near it)
 
 
 def workflow_files(project) -> List[str]:
-    """Relative paths of the workflow files git selects."""
-    base = project.root / WORKFLOWS_DIR
-    if not base.is_dir():
-        return []
+    """Relative paths of the workflow files, and of the repository's own composite
+    actions (``.github/actions/<name>/action.yml``), that git selects."""
     listing = getattr(project, "listing", None)
+    candidates = []
+    base = project.root / WORKFLOWS_DIR
+    if base.is_dir():
+        candidates += [p for p in sorted(base.iterdir()) if p.suffix in (".yml", ".yaml")]
+    actions = project.root / ACTIONS_DIR
+    if actions.is_dir():
+        candidates += [p / name for p in sorted(actions.iterdir()) for name in ("action.yml", "action.yaml")]
     found = []
-    for path in sorted(base.iterdir()):
-        rel = f"{WORKFLOWS_DIR}/{path.name}"
-        if path.suffix in (".yml", ".yaml") and path.is_file() and (listing is None or listing.has_file(rel)):
+    for path in candidates:
+        rel = path.relative_to(project.root).as_posix()
+        if not path.is_symlink() and path.is_file() and (listing is None or listing.has_file(rel)):
             found.append(rel)
     return found
 

@@ -62,6 +62,18 @@ def test_a_nested_configuration_that_keeps_the_exclusion_is_harmless(tmp_path):
     assert audit(tmp_path) == []
 
 
+def test_a_configuration_below_the_lane_directory_is_never_read(tmp_path):
+    # EXP008's harmless twin of tests/pytest.ini: pytest looks from tests/ up, never down
+    write_tree(tmp_path, {**BASE, "tests/unit/pytest.ini": "[pytest]\nnorecursedirs = .git\n",
+                          "tests/unit/test_unit.py": "def test_unit():\n    pass\n"})
+    assert audit(tmp_path) == []
+
+
+def test_a_tree_without_the_lane_has_nothing_to_collect(tmp_path):
+    write_tree(tmp_path, {"flashinfer/__init__.py": ""})
+    assert audit(tmp_path) == []
+
+
 def test_the_callers_environment_does_not_leak_in(tmp_path, monkeypatch):
     monkeypatch.setenv("FLASHINFER_ALLOW_EXPERIMENTAL_AUTO_BACKENDS", "1")
     monkeypatch.setenv("PYTEST_ADDOPTS", "-o norecursedirs=.git")
