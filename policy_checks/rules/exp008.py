@@ -270,6 +270,48 @@ class StableLaneNotIsolated(Rule):
     ]
     INVALID = [
         Example(
+            {**_TREE, "pytest.ini": "[pytest]\naddopts = -q\nnorecursedirs = experimental\n"},
+            expect=(("pytest.ini", 3),),
+            note="a bare name is not path-anchored",
+        ),
+        Example({**_TREE, "setup.cfg": "[metadata]\nname = x\n[tool:pytest]\naddopts = -q\n"}, expect=(("setup.cfg", 3),)),
+        Example(
+            {**_TREE, "setup.cfg": "[flake8]\nnorecursedirs = x\n[tool:pytest]\nnorecursedirs = experimental\n"},
+            expect=(("setup.cfg", 4),),
+            note="the line of the pytest section's key, not another section's",
+        ),
+        Example(
+            {
+                **_TREE,
+                ".pytest.ini": "[pytest]\nnorecursedirs = experimental\n",
+                "pyproject.toml": "[tool.pytest.ini_options]\nnorecursedirs = ['tests/experimental']\n",
+            },
+            expect=((".pytest.ini", 2),),
+            note="the hidden .pytest.ini comes before pyproject.toml",
+        ),
+        Example(
+            {**_TREE, "pytest.ini": "[pytest]\nnorecursedirs = */experimental\n"},
+            expect=(("pytest.ini", 2),),
+            note="a leading wildcard matches every directory called experimental",
+        ),
+        Example(
+            {**_TREE, "pytest.toml": "[pytest]\nnorecursedirs = ['experimental']\n", "pytest.ini": "[pytest]\n"},
+            expect=(("pytest.toml", 2),),
+            note="pytest.toml comes first of all",
+        ),
+        Example(
+            {
+                **_TREE,
+                "tox.ini": "[pytest]\nnorecursedirs = tests/experimental\n",
+                "tests/test_bad.py": (
+                    "from flashinfer.experimental import feat\n"  # 1
+                    "def test_x():\n    import flashinfer.experimental.feat\n"  # 3
+                    "import pytest\nfeat = pytest.importorskip('flashinfer.experimental.feat')\n"  # 5
+                ),
+            },
+            expect=(("tests/test_bad.py", 1), ("tests/test_bad.py", 3), ("tests/test_bad.py", 5)),
+        ),
+        Example(
             {
                 **_TREE,
                 "pytest.ini": "[pytest]\nnorecursedirs = tests/experimental\n",
@@ -313,48 +355,6 @@ class StableLaneNotIsolated(Rule):
                     (".github/workflows/tests.yml", 11), (".github/workflows/tests.yml", 13)),
             note="a workflow's command line: -o norecursedirs, -c another file, experimental tests named in the "
                  "stable step, PYTEST_ADDOPTS",
-        ),
-        Example(
-            {**_TREE, "pytest.ini": "[pytest]\naddopts = -q\nnorecursedirs = experimental\n"},
-            expect=(("pytest.ini", 3),),
-            note="a bare name is not path-anchored",
-        ),
-        Example({**_TREE, "setup.cfg": "[metadata]\nname = x\n[tool:pytest]\naddopts = -q\n"}, expect=(("setup.cfg", 3),)),
-        Example(
-            {**_TREE, "setup.cfg": "[flake8]\nnorecursedirs = x\n[tool:pytest]\nnorecursedirs = experimental\n"},
-            expect=(("setup.cfg", 4),),
-            note="the line of the pytest section's key, not another section's",
-        ),
-        Example(
-            {
-                **_TREE,
-                ".pytest.ini": "[pytest]\nnorecursedirs = experimental\n",
-                "pyproject.toml": "[tool.pytest.ini_options]\nnorecursedirs = ['tests/experimental']\n",
-            },
-            expect=((".pytest.ini", 2),),
-            note="the hidden .pytest.ini comes before pyproject.toml",
-        ),
-        Example(
-            {**_TREE, "pytest.ini": "[pytest]\nnorecursedirs = */experimental\n"},
-            expect=(("pytest.ini", 2),),
-            note="a leading wildcard matches every directory called experimental",
-        ),
-        Example(
-            {**_TREE, "pytest.toml": "[pytest]\nnorecursedirs = ['experimental']\n", "pytest.ini": "[pytest]\n"},
-            expect=(("pytest.toml", 2),),
-            note="pytest.toml comes first of all",
-        ),
-        Example(
-            {
-                **_TREE,
-                "tox.ini": "[pytest]\nnorecursedirs = tests/experimental\n",
-                "tests/test_bad.py": (
-                    "from flashinfer.experimental import feat\n"  # 1
-                    "def test_x():\n    import flashinfer.experimental.feat\n"  # 3
-                    "import pytest\nfeat = pytest.importorskip('flashinfer.experimental.feat')\n"  # 5
-                ),
-            },
-            expect=(("tests/test_bad.py", 1), ("tests/test_bad.py", 3), ("tests/test_bad.py", 5)),
         ),
     ]
 

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from typing import Iterator, List
 
-import yaml
-
 from . import pytest_commands
 
 WORKFLOWS_DIR = ".github/workflows"
@@ -78,6 +76,8 @@ def _line(lines: List[str], start: int, end: int, problem) -> int:
 def _scripts(text: str) -> Iterator[tuple]:
     """``(first line, last line, text, is PYTEST_ADDOPTS)`` (0-based lines) of every
     ``run`` scalar and every ``PYTEST_ADDOPTS`` scalar in a YAML document stream."""
+    import yaml  # only when a workflow runs pytest: most runs never need it
+
     try:
         nodes = list(yaml.compose_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
     except yaml.YAMLError:
