@@ -101,3 +101,11 @@ def test_the_lane_is_read_from_the_lanes_file(tmp_path):
     assert stable_lane(tmp_path, Settings()) == "tests/"
     write_tree(tmp_path, {"tests/lanes.py": "LANES = {'stable': 'tests/unit/', 'experimental': 'tests/experimental/'}\n"})
     assert stable_lane(tmp_path, Settings()) == "tests/unit/"
+
+
+def test_the_collection_has_no_network(tmp_path):
+    write_tree(tmp_path, {**BASE, "tests/conftest.py": (
+        "import socket\nsocket.create_connection(('127.0.0.1', 9), timeout=1)\n"
+    )})
+    (finding,) = audit_collection(tmp_path, Settings())
+    assert finding.rule == "AUD000" and "no network while collecting" in finding.message
