@@ -119,6 +119,17 @@ def _options(lines: List[str], start: int, indent: int) -> dict:
     return options
 
 
+def _past_argument(lines: List[str], start: int, indent: int) -> int:
+    """Past the lines that go on from a directive line's text up to the first blank line:
+    the rest of its argument (``autofunction`` takes the whole block as its argument) or
+    of the paragraph its content starts with (``.. note:: text``). No block starts
+    there."""
+    number = start
+    while number < len(lines) and lines[number].strip() and indentation(lines[number]) > indent:
+        number += 1
+    return number
+
+
 def _signature_name(argument: str) -> Optional[re.Match]:
     """The object's dotted name in a directive argument (``f(x) -> int``, ``async f``)."""
     prefix = _SIGNATURE_PREFIX.match(argument)
@@ -229,7 +240,7 @@ class _Reader:
                 yield Listed(number + 1, column + entry.start("name"), listed_name, current, options, short)
                 if short in _CLASSES:
                     classes.append((indent, listed_name))
-        return after
+        return _past_argument(lines, after, indent) if argument.strip() else after
 
     def _with_defaults(self, options: dict) -> dict:
         """A directive's options with ``autodoc_default_options`` filled in, as autodoc

@@ -82,6 +82,13 @@ CORPUS = [
     ".. |sub| replace:: text\n.. autofunction:: a\n",
     "Text\n\n  more::\n\n    .. autofunction:: a\n  .. autofunction:: b\n",
     "\t.. autofunction:: tab\n",
+    "Text\n   .. autofunction:: in_a_definition\n",
+    "Text::\n.. autofunction:: same_paragraph\n",
+    ":field: value::\n\n   .. autofunction:: a\n",
+    "* a\n* b::\n\n    .. autofunction:: c\n\n  .. autofunction:: d\n",
+    ".. note:: inline\n   .. autofunction:: a\n",
+    "| line\n| block\n\n.. autofunction:: a\n",
+    ">>> x = 1\n.. autofunction:: a\n",
 ]
 
 
