@@ -92,8 +92,15 @@ CORPUS = [
 ]
 
 
+@pytest.fixture
+def own_directives(monkeypatch):
+    """docutils' directive registry is global: the generic directives registered here
+    must not leak into a Sphinx build later in the same process (tests/docs)."""
+    monkeypatch.setattr(directives, "_directives", dict(directives._directives))
+
+
 @pytest.mark.parametrize("page", CORPUS)
-def test_the_reader_lists_what_docutils_runs(page):
+def test_the_reader_lists_what_docutils_runs(page, own_directives):
     short = lambda name: name[3:] if name.startswith("py:") else name  # noqa: E731
     read = list(rst_listing.listed(page))
     ran = docutils_listing(page)
