@@ -336,7 +336,12 @@ def features(ctx: click.Context, root: Path | None, output_format: str, output_f
     day = today.date() if today else dt.datetime.now(dt.timezone.utc).date()
     with _tree_errors_exit_2():
         root = root.resolve() if root else find_root(Path.cwd())
-        surveyed = survey_tree(root, load(root))
+        settings = load(root)
+        surveyed = survey_tree(root, settings)
+    if not surveyed and output_format != "json" and not (root / settings.experimental_dir).is_dir():
+        emit(f"No experimental features: no experimental package ({settings.experimental_dir}) in this tree.\n",
+             output_file)
+        return
     missing = {feature.name: lack_items(feature.lacks) for feature in surveyed}
     emit(RENDERERS[output_format](rows([f.record for f in surveyed], day, missing=missing)), output_file)
 

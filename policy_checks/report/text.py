@@ -89,7 +89,15 @@ def summary_line(result) -> str:
         summary += f", {len(result.baselined)} baselined"
     if result.policy_from is not None:
         summary += f"; policy from {policy_words(result)}"
+    if result.no_experimental_package:
+        summary += f"; {no_experimental_words(result.no_experimental_package)}"
     return summary
+
+
+def no_experimental_words(directory: str) -> str:
+    """Why a tree without an experimental package is trivially clean (also the board's)."""
+    return (f"no experimental package ({directory}) in this tree, so the containment rules "
+            f"had nothing to check")
 
 
 def text(result, rule_names: dict, options: Options = Options()) -> str:
