@@ -32,7 +32,6 @@ from typing import Optional
 from .. import markers
 from ..facts import Definition, extract
 from ..project import DefTarget, Project
-from ..rules.registry import ALL_IDS
 
 _MARKER_BYTES = tuple(m.encode() for m in (markers.EXPERIMENTAL_API, markers.EXPERIMENTAL_BACKEND,
                                            markers.BACKEND_REQUIREMENT))
@@ -140,15 +139,14 @@ def _decorated_api(facts, line: int) -> Optional[Definition]:
 
 
 def _backends(project, root, rel, module, facts, call, feature_of, found) -> None:
-    """The experimental backends of one ``backend_requirement`` call, through EXP004's
-    reading of the mapping (dict literals, module-level dicts, ``**`` spreads)."""
+    """The experimental backends of one ``backend_requirement`` call, read as EXP004 reads
+    the mapping (`Project.backend_entries`: dict literals, module-level dicts, ``**``)."""
     api = _decorated_api(facts, call.line)
     if api is None or not project.decorated_with(module, api, markers.BACKEND_REQUIREMENT):
         return
-    rule = ALL_IDS["EXP004"]
     heuristic = None
-    for key, where, ref in rule._values(project, module, call.checks, None, set()):
-        target = rule._function(project, where, ref) if key else None
+    for key, where, ref in project.backend_entries(module, call.checks):
+        target = project.checker_of(where, ref) if key else None
         if target is None:
             continue
         def_module, checker = target
