@@ -296,11 +296,47 @@ def table(records: dict) -> str:
     return "\n".join(lines)
 
 
+# the feature READMEs' figures -----------------------------------------------------------------
+#
+# A feature README quotes its figures between the same markers, one list item made here from
+# the records: a figure a feature README states elsewhere is one nobody re-measures
+# (tests/benchmarks/test_measured_table.py looks for them).
+
+
+def _splitk_figures(records: dict) -> str:
+    record = records["kernels"]
+    ratios = record["figures"]["splitk_vs_nvrtc"]["n8192"]
+    return (f"- Measured on {where(record, BY_NAME['kernels'])} (`{record['command']}`), N = K = 8192,\n"
+            f"  M = 1, 4, 16: {' / '.join(f'{ratios[m]:.2f}x' for m in ('1', '4', '16'))} the speed of the stable\n"
+            f"  `\"nvrtc\"` backend (target 1.5x).")
+
+
+def _gated_rmsnorm_figures(records: dict) -> str:
+    record = records["kernels"]
+    norms = record["figures"]["norms"]
+    return (f"- Measured on {where(record, BY_NAME['kernels'])} (`{record['command']}`) at\n"
+            f"  16384 x 8192 bf16: {norms['gated_rmsnorm_tbps']:.2f} TB/s, "
+            f"{norms['gated_rmsnorm_tbps'] / norms['hbm_tbps']:.0%} of the {norms['hbm_tbps']:g} TB/s HBM\n"
+            f"  bandwidth (target 70%).")
+
+
+#: README (relative to the repository) -> its measured block, made from the records.
+FEATURE_FIGURES = {
+    "flashinfer/experimental/splitk_gemm/README.md": _splitk_figures,
+    "flashinfer/experimental/gated_rmsnorm/README.md": _gated_rmsnorm_figures,
+}
+
+
+def feature_blocks(records: dict) -> dict:
+    """README path -> (its current measured block, the block the records make)."""
+    return {rel: (readme_table((REPOSITORY / rel).read_text()), make(records)) for rel, make in FEATURE_FIGURES.items()}
+
+
 def readme_table(text: str) -> str:
     """The table between the markers of README.md's text, without the markers."""
     begin, end = text.find(BEGIN), text.find(END)
     if begin < 0 or end < begin:
-        raise RecordError(f"README.md has no {BEGIN} ... {END} markers")
+        raise RecordError(f"a README has no {BEGIN} ... {END} markers")
     return text[begin + len(BEGIN):end].strip("\n")
 
 
@@ -366,16 +402,22 @@ def main(argv: list | None = None) -> int:
         new = table(load_records())
         text = README.read_text()
         current = readme_table(text)
+        blocks = feature_blocks(load_records())
     except RecordError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    drifted = [rel for rel, (now, made) in blocks.items() if now != made]
     if args.check:
-        if current != new:
-            print("README.md's Measured table differs from the stored records: run "
-                  "python benchmarks/measured.py --table-only", file=sys.stderr)
+        if current != new or drifted:
+            print("README.md's Measured table or the figures of " + (", ".join(drifted) or "no feature README")
+                  + " differ from the stored records: run python benchmarks/measured.py --table-only", file=sys.stderr)
             return 1
-        print("README.md's Measured table is the stored records'")
+        print("README.md's Measured table and the feature READMEs' figures are the stored records'")
         return 0
+    for rel in drifted:
+        path = REPOSITORY / rel
+        path.write_text(with_table(path.read_text(), blocks[rel][1]))
+        summary.append(f"{rel}: its measured figures rewritten")
     if current != new:
         README.write_text(with_table(text, new))
     print("\n".join(["", *summary, f"README.md: the Measured table {'rewritten' if current != new else 'unchanged'}"]))

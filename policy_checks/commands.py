@@ -251,6 +251,8 @@ def rules(output_format):
     width = max(len(r["name"]) for r in table)
     for r in table:
         click.echo(f"{r['id']}  {'[*]' if r['fixable'] else '   '} {r['name']:<{width}}  {r['summary']}")
+    click.echo("\n[*]: `policy-check fix` rewrites this rule's findings (`--diff` to preview); "
+               "`policy-check explain ID` says what a rule finds and why.")
 
 
 @click.command()

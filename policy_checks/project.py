@@ -26,7 +26,7 @@ from typing import Callable, Iterator, Mapping, NamedTuple, Optional, Union
 from . import gitfiles, markers
 from .config import Settings, under
 from .facts import AliasBinding, DefBinding, Definition, DictBinding, DictValue, FileFacts, FromBinding, Import
-from .facts import MODULE, TYPE_CHECKING, ModuleBinding, StrRef
+from .facts import MODULE, TYPE_CHECKING, CallRef, DictRef, ModuleBinding, NameRef, StrRef
 
 _GLOB_CHARS = set("*?[")
 NOT_UTF8 = "name is not valid UTF-8"
@@ -460,6 +460,48 @@ class Project:
             if not self.decorated_with(module, definition, markers.EXPERIMENTAL_BACKEND):
                 return False
         return True
+
+    def backend_entries(self, module: str, ref, key=None, seen: Optional[set] = None) -> Iterator[tuple]:
+        """``(backend key, module the value is written in, value ref)`` of each entry of a
+        ``backend_requirement`` mapping `ref` written in `module`: a dict literal, a
+        module-level dict (also one imported from another module), ``**`` merges. What
+        EXP004 checks and ``features init`` reads the backends from."""
+        seen = set() if seen is None else seen
+        if isinstance(ref, DictRef):
+            for entry in ref.entries:
+                if entry.key is None:  # **spread
+                    yield from self.backend_entries(module, entry.value, None, seen)
+                else:
+                    yield entry.key, module, entry.value
+        elif isinstance(ref, NameRef):
+            target = self.resolve(module, ref.dotted)
+            if isinstance(target, DictTarget) and (target.module, ref.dotted) not in seen:
+                seen.add((target.module, ref.dotted))
+                yield from self.backend_entries(target.module, DictRef("dict", target.value.entries), key, seen)
+
+    def checker_of(self, module: str, ref) -> Optional[tuple]:
+        """The ``(module, Definition)`` a mapping value names (through a wrapping call), or
+        None (also for a value wrapped inline in ``experimental_backend(...)``)."""
+        if isinstance(ref, NameRef):
+            target = self.resolve(module, ref.dotted)
+            if isinstance(target, DefTarget):
+                return target.module, target.definition
+        elif isinstance(ref, CallRef):
+            func = self.resolve(module, ref.func) if ref.func else None
+            if isinstance(func, DefTarget):
+                name = func.definition.qualname
+            elif isinstance(func, DictTarget):
+                name = func.module
+            else:
+                name = func.name if func is not None else ""
+            if markers.is_marker(name, markers.EXPERIMENTAL_BACKEND) or markers.is_marker(
+                    ref.func, markers.EXPERIMENTAL_BACKEND):
+                return None
+            for arg in ref.args:
+                found = self.checker_of(module, arg)
+                if found is not None:
+                    return found
+        return None
 
     def decorated_with(self, module: str, definition: Definition, marker: str) -> bool:
         """Does `definition` (in `module`) carry a decorator whose name, followed

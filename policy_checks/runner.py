@@ -67,6 +67,10 @@ class Result:
     hidden: list = field(default_factory=list)
     policy_from: Optional[tuple] = None  # (revision as given, commit)
     approved: bool = False
+    # The experimental package's directory when the tree has none (FlashInfer before
+    # its experimental track): the containment rules then had nothing to check, which
+    # the text report says. None when the package is there.
+    no_experimental_package: Optional[str] = None
 
 
 def _task(project: Project, needs: Prefilter, source: SourceFile, complete: bool = False) -> tuple:
@@ -231,6 +235,8 @@ def run(
     if rel_paths:
         checked = [c for c in checked if any(under(c, p) for p in rel_paths)]
     result = Result(sorted({_printable(f) for f in findings}), len(checked), facts_cache.warnings)
+    if not (root / settings.experimental_dir).is_dir():
+        result.no_experimental_package = settings.experimental_dir
     if baseline is not None or fingerprints:
         _fingerprint(project, result, baseline, selected, rel_paths)  # may parse: before saving
     if not shared:

@@ -27,7 +27,7 @@ Layout, one concern per module:
 - ``review``       ``policy-check bot review``.
 - ``cli``          the click commands.
 
-PyGithub is an optional extra (``pip install "flashinfer-policy-check[bot]"``). It is
+PyGithub is an optional extra (``[bot]``; `policy_checks.install_forms` says how to install it). It is
 imported only below this package, and ``cli`` imports it only when a command runs, so
 ``policy-check run`` never loads it and installs without it.
 """

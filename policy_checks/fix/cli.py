@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
@@ -26,8 +27,9 @@ def _rules(value: Optional[str]) -> Sequence[str]:
     return rules
 
 
-@click.command(epilog="Exit status: 0, nothing left to fix by hand (with --diff: nothing to change); 1, findings "
-                       "left (with --diff: files would change); 2, a usage, configuration or baseline error.")
+@click.command(epilog="Exit status: 0, no finding left (with --diff: nothing to change); 1, findings left, of any "
+                       "rule, as `policy-check run` would report them (with --diff: files would change); 2, a usage, "
+                       "configuration or baseline error. --exit-zero: 0 whatever is left.")
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--diff", is_flag=True, help="Print a unified diff of the fixes and write nothing in the tree.")
 @click.option("--select", default=None, help="Comma-separated rule ids to fix (default: all fixable).")
@@ -39,17 +41,18 @@ def _rules(value: Optional[str]) -> Sequence[str]:
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the checker's facts cache.")
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Keep the facts cache under DIR (also $POLICY_CHECK_CACHE_DIR), as `policy-check run` does.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings are left (as `ruff check --fix --exit-zero`).")
 def fix(paths: Sequence[str], diff: bool, select: Optional[str], root: Optional[str], baseline_file: Optional[Path],
-        no_baseline: bool, no_cache: bool, cache_dir: Optional[Path]) -> None:
+        no_baseline: bool, no_cache: bool, cache_dir: Optional[Path], exit_zero: bool) -> None:
     """Fix what can be fixed safely; report what needs a person.
 
     Findings the baseline accepts are left alone, as `policy-check run` leaves them out.
     """
     if baseline_file is not None and no_baseline:
         raise click.UsageError("--baseline and --no-baseline exclude each other")
-    raise SystemExit(run_fix(paths, diff=diff, rules=_rules(select), root=root, baseline_file=baseline_file,
-                             no_baseline=no_baseline, use_cache=not no_cache,
-                             cache_dir=str(cache_dir) if cache_dir else None))
+    status = run_fix(paths, diff=diff, rules=_rules(select), root=root, selected=bool(select), baseline_file=baseline_file,
+                     no_baseline=no_baseline, use_cache=not no_cache, cache_dir=str(cache_dir) if cache_dir else None)
+    raise SystemExit(0 if exit_zero and status == 1 else status)
 
 
 def run_fix(
@@ -63,6 +66,7 @@ def run_fix(
     no_baseline: bool = False,
     use_cache: bool = True,
     cache_dir: Optional[str] = None,
+    selected: bool = False,
 ) -> int:
     """The command's work, callable from tests; returns the exit status.
 
@@ -73,8 +77,12 @@ def run_fix(
 
     Without ``--diff`` it checks again after writing and fixes what that uncovers (a
     checker marked in one round makes its import acceptable in the next), for at most
-    `MAX_ROUNDS` rounds; with ``--diff`` it shows one round, and exits 1 when it would
-    change a file (0 when not), whatever is left for a person.
+    `MAX_ROUNDS` rounds, then runs the checker once more with every configured rule and
+    says what is left, a count per rule (`selected`: of `rules` only, as ``--select``
+    asks; else of every rule the settings select): the status is 1 while anything is left (the next
+    ``policy-check run`` would fail), as ``ruff check --fix`` does. With ``--diff`` it
+    shows one round, and exits 1 when it would change a file (0 when not), whatever is
+    left for a person.
     """
     verb = "would fix" if diff else "fixed"
     fixed, changed_files, baselined = 0, set(), 0
@@ -96,6 +104,8 @@ def run_fix(
                 changed_files |= {file_fix.path} if file_fix.changed else set()
             if not any(f.changed for f in fixes):
                 break
+        remaining = [] if diff else check(target, paths, rules if selected else (), use_cache=use_cache, cache_dir=cache_dir,
+                                          baseline=accepted).findings
     except FixError as error:
         click.echo(f"policy-check fix: {error}", err=True)
         return 2
@@ -108,7 +118,18 @@ def run_fix(
     click.echo(summary, err=diff)
     if diff:
         return 1 if changed_files else 0
-    return 1 if left else 0
+    click.echo(left_line(remaining))
+    return 1 if remaining or left else 0
+
+
+def left_line(remaining: Sequence) -> str:
+    """What the next ``policy-check run`` would still report, a count per rule."""
+    if not remaining:
+        return "Left: no finding; `policy-check run` is clean."
+    counts = Counter(f.rule for f in remaining)
+    per_rule = ", ".join(f"{rule} {n}" for rule, n in sorted(counts.items()))
+    return (f"Left: {len(remaining)} finding(s) ({per_rule}); "
+            f"`policy-check run` lists them, `policy-check explain ID` says what each rule wants.")
 
 
 def _write(target, file_fix, before_replace) -> None:

@@ -336,7 +336,12 @@ def features(ctx: click.Context, root: Path | None, output_format: str, output_f
     day = today.date() if today else dt.datetime.now(dt.timezone.utc).date()
     with _tree_errors_exit_2():
         root = root.resolve() if root else find_root(Path.cwd())
-        surveyed = survey_tree(root, load(root))
+        settings = load(root)
+        surveyed = survey_tree(root, settings)
+    if not surveyed and output_format != "json" and not (root / settings.experimental_dir).is_dir():
+        emit(f"No experimental features: no experimental package ({settings.experimental_dir}) in this tree.\n",
+             output_file)
+        return
     missing = {feature.name: lack_items(feature.lacks) for feature in surveyed}
     emit(RENDERERS[output_format](rows([f.record for f in surveyed], day, missing=missing)), output_file)
 
@@ -348,22 +353,28 @@ def features(ctx: click.Context, root: Path | None, output_format: str, output_f
 @click.option("--diff", is_flag=True, help="Print the files it would write (a diff from /dev/null); write nothing.")
 @click.pass_context
 def init(ctx: click.Context, root: Path | None, diff: bool) -> None:
-    """Write a FEATURE.toml for every feature that lacks one, from what the tree states.
+    """Write a FEATURE.toml for every feature that lacks one, from what the tree states,
+    and a README.md skeleton for every feature that lacks one.
 
     The owner and tracking issue come from the feature's README.md, the admission date
     (and, for a GitHub no-reply address, the owner) from the first commit that added the
-    directory; the rest is left as commented-out TODO lines for a person. Never
-    overwrites a file; a second run writes nothing.
+    directory; kind, apis, backends and auto_routing from the code (the checker's facts).
+    The rest is left as commented-out TODO lines for a person. The README skeleton has a
+    heading on each of the four parts every feature documents. Never overwrites a file; a
+    second run writes nothing.
     """
     from . import drafting
 
     root = root or ctx.obj
     with _tree_errors_exit_2():
         root = root.resolve() if root else find_root(Path.cwd())
-        made, having, why = drafting.drafts(root, load(root))
+        settings = load(root)
+        code = drafting.code_facts(root, settings)
+        made, having, why = drafting.drafts(root, settings, code)
+        readmes = drafting.skeletons(root, settings, code)
     verb = "would write" if diff else "wrote"
-    written = 0
-    for draft in made:
+    written = written_readmes = 0
+    for draft in [*made, *readmes]:
         if diff:
             click.echo(draft.diff(), nl=False)
         else:
@@ -374,11 +385,16 @@ def init(ctx: click.Context, root: Path | None, diff: bool) -> None:
             except OSError as error:
                 click.echo(f"policy-check: cannot write {draft.rel}: {error.strerror or error}", err=True)
                 raise SystemExit(2) from None
+        if isinstance(draft, drafting.Skeleton):
+            written_readmes += 1
+            click.echo(f"{verb} {draft.rel}: the four headings, each with a TODO", err=diff)
+            continue
         written += 1
         filled = ", ".join(draft.filled) or "nothing"
         click.echo(f"{verb} {draft.rel}: {filled} filled; left for a person: {', '.join(draft.unfilled)}",
                    err=diff)
     if why and made:
         click.echo(f"policy-check: admission dates: {why}", err=True)
-    click.echo(f"{verb} {written} record(s); {having} feature(s) already had one", err=diff)
-    raise SystemExit(1 if diff and written else 0)
+    click.echo(f"{verb} {written} record(s) and {written_readmes} README skeleton(s); {having} feature(s) "
+               "already had a record", err=diff)
+    raise SystemExit(1 if diff and (written or written_readmes) else 0)

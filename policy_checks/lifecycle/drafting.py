@@ -96,6 +96,10 @@ class History:
     first: dict[str, FirstCommit] = field(default_factory=dict)
     this_repo: str | None = None  # "owner/name" of the ``origin`` remote on GitHub
     why: str | None = None
+    # The commit, when every feature's first commit is one root commit: the whole tree
+    # imported at once (an unpacked release, a squashed history), whose date says when
+    # the tree was imported, not when each feature was admitted.
+    imported: FirstCommit | None = None
 
 
 @dataclass
@@ -305,6 +309,12 @@ def history(root: Path, experimental_dir: str, wanted: set[str]) -> History:
                 if feature in wanted and feature not in found.first:
                     found.first[feature] = current
         index += 1
+    firsts = {c.commit: c for c in found.first.values()}
+    if len(firsts) == 1:
+        [only] = firsts.values()
+        parents = _git(root, "rev-list", "--parents", "-n", "1", only.commit)
+        if parents is not None and len(parents.split()) == 1:  # no parent: the repository's first commit
+            found.imported = only
     return found
 
 
@@ -347,6 +357,10 @@ def comment_text(text: str) -> str:
 
 
 def _value(name: str, value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple):
+        return "[" + ", ".join(toml_string(item) for item in value) + "]"
     if isinstance(value, dt.date):
         return value.isoformat()
     if isinstance(value, int) and not isinstance(value, bool):
@@ -398,10 +412,14 @@ def _accepted(feature: str, text: str, values: dict[str, tuple[object, str]]) ->
 
 
 def draft(feature: str, rel_dir: str, readme: str | None, first: FirstCommit | None, this_repo: str | None,
-          why_no_date: str | None = None) -> Draft:
-    """The record of one feature from its README's text and the first commit of its directory."""
+          why_no_date: str | None = None, inferred=None, imported: bool = False) -> Draft:
+    """The record of one feature from its README's text, the first commit of its directory
+    (`imported`: that commit imported the whole tree, so its date is no admission date) and
+    what the code says (`inferred`, a `policy_checks.lifecycle.inference.Inferred`)."""
     values: dict[str, tuple[object, str]] = {}
     notes: dict[str, str] = {}
+    if inferred is not None:
+        _from_code(values, notes, inferred)
     owner = tracking = Stated()
     if readme is not None:
         owner, tracking = readme_statements(readme, this_repo)
@@ -413,7 +431,10 @@ def draft(feature: str, rel_dir: str, readme: str | None, first: FirstCommit | N
         values["tracking_issue"] = (tracking.value, f"{README} line {tracking.line}")
     elif tracking.note:
         notes["tracking_issue"] = tracking.note
-    if first is not None:
+    if first is not None and imported:
+        notes["admitted"] = (f"{first.commit[:12]} ({first.day.isoformat()}) imported the whole tree in one commit: "
+                             "its date is not when this feature was admitted")
+    elif first is not None:
         values["admitted"] = (first.day, f"the first commit adding files here, {first.commit[:12]}")
         if "owner" not in values and "owner" not in notes:
             login = noreply_login(first.email)
@@ -437,6 +458,26 @@ def draft(feature: str, rel_dir: str, readme: str | None, first: FirstCommit | N
                  [f"{name}: {note}" for name, note in notes.items()])
 
 
+def _from_code(values: dict, notes: dict, inferred) -> None:
+    """kind, apis, backends and auto_routing as the code states them (`inference`)."""
+    kind = inferred.kind
+    if kind is None:
+        return
+    values["kind"] = (kind, "the code: " + ("experimental APIs and backends" if kind == "both" else
+                                            "experimental APIs only" if kind == "api" else "experimental backends only"))
+    values["apis"] = (tuple(sorted(inferred.apis)), "@flashinfer_experimental_api functions and classes of the feature"
+                      if inferred.apis else "the code marks no experimental API of the feature")
+    values["backends"] = (tuple(sorted(inferred.backends)), "@experimental_backend checkers in backend_requirement"
+                          if inferred.backends else "no @experimental_backend checker of the feature in a mapping")
+    routing = inferred.auto_routing
+    if routing is None:
+        notes["auto_routing"] = "a backend's heuristic_func could not be read"
+    else:
+        values["auto_routing"] = (routing, "a heuristic (or none) that lets backend=\"auto\" choose a backend"
+                                  if routing else ("an API is called by name" if not inferred.backends
+                                                   else "the heuristic never names the backend"))
+
+
 def _readme_text(directory: Path) -> str | None:
     path = directory / README
     if not path.is_file():
@@ -448,9 +489,25 @@ def _readme_text(directory: Path) -> str | None:
         return None
 
 
-def drafts(root: Path, settings) -> tuple[list[Draft], int, str | None]:
+def code_facts(root: Path, settings):
+    """A function giving what the code says of each feature (`inference.infer`), computed
+    on the first call only: nothing is parsed when no record or README is missing."""
+    from . import inference
+
+    known: list = []
+
+    def get() -> dict:
+        if not known:
+            known.append(inference.infer(root, settings))
+        return known[0]
+
+    return get
+
+
+def drafts(root: Path, settings, code=None) -> tuple[list[Draft], int, str | None]:
     """``(drafts, features that have a record, why there are no dates)``: a draft for every
-    feature (as EXP009 and the board see them) whose directory holds no ``FEATURE.toml``."""
+    feature (as EXP009 and the board see them) whose directory holds no ``FEATURE.toml``.
+    `code`: `code_facts`' function (default: one of its own)."""
     from ..project import Project  # which files count, as for the checker
 
     def no_facts(source):  # no Python file's facts are read
@@ -465,15 +522,81 @@ def drafts(root: Path, settings) -> tuple[list[Draft], int, str | None]:
             lacking.append((directory, rel))
     if not lacking:
         return [], having, None
+    code = code or code_facts(root, settings)
     known = history(root, settings.experimental_dir, {directory.name for directory, _ in lacking})
+    imported = known.imported is not None and len(known.first) > 1
     made = [draft(directory.name, rel, _readme_text(directory), known.first.get(directory.name), known.this_repo,
-                  known.why or "no commit adds a file here yet")
+                  known.why or "no commit adds a file here yet", code().get(directory.name), imported)
             for directory, rel in lacking]
-    return made, having, known.why
+    why = known.why
+    if imported:
+        why = (f"every feature's first commit is {known.imported.commit[:12]} ({known.imported.day.isoformat()}), "
+               "the repository's first: the history holds one commit for the whole tree, so it dates no admission; "
+               "`admitted` is left for a person")
+    return made, having, why
 
 
-def write(root: Path, made: Draft) -> bool:
-    """Create the file; False (nothing written) when something by that name exists."""
+# The README a feature without one gets: a heading on each of the four parts of the user
+# contract (docs/experimental.rst, "What each experimental feature documents"), which EXP009
+# reads, each with a TODO for a person and what the code says where it says something.
+SKELETON_HEADINGS = ("What is experimental", "Supported cases and limits", "Gates", "Automatic routing")
+
+
+@dataclass
+class Skeleton:
+    """A README.md `policy-check features init` writes for a feature that has none."""
+
+    feature: str
+    rel: str
+    text: str
+
+    def diff(self) -> str:
+        lines = difflib.unified_diff([], self.text.splitlines(keepends=True), "/dev/null", f"b/{self.rel}")
+        return "".join(lines)
+
+
+def skeleton(feature: str, rel_dir: str, inferred=None) -> Skeleton:
+    """The README skeleton of one feature; `inferred` (`inference.Inferred`) fills in the
+    APIs and backends the code marks, written as code spans."""
+    apis = sorted(inferred.apis) if inferred is not None else []
+    backends = sorted(inferred.backends) if inferred is not None else []
+    named = [f"- experimental API `{comment_text(a)}`" for a in apis]
+    named += [f"- experimental backend `{comment_text(b.split(':', 1)[1])}` of `{comment_text(b.split(':', 1)[0])}`"
+              for b in backends]
+    body = {
+        "What is experimental": (named or ["- TODO: the experimental APIs and backends this feature adds."]) + [
+            "", "TODO: what each does, and that it may change or disappear without deprecation."],
+        "Supported cases and limits": ["TODO: the devices, dtypes and shapes it supports, and what it refuses."],
+        "Gates": ["TODO: how a user opts in (calling the API, or naming the backend) and the warning it emits."],
+        "Automatic routing": ["TODO: whether `backend=\"auto\"` may choose it, and behind which gate."],
+    }
+    lines = [f"# Experimental: {comment_text(feature)}", "",
+             "Written by `policy-check features init`: fill in each TODO (docs/experimental.rst, "
+             "\"What each experimental feature documents\").", ""]
+    for heading in SKELETON_HEADINGS:
+        lines += [f"## {heading}", "", *body[heading], ""]
+    return Skeleton(feature, f"{rel_dir}/{README}", "\n".join(lines).rstrip("\n") + "\n")
+
+
+def skeletons(root: Path, settings, code=None) -> list[Skeleton]:
+    """A README skeleton for every feature whose directory holds no README.md."""
+    from ..project import Project
+
+    def no_facts(source):
+        raise AssertionError(source)
+
+    project = Project(root, settings, no_facts)
+    lacking = [(directory, rel) for directory, rel, _ in features.feature_directories(root, settings, project.excluded)
+               if not os.path.lexists(directory / README)]
+    if not lacking:
+        return []
+    code = code or code_facts(root, settings)
+    return [skeleton(directory.name, rel, code().get(directory.name)) for directory, rel in lacking]
+
+
+def write(root: Path, made) -> bool:
+    """Create the file (a `Draft` or a `Skeleton`); False (nothing written) when something by
+    that name exists."""
     try:
         with open(root / made.rel, "x", encoding="utf-8", newline="\n") as handle:
             handle.write(made.text)

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import inspect
 
+from ..install_forms import REPOSITORY, release_tag
 from ..rules.registry import ALL_IDS
 
-# Where docs/ is published; every link the reports give starts here. The page of the
-# checker is docs/policy_check.rst, and each rule id in its rule table is an anchor
-# (an inline target, ``_`EXP001```), so a rule's link is stable as the page grows.
-DOCS_URL = "https://docs.flashinfer.ai/experimental-track/"
-PAGE = "policy_check.html"
+# No site publishes docs/: the links the reports give point at the page in the repository,
+# at the running version's release tag (docs/releasing.rst), so that a rule's text is the
+# one of the checker that reported it. The page of the checker is docs/policy_check.rst,
+# and each rule id in its rule table is an anchor (an inline target, ``_`EXP001```).
+DOCS_URL = f"{REPOSITORY}/blob/{release_tag()}/docs/"
+PAGE = "policy_check.rst"
 
 # The rules `policy-check fix` has a safe rewrite for (`policy_checks.fix.apply.FIXABLE_RULES`,
 # which imports libcst: a test keeps the two equal). A finding of one is marked ``[*]``;

@@ -1,5 +1,5 @@
 """``path:line:col: EXP00N [*] message`` lines (``[*]``: a rule ``policy-check fix``
-rewrites), then (``--policy-from``) the findings a policy change hides, each with
+rewrites; a feature's EXP009 findings under one heading), then (``--policy-from``) the findings a policy change hides, each with
 what hid it, the summary line, and one line saying what to do next.
 
 ``--statistics`` prints a count per rule instead of the findings; ``--quiet`` the
@@ -51,6 +51,41 @@ def finding_line(f) -> str:
     return f"{f.path}:{f.line}:{f.column}: {f.rule} {mark}{f.message}"
 
 
+GROUPED_RULE = "EXP009"  # one finding per missing item (for the baseline); one heading per feature in text
+
+
+def _feature_of(f) -> str:
+    """The feature an EXP009 finding is about (its subject is ``<feature>: <item>``); "" if none."""
+    return f.subject.partition(": ")[0] if f.rule == GROUPED_RULE and ": " in f.subject else ""
+
+
+def finding_lines(findings) -> list:
+    """`finding_line` for each finding, except that a feature's EXP009 findings are one
+    heading (at its first finding) with each missing item indented under it: a feature
+    without a record lacks some fifteen items, which a person reads as one fact. JSON,
+    SARIF and the annotations keep one result per item."""
+    groups: dict = {}
+    for f in findings:
+        if _feature_of(f):
+            groups.setdefault(_feature_of(f), []).append(f)
+    lines, shown = [], set()
+    for f in findings:
+        feature = _feature_of(f)
+        if not feature or len(groups[feature]) == 1:
+            lines.append(finding_line(f))
+            continue
+        if feature in shown:
+            continue
+        shown.add(feature)
+        items = groups[feature]
+        lines.append(f"{f.path}:{f.line}:{f.column}: {f.rule} experimental feature {feature} lacks {len(items)} item(s):")
+        prefix = f"experimental feature {feature}: "
+        for item in items:
+            where = "" if (item.path, item.line) == (f.path, f.line) else f"{item.path}:{item.line}: "
+            lines.append(f"    {where}{item.message.removeprefix(prefix)}")
+    return lines
+
+
 def statistics_lines(result, rule_names: dict) -> list:
     """A count per rule, most frequent first (ties by id)."""
     counts = Counter(f.rule for f in result.findings)
@@ -89,14 +124,22 @@ def summary_line(result) -> str:
         summary += f", {len(result.baselined)} baselined"
     if result.policy_from is not None:
         summary += f"; policy from {policy_words(result)}"
+    if result.no_experimental_package:
+        summary += f"; {no_experimental_words(result.no_experimental_package)}"
     return summary
+
+
+def no_experimental_words(directory: str) -> str:
+    """Why a tree without an experimental package is trivially clean (also the board's)."""
+    return (f"no experimental package ({directory}) in this tree, so the containment rules "
+            f"had nothing to check")
 
 
 def text(result, rule_names: dict, options: Options = Options()) -> str:
     if options.statistics:
         lines = statistics_lines(result, rule_names)
     else:
-        lines = [finding_line(f) for f in result.findings] + hidden_section(result)
+        lines = finding_lines(result.findings) + hidden_section(result)
     if not options.quiet:
         fixed = fixed_line(result) if result.baseline is not None else ""
         lines += [fixed] if fixed else []

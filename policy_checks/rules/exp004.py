@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 from .. import markers
-from ..facts import CallRef, DictRef, NameRef
 from ..needs import BACKEND_REQUIREMENT, CORE_MODULE, EXPERIMENTAL_MODULE
-from ..project import DefTarget, DictTarget
 from .base import EXPERIMENTAL_BACKEND, Example, Rule
 
 
@@ -121,8 +119,8 @@ class UnmarkedExperimentalChecker(Rule):
         for rel, facts in project.primary_facts(CORE_MODULE, EXPERIMENTAL_MODULE):
             module = facts.module
             for call in facts.backend_calls:
-                for key, where, ref in self._values(project, module, call.checks, None, set()):
-                    target = self._function(project, where, ref)
+                for key, where, ref in project.backend_entries(module, call.checks):
+                    target = project.checker_of(where, ref)
                     if target is None:
                         continue
                     def_module, definition = target
@@ -142,40 +140,3 @@ class UnmarkedExperimentalChecker(Rule):
                         f"@{EXPERIMENTAL_BACKEND}",
                         subject=definition.qualname,
                     )
-
-    def _values(self, project, module, ref, key, seen):
-        """Yield ``(backend key, module the ref is written in, ref)`` for each mapping value."""
-        if isinstance(ref, DictRef):
-            for entry in ref.entries:
-                if entry.key is None:  # **spread
-                    yield from self._values(project, module, entry.value, None, seen)
-                else:
-                    yield entry.key, module, entry.value
-        elif isinstance(ref, NameRef):
-            target = project.resolve(module, ref.dotted)
-            if isinstance(target, DictTarget) and (target.module, ref.dotted) not in seen:
-                seen.add((target.module, ref.dotted))
-                yield from self._values(project, target.module, DictRef("dict", target.value.entries), key, seen)
-
-    def _function(self, project, module, ref):
-        """The ``(module, Definition)`` a value ref names, or None (also for values
-        wrapped inline in ``experimental_backend(...)``)."""
-        if isinstance(ref, NameRef):
-            target = project.resolve(module, ref.dotted)
-            if isinstance(target, DefTarget):
-                return target.module, target.definition
-        elif isinstance(ref, CallRef):
-            func = project.resolve(module, ref.func) if ref.func else None
-            if isinstance(func, DefTarget):
-                name = func.definition.qualname
-            elif isinstance(func, DictTarget):
-                name = func.module
-            else:
-                name = func.name if func is not None else ""
-            if markers.is_marker(name, EXPERIMENTAL_BACKEND) or markers.is_marker(ref.func, EXPERIMENTAL_BACKEND):
-                return None
-            for arg in ref.args:
-                found = self._function(project, module, arg)
-                if found is not None:
-                    return found
-        return None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -136,3 +137,27 @@ def test_the_recorded_command_leaves_out_the_record_and_names_the_tree_dir(tmp_p
     argv = [f"--flashinfer-src={tree}/flashinfer", "--json=x"]
     command = bench_record.command("dispatch_overhead.py", argv, tree=tree)
     assert command == "python benchmarks/dispatch_overhead.py --flashinfer-src=DIR/flashinfer"
+
+
+# A figure stated in prose nobody re-measures: a speed-up, a time or a bandwidth.
+FIGURE = re.compile(r"\b\d+(?:\.\d+)?(?:-\d+(?:\.\d+)?)?x\b|\b\d+(?:\.\d+)?(?:-\d+(?:\.\d+)?)? ?(?:us|ms|TB/s|TFLOP/s)\b")
+
+
+def test_feature_readmes_figures_are_the_records():
+    """Each feature README's measured block is what measured.py makes of the stored records
+    (split-K once claimed 3.7-4.6x where its record says 2.09-2.25x)."""
+    blocks = measured.feature_blocks(measured.load_records())
+    assert set(blocks) == {str(p.relative_to(ROOT)) for p in (ROOT / "flashinfer/experimental").glob("*/README.md")
+                           if FIGURE.search(p.read_text()) or measured.BEGIN in p.read_text()}
+    for rel, (current, made) in blocks.items():
+        assert current == made, f"{rel}'s figures drifted from benchmarks/results/: run benchmarks/measured.py --table-only"
+    assert "2.25x / 2.19x / 2.09x" in blocks["flashinfer/experimental/splitk_gemm/README.md"][0]
+
+
+def test_feature_readmes_state_no_figure_outside_the_measured_block():
+    for readme in sorted((ROOT / "flashinfer/experimental").glob("*/README.md")):
+        text = readme.read_text()
+        if measured.BEGIN in text:
+            text = text[:text.index(measured.BEGIN)] + text[text.index(measured.END):]
+        stray = FIGURE.findall(text)
+        assert not stray, f"{readme.relative_to(ROOT)} states {stray} outside its measured block (no record backs them)"

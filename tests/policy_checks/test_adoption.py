@@ -16,6 +16,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+import policy_checks
 from policy_checks import baseline
 from policy_checks.cli import main
 from policy_checks.report import rule_help
@@ -105,7 +106,8 @@ def test_every_rule_carries_its_help_and_a_link_to_its_docs(tree):
         explained = CliRunner().invoke(main, ["explain", r["id"]]).output
         assert r["help"]["text"] == explained
         assert r["help"]["markdown"].startswith(f"**{r['id']} {r['name']}**")
-        assert r["helpUri"] == f"{rule_help.DOCS_URL}policy_check.html#{r['id'].lower()}"
+        assert r["helpUri"] == ("https://github.com/flashinfer-ai/flashinfer-experimental-track/blob/"
+                                f"v{policy_checks.__version__}/docs/policy_check.rst#{r['id'].lower()}")
         assert r["helpUri"] in r["help"]["markdown"]
         assert f"_`{r['id']}`" in page  # the anchor the link points at (an inline target in the rule table)
 
@@ -375,4 +377,6 @@ def test_version_help_and_rules_as_json():
     exp001 = table[1]
     assert exp001 == {"id": "EXP001", "name": "core-imports-experimental", "summary": ALL_IDS["EXP001"].summary,
                       "fixable": True, "help_uri": rule_help.help_uri("EXP001")}
-    assert "EXP001  [*] core-imports-experimental" in runner.invoke(main, ["rules"]).output
+    listing = runner.invoke(main, ["rules"]).output
+    assert "EXP001  [*] core-imports-experimental" in listing
+    assert listing.splitlines()[-1].startswith("[*]: `policy-check fix` rewrites this rule's findings")  # the legend

@@ -226,7 +226,8 @@ def test_the_bot_checks_nothing_out_and_hands_the_token_to_one_step():
 
 # The docs' examples ---------------------------------------------------------------------------
 
-PLACEHOLDER = re.compile(r"OWNER/REPO/\.github/actions/([\w-]+)@COMMIT_SHA # vX\.Y\.Z")
+# The docs' blocks name the real repository and this version's release tag (copyable as they are).
+PLACEHOLDER = re.compile(r"flashinfer-ai/flashinfer-experimental-track/\.github/actions/([\w-]+)@(v\d+\.\d+\.\d+)")
 
 
 def examples() -> dict:
@@ -269,7 +270,9 @@ def test_zizmor_accepts_the_docs_examples_as_published(tmp_path):
     workflows = tmp_path / ".github" / "workflows"
     workflows.mkdir(parents=True)
     for name, workflow in examples().items():
-        pinned = PLACEHOLDER.sub(r"flashinfer-ai/experimental-track/.github/actions/\1@" + "a" * 40 + " # v0.1.0", workflow)
+        # pinned by commit as the docs say (the tag's commit in its place, the tag as a comment)
+        pinned = PLACEHOLDER.sub(r"flashinfer-ai/flashinfer-experimental-track/.github/actions/\1@" + "a" * 40 + r" # \2",
+                                 workflow)
         (workflows / f"{name}.yml").write_text(pinned)
     done = subprocess.run(["zizmor", "--offline", "--pedantic", "--no-progress", str(workflows)],
                           capture_output=True, text=True, timeout=120)

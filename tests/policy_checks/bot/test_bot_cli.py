@@ -108,7 +108,11 @@ def test_the_bot_without_pygithub_says_what_to_install(without_pygithub, command
     result = without_pygithub("bot", *command)
     assert result.returncode == 2
     assert result.stderr == NEEDS_PYGITHUB + "\n" and result.stdout == ""
-    assert NEEDS_PYGITHUB == 'policy-check: the bot needs PyGithub: pip install "flashinfer-policy-check[bot]"'
+    # the forms that work (no index serves the distribution): a checkout, or the git URL pinned to a tag
+    assert NEEDS_PYGITHUB.startswith("policy-check: the bot needs PyGithub: install the [bot] extra: ")
+    assert '`python3 -m pip install ".[bot]"`' in NEEDS_PYGITHUB
+    assert ('`python3 -m pip install "flashinfer-policy-check[bot] @ git+https://github.com/flashinfer-ai/'
+            'flashinfer-experimental-track@v') in NEEDS_PYGITHUB
 
 
 def _names(requirements: list) -> set:

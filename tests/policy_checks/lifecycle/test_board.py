@@ -137,7 +137,7 @@ def test_incomplete_and_invalid_records_say_what_they_lack(tmp_path):
 
 def test_no_experimental_package_is_an_empty_board(tmp_path):
     root = write_tree(tmp_path / "p", {"pyproject.toml": PYPROJECT})
-    assert invoke("--root", str(root)) == "No experimental features.\n"
+    assert invoke("--root", str(root)) == "No experimental features: no experimental package (acme/labs) in this tree.\n"
     assert board_json("--root", str(root)) == []
 
 

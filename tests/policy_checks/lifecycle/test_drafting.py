@@ -90,7 +90,7 @@ def record(root: Path, feature: str) -> dict:
 def test_init_fills_what_the_tree_states_and_leaves_the_rest_visible(repo):
     result = init(repo)
     assert result.exit_code == 0, result.output
-    assert "wrote 4 record(s); 1 feature(s) already had one" in result.output
+    assert "wrote 4 record(s) and 3 README skeleton(s); 1 feature(s) already had a record" in result.output
     assert record(repo, "alpha") == {"owner": "octocat", "tracking_issue": 77, "admitted": dt.date(2026, 3, 2)}
     assert record(repo, "beta") == {"owner": "beta-dev", "admitted": dt.date(2026, 4, 10)}  # no-reply e-mail
     assert record(repo, "gamma") == {"tracking_issue": 12, "admitted": dt.date(2026, 5, 2)}
@@ -112,7 +112,7 @@ def test_a_second_run_changes_nothing(repo):
     assert init(repo).exit_code == 0
     before = snapshot(repo)
     again = init(repo)
-    assert again.exit_code == 0 and "wrote 0 record(s); 5 feature(s) already had one" in again.output
+    assert again.exit_code == 0 and "wrote 0 record(s) and 0 README skeleton(s); 5 feature(s) already had a record" in again.output
     assert snapshot(repo) == before
     assert init(repo, "--diff").exit_code == 0
 
