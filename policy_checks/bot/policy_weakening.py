@@ -498,6 +498,7 @@ class Record:
     """What the bot's own comment recorded: approved keys (with who approved them) and the set it showed."""
 
     approved: dict[str, str] = field(default_factory=dict)  # key -> login
+    sources: dict[str, int] = field(default_factory=dict)  # key -> id of the comment that approved it
     shown_digest: str | None = None
     shown: frozenset[str] = frozenset()
 
@@ -518,22 +519,30 @@ def read_record(body: str | None) -> Record:
             record.shown = frozenset(w for w in words[3:] if _hex(w))
         elif line.startswith(_APPROVED) and len(words) >= 3:
             login = words[2]
+            source = next((int(w[1:]) for w in words[3:] if w[:1] == "c" and w[1:].isascii()
+                           and w[1:].isdigit() and len(w) <= 21), None)
             for word in words[3:]:
-                if _hex(word):
-                    record.approved.setdefault(word, login)
+                if _hex(word) and word not in record.approved:
+                    record.approved[word] = login
+                    if source is not None:
+                        record.sources[word] = source
     return record
 
 
-def record_lines(keys: list[str], approved: Mapping[str, str]) -> list[str]:
-    """The hidden lines that record the set shown and who approved which of its keys."""
+def record_lines(keys: list[str], approved: Mapping[str, str], sources: Mapping[str, int] | None = None) -> list[str]:
+    """The hidden lines that record the set shown and who approved which of its keys, with which comment
+    (``c<id>``: at every later run that comment must still be there, unedited)."""
     if not keys:
         return []
+    sources = sources or {}
     lines = [f"{_SHOWN}{set_digest(keys)} {' '.join(keys)}{_SUFFIX}"]
-    by_login: dict[str, list[str]] = {}
+    by_source: dict[tuple[str, int | None], list[str]] = {}
     for key in keys:
         if key in approved:
-            by_login.setdefault(approved[key], []).append(key)
-    lines += [f"{_APPROVED}{login} {' '.join(ks)}{_SUFFIX}" for login, ks in sorted(by_login.items())]
+            by_source.setdefault((approved[key], sources.get(key)), []).append(key)
+    for (login, source), ks in sorted(by_source.items(), key=lambda item: (item[0][0], item[0][1] or 0)):
+        where = f" c{source}" if source is not None else ""
+        lines.append(f"{_APPROVED}{login}{where} {' '.join(ks)}{_SUFFIX}")
     return lines
 
 
@@ -544,6 +553,8 @@ class Command:
     login: str
     association: str | None
     digest: str
+    comment_id: int | None = None  # the comment it is in: a recorded approval holds while that comment does
+    edited: bool = False  # the comment was edited after it was posted: what it says now is not what was seen
 
 
 @dataclass
@@ -554,6 +565,7 @@ class Decision:
     digest: str
     approved: dict[str, str]  # key -> login, of ``keys`` only
     notes: list[str] = field(default_factory=list)
+    sources: dict[str, int] = field(default_factory=dict)  # key -> id of the approving comment
 
     @property
     def pending(self) -> list[str]:
@@ -572,22 +584,52 @@ def decide(items: list[Weakening], record: Record, commands: list[Command], leve
            author: str | None) -> Decision:
     """Apply the approval commands (oldest first) to the current weakenings.
 
-    A command counts when its author has write access (``level``), is not the PR's author, and names
-    the digest of the current set or of the set the bot's comment showed (what the maintainer saw):
-    it approves that set's keys. Keys approved before (``record``) stay approved; a weakening with a
-    key nobody approved keeps the PR waiting.
+    A command counts when its comment was never edited, its author has write access now (``level``, asked
+    at this run), is not the PR's author, and it names the digest of the current set or of the set the
+    bot's comment showed (what the maintainer saw): it approves that set's keys. Keys approved before
+    (``record``) stay approved only while the approving comment is still in the thread, unedited, and its
+    author still has write access: a deleted or edited comment, or an approver who lost access, approves
+    nothing any more. A weakening with a key nobody approved keeps the PR waiting.
     """
     keys = approval_keys(items)
+    wanted = set(keys)
     digest = set_digest(keys) if keys else ""
-    approved = dict(record.approved)
     notes: list[str] = []
+    levels: dict[str, str] = {}
+
+    def writes(command: Command) -> str:
+        login = command.login.lower()
+        if login not in levels:
+            levels[login] = level(command.login, command.association)
+        return levels[login]
+
+    live = {c.comment_id: c for c in commands if c.comment_id is not None and not c.edited}
+    approved: dict[str, str] = {}
+    sources: dict[str, int] = {}
+    lapsed: dict[str, str] = {}  # login -> why its recorded approval no longer counts
+    for key, login in record.approved.items():
+        if key not in wanted:
+            continue
+        command = live.get(record.sources.get(key))
+        if command is None or command.login.lower() != login.lower():
+            lapsed.setdefault(login, "the comment that approved it was deleted or edited")
+        elif writes(command) not in WRITE_LEVELS:
+            lapsed.setdefault(login, "they no longer have write access to this repository")
+        else:
+            approved[key], sources[key] = login, command.comment_id
+    for login, why in sorted(lapsed.items()):
+        notes.append(f"the approval by {code('@' + login, 60)} no longer counts: {why}")
     for number, command in enumerate(commands):
         who = code("@" + command.login, 60)
+        if command.edited:
+            notes.append(f"the approval by {who} is not counted: its comment was edited after it was posted "
+                         "(post the command in a new comment)")
+            continue
         if author is not None and command.login.lower() == author.lower():
             notes.append(f"the approval by {who} is not counted: the PR's author cannot approve their own PR's "
                          "policy changes")
             continue
-        permission = level(command.login, command.association)
+        permission = writes(command)
         if permission not in WRITE_LEVELS:
             why = ("the bot could not read permissions" if permission == "unknown"
                    else "only users with write access to this repository can approve")
@@ -603,7 +645,11 @@ def decide(items: list[Weakening], record: Record, commands: list[Command], leve
                              "the set of policy changes shown: copy the command from this comment")
             continue
         for key in chosen:
-            approved.setdefault(key, command.login)
+            if key in wanted and key not in approved:
+                approved[key] = command.login
+                if command.comment_id is not None:
+                    sources[key] = command.comment_id
     if len(notes) > MAX_NOTES:
         notes = notes[:MAX_NOTES] + [f"… and {len(notes) - MAX_NOTES} more approvals not counted"]
-    return Decision(keys, digest, {k: approved[k] for k in keys if k in approved}, notes)
+    return Decision(keys, digest, {k: approved[k] for k in keys if k in approved}, notes,
+                    {k: sources[k] for k in keys if k in sources})

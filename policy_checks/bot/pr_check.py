@@ -55,7 +55,7 @@ from . import deadlines, graduation_pr, graphql, policy_weakening as pw
 from .baseline_diff import (BASELINE_FILE, BaselineChange, BaselineEntry, baseline_texts_change, module_paths,
                             parse_baseline_patch, texts_delta)
 from .client import BotError, call, describe_failure, fetched
-from .comments import BotIdentity, keep_comment, list_comments, own_comments
+from .comments import BotIdentity, is_edited, keep_comment, list_comments, own_comments
 from .extensions import Permissions, confirmed_owners, extended_weeks, read_extensions
 from .markdown import bullet_list, code
 from .parsers import mentioned_users, parse_policy_approvals, parse_pr_body, parse_tracking_issue
@@ -403,7 +403,8 @@ def _judge_approvals(gh, repo_name: str, verdict: PrVerdict, context: PrContext,
         if body.startswith(BOT_MARKER_PREFIX) or comment.user is None:
             continue
         for digest in parse_policy_approvals(body):
-            commands.append(pw.Command(comment.user.login, getattr(comment, "author_association", None), digest))
+            commands.append(pw.Command(comment.user.login, getattr(comment, "author_association", None), digest,
+                                       comment.id, is_edited(comment)))
     levels = context.collaborators.levels
     complete = levels if levels is not None and context.collaborators.complete else None
     permissions = Permissions(gh.get_repo(repo_name), complete)  # lazy: asks per commander only when needed
@@ -526,7 +527,7 @@ def render(verdict: PrVerdict) -> str:
     if verdict.label_requested:
         lines += [f"The bot may not add labels here: a maintainer, please add the `{EXPERIMENTAL_LABEL}` label.", ""]
     if verdict.decision is not None:  # hidden: the approval record, trusted only in the bot's own comment
-        lines += pw.record_lines(verdict.decision.keys, verdict.decision.approved)
+        lines += pw.record_lines(verdict.decision.keys, verdict.decision.approved, verdict.decision.sources)
     return "\n".join(lines).rstrip() + "\n"
 
 

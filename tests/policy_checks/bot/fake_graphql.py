@@ -128,6 +128,9 @@ class FakeGraphQL:
             "fullDatabaseId": str(comment["id"]),
             "databaseId": comment["id"] if comment["id"] <= MAX_INT else None,
             "body": comment["body"], "createdAt": comment["created_at"],
+            # GitHub: lastEditedAt is null for a comment never edited; includesCreatedEdit says whether
+            # an edit was made (the fake edits only through REST's PATCH, which sets _last_edited_at)
+            "lastEditedAt": comment.get("_last_edited_at"), "includesCreatedEdit": bool(comment.get("_last_edited_at")),
             "authorAssociation": self.fake.association(state.full_name, comment["user"]["login"]),
             "author": actor(comment["user"]["login"]),
         }

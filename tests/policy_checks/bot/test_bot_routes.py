@@ -1,0 +1,127 @@
+"""Issue 25's routes past the bot (12 to 14), through the fake GitHub: each hostile PR or comment below
+used to end green, and each sits beside a harmless twin that stays green.
+
+* 13: approvals are read as GitHub's CommonMark renders them, the digest is the whole token, and an
+  approval holds only while its comment is there unedited and its author may still write.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from policy_checks.bot.parsers import parse_policy_approvals
+
+
+def _weakening_tests():
+    """The PR helpers of test_bot_policy_weakening.py (the suite imports in importlib mode: no package)."""
+    name = "bot_test_bot_policy_weakening_helpers"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("test_bot_policy_weakening.py"))
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+helpers = _weakening_tests()
+REPO, IGNORE, pull, check, status_of, comment_of = (helpers.REPO, helpers.IGNORE, helpers.pull, helpers.check,
+                                                   helpers.status_of, helpers.comment_of)
+assert_flagged, approve_command = helpers.assert_flagged, helpers.approve_command
+repo = helpers.repo  # the fixture: a repository with a maintainer, a reader and a writer
+DIGEST = "0123456789abcdef"
+COMMAND = f"/experimental-track approve-policy {DIGEST}"
+
+
+# ----- 13: the command as CommonMark reads it -------------------------------------------------------
+
+@pytest.mark.parametrize("text", [
+    f"Looks fine.\n\n    {COMMAND}\n",  # an indented code block
+    f"- ```\n  {COMMAND}\n  ```\n",  # a fence opened on a list item's line
+    f"> the bot said\n{COMMAND}\n",  # a lazy continuation line of the quote
+    f"<pre>\n\n{COMMAND}\n</pre>\n",  # an HTML block, blank line and all
+    f"<!--\n\n{COMMAND}\n-->\n",  # a comment
+    f"{COMMAND}\nand more words\n",  # the paragraph is more than the command
+    f"- {COMMAND}\n",  # a list item
+], ids=["indented", "fence-in-list", "lazy-quote", "pre", "html-comment", "not-alone", "list-item"])
+def test_a_command_github_shows_as_something_else_is_none(text):
+    assert parse_policy_approvals(text) == []
+
+
+@pytest.mark.parametrize("text", [COMMAND, f"Reviewed.\n\n{COMMAND}\n\nThanks!", f"  {COMMAND}  \n",
+                                  f"## Approved\n{COMMAND}\n"], ids=["alone", "own-paragraph", "blanks", "heading"])
+def test_a_command_in_a_paragraph_of_its_own_counts(text):
+    assert parse_policy_approvals(text) == [DIGEST]
+
+
+def test_the_digest_is_the_whole_token():
+    assert parse_policy_approvals(COMMAND + "0") == [DIGEST + "0"]
+    assert parse_policy_approvals(COMMAND + "xyz") == [DIGEST + "xyz"]
+    assert parse_policy_approvals(COMMAND + " and more") == []
+    assert parse_policy_approvals("/experimental-track approve-policy") == [""]
+
+
+def test_a_digest_followed_by_more_text_does_not_approve(repo, bot_cli):
+    pr = pull(repo, {"pyproject.toml": IGNORE})
+    command = approve_command(assert_flagged(repo, bot_cli, pr))
+    repo.add_comment(REPO, pr, command + "-but-not-really", "maintainer")  # read up to the first non-hex: approved
+    assert_flagged(repo, bot_cli, pr, "which is not the set of policy changes shown")
+    repo.add_comment(REPO, pr, command, "maintainer")  # the twin: the command as shown
+    assert check(bot_cli, pr).exit_code == 0
+
+
+@pytest.mark.parametrize("wrap", [lambda c: f"    {c}", lambda c: f"- ```\n  {c}\n  ```",
+                                  lambda c: f"> quoted\n{c}", lambda c: f"<pre>\n{c}\n</pre>"],
+                         ids=["indented", "fence-in-list", "lazy-quote", "pre"])
+def test_a_command_shown_as_code_or_quote_does_not_approve(repo, bot_cli, wrap):
+    pr = pull(repo, {"pyproject.toml": IGNORE})
+    command = approve_command(assert_flagged(repo, bot_cli, pr))
+    repo.add_comment(REPO, pr, wrap(command), "maintainer")
+    assert_flagged(repo, bot_cli, pr)
+
+
+# ----- 13: an approval holds while its comment and its author's access do ---------------------------
+
+def _approved(repo, bot_cli):
+    pr = pull(repo, {"pyproject.toml": IGNORE})
+    command = approve_command(assert_flagged(repo, bot_cli, pr))
+    comment = repo.add_comment(REPO, pr, command, "maintainer")
+    assert check(bot_cli, pr).exit_code == 0 and status_of(repo, pr)["state"] == "success"
+    return pr, comment
+
+
+def test_an_approver_who_lost_write_access_and_deleted_the_comment_approves_nothing(repo, bot_cli):
+    pr, comment = _approved(repo, bot_cli)
+    repo.repo(REPO).collaborators["maintainer"] = "read"
+    repo.delete_comment_as_user(REPO, comment)
+    assert_flagged(repo, bot_cli, pr, "the approval by `@\u200dmaintainer` no longer counts")
+
+
+def test_a_deleted_approval_approves_nothing(repo, bot_cli):
+    pr, comment = _approved(repo, bot_cli)
+    repo.delete_comment_as_user(REPO, comment)
+    assert_flagged(repo, bot_cli, pr, "no longer counts: the comment that approved it was deleted or edited")
+
+
+def test_an_approver_who_lost_write_access_approves_nothing(repo, bot_cli):
+    pr, _ = _approved(repo, bot_cli)
+    repo.repo(REPO).collaborators["maintainer"] = "read"
+    assert_flagged(repo, bot_cli, pr, "no longer counts: they no longer have write access")
+
+
+def test_an_edited_approval_approves_nothing(repo, bot_cli):
+    pr, comment = _approved(repo, bot_cli)
+    repo.edit_comment_as_user(comment, comment["body"] + "\n\nactually, wait")
+    assert_flagged(repo, bot_cli, pr, "its comment was edited after it was posted")
+
+
+def test_an_approval_left_alone_keeps_holding_across_runs_and_pushes(repo, bot_cli):
+    pr, _ = _approved(repo, bot_cli)
+    repo.add_comment(REPO, pr, "unrelated chatter", "reader")
+    repo.repo(REPO).pulls[pr]["head"]["sha"] = "beef" * 10
+    assert check(bot_cli, pr).exit_code == 0
+    assert status_of(repo, pr)["state"] == "success"
+    assert "approved by `@\u200dmaintainer`" in comment_of(repo, pr)
