@@ -18,7 +18,9 @@ by what they mean, not by how the diff's lines look:
   filters, logging, timeouts...), and any change to the root ``conftest.py``.
 * **the gates**: a changed file of ``.github/workflows/`` or ``.github/actions/`` that mentions
   ``policy-check``, ``policy_checks`` or ``experimental-track`` (at either commit, or in its
-  name), and any change to ``CODEOWNERS``, ``.github/CODEOWNERS`` or ``docs/CODEOWNERS``.
+  name), or that can post a commit status or a check at the head (`status_power`: a status
+  named at run time is the gate's status too), and any change to ``CODEOWNERS``,
+  ``.github/CODEOWNERS`` or ``docs/CODEOWNERS``.
 * **the baseline** (``policy-check-baseline.json`` at the root, however it arrives: added,
   modified, renamed or copied onto that name): entries compared between the two texts
   (`baseline_diff.baseline_texts_change`); debt added, an entry moved under a module that does
@@ -42,6 +44,7 @@ from __future__ import annotations
 import configparser
 import hashlib
 import json
+import re
 import shlex
 from collections import Counter
 from dataclasses import dataclass, field
@@ -395,8 +398,49 @@ def _mentions_gate(*texts: str | None) -> bool:
     return any(word in (text or "").lower() for text in texts for word in GATE_WORDS)
 
 
+# What lets a workflow's token write: a scope given ``write`` (or ``write-all``). Scopes that cannot post
+# a commit status or a check run are harmless; any other key (``statuses``, ``checks``, a key spelt with
+# an escape or quoted oddly) is read as able to. Every pattern starts at a literal and matches classes
+# that cannot fail after it: linear.
+_WRITE_SCOPE_RE = re.compile(r"""([\w\\-]*)["']?[ \t]*:[ \t]*["']?write\b""", re.IGNORECASE)
+_WRITE_ALL_RE = re.compile(r"write-all", re.IGNORECASE)
+_TOP_PERMISSIONS_RE = re.compile(r"^permissions[ \t]*:", re.MULTILINE)
+SCOPES_WITHOUT_STATUSES = frozenset({
+    "contents", "issues", "pull-requests", "packages", "pages", "deployments", "id-token", "actions",
+    "discussions", "security-events", "attestations", "repository-projects", "models"})
+# The statuses and checks APIs however a step calls them (REST paths, Octokit and PyGithub names, gh),
+# and tokens other than the job's own (a secret may be a token with any scope).
+STATUS_API_WORDS = ("statuses", "commitstatus", "commit_status", "check-runs", "check_runs", "checks.create",
+                    "create_check_run", "createcheckrun", "secrets")
+
+
+def status_power(path: str, text: str | None) -> str | None:
+    """Why a workflow or action at this text can post a commit status or a check (whatever it names it,
+    ``experimental-track`` included, built at run time or not), or None when it cannot.
+
+    Conservative, from the text: a token scope other than the harmless ones given ``write`` (``statuses:
+    write``, ``checks: write``) or ``write-all``; a workflow with no top-level ``permissions:`` (the
+    repository's default token may write); a call of the statuses or checks API, or a secret (another
+    token) in a workflow or an action."""
+    if text is None:
+        return None
+    lowered = text.lower().replace("secrets.github_token", "")  # the job's own token: its permissions decide
+    if _WRITE_ALL_RE.search(text):
+        return "`write-all` permissions"
+    for match in _WRITE_SCOPE_RE.finditer(text):
+        if match.group(1).lower() not in SCOPES_WITHOUT_STATUSES:
+            return f"the permission {code(match.group(0).strip(), 80)}"
+    if path.startswith(CI_DIRS[0]) and not _TOP_PERMISSIONS_RE.search(text):
+        return "no top-level `permissions:`, so its token has the repository's default permissions, which may write"
+    found = next((word for word in STATUS_API_WORDS if word in lowered), None)
+    if found is not None:
+        return f"it mentions {code(found, 40)} (the statuses or checks API, or a token of its own)"
+    return None
+
+
 def gate_weakenings(paths: Iterable[str], files: Mapping[str, FileAtRevisions]) -> list[Weakening]:
-    """Changed workflows (and actions) that run the checker or the bot, and changed CODEOWNERS files."""
+    """Changed workflows (and actions) that run the checker or the bot, or that can post a commit status
+    (`status_power`), and changed CODEOWNERS files."""
     out = []
     for path in sorted(set(paths)):
         f = files.get(path)
@@ -409,6 +453,10 @@ def gate_weakenings(paths: Iterable[str], files: Mapping[str, FileAtRevisions]) 
         elif _is_ci(path) and _mentions_gate(path, f.base, f.head):
             out.append(Weakening(CI, f"{code(path, 200)} {verb}: it runs the checker or the bot (or names their "
                                      "checks)", key_of(CI, path, _digest(f.head))))
+        elif _is_ci(path) and (why := status_power(path, f.head)) is not None:
+            out.append(Weakening(CI, f"{code(path, 200)} {verb}: it can post commit statuses or checks under any "
+                                     f"name, `experimental-track` too ({why})",
+                                 key_of(CI, "statuses", path, _digest(f.head))))
     return out
 
 

@@ -53,6 +53,8 @@ jobs:
 TESTS_WORKFLOW = """name: Tests
 on:
   pull_request:
+permissions:
+  contents: read
 jobs:
   lane:
     runs-on: ubuntu-latest

@@ -1,6 +1,7 @@
 """Issue 25's routes past the bot (12 to 14), through the fake GitHub: each hostile PR or comment below
 used to end green, and each sits beside a harmless twin that stays green.
 
+* 12c: a workflow that can post a commit status (under a name built at run time too) is a policy edit.
 * 13: approvals are read as GitHub's CommonMark renders them, the digest is the whole token, and an
   approval holds only while its comment is there unedited and its author may still write.
 """
@@ -125,3 +126,38 @@ def test_an_approval_left_alone_keeps_holding_across_runs_and_pushes(repo, bot_c
     assert check(bot_cli, pr).exit_code == 0
     assert status_of(repo, pr)["state"] == "success"
     assert "approved by `@\u200dmaintainer`" in comment_of(repo, pr)
+
+
+# ----- 12c: a workflow that can post statuses is a policy edit, whatever it names them ----------------
+
+STATUS_STEP = """      - run: |
+          NAME="experimental-$(echo track)"
+          gh api "repos/$GITHUB_REPOSITORY/statuses/$SHA" -f state=success -f context="$NAME"
+"""
+QUIET_JOB = """jobs:
+  lint:
+    runs-on: ubuntu-latest
+    steps:
+      - run: ruff check .
+"""
+
+
+@pytest.mark.parametrize("text, why", [
+    ("on: pull_request_target\npermissions:\n  statuses: write\n" + QUIET_JOB + STATUS_STEP, "`statuses: write`"),
+    ("on: pull_request_target\npermissions: write-all\n" + QUIET_JOB, "`write-all` permissions"),
+    ("on: pull_request_target\n" + QUIET_JOB, "no top-level `permissions:`"),
+    ("on: pull_request\npermissions: {}\n" + QUIET_JOB + STATUS_STEP, "it mentions `statuses`"),
+    ("on: pull_request\npermissions: {}\n" + QUIET_JOB + "      - uses: x/post-check@v1\n        with:\n"
+     "          token: ${{ secrets.BOT_PAT }}\n", "it mentions `secrets`"),
+    ("on: pull_request\npermissions:\n  checks: write\n" + QUIET_JOB, "`checks: write`"),
+], ids=["statuses-write", "write-all", "default-token", "statuses-api", "other-token", "checks-write"])
+def test_a_new_workflow_that_can_post_statuses_is_flagged(repo, bot_cli, text, why):
+    pr = pull(repo, {".github/workflows/lint.yml": text})
+    assert_flagged(repo, bot_cli, pr, "`.github/workflows/lint.yml` is added: it can post commit statuses", why)
+
+
+def test_a_new_read_only_workflow_is_not_flagged(repo, bot_cli):
+    text = ("on: pull_request\npermissions:\n  contents: read\n" + QUIET_JOB
+            + "      - run: echo ${{ secrets.GITHUB_TOKEN != '' }}\n")
+    pr = pull(repo, {".github/workflows/lint.yml": text})
+    helpers.assert_green(repo, bot_cli, pr)
