@@ -452,6 +452,7 @@ def examine(gh, repo_name: str, number: int, tracking_repos: frozenset[str] = fr
     recognition = graduation_pr.recognise(files, ref, texts=texts.files, trees=texts.trees)
     verdict.graduations = list(recognition)
     verdict.notes += [f"not taken for a graduation: {reason}" for reason in recognition.reasons]
+    live_removed = _live_records_removed(recognition, texts.trees)  # failed declared or not, after the rest
     if verdict.weakenings:
         _judge_approvals(gh, repo_name, verdict, context, identity)
     if not declaration.ticked:
@@ -461,6 +462,7 @@ def examine(gh, repo_name: str, number: int, tracking_repos: frozenset[str] = fr
                 "`## Experimental Track` section and link the tracking issue"
             )
         verdict.checklist = graduation_pr.checklist_lines(verdict.graduations, repo_name)
+        verdict.problems += live_removed
         _weakening_problem(verdict)
         return verdict, pull, context.comments
     verdict.problems.extend(declaration.problems)
@@ -487,8 +489,27 @@ def examine(gh, repo_name: str, number: int, tracking_repos: frozenset[str] = fr
     issue = context.issue  # read only for a ticked box: its state goes beside it in the checklist
     state = issue.state if ref is not None and issue is not None and issue.pull_request is None else None
     verdict.checklist = graduation_pr.checklist_lines(verdict.graduations, repo_name, state, ref)
+    verdict.problems += live_removed
     _weakening_problem(verdict)
     return verdict, pull, context.comments
+
+
+def _live_records_removed(recognition: graduation_pr.Recognition, trees: dict[str, list[str] | None]) -> list[str]:
+    """A feature whose record the PR removes while its directory keeps files at the head (or could not be
+    listed), and which it does not graduate: the feature would leave the board and its deadline while its
+    code stays, so the check fails, declared or not. Removing the whole directory is a removal, not this."""
+    problems = []
+    for item in recognition.not_recognised:
+        directory = f"{DEFAULT.experimental_dir}/{item.feature}"
+        left = trees.get(directory)
+        if left == []:
+            continue  # the directory is gone: a removal
+        what = "its code stays" if left else "the bot could not list what stays of it"
+        problems.append(
+            f"this PR removes the record {code(directory + '/FEATURE.toml', 200)} of a live feature while {what}: "
+            "the feature would leave the board and its deadline; keep the record, graduate the feature "
+            "(`policy-check graduate`) or remove it whole (`policy-check remove`)")
+    return problems
 
 
 def _examine_graduation_issue(repo_name: str, ref: TrackingRef, context: PrContext, verdict: PrVerdict) -> None:

@@ -2,6 +2,7 @@
 used to end green, and each sits beside a harmless twin that stays green.
 
 * 12c: a workflow that can post a commit status (under a name built at run time too) is a policy edit.
+* 14: removing a live feature's record while its code stays fails, declared or not.
 * 13: approvals are read as GitHub's CommonMark renders them, the digest is the whole token, and an
   approval holds only while its comment is there unedited and its author may still write.
 """
@@ -161,3 +162,81 @@ def test_a_new_read_only_workflow_is_not_flagged(repo, bot_cli):
             + "      - run: echo ${{ secrets.GITHUB_TOKEN != '' }}\n")
     pr = pull(repo, {".github/workflows/lint.yml": text})
     helpers.assert_green(repo, bot_cli, pr)
+
+
+# ----- 14: a live feature's record is not deleted while its code stays ---------------------------------
+
+TRACKING = """### Owner
+
+@octocat
+
+### Use case
+
+Split-K GEMM for skinny shapes.
+
+### Why experimental
+
+Numerics still being validated.
+
+### Graduation plan
+
+Target release: 0.8.0
+Target date: 2026-11-20
+"""
+SPLITK = "flashinfer/experimental/splitk"
+SPLITK_RECORD = """kind = "backend"
+owner = "octocat"
+tracking_issue = 1
+admitted = 2026-11-02
+target_release = "0.8.0"
+target_date = 2026-11-20
+apis = []
+backends = ["mm_bf16:splitk"]
+auto_routing = false
+"""
+FEATURES = {
+    f"{SPLITK}/FEATURE.toml": SPLITK_RECORD,
+    f"{SPLITK}/__init__.py": "",
+    f"{SPLITK}/kernel.py": "from flashinfer.api_logging import experimental_backend\n\n\n"
+                           "@experimental_backend\ndef splitk(a, b):\n    return a\n",
+    "flashinfer/experimental/moe/kernel.py": "from flashinfer.api_logging import flashinfer_experimental_api\n\n\n"
+                                             "@flashinfer_experimental_api\ndef moe(x):\n    return x\n",
+}
+BACKEND = ("from flashinfer.api_logging import experimental_backend\n\n\n"
+           "@experimental_backend\ndef splitk_wide(a, b):\n    return b\n")
+RESPELT = ("from flashinfer.api_logging import flashinfer_experimental_api as fx\n\n\n"
+           "@(fx)\ndef moe(x):\n    return x\n")
+DECLARED = "## Experimental Track\n\n- [x] This PR adds or changes experimental-track code\n- Tracking issue: #1\n"
+
+
+@pytest.fixture
+def track(repo):
+    repo.repo(REPO).files.update(FEATURES)
+    repo.add_issue(REPO, TRACKING, author="octocat", number=1)
+    return repo
+
+
+@pytest.mark.parametrize("body", [DECLARED, "A change."], ids=["declared", "undeclared"])
+def test_deleting_a_live_features_record_fails(track, bot_cli, body):
+    pr = pull(track, {f"{SPLITK}/FEATURE.toml": None, f"{SPLITK}/backend_wide.py": BACKEND,
+                      "flashinfer/experimental/moe/kernel.py": RESPELT}, body=body, author="octocat")
+    result = check(bot_cli, pr)
+    assert result.exit_code == 1, result.output
+    assert status_of(track, pr)["state"] == "failure"
+    assert (f"this PR removes the record `{SPLITK}/FEATURE.toml` of a live feature while its code stays"
+            in comment_of(track, pr))
+
+
+def test_the_same_pr_keeping_the_record_is_green(track, bot_cli):
+    pr = pull(track, {f"{SPLITK}/backend_wide.py": BACKEND, "flashinfer/experimental/moe/kernel.py": RESPELT},
+              body=DECLARED, author="octocat")
+    result = check(bot_cli, pr)
+    assert result.exit_code == 0, result.output
+    assert "of a live feature" not in comment_of(track, pr)
+
+
+def test_removing_a_feature_whole_is_not_a_live_record_removed(track, bot_cli):
+    pr = pull(track, {path: None for path in FEATURES if path.startswith(SPLITK)}, body=DECLARED, author="octocat")
+    result = check(bot_cli, pr)
+    assert result.exit_code == 0, result.output
+    assert "of a live feature" not in comment_of(track, pr)
