@@ -1,6 +1,7 @@
 """Issue 25's routes past the bot (12 to 14), through the fake GitHub: each hostile PR or comment below
 used to end green, and each sits beside a harmless twin that stays green.
 
+* 12a: a marker aliased in one module of the PR and imported under that alias in another is the marker.
 * 12c: a workflow that can post a commit status (under a name built at run time too) is a policy edit.
 * 14: removing a live feature's record while its code stays fails, declared or not.
 * 13: approvals are read as GitHub's CommonMark renders them, the digest is the whole token, and an
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from policy_checks.bot.aliases import AliasTable
 from policy_checks.bot.parsers import parse_policy_approvals
 
 
@@ -240,3 +242,46 @@ def test_removing_a_feature_whole_is_not_a_live_record_removed(track, bot_cli):
     result = check(bot_cli, pr)
     assert result.exit_code == 0, result.output
     assert "of a live feature" not in comment_of(track, pr)
+
+
+# ----- 12a: decorators followed across the PR's modules ------------------------------------------------
+
+def _aliased(marker: str) -> dict:
+    return {"flashinfer/norm_helpers.py": f"from flashinfer.api_logging import {marker} as mark\n",
+            "flashinfer/norm.py": "from .norm_helpers import mark\n\n\n@mark\ndef fancy(x):\n    return x\n"}
+
+
+def test_an_experimental_decorator_aliased_in_another_module_needs_a_declaration(repo, bot_cli):
+    pr = pull(repo, _aliased("flashinfer_experimental_api"))
+    result = check(bot_cli, pr)
+    assert result.exit_code == 1, result.output
+    assert "does not declare it" in status_of(repo, pr)["description"]
+    assert "`flashinfer/norm.py`" in comment_of(repo, pr)
+
+
+def test_a_stable_decorator_aliased_in_another_module_is_no_experimental_code(repo, bot_cli):
+    pr = pull(repo, _aliased("flashinfer_api"))
+    result = check(bot_cli, pr)
+    assert result.exit_code == 0, result.output
+    assert status_of(repo, pr)["state"] == "success"
+
+
+def test_aliases_pass_through_re_exports_packages_and_cycles():
+    table = AliasTable({
+        "pkg/__init__.py": "from .a import *\n",
+        "pkg/a.py": "from flashinfer.api_logging import experimental_backend as eb\nfrom .b import x\n",
+        "pkg/b.py": "from .a import eb as x\nfrom .a import x as eb\n",  # a cycle
+        "pkg/c.py": "from pkg import eb\nimport pkg.b as bee\n",
+        "other/d.py": "from ..pkg import eb\n",  # above the top: resolves to nothing
+    })
+    assert table.imported("pkg/c.py") == {"eb": frozenset({"experimental_backend"}),
+                                          "x": frozenset({"experimental_backend"})}
+    assert table.imported("pkg/b.py")["x"] == frozenset({"experimental_backend"})
+    assert table.imported("other/d.py") == {}
+
+
+def test_an_alias_chain_longer_than_the_bound_is_not_followed():
+    chain = {f"p/m{i}.py": f"from .m{i - 1} import mark\n" for i in range(1, 30)}
+    chain["p/m0.py"] = "from flashinfer.api_logging import flashinfer_experimental_api as mark\n"
+    table = AliasTable(chain)
+    assert "mark" in table.imported("p/m2.py") and "mark" not in table.imported("p/m29.py")
