@@ -48,7 +48,7 @@ from itertools import islice
 import github
 import requests
 
-from ..config import DEFAULT, is_experimental_path  # FlashInfer's default layout: the PR is of a FlashInfer checkout
+from ..config import DEFAULT, is_experimental_path, under  # FlashInfer's default layout: the PR is of a FlashInfer checkout
 from ..lifecycle.records import TrackingRef
 from ..lifecycle.window import WINDOW_IN_WORDS
 from . import deadlines, graduation_pr, graphql, policy_weakening as pw
@@ -292,6 +292,7 @@ class Texts:
     trees: dict[str, list[str] | None] = field(default_factory=dict)  # graduating features' directories at head
     baseline: BaselineChange | None = None
     weakenings: list[pw.Weakening] = field(default_factory=list)
+    links: set[str] = field(default_factory=set)  # listed paths that are symbolic links at the head
 
 
 def _listed_presence(listed: list[pw.Changed]) -> dict[str, bool]:
@@ -344,9 +345,10 @@ def read_texts(gh, repo_name: str, pull, files: list) -> Texts:
             for entry in parse_baseline_patch(changed.patch).moved:
                 hint += [path for path in module_paths(entry.module) if path not in known]
     directories = graduation_pr.directories_to_list(files)
+    checked = [c.path for c in listed if c.status != "removed" and _in_checked_tree(c.path)][:MAX_CODE_READS]
     read = read_revisions(gh, repo_name, base_sha, head_sha, [*policy, *code_reads],
-                          list(dict.fromkeys(hint))[:MAX_PRESENCE_LOOKUPS], directories)
-    out.files, out.trees = read.files, read.trees
+                          list(dict.fromkeys(hint))[:MAX_PRESENCE_LOOKUPS], directories, modes_at_head=checked)
+    out.files, out.trees, out.links = read.files, read.trees, read.links
     known.update({path: present for path, present in read.present.items() if present is not None})
 
     # Files of a graduating feature's directory at the head that the PR does not list: part of its shim.
@@ -365,6 +367,23 @@ def read_texts(gh, repo_name: str, pull, files: list) -> Texts:
         for path, why in graduation_pr.unjudged(out.files)
         if path in code_paths and out.files[path].complete]
     return out
+
+
+def _in_checked_tree(path: str) -> bool:
+    """A path of the checked package or of the test lanes (FlashInfer's default layout)."""
+    return any(under(path, top) for top in (DEFAULT.package.replace(".", "/"), DEFAULT.stable_tests,
+                                           DEFAULT.experimental_tests))
+
+
+def _link_problems(links: set[str]) -> list[str]:
+    """A symbolic link inside the checked package or the test lanes fails the check: what it imports or
+    collects is whatever it points to, which its own text does not say."""
+    inside = sorted(path for path in links if _in_checked_tree(path))
+    if not inside:
+        return []
+    more = f" (and {len(inside) - 1} more)" if len(inside) > 1 else ""
+    return [f"{code(inside[0], 200)}{more} is a symbolic link (git mode 120000) inside the checked package or the "
+            "test lanes: the checker and the bot read no link as the file it points to; commit the file itself"]
 
 
 def _baseline(gh, repo_name: str, base_sha: str, head_sha: str, f: FileAtRevisions | None,
@@ -452,7 +471,8 @@ def examine(gh, repo_name: str, number: int, tracking_repos: frozenset[str] = fr
     recognition = graduation_pr.recognise(files, ref, texts=texts.files, trees=texts.trees)
     verdict.graduations = list(recognition)
     verdict.notes += [f"not taken for a graduation: {reason}" for reason in recognition.reasons]
-    live_removed = _live_records_removed(recognition, texts.trees)  # failed declared or not, after the rest
+    always_failing = _live_records_removed(recognition, texts.trees)  # failed declared or not, after the rest
+    always_failing += _link_problems(texts.links)
     if verdict.weakenings:
         _judge_approvals(gh, repo_name, verdict, context, identity)
     if not declaration.ticked:
@@ -462,7 +482,7 @@ def examine(gh, repo_name: str, number: int, tracking_repos: frozenset[str] = fr
                 "`## Experimental Track` section and link the tracking issue"
             )
         verdict.checklist = graduation_pr.checklist_lines(verdict.graduations, repo_name)
-        verdict.problems += live_removed
+        verdict.problems += always_failing
         _weakening_problem(verdict)
         return verdict, pull, context.comments
     verdict.problems.extend(declaration.problems)
@@ -489,7 +509,7 @@ def examine(gh, repo_name: str, number: int, tracking_repos: frozenset[str] = fr
     issue = context.issue  # read only for a ticked box: its state goes beside it in the checklist
     state = issue.state if ref is not None and issue is not None and issue.pull_request is None else None
     verdict.checklist = graduation_pr.checklist_lines(verdict.graduations, repo_name, state, ref)
-    verdict.problems += live_removed
+    verdict.problems += always_failing
     _weakening_problem(verdict)
     return verdict, pull, context.comments
 

@@ -2,6 +2,8 @@
 used to end green, and each sits beside a harmless twin that stays green.
 
 * 12a: a marker aliased in one module of the PR and imported under that alias in another is the marker.
+* 12b: a symbolic link is a link: never read as the Python it points to, and inside the package or the
+  tests it fails the check.
 * 12c: a workflow that can post a commit status (under a name built at run time too) is a policy edit.
 * 14: removing a live feature's record while its code stays fails, declared or not.
 * 13: approvals are read as GitHub's CommonMark renders them, the digest is the whole token, and an
@@ -29,6 +31,10 @@ def _weakening_tests():
         sys.modules[name] = module
         spec.loader.exec_module(module)
     return sys.modules[name]
+
+
+def _fake_graphql():
+    return sys.modules["bot_fake_graphql"]  # loaded by conftest.py under this name
 
 
 helpers = _weakening_tests()
@@ -285,3 +291,34 @@ def test_an_alias_chain_longer_than_the_bound_is_not_followed():
     chain["p/m0.py"] = "from flashinfer.api_logging import flashinfer_experimental_api as mark\n"
     table = AliasTable(chain)
     assert "mark" in table.imported("p/m2.py") and "mark" not in table.imported("p/m29.py")
+
+
+# ----- 12b: a link is a link ------------------------------------------------------------------------------
+
+def test_a_symlinked_python_file_in_the_package_fails(repo, bot_cli):
+    """``flashinfer/fast_norm.py -> experimental/moe/kernel.py``: the blob of a link is its target's path,
+    which happens to parse as Python (a division) and marks nothing; the bot used to pass it."""
+    link = _fake_graphql().Link("experimental/moe/kernel.py")
+    pr = pull(repo, {"flashinfer/fast_norm.py": link})
+    result = check(bot_cli, pr)
+    assert result.exit_code == 1, result.output
+    body = comment_of(repo, pr)
+    assert "`flashinfer/fast_norm.py` is a symbolic link (git mode 120000) inside the checked package" in body
+    assert "failure" == status_of(repo, pr)["state"]
+
+
+def test_a_symlink_in_the_tests_fails_and_a_link_elsewhere_fails_closed(repo, bot_cli):
+    Link = _fake_graphql().Link
+    pr = pull(repo, {"tests/test_moe_again.py": Link("experimental/moe/test_moe.py")})
+    assert check(bot_cli, pr).exit_code == 1
+    assert "`tests/test_moe_again.py` is a symbolic link" in comment_of(repo, pr)
+    pr = pull(repo, {"scripts/tool.py": Link("../flashinfer/gemm.py")})
+    assert check(bot_cli, pr).exit_code == 1
+    assert "symbolic link (git mode 120000), not a file" in comment_of(repo, pr)
+
+
+def test_the_same_path_as_a_regular_file_is_green(repo, bot_cli):
+    pr = pull(repo, {"flashinfer/fast_norm.py": "experimental/moe/kernel.py\n"})
+    result = check(bot_cli, pr)
+    assert result.exit_code == 0, result.output
+    assert status_of(repo, pr)["state"] == "success"
