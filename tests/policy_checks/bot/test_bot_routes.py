@@ -5,9 +5,9 @@ used to end green, and each sits beside a harmless twin that stays green.
 * 12b: a symbolic link is a link: never read as the Python it points to, and inside the package or the
   tests it fails the check.
 * 12c: a workflow that can post a commit status (under a name built at run time too) is a policy edit.
-* 14: removing a live feature's record while its code stays fails, declared or not.
 * 13: approvals are read as GitHub's CommonMark renders them, the digest is the whole token, and an
   approval holds only while its comment is there unedited and its author may still write.
+* 14: removing a live feature's record while its code stays fails, declared or not.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from policy_checks.bot.aliases import AliasTable
 from policy_checks.bot.parsers import parse_policy_approvals
@@ -65,6 +67,22 @@ def test_a_command_github_shows_as_something_else_is_none(text):
                                   f"## Approved\n{COMMAND}\n"], ids=["alone", "own-paragraph", "blanks", "heading"])
 def test_a_command_in_a_paragraph_of_its_own_counts(text):
     assert parse_policy_approvals(text) == [DIGEST]
+
+
+COMMENT_PIECES = [COMMAND, "\n", "\n\n", "> ", "    ", "- ", "1. ", "```", "~~~", "<pre>", "</pre>", "<!--", "-->",
+                  "<div>", "</div>", "text", "\t", "#", "===", "---", "`", "[a]: b", "*", "approve-policy", DIGEST, " "]
+comment_text = st.one_of(st.text(max_size=300), st.lists(st.sampled_from(COMMENT_PIECES), max_size=40).map("".join))
+
+
+@settings(max_examples=300, deadline=None)
+@given(comment_text)
+def test_any_comment_is_read_without_an_exception_and_quoted_or_code_text_never_counts(text):
+    for digest in parse_policy_approvals(text):
+        assert digest == digest.lower() and not any(c.isspace() for c in digest)
+    quoted = "\n".join("> " + line for line in text.split("\n"))
+    assert parse_policy_approvals(quoted) == []
+    fenced = "~~~~~~~~~~\n" + text.replace("~", "") + "\n~~~~~~~~~~\n"
+    assert parse_policy_approvals(fenced) == []
 
 
 def test_the_digest_is_the_whole_token():
