@@ -9,8 +9,10 @@ names that stand for a marker (`markers.exported_marks`), then what each module 
 (``from X import name [as y]``, ``from X import *``, ``import X [as y]`` and ``from P import
 module``, absolute or relative). Rounds repeat while something changes, at most `MAX_ROUNDS`
 (an alias re-exported through that many modules), so import cycles end; each round re-reads
-only the modules whose imports gained a marker. A module the PR does not change is not read:
-an alias defined there is not seen (a known limit; docs/bot.rst).
+only the modules whose imports gained a marker. A module the PR does not change is read when
+one of the PR's files decorates a definition with a name imported from it (`decorator_sources`:
+one more request, at most `MAX_SOURCES` modules); an alias that module imports in turn from a
+third unchanged module is not followed (a known limit; docs/bot.rst).
 
 Texts are untrusted: parsed by ``ast`` only, never run; a text that is not Python exports nothing.
 """
@@ -120,3 +122,57 @@ class AliasTable:
                 out.setdefault(local or name, set()).update(found)
             every_name_of(f"{target}.{name}" if target else name)  # a module imported from its package
         return {name: frozenset(found) for name, found in out.items()}
+
+
+MAX_SOURCES = 25  # unchanged modules read for the decorators the PR's files import from them (one request)
+# Names whose meaning the track fixes: a decorator spelt with one of them needs no other module read.
+VOCABULARY = frozenset({*markers.KINDS, markers.BACKEND_REQUIREMENT, *markers.GATE_FUNCTIONS})
+
+
+def module_paths(module: str) -> list[str]:
+    """Where a module's text may be: ``a/b.py`` or ``a/b/__init__.py``."""
+    stem = module.replace(".", "/")
+    return [f"{stem}.py", f"{stem}/__init__.py"]
+
+
+def decorator_sources(path: str, text: str, package: str) -> list[str]:
+    """The modules of ``package`` (dotted names) that a decorator of this file may come from: the first
+    name of each decorator's target (calls unwrapped, `markers.decorator_target`), when this file imports
+    it (``from X import name``, ``import X as name``, or any ``from X import *``) and its last name is not
+    one of the track's own (`VOCABULARY`). What the caller reads to follow an alias bound there."""
+    tree = markers.parse(text)
+    if tree is None:
+        return []
+    imported: dict[str, tuple[str | None, str | None]] = {}  # local name -> (module, name imported or None)
+    starred: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            module = _absolute(path, node.level, node.module)
+            for alias in node.names:
+                if alias.name == "*":
+                    starred.append(module or "")
+                else:
+                    imported[alias.asname or alias.name] = (module, alias.name)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                local = alias.asname or alias.name.partition(".")[0]
+                imported[local] = (alias.name if alias.asname else local, None)
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for decorator in node.decorator_list:
+            target = markers.decorator_target(decorator)
+            if not target or target.rpartition(".")[2] in VOCABULARY:
+                continue
+            first, _, rest = target.partition(".")
+            module, name = imported.get(first, (None, None))
+            if module is None:
+                found += starred  # perhaps bound by a star import
+            elif name is None:  # import X as first: first.rest
+                found += [module] + ([f"{module}.{rest.rpartition('.')[0]}"] if "." in rest else [])
+            else:
+                found += [module, f"{module}.{name}"]
+        if len(found) > 4 * MAX_SOURCES:
+            break
+    return [m for m in dict.fromkeys(found) if m and (m == package or m.startswith(package + "."))]

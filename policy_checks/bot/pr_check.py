@@ -8,8 +8,9 @@ page), the texts of those files at the base and head commits (`revisions`: one G
 per 50 paths, none for a PR that touches none), and one GraphQL request for the PR's comments,
 the collaborators of this repository, the tracking issue (its rendered body too, whose
 user-mention links prove that an @-mentioned Owner exists) and the issue's comments. A request
-more only when needed: the files of a graduating feature's directory that the PR does not list,
-and the modules a baseline entry is moved to. The Owner's user record is asked for only when
+more only when needed: the files of a graduating feature's directory that the PR does not list
+and the unchanged modules its decorators are imported from (`aliases`), and the modules a
+baseline entry is moved to. The Owner's user record is asked for only when
 nothing already read proves the login. Writes, only when something changed: the
 ``experimental`` label, the ``experimental-track`` commit status (whose answer names the bot,
 so ``GET /user`` is rarely needed), and the one bot comment.
@@ -51,7 +52,7 @@ import requests
 from ..config import DEFAULT, is_experimental_path, under  # FlashInfer's default layout: the PR is of a FlashInfer checkout
 from ..lifecycle.records import TrackingRef
 from ..lifecycle.window import WINDOW_IN_WORDS
-from . import deadlines, graduation_pr, graphql, policy_weakening as pw
+from . import aliases, deadlines, graduation_pr, graphql, policy_weakening as pw
 from .baseline_diff import (BASELINE_FILE, BaselineChange, BaselineEntry, baseline_texts_change, module_paths,
                             parse_baseline_patch, texts_delta)
 from .client import BotError, call, describe_failure, fetched
@@ -59,7 +60,7 @@ from .comments import BotIdentity, is_edited, keep_comment, list_comments, own_c
 from .extensions import Permissions, confirmed_owners, extended_weeks, read_extensions
 from .markdown import bullet_list, code
 from .parsers import mentioned_users, parse_policy_approvals, parse_pr_body, parse_tracking_issue
-from .revisions import FileAtRevisions, read_revisions
+from .revisions import PATHS_PER_REQUEST, FileAtRevisions, read_revisions
 from .writes import FORBIDDEN, Writes
 
 PR_MARKER = "<!-- experimental-track-bot:pr -->"
@@ -354,8 +355,15 @@ def read_texts(gh, repo_name: str, pull, files: list) -> Texts:
     # Files of a graduating feature's directory at the head that the PR does not list: part of its shim.
     missing = [path for path in graduation_pr.paths_needed(files, out.trees) if path not in out.files]
     room = MAX_CODE_READS - len(code_reads)
-    if missing and room > 0:
-        out.files.update(read_revisions(gh, repo_name, base_sha, head_sha, missing[:room]).files)
+    missing = missing[:max(room, 0)]
+    # Unchanged modules the PR's decorators are imported from: an alias bound there is followed (same request).
+    sources = [module for path, f in sorted(out.files.items()) if f.complete and f.head and path.endswith(".py")
+               for module in aliases.decorator_sources(path, f.head, DEFAULT.package)]
+    unread = [path for module in dict.fromkeys(sources) for path in aliases.module_paths(module)
+              if path not in out.files and path not in known]
+    missing += unread[:max(0, min(2 * aliases.MAX_SOURCES, PATHS_PER_REQUEST - len(missing) % PATHS_PER_REQUEST))]
+    if missing:
+        out.files.update(read_revisions(gh, repo_name, base_sha, head_sha, missing).files)
 
     if BASELINE_FILE in pw.touched(listed):
         out.baseline = _baseline(gh, repo_name, base_sha, head_sha, out.files.get(BASELINE_FILE), known)

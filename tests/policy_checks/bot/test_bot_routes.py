@@ -290,6 +290,21 @@ def test_a_stable_decorator_aliased_in_another_module_is_no_experimental_code(re
     assert status_of(repo, pr)["state"] == "success"
 
 
+@pytest.mark.parametrize("marker, verdict", [("flashinfer_experimental_api", 1), ("flashinfer_api", 0)],
+                         ids=["experimental", "stable-twin"])
+def test_an_alias_in_a_module_the_pr_does_not_change_is_followed(repo, bot_cli, marker, verdict):
+    """The alias was merged before (it marks nothing by itself); the PR only uses it."""
+    aliased = _aliased(marker)
+    repo.repo(REPO).files["flashinfer/norm_helpers.py"] = aliased.pop("flashinfer/norm_helpers.py")
+    pr = pull(repo, aliased)
+    repo.requests.clear()
+    result = check(bot_cli, pr)
+    assert result.exit_code == verdict, result.output
+    assert len(repo.requests) <= 10  # the budget of docs/bot.rst: the module rides in one request more
+    if verdict:
+        assert "does not declare it" in status_of(repo, pr)["description"]
+
+
 def test_aliases_pass_through_re_exports_packages_and_cycles():
     table = AliasTable({
         "pkg/__init__.py": "from .a import *\n",
