@@ -146,6 +146,17 @@ def test_an_edited_approval_approves_nothing(repo, bot_cli):
     assert_flagged(repo, bot_cli, pr, "its comment was edited after it was posted")
 
 
+def test_an_edited_approval_in_a_long_thread_read_through_rest_approves_nothing(repo, bot_cli):
+    """Past 100 comments the thread is read through REST, where an edit shows as ``updated_at``."""
+    pr, comment = _approved(repo, bot_cli)
+    for n in range(100):
+        repo.add_comment(REPO, pr, f"chatter {n}", "reader")
+    assert check(bot_cli, pr).exit_code == 0  # untouched, the approval holds on the REST path too
+    repo.edit_comment_as_user(comment, comment["body"] + " ")
+    assert check(bot_cli, pr).exit_code == 1
+    assert status_of(repo, pr)["state"] == "failure"
+
+
 def test_an_approval_left_alone_keeps_holding_across_runs_and_pushes(repo, bot_cli):
     pr, _ = _approved(repo, bot_cli)
     repo.add_comment(REPO, pr, "unrelated chatter", "reader")
