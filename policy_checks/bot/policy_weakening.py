@@ -432,7 +432,9 @@ def status_power(path: str, text: str | None) -> str | None:
             return f"the permission {code(match.group(0).strip(), 80)}"
     if path.startswith(CI_DIRS[0]) and not _TOP_PERMISSIONS_RE.search(text):
         return "no top-level `permissions:`, so its token has the repository's default permissions, which may write"
-    found = next((word for word in STATUS_API_WORDS if word in lowered), None)
+    # Whole-line comments say nothing a step does (a ``#`` later in a line may sit inside a string: kept).
+    code_lines = "\n".join(line for line in lowered.split("\n") if not line.lstrip().startswith("#"))
+    found = next((word for word in STATUS_API_WORDS if word in code_lines), None)
     if found is not None:
         return f"it mentions {code(found, 40)} (the statuses or checks API, or a token of its own)"
     return None

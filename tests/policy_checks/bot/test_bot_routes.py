@@ -195,7 +195,7 @@ def test_a_new_workflow_that_can_post_statuses_is_flagged(repo, bot_cli, text, w
 
 
 def test_a_new_read_only_workflow_is_not_flagged(repo, bot_cli):
-    text = ("on: pull_request\npermissions:\n  contents: read\n" + QUIET_JOB
+    text = ("# Lint: no statuses, no secrets.\non: pull_request\npermissions:\n  contents: read\n" + QUIET_JOB
             + "      - run: echo ${{ secrets.GITHUB_TOKEN != '' }}\n")
     pr = pull(repo, {".github/workflows/lint.yml": text})
     helpers.assert_green(repo, bot_cli, pr)
