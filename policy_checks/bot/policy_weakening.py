@@ -663,6 +663,8 @@ def decide(items: list[Weakening], record: Record, commands: list[Command], leve
         command = live.get(record.sources.get(key))
         if command is None or command.login.lower() != login.lower():
             lapsed.setdefault(login, "the comment that approved it was deleted or edited")
+        elif writes(command) == "unknown":
+            lapsed.setdefault(login, "the bot could not read their permission on this run")
         elif writes(command) not in WRITE_LEVELS:
             lapsed.setdefault(login, "they no longer have write access to this repository")
         else:
