@@ -28,7 +28,7 @@ NEEDS_PYGITHUB = 'policy-check: the bot needs PyGithub: pip install "flashinfer-
 def _require_pygithub() -> None:
     """Exit with status 2 and one line naming the extra to install when PyGithub cannot be imported."""
     try:
-        for module in ("github", "requests"):  # PyGithub, and the HTTP library it brings
+        for module in ("github", "requests", "markdown_it"):  # PyGithub, its HTTP library, the approvals' parser
             importlib.import_module(module)
     except ImportError:
         click.echo(NEEDS_PYGITHUB, err=True)
