@@ -42,7 +42,7 @@ import warnings
 from collections import defaultdict
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Dict, Iterator, List, Mapping, Optional, Set, Tuple, Union
+from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Set, Tuple, Union
 
 # --- the vocabulary ------------------------------------------------------------------
 
@@ -178,7 +178,7 @@ class _Names:
     mark, one for the gate) each visit every vertex and edge once: linear in the tree.
     """
 
-    def __init__(self, tree: ast.AST):
+    def __init__(self, tree: ast.AST, imported: Optional[Mapping[str, Iterable[str]]] = None):
         back: Dict[object, List[object]] = defaultdict(list)  # vertex -> the vertices with an edge to it
         self.back = back
         self.tree = tree  # node vertices are ids: the nodes stay alive as long as the graph
@@ -227,6 +227,11 @@ class _Names:
                     self.calls.append((node, scope))
             else:
                 self._binding(node, scope)
+        # Names another module binds to a marker, as this file imports them (the bot's cross-module
+        # table, `policy_checks.bot.aliases`): the local name leads to the marker's name.
+        for local, marker_names in (imported or {}).items():
+            for marker in marker_names:
+                back[marker].append(local)
 
     def _binding(self, node: ast.AST, scope: str) -> None:
         if isinstance(node, ast.Assign):
@@ -403,25 +408,54 @@ def _marked(names: _Names) -> List[Tuple[Marked, ast.AST]]:
     return found
 
 
-def marked_nodes(source: Union[str, bytes]) -> Optional[List[Tuple[Marked, ast.AST]]]:
+Imported = Optional[Mapping[str, Iterable[str]]]  # local name -> the marker names another module binds it to
+
+
+def marked_nodes(source: Union[str, bytes], imported: Imported = None) -> Optional[List[Tuple[Marked, ast.AST]]]:
     """`marked_definitions`, each with its node (the ``def``/``class``, or the assignment),
     for a caller that reads more of it (the bot: which feature a decorator names)."""
     tree = parse(source)
     if tree is None:
         return None
-    if not _spells_any(source, KINDS):
+    if not imported and not _spells_any(source, KINDS):
         return []  # every name comes from the text: one that spells no marker marks nothing
     try:
-        return _marked(_Names(tree))
+        return _marked(_Names(tree, imported))
     except (RecursionError, MemoryError):  # pragma: no cover - every walk here is iterative
         return None
 
 
-def marked_definitions(source: Union[str, bytes]) -> Optional[List[Marked]]:
+def marked_definitions(source: Union[str, bytes], imported: Imported = None) -> Optional[List[Marked]]:
     """Every definition of a file that carries a mark, one `Marked` per (definition, kind),
-    in the order of their lines; None when the text is not Python. Never raises otherwise."""
-    pairs = marked_nodes(source)
+    in the order of their lines; None when the text is not Python. Never raises otherwise.
+
+    ``imported`` maps names this file imports to the markers another module binds them to (a
+    caller that reads several modules: ``from .helpers import mark`` where helpers binds
+    ``mark`` to ``flashinfer_experimental_api``)."""
+    pairs = marked_nodes(source, imported)
     return None if pairs is None else [marked for marked, _ in pairs]
+
+
+def exported_marks(source: Union[str, bytes], imported: Imported = None) -> Optional[Dict[str, frozenset]]:
+    """Name -> the marker names it may stand for, for every name of a module that leads to a marker
+    (what another module importing it from here gets): ``mark`` for ``from flashinfer.api_logging
+    import flashinfer_experimental_api as mark``. Flow-insensitive, like every reading here; None
+    when the text is not Python."""
+    tree = parse(source)
+    if tree is None:
+        return None
+    if not imported and not _spells_any(source, KINDS):
+        return {}
+    try:
+        names = _Names(tree, imported)
+        found: Dict[str, Set[str]] = defaultdict(set)
+        for marker, kind in KINDS.items():
+            for vertex in names.reach[kind]:
+                if isinstance(vertex, str) and vertex.isidentifier() and vertex not in KINDS:
+                    found[vertex].add(marker)
+    except (RecursionError, MemoryError):  # pragma: no cover - every walk here is iterative
+        return None
+    return {name: frozenset(markers) for name, markers in found.items()}
 
 
 def gate_calls(source: Union[str, bytes]) -> Optional[List[Tuple[str, int]]]:

@@ -23,6 +23,7 @@ Layout, one concern per module:
 - ``extensions``   `/experimental extend` comments, checked against permissions.
 - ``baseline_diff`` a PR's diff of ``policy-check-baseline.json``: debt added, paid
                    off, moved. No network.
+- ``aliases``      markers aliased in one of a PR's modules and imported in another.
 - ``pr_check``     ``policy-check bot pr``.
 - ``review``       ``policy-check bot review``.
 - ``cli``          the click commands.

@@ -29,7 +29,7 @@ NEEDS_PYGITHUB = needs_extra("the bot needs PyGithub")
 def _require_pygithub() -> None:
     """Exit with status 2 and one line naming the extra to install when PyGithub cannot be imported."""
     try:
-        for module in ("github", "requests"):  # PyGithub, and the HTTP library it brings
+        for module in ("github", "requests", "markdown_it"):  # PyGithub, its HTTP library, the approvals' parser
             importlib.import_module(module)
     except ImportError:
         click.echo(NEEDS_PYGITHUB, err=True)

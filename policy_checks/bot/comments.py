@@ -45,6 +45,14 @@ def _age(comment) -> tuple:
     return (comment.created_at, comment.id)
 
 
+def is_edited(comment) -> bool:
+    """Whether a comment was edited after it was posted: REST's ``updated_at`` differs from ``created_at``
+    (GraphQL's ``lastEditedAt`` is set, or ``includesCreatedEdit``: `graphql.comment_objects` spells
+    those as REST does). What an edited comment says now is not what was there when it was read."""
+    updated = getattr(comment, "updated_at", None)
+    return updated is not None and updated != comment.created_at
+
+
 def own_comments(comments: list, marker: str, identity: BotIdentity) -> list:
     """The bot's comments starting with ``marker``, oldest first (the login is asked only if needed)."""
     marked = [c for c in comments if (c.body or "").startswith(marker)]

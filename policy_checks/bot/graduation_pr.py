@@ -59,6 +59,7 @@ from ..config import DEFAULT, Settings, under
 from ..lifecycle.records import TrackingRef, is_feature_name, parse as parse_record
 from ..lifecycle.window import GRADUATION_STEPS, GraduationStep
 from ..markers import Marked
+from .aliases import AliasTable
 from .markdown import bullet_list, code
 from .revisions import FileAtRevisions
 
@@ -275,17 +276,26 @@ def added_experimental(files_at_revisions: Mapping[str, FileAtRevisions]) -> lis
     gives it). An entry that is incomplete, or whose head text does not parse, is not
     judged here: `unjudged` names it, and the caller fails closed on it."""
     found: list[tuple[str, Marked]] = []
+    head_aliases, base_aliases = side_aliases(files_at_revisions, "head"), side_aliases(files_at_revisions, "base")
     for key in sorted(files_at_revisions):
         entry = files_at_revisions[key]
         if not is_python(entry.path) or not entry.complete or entry.head is None:
             continue
-        head = markers.marked_definitions(entry.head)
+        head = markers.marked_definitions(entry.head, head_aliases.imported(entry.path))
         if head is None:
             continue
-        before = markers.marked_definitions(entry.base) if entry.base is not None else []
+        before = (markers.marked_definitions(entry.base, base_aliases.imported(entry.path))
+                  if entry.base is not None else [])
         known = {(m.qualname, m.kind) for m in before or ()}  # a base that does not parse counts as empty
         found += [(entry.path, m) for m in _experimental(head) if (m.qualname, m.kind) not in known]
     return found
+
+
+def side_aliases(files_at_revisions: Mapping[str, FileAtRevisions], which: str) -> AliasTable:
+    """The cross-module alias table of one side ("base" or "head") of the PR's Python files read whole
+    (`aliases.AliasTable`; a file is keyed by its head path on both sides)."""
+    return AliasTable({entry.path: (entry.base if which == "base" else entry.head)
+                       for entry in files_at_revisions.values() if is_python(entry.path) and entry.complete})
 
 
 def unjudged(files_at_revisions: Mapping[str, FileAtRevisions]) -> list[tuple[str, str]]:
@@ -357,6 +367,10 @@ class _Texts:
         self.parsed: dict[tuple[str, str], list[tuple[Marked, ast.AST]] | None] = {}  # each text read once
 
     @cached_property
+    def aliases(self) -> dict[str, AliasTable]:
+        return {"base": side_aliases(self.texts, "base"), "head": side_aliases(self.texts, "head")}
+
+    @cached_property
     def added(self) -> list[tuple[str, Marked]]:
         return added_experimental(self.texts)
 
@@ -375,7 +389,7 @@ class _Texts:
         """The marked definitions of a text (`markers.marked_nodes`); `_Undecided` when it is not Python."""
         key = (path, where)
         if key not in self.parsed:
-            self.parsed[key] = markers.marked_nodes(text)
+            self.parsed[key] = markers.marked_nodes(text, self.aliases[where].imported(path))
         found = self.parsed[key]
         if found is None:
             raise _Undecided(f"{code(path, 200)} is not Python at the {where} commit")

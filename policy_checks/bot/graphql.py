@@ -31,7 +31,7 @@ from .client import BotError, describe_failure
 
 _COMMENT_FIELDS = """
 fragment CommentFields on IssueComment {
-  fullDatabaseId body createdAt authorAssociation author { login __typename }
+  fullDatabaseId body createdAt lastEditedAt includesCreatedEdit authorAssociation author { login __typename }
 }
 """
 _ISSUE_FIELDS = """
@@ -151,6 +151,9 @@ def collaborators(node: dict | None, errors: list[dict], *path) -> Collaborators
     return Collaborators(levels=levels, complete=not conn["pageInfo"]["hasNextPage"])
 
 
+_EDITED_AT_CREATION = "1970-01-01T00:00:00Z"  # edited, though GitHub gives no time: never equal to createdAt
+
+
 def comment_objects(gh: github.Github, repo_name: str, nodes: list[dict]) -> list:
     """GraphQL comments as PyGithub ``IssueComment`` objects that can be edited and deleted."""
     out = []
@@ -159,6 +162,9 @@ def comment_objects(gh: github.Github, repo_name: str, nodes: list[dict]) -> lis
         comment_id = int(node["fullDatabaseId"])  # the REST id (a BigInt, sent as a string)
         attributes = {
             "id": comment_id, "body": node.get("body") or "", "created_at": node["createdAt"],
+            # REST's spelling of an edit: updated_at differs from created_at (`comments.is_edited`)
+            "updated_at": node.get("lastEditedAt") or (_EDITED_AT_CREATION if node.get("includesCreatedEdit")
+                                                       else node["createdAt"]),
             "user": {"login": author} if author else None,
             "author_association": node.get("authorAssociation"),
             "url": f"/repos/{repo_name}/issues/comments/{comment_id}",

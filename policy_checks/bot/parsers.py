@@ -26,6 +26,8 @@ import re
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
+from markdown_it import MarkdownIt
+
 from ..lifecycle import records as features
 from ..lifecycle.records import (CROSS_REPO_REF, ISSUE_NUMBER, LOGIN_RE, NAME_CHARS, OWNER_CHARS, FeatureRecord, TrackingRef,
                         issue_number)
@@ -51,10 +53,11 @@ _CROSS_REPO_RE = re.compile(r"(?<![\w/-])" + CROSS_REPO_REF + r"\b")
 _GH_RE = re.compile(r"(?<![\w-])GH-" + ISSUE_NUMBER + r"\b", re.IGNORECASE)
 _HASH_RE = re.compile(r"(?<![\w&/])#" + ISSUE_NUMBER + r"\b")
 _EXTEND_RE = re.compile(r"^[ \t]*/experimental[ \t]+extend\b(.*)$", re.IGNORECASE | re.MULTILINE)
-# A line's start, blanks, a literal; then blanks and hex digits (disjoint classes), nothing after
-# them that can fail: each line start is tried once, each character read a bounded number of times.
-_APPROVE_POLICY_RE = re.compile(r"^[ \t]*/experimental-track[ \t]+approve-policy\b[ \t]*([0-9A-Fa-f]*)",
-                                re.IGNORECASE | re.MULTILINE)
+# A whole paragraph (fullmatch: a literal, blanks, a literal, then one optional token of non-blanks):
+# the disjoint classes and the anchored end leave nothing to retry.
+_APPROVE_POLICY_RE = re.compile(r"/experimental-track[ \t]+approve-policy(?:[ \t]+(\S*))?[ \t]*", re.IGNORECASE)
+APPROVE_WORD = "approve-policy"
+MAX_COMMENT_CHARS = 65_536  # GitHub's largest comment body; a longer text is read up to here
 _TARGET_RELEASE_RE = re.compile(r"target[ \t]+release[ \t]*:[ \t]*`?v?([0-9][\w.+-]*)", re.IGNORECASE)
 _TARGET_DATE_RE = re.compile(r"target[ \t]+date[ \t]*:[ \t]*(.*)", re.IGNORECASE)
 _DATE_RE = re.compile(r"\b([0-9]{4}-[0-9]{2}-[0-9]{2})\b")
@@ -62,6 +65,8 @@ _WORD_RE = re.compile(r"[^\W_]+")  # a run of letters and digits
 # GitHub emoji shortcodes (":microscope:"), alone or several together, between blanks.
 _SHORTCODES_RE = re.compile(r"(?<!\S)(?::[A-Za-z0-9_+-]+:)+(?!\S)")
 _PUNCTUATION_RE = re.compile(r"[^\w\s]")
+# CommonMark's block structure only (the "inline" core rule off): paragraphs keep their raw text.
+_BLOCKS = MarkdownIt("commonmark").disable("inline")
 
 
 @dataclass
@@ -336,10 +341,25 @@ def parse_extend_command(text: str | None) -> tuple[ExtendCommand | None, str | 
 
 
 def parse_policy_approvals(text: str | None) -> list[str]:
-    """The digests that ``/experimental-track approve-policy <digest>`` lines of a comment name, lower-cased
-    ("" for a command that names none); HTML comments and fenced code blocks hold no command."""
-    lines = [line for line, fenced in _unfenced_lines(_normalise(text)) if not fenced]
-    return [m.group(1).lower() for m in _APPROVE_POLICY_RE.finditer("\n".join(lines))]
+    """The digests that ``/experimental-track approve-policy <digest>`` commands of a comment name, lower-cased
+    ("" for a command that names none, the whole token otherwise: ``<digest>x`` is not ``<digest>``).
+
+    A command is a paragraph of its own, the whole paragraph, at the top level of the comment as
+    GitHub's CommonMark reads it (markdown-it-py): inside a code block (indented or fenced, a fence
+    in a list item too), a block quote (its lazy continuation lines too), a list item or an HTML
+    block (``<pre>``, a comment) it is text, not a command. Only the block structure is parsed
+    (no inline rules), which is linear in the text; a text without the command's word is not parsed.
+    """
+    if not text or APPROVE_WORD not in text.lower():
+        return []
+    found = []
+    tokens = _BLOCKS.parse(text[:MAX_COMMENT_CHARS])
+    for opening, inline in zip(tokens, tokens[1:]):
+        if opening.type == "paragraph_open" and opening.level == 0 and inline.type == "inline":
+            match = _APPROVE_POLICY_RE.fullmatch(inline.content.strip())
+            if match:
+                found.append((match.group(1) or "").lower())
+    return found
 
 
 def normalise_reason(reason: str) -> str:

@@ -18,7 +18,9 @@ by what they mean, not by how the diff's lines look:
   filters, logging, timeouts...), and any change to the root ``conftest.py``.
 * **the gates**: a changed file of ``.github/workflows/`` or ``.github/actions/`` that mentions
   ``policy-check``, ``policy_checks`` or ``experimental-track`` (at either commit, or in its
-  name), and any change to ``CODEOWNERS``, ``.github/CODEOWNERS`` or ``docs/CODEOWNERS``.
+  name), or that can post a commit status or a check at the head (`status_power`: a status
+  named at run time is the gate's status too), and any change to ``CODEOWNERS``,
+  ``.github/CODEOWNERS`` or ``docs/CODEOWNERS``.
 * **the baseline** (``policy-check-baseline.json`` at the root, however it arrives: added,
   modified, renamed or copied onto that name): entries compared between the two texts
   (`baseline_diff.baseline_texts_change`); debt added, an entry moved under a module that does
@@ -42,6 +44,7 @@ from __future__ import annotations
 import configparser
 import hashlib
 import json
+import re
 import shlex
 from collections import Counter
 from dataclasses import dataclass, field
@@ -395,8 +398,51 @@ def _mentions_gate(*texts: str | None) -> bool:
     return any(word in (text or "").lower() for text in texts for word in GATE_WORDS)
 
 
+# What lets a workflow's token write: a scope given ``write`` (or ``write-all``). Scopes that cannot post
+# a commit status or a check run are harmless; any other key (``statuses``, ``checks``, a key spelt with
+# an escape or quoted oddly) is read as able to. Every pattern starts at a literal and matches classes
+# that cannot fail after it: linear.
+_WRITE_SCOPE_RE = re.compile(r"""([\w\\-]*)["']?[ \t]*:[ \t]*["']?write\b""", re.IGNORECASE)
+_WRITE_ALL_RE = re.compile(r"write-all", re.IGNORECASE)
+_TOP_PERMISSIONS_RE = re.compile(r"^permissions[ \t]*:", re.MULTILINE)
+SCOPES_WITHOUT_STATUSES = frozenset({
+    "contents", "issues", "pull-requests", "packages", "pages", "deployments", "id-token", "actions",
+    "discussions", "security-events", "attestations", "repository-projects", "models"})
+# The statuses and checks APIs however a step calls them (REST paths, Octokit and PyGithub names, gh),
+# and tokens other than the job's own (a secret may be a token with any scope).
+STATUS_API_WORDS = ("statuses", "commitstatus", "commit_status", "check-runs", "check_runs", "checks.create",
+                    "create_check_run", "createcheckrun", "secrets")
+
+
+def status_power(path: str, text: str | None) -> str | None:
+    """Why a workflow or action at this text can post a commit status or a check (whatever it names it,
+    ``experimental-track`` included, built at run time or not), or None when it cannot.
+
+    Conservative, from the text: a token scope other than the harmless ones given ``write`` (``statuses:
+    write``, ``checks: write``) or ``write-all``; a workflow with no top-level ``permissions:`` (the
+    repository's default token may write); a call of the statuses or checks API, or a secret (another
+    token) in a workflow or an action."""
+    if text is None:
+        return None
+    lowered = text.lower().replace("secrets.github_token", "")  # the job's own token: its permissions decide
+    if _WRITE_ALL_RE.search(text):
+        return "`write-all` permissions"
+    for match in _WRITE_SCOPE_RE.finditer(text):
+        if match.group(1).lower() not in SCOPES_WITHOUT_STATUSES:
+            return f"the permission {code(match.group(0).strip(), 80)}"
+    if path.startswith(CI_DIRS[0]) and not _TOP_PERMISSIONS_RE.search(text):
+        return "no top-level `permissions:`, so its token has the repository's default permissions, which may write"
+    # Whole-line comments say nothing a step does (a ``#`` later in a line may sit inside a string: kept).
+    code_lines = "\n".join(line for line in lowered.split("\n") if not line.lstrip().startswith("#"))
+    found = next((word for word in STATUS_API_WORDS if word in code_lines), None)
+    if found is not None:
+        return f"it mentions {code(found, 40)} (the statuses or checks API, or a token of its own)"
+    return None
+
+
 def gate_weakenings(paths: Iterable[str], files: Mapping[str, FileAtRevisions]) -> list[Weakening]:
-    """Changed workflows (and actions) that run the checker or the bot, and changed CODEOWNERS files."""
+    """Changed workflows (and actions) that run the checker or the bot, or that can post a commit status
+    (`status_power`), and changed CODEOWNERS files."""
     out = []
     for path in sorted(set(paths)):
         f = files.get(path)
@@ -409,6 +455,10 @@ def gate_weakenings(paths: Iterable[str], files: Mapping[str, FileAtRevisions]) 
         elif _is_ci(path) and _mentions_gate(path, f.base, f.head):
             out.append(Weakening(CI, f"{code(path, 200)} {verb}: it runs the checker or the bot (or names their "
                                      "checks)", key_of(CI, path, _digest(f.head))))
+        elif _is_ci(path) and (why := status_power(path, f.head)) is not None:
+            out.append(Weakening(CI, f"{code(path, 200)} {verb}: it can post commit statuses or checks under any "
+                                     f"name, `experimental-track` too ({why})",
+                                 key_of(CI, "statuses", path, _digest(f.head))))
     return out
 
 
@@ -498,6 +548,7 @@ class Record:
     """What the bot's own comment recorded: approved keys (with who approved them) and the set it showed."""
 
     approved: dict[str, str] = field(default_factory=dict)  # key -> login
+    sources: dict[str, int] = field(default_factory=dict)  # key -> id of the comment that approved it
     shown_digest: str | None = None
     shown: frozenset[str] = frozenset()
 
@@ -518,22 +569,30 @@ def read_record(body: str | None) -> Record:
             record.shown = frozenset(w for w in words[3:] if _hex(w))
         elif line.startswith(_APPROVED) and len(words) >= 3:
             login = words[2]
+            source = next((int(w[1:]) for w in words[3:] if w[:1] == "c" and w[1:].isascii()
+                           and w[1:].isdigit() and len(w) <= 21), None)
             for word in words[3:]:
-                if _hex(word):
-                    record.approved.setdefault(word, login)
+                if _hex(word) and word not in record.approved:
+                    record.approved[word] = login
+                    if source is not None:
+                        record.sources[word] = source
     return record
 
 
-def record_lines(keys: list[str], approved: Mapping[str, str]) -> list[str]:
-    """The hidden lines that record the set shown and who approved which of its keys."""
+def record_lines(keys: list[str], approved: Mapping[str, str], sources: Mapping[str, int] | None = None) -> list[str]:
+    """The hidden lines that record the set shown and who approved which of its keys, with which comment
+    (``c<id>``: at every later run that comment must still be there, unedited)."""
     if not keys:
         return []
+    sources = sources or {}
     lines = [f"{_SHOWN}{set_digest(keys)} {' '.join(keys)}{_SUFFIX}"]
-    by_login: dict[str, list[str]] = {}
+    by_source: dict[tuple[str, int | None], list[str]] = {}
     for key in keys:
         if key in approved:
-            by_login.setdefault(approved[key], []).append(key)
-    lines += [f"{_APPROVED}{login} {' '.join(ks)}{_SUFFIX}" for login, ks in sorted(by_login.items())]
+            by_source.setdefault((approved[key], sources.get(key)), []).append(key)
+    for (login, source), ks in sorted(by_source.items(), key=lambda item: (item[0][0], item[0][1] or 0)):
+        where = f" c{source}" if source is not None else ""
+        lines.append(f"{_APPROVED}{login}{where} {' '.join(ks)}{_SUFFIX}")
     return lines
 
 
@@ -544,6 +603,8 @@ class Command:
     login: str
     association: str | None
     digest: str
+    comment_id: int | None = None  # the comment it is in: a recorded approval holds while that comment does
+    edited: bool = False  # the comment was edited after it was posted: what it says now is not what was seen
 
 
 @dataclass
@@ -554,6 +615,7 @@ class Decision:
     digest: str
     approved: dict[str, str]  # key -> login, of ``keys`` only
     notes: list[str] = field(default_factory=list)
+    sources: dict[str, int] = field(default_factory=dict)  # key -> id of the approving comment
 
     @property
     def pending(self) -> list[str]:
@@ -572,22 +634,54 @@ def decide(items: list[Weakening], record: Record, commands: list[Command], leve
            author: str | None) -> Decision:
     """Apply the approval commands (oldest first) to the current weakenings.
 
-    A command counts when its author has write access (``level``), is not the PR's author, and names
-    the digest of the current set or of the set the bot's comment showed (what the maintainer saw):
-    it approves that set's keys. Keys approved before (``record``) stay approved; a weakening with a
-    key nobody approved keeps the PR waiting.
+    A command counts when its comment was never edited, its author has write access now (``level``, asked
+    at this run), is not the PR's author, and it names the digest of the current set or of the set the
+    bot's comment showed (what the maintainer saw): it approves that set's keys. Keys approved before
+    (``record``) stay approved only while the approving comment is still in the thread, unedited, and its
+    author still has write access: a deleted or edited comment, or an approver who lost access, approves
+    nothing any more. A weakening with a key nobody approved keeps the PR waiting.
     """
     keys = approval_keys(items)
+    wanted = set(keys)
     digest = set_digest(keys) if keys else ""
-    approved = dict(record.approved)
     notes: list[str] = []
+    levels: dict[str, str] = {}
+
+    def writes(command: Command) -> str:
+        login = command.login.lower()
+        if login not in levels:
+            levels[login] = level(command.login, command.association)
+        return levels[login]
+
+    live = {c.comment_id: c for c in commands if c.comment_id is not None and not c.edited}
+    approved: dict[str, str] = {}
+    sources: dict[str, int] = {}
+    lapsed: dict[str, str] = {}  # login -> why its recorded approval no longer counts
+    for key, login in record.approved.items():
+        if key not in wanted:
+            continue
+        command = live.get(record.sources.get(key))
+        if command is None or command.login.lower() != login.lower():
+            lapsed.setdefault(login, "the comment that approved it was deleted or edited")
+        elif writes(command) == "unknown":
+            lapsed.setdefault(login, "the bot could not read their permission on this run")
+        elif writes(command) not in WRITE_LEVELS:
+            lapsed.setdefault(login, "they no longer have write access to this repository")
+        else:
+            approved[key], sources[key] = login, command.comment_id
+    for login, why in sorted(lapsed.items()):
+        notes.append(f"the approval by {code('@' + login, 60)} no longer counts: {why}")
     for number, command in enumerate(commands):
         who = code("@" + command.login, 60)
+        if command.edited:
+            notes.append(f"the approval by {who} is not counted: its comment was edited after it was posted "
+                         "(post the command in a new comment)")
+            continue
         if author is not None and command.login.lower() == author.lower():
             notes.append(f"the approval by {who} is not counted: the PR's author cannot approve their own PR's "
                          "policy changes")
             continue
-        permission = level(command.login, command.association)
+        permission = writes(command)
         if permission not in WRITE_LEVELS:
             why = ("the bot could not read permissions" if permission == "unknown"
                    else "only users with write access to this repository can approve")
@@ -603,7 +697,11 @@ def decide(items: list[Weakening], record: Record, commands: list[Command], leve
                              "the set of policy changes shown: copy the command from this comment")
             continue
         for key in chosen:
-            approved.setdefault(key, command.login)
+            if key in wanted and key not in approved:
+                approved[key] = command.login
+                if command.comment_id is not None:
+                    sources[key] = command.comment_id
     if len(notes) > MAX_NOTES:
         notes = notes[:MAX_NOTES] + [f"… and {len(notes) - MAX_NOTES} more approvals not counted"]
-    return Decision(keys, digest, {k: approved[k] for k in keys if k in approved}, notes)
+    return Decision(keys, digest, {k: approved[k] for k in keys if k in approved}, notes,
+                    {k: sources[k] for k in keys if k in sources})

@@ -8,8 +8,9 @@ page), the texts of those files at the base and head commits (`revisions`: one G
 per 50 paths, none for a PR that touches none), and one GraphQL request for the PR's comments,
 the collaborators of this repository, the tracking issue (its rendered body too, whose
 user-mention links prove that an @-mentioned Owner exists) and the issue's comments. A request
-more only when needed: the files of a graduating feature's directory that the PR does not list,
-and the modules a baseline entry is moved to. The Owner's user record is asked for only when
+more only when needed: the files of a graduating feature's directory that the PR does not list
+and the unchanged modules its decorators are imported from (`aliases`), and the modules a
+baseline entry is moved to. The Owner's user record is asked for only when
 nothing already read proves the login. Writes, only when something changed: the
 ``experimental`` label, the ``experimental-track`` commit status (whose answer names the bot,
 so ``GET /user`` is rarely needed), and the one bot comment.
@@ -48,18 +49,18 @@ from itertools import islice
 import github
 import requests
 
-from ..config import DEFAULT, is_experimental_path  # FlashInfer's default layout: the PR is of a FlashInfer checkout
+from ..config import DEFAULT, is_experimental_path, under  # FlashInfer's default layout: the PR is of a FlashInfer checkout
 from ..lifecycle.records import TrackingRef
 from ..lifecycle.window import WINDOW_IN_WORDS
-from . import deadlines, graduation_pr, graphql, policy_weakening as pw
+from . import aliases, deadlines, graduation_pr, graphql, policy_weakening as pw
 from .baseline_diff import (BASELINE_FILE, BaselineChange, BaselineEntry, baseline_texts_change, module_paths,
                             parse_baseline_patch, texts_delta)
 from .client import BotError, call, describe_failure, fetched
-from .comments import BotIdentity, keep_comment, list_comments, own_comments
+from .comments import BotIdentity, is_edited, keep_comment, list_comments, own_comments
 from .extensions import Permissions, confirmed_owners, extended_weeks, read_extensions
 from .markdown import bullet_list, code
 from .parsers import mentioned_users, parse_policy_approvals, parse_pr_body, parse_tracking_issue
-from .revisions import FileAtRevisions, read_revisions
+from .revisions import PATHS_PER_REQUEST, FileAtRevisions, read_revisions
 from .writes import FORBIDDEN, Writes
 
 PR_MARKER = "<!-- experimental-track-bot:pr -->"
@@ -292,6 +293,7 @@ class Texts:
     trees: dict[str, list[str] | None] = field(default_factory=dict)  # graduating features' directories at head
     baseline: BaselineChange | None = None
     weakenings: list[pw.Weakening] = field(default_factory=list)
+    links: set[str] = field(default_factory=set)  # listed paths that are symbolic links at the head
 
 
 def _listed_presence(listed: list[pw.Changed]) -> dict[str, bool]:
@@ -344,16 +346,24 @@ def read_texts(gh, repo_name: str, pull, files: list) -> Texts:
             for entry in parse_baseline_patch(changed.patch).moved:
                 hint += [path for path in module_paths(entry.module) if path not in known]
     directories = graduation_pr.directories_to_list(files)
+    checked = [c.path for c in listed if c.status != "removed" and _in_checked_tree(c.path)][:MAX_CODE_READS]
     read = read_revisions(gh, repo_name, base_sha, head_sha, [*policy, *code_reads],
-                          list(dict.fromkeys(hint))[:MAX_PRESENCE_LOOKUPS], directories)
-    out.files, out.trees = read.files, read.trees
+                          list(dict.fromkeys(hint))[:MAX_PRESENCE_LOOKUPS], directories, modes_at_head=checked)
+    out.files, out.trees, out.links = read.files, read.trees, read.links
     known.update({path: present for path, present in read.present.items() if present is not None})
 
     # Files of a graduating feature's directory at the head that the PR does not list: part of its shim.
     missing = [path for path in graduation_pr.paths_needed(files, out.trees) if path not in out.files]
     room = MAX_CODE_READS - len(code_reads)
-    if missing and room > 0:
-        out.files.update(read_revisions(gh, repo_name, base_sha, head_sha, missing[:room]).files)
+    missing = missing[:max(room, 0)]
+    # Unchanged modules the PR's decorators are imported from: an alias bound there is followed (same request).
+    sources = [module for path, f in sorted(out.files.items()) if f.complete and f.head and path.endswith(".py")
+               for module in aliases.decorator_sources(path, f.head, DEFAULT.package)]
+    unread = [path for module in dict.fromkeys(sources) for path in aliases.module_paths(module)
+              if path not in out.files and path not in known]
+    missing += unread[:max(0, min(2 * aliases.MAX_SOURCES, PATHS_PER_REQUEST - len(missing) % PATHS_PER_REQUEST))]
+    if missing:
+        out.files.update(read_revisions(gh, repo_name, base_sha, head_sha, missing).files)
 
     if BASELINE_FILE in pw.touched(listed):
         out.baseline = _baseline(gh, repo_name, base_sha, head_sha, out.files.get(BASELINE_FILE), known)
@@ -365,6 +375,23 @@ def read_texts(gh, repo_name: str, pull, files: list) -> Texts:
         for path, why in graduation_pr.unjudged(out.files)
         if path in code_paths and out.files[path].complete]
     return out
+
+
+def _in_checked_tree(path: str) -> bool:
+    """A path of the checked package or of the test lanes (FlashInfer's default layout)."""
+    return any(under(path, top) for top in (DEFAULT.package.replace(".", "/"), DEFAULT.stable_tests,
+                                           DEFAULT.experimental_tests))
+
+
+def _link_problems(links: set[str]) -> list[str]:
+    """A symbolic link inside the checked package or the test lanes fails the check: what it imports or
+    collects is whatever it points to, which its own text does not say."""
+    inside = sorted(path for path in links if _in_checked_tree(path))
+    if not inside:
+        return []
+    more = f" (and {len(inside) - 1} more)" if len(inside) > 1 else ""
+    return [f"{code(inside[0], 200)}{more} is a symbolic link (git mode 120000) inside the checked package or the "
+            "test lanes: the checker and the bot read no link as the file it points to; commit the file itself"]
 
 
 def _baseline(gh, repo_name: str, base_sha: str, head_sha: str, f: FileAtRevisions | None,
@@ -403,7 +430,8 @@ def _judge_approvals(gh, repo_name: str, verdict: PrVerdict, context: PrContext,
         if body.startswith(BOT_MARKER_PREFIX) or comment.user is None:
             continue
         for digest in parse_policy_approvals(body):
-            commands.append(pw.Command(comment.user.login, getattr(comment, "author_association", None), digest))
+            commands.append(pw.Command(comment.user.login, getattr(comment, "author_association", None), digest,
+                                       comment.id, is_edited(comment)))
     levels = context.collaborators.levels
     complete = levels if levels is not None and context.collaborators.complete else None
     permissions = Permissions(gh.get_repo(repo_name), complete)  # lazy: asks per commander only when needed
@@ -451,6 +479,8 @@ def examine(gh, repo_name: str, number: int, tracking_repos: frozenset[str] = fr
     recognition = graduation_pr.recognise(files, ref, texts=texts.files, trees=texts.trees)
     verdict.graduations = list(recognition)
     verdict.notes += [f"not taken for a graduation: {reason}" for reason in recognition.reasons]
+    always_failing = _live_records_removed(recognition, texts.trees)  # failed declared or not, after the rest
+    always_failing += _link_problems(texts.links)
     if verdict.weakenings:
         _judge_approvals(gh, repo_name, verdict, context, identity)
     if not declaration.ticked:
@@ -460,6 +490,7 @@ def examine(gh, repo_name: str, number: int, tracking_repos: frozenset[str] = fr
                 "`## Experimental Track` section and link the tracking issue"
             )
         verdict.checklist = graduation_pr.checklist_lines(verdict.graduations, repo_name)
+        verdict.problems += always_failing
         _weakening_problem(verdict)
         return verdict, pull, context.comments
     verdict.problems.extend(declaration.problems)
@@ -486,8 +517,27 @@ def examine(gh, repo_name: str, number: int, tracking_repos: frozenset[str] = fr
     issue = context.issue  # read only for a ticked box: its state goes beside it in the checklist
     state = issue.state if ref is not None and issue is not None and issue.pull_request is None else None
     verdict.checklist = graduation_pr.checklist_lines(verdict.graduations, repo_name, state, ref)
+    verdict.problems += always_failing
     _weakening_problem(verdict)
     return verdict, pull, context.comments
+
+
+def _live_records_removed(recognition: graduation_pr.Recognition, trees: dict[str, list[str] | None]) -> list[str]:
+    """A feature whose record the PR removes while its directory keeps files at the head (or could not be
+    listed), and which it does not graduate: the feature would leave the board and its deadline while its
+    code stays, so the check fails, declared or not. Removing the whole directory is a removal, not this."""
+    problems = []
+    for item in recognition.not_recognised:
+        directory = f"{DEFAULT.experimental_dir}/{item.feature}"
+        left = trees.get(directory)
+        if left == []:
+            continue  # the directory is gone: a removal
+        what = "its code stays" if left else "the bot could not list what stays of it"
+        problems.append(
+            f"this PR removes the record {code(directory + '/FEATURE.toml', 200)} of a live feature while {what}: "
+            "the feature would leave the board and its deadline; keep the record, graduate the feature "
+            "(`policy-check graduate`) or remove it whole (`policy-check remove`)")
+    return problems
 
 
 def _examine_graduation_issue(repo_name: str, ref: TrackingRef, context: PrContext, verdict: PrVerdict) -> None:
@@ -526,7 +576,7 @@ def render(verdict: PrVerdict) -> str:
     if verdict.label_requested:
         lines += [f"The bot may not add labels here: a maintainer, please add the `{EXPERIMENTAL_LABEL}` label.", ""]
     if verdict.decision is not None:  # hidden: the approval record, trusted only in the bot's own comment
-        lines += pw.record_lines(verdict.decision.keys, verdict.decision.approved)
+        lines += pw.record_lines(verdict.decision.keys, verdict.decision.approved, verdict.decision.sources)
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -27,6 +27,8 @@ from .client import BotError
 
 PATHS_PER_REQUEST = 50  # each read at both commits: 100 blob lookups per request
 PRESENCE_PER_REQUEST = 50
+DIRECTORIES_PER_REQUEST = 100  # directories whose entries' git modes one request lists (both sides of 50 paths)
+LINK_MODE = 0o120000  # git's mode of a symbolic link (TreeEntry.mode: 40960)
 TREES_PER_REQUEST = 10
 TREE_DEPTH = 5  # directory levels a tree listing reaches; a deeper tree is "could not be listed"
 _BLOB_FIELDS = "__typename ... on Blob { text byteSize isBinary isTruncated }"
@@ -50,6 +52,7 @@ class FileAtRevisions:
     head: str | None  # None: the path does not exist at the head commit (deleted)
     complete: bool = True  # False: a side exists but could not be read whole
     problem: str | None = None  # why it is incomplete, for the comment
+    link: bool = False  # a symbolic link at the head commit: never read as the file it points to
 
 
 @dataclass
@@ -59,10 +62,11 @@ class Revisions:
     files: dict[str, FileAtRevisions] = field(default_factory=dict)
     present: dict[str, bool | None] = field(default_factory=dict)  # None: GitHub did not say
     trees: dict[str, list[str] | None] = field(default_factory=dict)  # directory -> file paths at head (None: unknown)
+    links: set[str] = field(default_factory=set)  # paths that are symbolic links at the head commit
     requests: int = 0
 
 
-def files_query(paths: int, presence: int, commits: bool, trees: int = 0) -> str:
+def files_query(paths: int, presence: int, commits: bool, trees: int = 0, directories: int = 0) -> str:
     """``FilesAtRevisions``: ``bK``/``hK`` read path K at the base and head (variables ``$bK``, ``$hK``),
     ``pK`` asks whether anything is at ``$pK``, ``tK`` lists the files under directory ``$tK`` (`TREE_DEPTH`
     levels); with ``commits``, ``baseCommit``/``headCommit`` prove that GitHub knows both commits (else every
@@ -83,6 +87,9 @@ def files_query(paths: int, presence: int, commits: bool, trees: int = 0) -> str
     for k in range(trees):
         params.append(f"$t{k}: String!")
         fields.append(f"    t{k}: object(expression: $t{k}) {{ {_tree_fields(TREE_DEPTH)} }}")
+    for k in range(directories):  # the git mode of each entry: a symbolic link is 120000
+        params.append(f"$d{k}: String!")
+        fields.append(f"    d{k}: object(expression: $d{k}) {{ __typename ... on Tree {{ entries {{ name mode }} }} }}")
     return ("query FilesAtRevisions(" + ", ".join(params) + ") {\n"
             "  repository(owner: $owner, name: $name) {\n" + "\n".join(fields) + "\n  }\n}\n")
 
@@ -134,24 +141,43 @@ def _files_under(node: dict | None, depth: int) -> list[str] | None:
     return out
 
 
+def _parent(path: str) -> tuple[str, str]:
+    directory, _, name = path.rpartition("/")
+    return directory, name
+
+
 def read_revisions(gh, repo_name: str, base_sha: str, head_sha: str, paths: Iterable[Wanted] = (),
-                   present_at_head: Iterable[str] = (), trees_at_head: Iterable[str] = ()) -> Revisions:
+                   present_at_head: Iterable[str] = (), trees_at_head: Iterable[str] = (),
+                   modes_at_head: Iterable[str] = ()) -> Revisions:
     """Read ``paths`` at both commits, ask whether anything is at each of ``present_at_head`` and list
     the files under each directory of ``trees_at_head`` at the head commit: one request per
     `PATHS_PER_REQUEST` paths (and as many presence checks and `TREES_PER_REQUEST` listings), none
     when there is nothing to ask. Raises `BotError` when a request fails or GitHub knows neither
-    commit. A directory absent at the head lists no file; one deeper than `TREE_DEPTH` lists None."""
+    commit. A directory absent at the head lists no file; one deeper than `TREE_DEPTH` lists None.
+
+    The git mode of every path read (at both commits) and of each of ``modes_at_head`` is read from
+    its directory's entries (`DIRECTORIES_PER_REQUEST` directories a request): a symbolic link
+    (mode 120000) is never taken for the file it points to. At the head it is `FileAtRevisions.link`,
+    with no text (incomplete: the caller fails closed) and in `Revisions.links`; at the base a link
+    has no text (the base held no such file)."""
     pairs = _pairs(paths)
     presence = list(dict.fromkeys(present_at_head))
     directories = list(dict.fromkeys(trees_at_head))
+    moded = [(head_sha, _parent(path)[0]) for path, _ in pairs]
+    moded += [(base_sha, _parent(base_path)[0]) for _, base_path in pairs]
+    moded += [(head_sha, _parent(path)[0]) for path in modes_at_head]
+    moded = list(dict.fromkeys(moded))
+    modes: dict[tuple[str, str], dict[str, int]] = {}  # (commit, directory) -> entry name -> git mode
+    answers: list[tuple[list, dict, list]] = []  # each request's paths and answer, read once all are in
     out = Revisions()
     owner, name = repo_name.split("/")
     requests = max(-(-len(pairs) // PATHS_PER_REQUEST), -(-len(presence) // PRESENCE_PER_REQUEST),
-                   -(-len(directories) // TREES_PER_REQUEST))
+                   -(-len(directories) // TREES_PER_REQUEST), -(-len(moded) // DIRECTORIES_PER_REQUEST))
     for number in range(requests):
         chunk = pairs[number * PATHS_PER_REQUEST:(number + 1) * PATHS_PER_REQUEST]
         asked = presence[number * PRESENCE_PER_REQUEST:(number + 1) * PRESENCE_PER_REQUEST]
         listed = directories[number * TREES_PER_REQUEST:(number + 1) * TREES_PER_REQUEST]
+        folders = moded[number * DIRECTORIES_PER_REQUEST:(number + 1) * DIRECTORIES_PER_REQUEST]
         first = number == 0
         variables: dict = {"owner": owner, "name": name}
         if first:
@@ -163,8 +189,10 @@ def read_revisions(gh, repo_name: str, base_sha: str, head_sha: str, paths: Iter
             variables[f"p{k}"] = f"{head_sha}:{path}"
         for k, path in enumerate(listed):
             variables[f"t{k}"] = f"{head_sha}:{path}"
+        for k, (sha, folder) in enumerate(folders):
+            variables[f"d{k}"] = f"{sha}:{folder}"
         count = len(chunk) + len(asked) + len(listed)
-        data, errors = graphql.query(gh, files_query(len(chunk), len(asked), first, len(listed)), variables,
+        data, errors = graphql.query(gh, files_query(len(chunk), len(asked), first, len(listed), len(folders)), variables,
                                      f"read {count} file{'' if count == 1 else 's'} of the PR at its base and head")
         out.requests += 1
         repo = data.get("repository")
@@ -175,16 +203,6 @@ def read_revisions(gh, repo_name: str, base_sha: str, head_sha: str, paths: Iter
             for which, sha in (("baseCommit", base_sha), ("headCommit", head_sha)):
                 if repo.get(which) is None:
                     raise BotError(f"read the files of the PR: GitHub does not know the commit {sha[:12]}")
-        for k, (path, base_path) in enumerate(chunk):
-            base, base_problem = _side(repo.get(f"b{k}"), graphql.error_at(errors, "repository", f"b{k}"))
-            head, head_problem = _side(repo.get(f"h{k}"), graphql.error_at(errors, "repository", f"h{k}"))
-            problem = None
-            if head_problem:
-                problem = f"at the head commit, {head_problem}"
-            elif base_problem:
-                where = "the base commit" if base_path == path else "the base commit (before its rename)"
-                problem = f"at {where}, {base_problem}"
-            out.files[path] = FileAtRevisions(path, base, head, complete=problem is None, problem=problem)
         for k, path in enumerate(asked):
             node = repo.get(f"p{k}")
             error = graphql.error_at(errors, "repository", f"p{k}")
@@ -192,7 +210,35 @@ def read_revisions(gh, repo_name: str, base_sha: str, head_sha: str, paths: Iter
         for k, path in enumerate(listed):
             error = graphql.error_at(errors, "repository", f"t{k}")
             out.trees[path] = None if error is not None else _files_under(repo.get(f"t{k}"), TREE_DEPTH)
+        for k, folder in enumerate(folders):
+            node = repo.get(f"d{k}")
+            modes[folder] = {entry.get("name"): entry.get("mode") for entry in (node or {}).get("entries") or []}
+        answers.append((chunk, repo, errors))
+    for chunk, repo, errors in answers:  # after every request: a directory's modes may come in any of them
+        for k, (path, base_path) in enumerate(chunk):
+            base, base_problem = _side(repo.get(f"b{k}"), graphql.error_at(errors, "repository", f"b{k}"))
+            head, head_problem = _side(repo.get(f"h{k}"), graphql.error_at(errors, "repository", f"h{k}"))
+            link = _is_link(modes, head_sha, path)
+            if link:
+                head, head_problem = None, ("it is a symbolic link (git mode 120000), not a file: the bot does not "
+                                            "read a link as the file it points to")
+            if _is_link(modes, base_sha, base_path):
+                base, base_problem = None, None  # a link at the base: no file of that name was there
+            problem = None
+            if head_problem:
+                problem = f"at the head commit, {head_problem}"
+            elif base_problem:
+                where = "the base commit" if base_path == path else "the base commit (before its rename)"
+                problem = f"at {where}, {base_problem}"
+            out.files[path] = FileAtRevisions(path, base, head, complete=problem is None, problem=problem, link=link)
+    out.links = {path for path in [*(p for p, _ in pairs), *modes_at_head] if _is_link(modes, head_sha, path)}
     return out
+
+
+def _is_link(modes: dict, sha: str, path: str) -> bool:
+    """Whether ``path`` is a symbolic link at ``sha``, from its directory's entries."""
+    directory, name = _parent(path)
+    return (modes.get((sha, directory)) or {}).get(name) == LINK_MODE
 
 
 def read_at_revisions(gh, repo_name: str, base_sha: str, head_sha: str,

@@ -224,13 +224,23 @@ class FakeGitHub:
         self.next_id += 1
         r = self.repo(repo)
         comment = {"id": self.next_id, "body": body, "user": self._user(author),
-                   "created_at": created or self._tick(), "updated_at": _iso(self.clock),
+                   "created_at": created or self._tick(), "updated_at": None,
                    "html_url": f"https://example.invalid/{repo}/issues/{number}#c{self.next_id}",
                    "_issue": number, "_repo": repo}
+        comment["updated_at"] = comment["created_at"]  # as on GitHub: equal until the comment is edited
         comment["url"] = f"{self.url}/repos/{repo}/issues/comments/{comment['id']}"
         r.comments[number].append(comment)
         r.issues[number]["updated_at"] = comment["created_at"]
         return comment
+
+    def edit_comment_as_user(self, comment: dict, body: str) -> None:
+        """A person edits their comment (what ``PATCH .../issues/comments/{id}`` does)."""
+        comment["body"] = body
+        comment["updated_at"] = comment["_last_edited_at"] = self._tick()
+
+    def delete_comment_as_user(self, repo: str, comment: dict) -> None:
+        """A person deletes their comment: it is gone from every listing."""
+        self.repo(repo).comments[comment["_issue"]].remove(comment)
 
     def comments_by(self, repo: str, number: int, login: str = BOT_LOGIN) -> list[dict]:
         return [c for c in self.repo(repo).comments[number] if c["user"]["login"] == login]
@@ -430,7 +440,7 @@ class FakeGitHub:
         if comment is None:
             return self._json({"message": "Not Found"}, 404)
         comment["body"] = request.get_json()["body"]
-        comment["updated_at"] = self._tick()
+        comment["updated_at"] = comment["_last_edited_at"] = self._tick()
         return self._json(self._comment_json(comment))
 
     def delete_comment(self, request, repo, id, **_):

@@ -14,7 +14,9 @@ answer holds exactly the fields asked for, spelt as GitHub spells them:
 - ``Repository.object(expression: "<rev>:<path>")`` is null when nothing is at that path (or
   the revision is unknown), a ``Tree`` for a directory, else a ``Blob`` whose ``text`` is null
   for binary content and cut short at 512,000 bytes with ``isTruncated: true`` for a larger
-  file (what GitHub does; ``byteSize`` is always the whole size).
+  file (what GitHub does; ``byteSize`` is always the whole size); a tree entry's ``mode`` is git's
+  (100644 a file, 120000 a symbolic link, 040000 a tree), and a symbolic link (`Link`) is the Blob of
+  its target's path, as git stores it.
 """
 
 from __future__ import annotations
@@ -22,6 +24,13 @@ from __future__ import annotations
 import graphql
 
 MAX_INT = 2**31 - 1
+FILE_MODE, LINK_MODE, TREE_MODE = 0o100644, 0o120000, 0o040000  # TreeEntry.mode: git's modes, as integers
+
+
+class Link(str):
+    """A symbolic link among a revision's files: git stores the target's path as the blob's content, so
+    ``object(expression:)`` at the link's path is a Blob whose text is that path (git follows no link),
+    and its tree entry's ``mode`` is 120000. A path through a linked directory is nothing."""
 BLOB_TEXT_LIMIT = 512_000  # GitHub cuts Blob.text here and sets isTruncated
 
 
@@ -128,6 +137,9 @@ class FakeGraphQL:
             "fullDatabaseId": str(comment["id"]),
             "databaseId": comment["id"] if comment["id"] <= MAX_INT else None,
             "body": comment["body"], "createdAt": comment["created_at"],
+            # GitHub: lastEditedAt is null for a comment never edited; includesCreatedEdit says whether
+            # an edit was made (the fake edits only through REST's PATCH, which sets _last_edited_at)
+            "lastEditedAt": comment.get("_last_edited_at"), "includesCreatedEdit": bool(comment.get("_last_edited_at")),
             "authorAssociation": self.fake.association(state.full_name, comment["user"]["login"]),
             "author": actor(comment["user"]["login"]),
         }
@@ -207,6 +219,7 @@ class FakeGraphQL:
         for name, kind in sorted(children.items()):
             full = f"{path}/{name}" if path else name
             obj = (lambda full=full: self._tree(files, full)) if kind == "tree" else self._blob(files[full])
-            entries.append({"name": name, "type": kind, "path": full,
+            mode = TREE_MODE if kind == "tree" else LINK_MODE if isinstance(files[full], Link) else FILE_MODE
+            entries.append({"name": name, "type": kind, "path": full, "mode": mode,
                             "object": (lambda info, obj=obj: obj()) if kind == "tree" else obj})
         return {"__typename": "Tree", "entries": entries}

@@ -141,3 +141,19 @@ def test_any_texts_are_judged_without_an_exception(base, head):
     change = baseline_texts_change(base, head, lambda module: None)
     for weakening in pw.weakenings(listed, files, change, "0" * 40):
         assert len(weakening.key) == 16 and "\n" not in weakening.text
+
+
+def test_a_recorded_approval_holds_only_while_its_comment_and_its_authors_access_do():
+    items = [pw.Weakening(pw.SETTINGS, "x", pw.key_of("x"))]
+    keys = pw.approval_keys(items)
+    record = pw.read_record("\n".join(pw.record_lines(keys, {keys[0]: "maintainer"}, {keys[0]: 7})))
+    assert record.sources == {keys[0]: 7}
+    live = pw.Command("maintainer", None, "0" * 16, comment_id=7)
+    assert pw.decide(items, record, [live], level, "mallory").pending == []
+    assert pw.decide(items, record, [], level, "mallory").pending == keys  # the comment is gone
+    edited = pw.Command("maintainer", None, "0" * 16, comment_id=7, edited=True)
+    decision = pw.decide(items, record, [edited], level, "mallory")
+    assert decision.pending == keys and any("was edited" in note for note in decision.notes)
+    assert pw.decide(items, record, [live], lambda login, association=None: "read", "mallory").pending == keys
+    unknown = pw.decide(items, record, [live], lambda login, association=None: "unknown", "mallory")
+    assert unknown.pending == keys and any("could not read their permission" in note for note in unknown.notes)

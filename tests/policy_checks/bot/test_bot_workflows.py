@@ -264,3 +264,24 @@ def test_the_policy_check_gate_runs_nothing_from_the_pr_checkout():
         assert "--approved-policy-change" not in args  # no approval is wired in yet: every hiding fails
     upload = next(s for s in steps if s.get("uses", "").startswith("github/codeql-action/upload-sarif@"))
     assert upload["with"]["checkout_path"].endswith("/" + pr_path)
+
+
+def test_the_audit_runs_on_pull_request_with_a_read_only_token_and_never_in_the_bots_job():
+    """The audit imports and runs the PR's code (issue 25, "Where it runs"): a job of its own on
+    ``pull_request``, whose token may only read, with the base branch's checker judging the PR's tree;
+    no workflow that holds write permissions (the bot's) runs it."""
+    workflow = load("policy-audit.yml")
+    assert list(triggers(workflow)) == ["pull_request"]
+    assert workflow["permissions"] == {}
+    [(name, job)] = workflow["jobs"].items()
+    assert name == job["name"] == "policy-audit"  # the check's name that branch protection requires
+    assert job["permissions"] == {"contents": "read"}
+    text = (GITHUB / "workflows" / "policy-audit.yml").read_text()
+    assert "secrets." not in text and "pull_request_target" not in text
+    [audit] = [s for s in job["steps"] if "policy_checks audit" in s.get("run", "")]
+    words = audit["run"].split()
+    assert words[:4] == ["python", "-I", "-m", "policy_checks"] and words[words.index("--root") + 1] == "pr"
+    for other in WORKFLOWS:
+        if other.name != "policy-audit.yml":
+            assert "audit" not in " ".join(s.get("run", "") for j in load(other.name)["jobs"].values()
+                                           for s in j["steps"]), other.name
