@@ -92,7 +92,9 @@ def _run_form(form: str, venv: Path, cwd: Path) -> None:
     assert words[:3] == ["python3", "-m", "pip"], form
     command = [sys.executable, "-m", "pip", "--disable-pip-version-check", words[3]]
     if words[3] == "install":
-        command += ["--prefix", str(venv), "--no-warn-script-location"]
+        # --ignore-installed: without it pip uninstalls this interpreter's own copy of the
+        # distribution (the developer's editable install) before installing under --prefix
+        command += ["--prefix", str(venv), "--ignore-installed", "--no-warn-script-location"]
     command += [*words[4:], "--no-index", "--no-deps", "--no-build-isolation"]
     done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
