@@ -64,6 +64,14 @@ def test_a_configuration_pytest_does_not_use_or_that_keeps_the_lane_is_not_flagg
     assert_green(repo, bot_cli, pull(repo, head))
 
 
+def test_a_suppression_in_the_configuration_under_tests_is_flagged(repo, bot_cli):
+    head = PYTEST_INI.replace("norecursedirs", "# policy: ignore[EXP008] local runs\nnorecursedirs")
+    pr = pull(repo, {"tests/pytest.ini": head})
+    body = assert_flagged(repo, bot_cli, pr, "`tests/pytest.ini` adds the suppression "
+                                             "`# policy: ignore[EXP008] local runs`")
+    assert "pytest's `norecursedirs` changes" not in body  # the same settings as the root's
+
+
 # ----- conftest hooks of the lane ----------------------------------------------------------------------
 
 READMITS = ("def pytest_ignore_collect(collection_path, config):\n"
