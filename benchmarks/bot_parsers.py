@@ -115,13 +115,17 @@ CASES = [
     ("graduation: dotted decorator", "decorator lines", lambda n: fill(n, "-@flashinfer_experimental_api\n+@", "a.")),
     ("graduation: gate call run", "gate calls", lambda n: fill(n, "+", "require_experimental_x")),
     ("graduation: shim marker run", "shim lines", lambda n: fill(n, "+__graduated_to__ = '", "flashinfer.")),
-    # the approval command is read with markdown-it-py's block parser: containers and paragraphs
+    # the approval command is read with markdown-it-py's block parser: containers and paragraphs, parsed
+    # only when a line can start the command's paragraph (the first four are skipped by that scan; the
+    # last two are parsed: a body of commands, and one command line after 64 KB of setext headings)
     ("approve: setext paragraphs", "CommonMark blocks", lambda n: fill(n, "approve-policy\n", "a\n=\n")),
     ("approve: lazy quote lines", "CommonMark blocks", lambda n: fill(n, "approve-policy\n", "> a\nb\n")),
     ("approve: fences", "CommonMark blocks", lambda n: fill(n, "approve-policy\n", "```\n")),
     ("approve: nested lists", "CommonMark blocks", lambda n: fill(n, "approve-policy\n", "- ")),
     ("approve: commands", "CommonMark blocks",
      lambda n: fill(n, "", "/experimental-track approve-policy 0123456789abcdef\n\n")),
+    ("approve: a command + setext", "CommonMark blocks",
+     lambda n: fill(n, "/experimental-track approve-policy 0123456789abcdef\n\n", "a\n=\n")),
     ("graduation: swaps, line by line", "decorator lines",
      lambda n: numbered(n, lambda i: "-@flashinfer_experimental_api" if i % 2 else "+@flashinfer_api")),
 ]

@@ -56,6 +56,10 @@ _EXTEND_RE = re.compile(r"^[ \t]*/experimental[ \t]+extend\b(.*)$", re.IGNORECAS
 # A whole paragraph (fullmatch: a literal, blanks, a literal, then one optional token of non-blanks):
 # the disjoint classes and the anchored end leave nothing to retry.
 _APPROVE_POLICY_RE = re.compile(r"/experimental-track[ \t]+approve-policy(?:[ \t]+(\S*))?[ \t]*", re.IGNORECASE)
+# Where such a paragraph can start (`parse_policy_approvals`): a line start, blanks other than a line
+# break (Python's whitespace, which str.strip removes), then the command's words as the regex above
+# reads them. One start per line, and the blank run stops at the line's end: linear.
+_APPROVE_LINE_RE = re.compile(r"^[^\S\n]*/experimental-track[ \t]+approve-policy", re.IGNORECASE | re.MULTILINE)
 APPROVE_WORD = "approve-policy"
 MAX_COMMENT_CHARS = 65_536  # GitHub's largest comment body; a longer text is read up to here
 _TARGET_RELEASE_RE = re.compile(r"target[ \t]+release[ \t]*:[ \t]*`?v?([0-9][\w.+-]*)", re.IGNORECASE)
@@ -348,12 +352,37 @@ def parse_policy_approvals(text: str | None) -> list[str]:
     GitHub's CommonMark reads it (markdown-it-py): inside a code block (indented or fenced, a fence
     in a list item too), a block quote (its lazy continuation lines too), a list item or an HTML
     block (``<pre>``, a comment) it is text, not a command. Only the block structure is parsed
-    (no inline rules), which is linear in the text; a text without the command's word is not parsed.
+    (no inline rules), which is linear in the text, and only when some line can start such a
+    paragraph (`might_hold_approval`): most comments are never parsed.
     """
     if not text or APPROVE_WORD not in text.lower():
         return []
+    text = text[:MAX_COMMENT_CHARS]
+    if not might_hold_approval(text):
+        return []
+    return approvals_in_blocks(text)
+
+
+def might_hold_approval(text: str) -> bool:
+    """Whether a line of ``text`` can start a top-level paragraph that is the approval command: a cheap
+    linear scan that `approvals_in_blocks` finds nothing without.
+
+    A top-level paragraph's content is taken from the start of its first line and stripped
+    (markdown-it-py's paragraph rule, then `parse_policy_approvals`), and the command fits on one
+    line (its regex matches no line break), so the command's words start a line after nothing but
+    blanks other than a line break: lines that are only such blanks can precede it in the same
+    paragraph, and a line of the paragraph after its first may be indented any amount. The scan asks
+    exactly that, on lines as markdown-it-py splits them (at LF, CR and CRLF), with the command
+    regex's own case rules.
+    """
+    return _APPROVE_LINE_RE.search(text.replace("\r", "\n")) is not None
+
+
+def approvals_in_blocks(text: str) -> list[str]:
+    """The digests of the top-level paragraphs of ``text`` that are the approval command, from markdown-it-py's
+    block structure (the whole parse: what `parse_policy_approvals` answers when `might_hold_approval`)."""
     found = []
-    tokens = _BLOCKS.parse(text[:MAX_COMMENT_CHARS])
+    tokens = _BLOCKS.parse(text)
     for opening, inline in zip(tokens, tokens[1:]):
         if opening.type == "paragraph_open" and opening.level == 0 and inline.type == "inline":
             match = _APPROVE_POLICY_RE.fullmatch(inline.content.strip())

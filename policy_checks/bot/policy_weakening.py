@@ -13,9 +13,12 @@ by what they mean, not by how the diff's lines look:
   checker reads suppressions in (Python, tokenized as the checker does; docs pages,
   ``FEATURE.toml`` and pytest's configuration, a line at a time) whose stripped line is not at
   the base as often (a copied line silences a second finding).
-* **the test lanes**: the pytest configuration pytest would use at each commit (pytest's own
-  search order, as EXP008 follows it), every key but a few harmless ones (markers, warnings
-  filters, logging, timeouts...), and any change to the root ``conftest.py``.
+* **the test lanes**, as EXP008 reads them: the pytest configuration ``pytest tests/`` would use
+  at each commit (pytest's own search order, in ``tests/`` and then at the root, as EXP008 follows
+  it), every key but a few harmless ones (markers, warnings filters, logging, timeouts...), any
+  change to the root ``conftest.py``, and (`lane_weakening`) hook statements of the lane's other
+  conftests that re-admit or add tests and workflows' pytest arguments that undo the isolation,
+  each when the base does not hold it.
 * **the gates**: a changed file of ``.github/workflows/`` or ``.github/actions/`` that mentions
   ``policy-check``, ``policy_checks`` or ``experimental-track`` (at either commit, or in its
   name), or that can post a commit status or a check at the head (`status_power`: a status
@@ -54,6 +57,8 @@ from ..config import ConfigError, Settings, from_table
 from ..facts import python_suppressions, text_suppressions
 from ..rules.registry import ALL_IDS, check_settings, matches, selected_ids
 from ..markers import RECORD
+from ..rules.workflows import is_workflow_file
+from . import lane_weakening as lanes
 from .baseline_diff import BASELINE_FILE, BaselineChange, BaselineEntry
 from .markdown import code
 from .revisions import FileAtRevisions
@@ -64,9 +69,11 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
 PYPROJECT = "pyproject.toml"
-# pytest's own search order at the root (EXP008's `CONFIG_FILES`): the first holding its
+# pytest's own search order in a directory (EXP008's `CONFIG_FILES`): the first holding its
 # configuration is the one it uses.
 PYTEST_FILES = ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+# ... asked of the stable lane's directory first, then of each directory above it (`pytest tests/`).
+PYTEST_PATHS = lanes.config_paths()
 ROOT_CONFTEST = "conftest.py"
 CODEOWNERS_FILES = ("CODEOWNERS", ".github/CODEOWNERS", "docs/CODEOWNERS")
 CI_DIRS = (".github/workflows/", ".github/actions/")
@@ -146,12 +153,12 @@ def _is_ci(path: str) -> bool:
 
 def policy_paths(listed: Iterable[Changed]) -> list[str]:
     """The policy files to read at both commits, each at the same path on both sides: what the PR touches
-    of the settings, pytest's configuration (all its candidates, to know which one pytest uses), the
-    workflows, CODEOWNERS and the baseline."""
+    of the settings, pytest's configuration (all its candidates, to know which one pytest uses: for a
+    changed workflow too), the workflows, CODEOWNERS and the baseline."""
     paths = touched(listed)
     wanted: list[str] = []
-    if paths & {*PYTEST_FILES, ROOT_CONFTEST}:
-        wanted += [*PYTEST_FILES, ROOT_CONFTEST]
+    if paths & {*PYTEST_PATHS, ROOT_CONFTEST} or any(map(is_workflow_file, paths)):
+        wanted += [*PYTEST_PATHS, ROOT_CONFTEST]  # a workflow's ``-c`` is judged against the configuration
     wanted += sorted(p for p in paths if _is_ci(p) or p in CODEOWNERS_FILES)
     if BASELINE_FILE in paths:
         wanted.append(BASELINE_FILE)
@@ -259,8 +266,8 @@ def _lines_with_suppressions(path: str, text: str) -> list[tuple[str, str]]:
         found = python_suppressions(text.encode("utf-8", "surrogatepass"))
         lines = text.split("\n")  # tokenize numbers the lines its readline yields: split at "\n"
     else:
-        markers = _DOCS_MARKERS if path.endswith(".rst") else _CONFIG_MARKERS
-        if name not in (*PYTEST_FILES, FEATURE_RECORD) and not path.endswith(".rst"):
+        markers = _DOCS_MARKERS if path.endswith(".rst") else ("#",) if is_workflow_file(path) else _CONFIG_MARKERS
+        if name not in (*PYTEST_FILES, FEATURE_RECORD) and not path.endswith(".rst") and not is_workflow_file(path):
             return []
         found = text_suppressions(text, markers)
         lines = text.splitlines()
@@ -317,17 +324,19 @@ def _relevant(table: Mapping) -> dict[str, tuple]:
 
 
 def pytest_config(texts: Mapping[str, str | None]) -> PytestConfig:
-    """The pytest configuration at the root, from the texts of `PYTEST_FILES` at one commit."""
+    """The pytest configuration the stable lane uses, from the texts of `PYTEST_PATHS` at one commit (a path
+    not in ``texts`` is absent): the first candidate holding pytest's configuration, in pytest's order."""
     config = PytestConfig()
-    for name in PYTEST_FILES:
-        text = texts.get(name)
+    for path in PYTEST_PATHS:
+        text = texts.get(path)
         if text is None:
             continue
+        name = path.rpartition("/")[2]
         if name.endswith(".toml"):
             try:
                 data = tomllib.loads(text)
             except (tomllib.TOMLDecodeError, RecursionError) as error:
-                config.unreadable[name] = f"not valid TOML ({type(error).__name__}: {error})"
+                config.unreadable[path] = f"not valid TOML ({type(error).__name__}: {error})"
                 continue
             if name != PYPROJECT:
                 table = data.get("pytest", {})
@@ -335,7 +344,7 @@ def pytest_config(texts: Mapping[str, str | None]) -> PytestConfig:
                 tool = data.get("tool", {})
                 pytest = tool.get("pytest", {}) if isinstance(tool, dict) else {}
                 if not isinstance(pytest, dict):
-                    config.unreadable[name] = "[tool.pytest] is not a table"
+                    config.unreadable[path] = "[tool.pytest] is not a table"
                     continue
                 native = {k: v for k, v in pytest.items() if k != "ini_options"}
                 if native:
@@ -345,30 +354,31 @@ def pytest_config(texts: Mapping[str, str | None]) -> PytestConfig:
                 else:
                     continue
             if not isinstance(table, dict):
-                config.unreadable[name] = "pytest's table is not a table"
+                config.unreadable[path] = "pytest's table is not a table"
                 continue
-            config.name, config.settings = name, _relevant(table)
+            config.name, config.settings = path, _relevant(table)
             return config
         section = "tool:pytest" if name == "setup.cfg" else "pytest"
         parser = configparser.ConfigParser(interpolation=None)
         try:
             parser.read_string(text)
         except configparser.Error as error:
-            config.unreadable[name] = f"not a valid ini file ({type(error).__name__})"
+            config.unreadable[path] = f"not a valid ini file ({type(error).__name__})"
             continue
         if parser.has_section(section):
-            config.name, config.settings = name, _relevant(dict(parser.items(section)))
+            config.name, config.settings = path, _relevant(dict(parser.items(section)))
             return config
         if name in ("pytest.ini", ".pytest.ini"):  # pytest's even without a [pytest] section
-            config.name = name
+            config.name = path
             return config
     return config
 
 
 def pytest_weakenings(files: Mapping[str, FileAtRevisions]) -> list[Weakening]:
-    """Changes to what pytest collects and runs: its configuration's keys and the root ``conftest.py``."""
-    base = pytest_config({n: files[n].base for n in PYTEST_FILES if n in files})
-    head = pytest_config({n: files[n].head for n in PYTEST_FILES if n in files})
+    """Changes to what pytest collects and runs: its configuration's keys (in the file the stable lane uses
+    at each commit: a configuration added under ``tests/`` replaces the root's) and the root ``conftest.py``."""
+    base = pytest_config({n: files[n].base for n in PYTEST_PATHS if n in files})
+    head = pytest_config({n: files[n].head for n in PYTEST_PATHS if n in files})
     out = []
     where = code(head.name) if head.name else "no configuration file"
     for key in sorted(set(base.settings) | set(head.settings)):
@@ -389,6 +399,30 @@ def pytest_weakenings(files: Mapping[str, FileAtRevisions]) -> list[Weakening]:
         verb = "is added" if conftest.base is None else "is removed" if conftest.head is None else "changes"
         out.append(Weakening(PYTEST, f"the root `conftest.py` {verb}: it can change what every test lane collects",
                              key_of(PYTEST, "conftest", _digest(conftest.head))))
+    return out
+
+
+def lane_weakenings(listed: list[Changed], complete: Mapping[str, FileAtRevisions], pytest_read: bool) -> list[Weakening]:
+    """What EXP008 reads beyond the configuration's keys (`lane_weakening`): conftest hooks of the stable lane
+    that re-admit or add tests, and workflows' pytest arguments that undo the lane's isolation."""
+    out = []
+    by_path = {c.path: c for c in listed}
+    paths = touched(listed)
+    for path in lanes.lane_conftests(paths, complete):
+        changed = by_path.get(path)
+        f = complete[path]
+        base = None if changed and lanes.renamed_into_lane(path, changed.status, changed.previous) else f.base
+        out += [Weakening(PYTEST, text, key_of(PYTEST, *parts)) for text, parts in lanes.conftest_weakenings(path, base, f.head)]
+    ci = [path for path in sorted(paths) if is_workflow_file(path) and path in complete
+          and complete[path].base != complete[path].head]
+    if ci:
+        configs = {n: complete[n] for n in PYTEST_PATHS if n in complete} if pytest_read else {}
+        config_base = pytest_config({n: f.base for n, f in configs.items()}).name if configs else None
+        config_head = pytest_config({n: f.head for n, f in configs.items()}).name if configs else None
+        for path in ci:
+            f = complete[path]
+            out += [Weakening(PYTEST, text, key_of(PYTEST, *parts))
+                    for text, parts in lanes.workflow_weakenings(path, f.base, f.head, config_base, config_head)]
     return out
 
 
@@ -514,11 +548,14 @@ def weakenings(listed: Iterable[Changed], files: Mapping[str, FileAtRevisions], 
     complete = {path: f for path, f in files.items() if f.complete}
     if PYPROJECT in paths and PYPROJECT in complete:
         out += settings_weakenings(complete[PYPROJECT])
-    if paths & {*PYTEST_FILES, ROOT_CONFTEST} and all(name in complete for name in (*PYTEST_FILES, ROOT_CONFTEST)):
+    pytest_read = all(f.complete for name, f in files.items() if name in (*PYTEST_PATHS, ROOT_CONFTEST))
+    if paths & {*PYTEST_PATHS, ROOT_CONFTEST} and pytest_read:
         out += pytest_weakenings(complete)
     out += suppression_weakenings(complete[path] for path, _ in code_paths(listed) if path in complete)
-    out += suppression_weakenings(complete[name] for name in PYTEST_FILES
+    out += suppression_weakenings(complete[name] for name in PYTEST_PATHS
                                   if name in paths and name in complete and not name.endswith(".py"))
+    out += suppression_weakenings(complete[name] for name in sorted(paths) if is_workflow_file(name) and name in complete)
+    out += lane_weakenings(listed, complete, pytest_read)
     out += gate_weakenings((p for p in paths if _is_ci(p) or p in CODEOWNERS_FILES), complete)
     out += baseline_weakenings(baseline, head_sha)
     return out

@@ -50,17 +50,34 @@ def pytest_problems(project, config_file, anchored) -> Iterator[tuple]:
         except OSError:
             continue
         text = project.read_text(rel)
-        if text is None or "pytest" not in text and "py.test" not in text:
+        if text is None:
             continue
-        lines = text.split("\n")
-        for start, end, script, is_addopts in _scripts(text):
-            if is_addopts:
-                calls = [(0, pytest_commands.words(script))]
-            else:
-                calls = list(pytest_commands.invocations(script))
-            for _offset, arguments in calls:
-                for problem in pytest_commands.problems(arguments, experimental, config_file, anchored):
-                    yield rel, _line(lines, start, end, problem), problem
+        for line, problem in text_problems(text, experimental, config_file, anchored):
+            yield rel, line, problem
+
+
+def is_workflow_file(rel: str) -> bool:
+    """Whether a path is one `workflow_files` reads (a workflow, or a composite action of the repository)."""
+    parts = rel.split("/")
+    if rel.startswith(WORKFLOWS_DIR + "/") and len(parts) == 3:
+        return parts[2].endswith((".yml", ".yaml"))
+    return rel.startswith(ACTIONS_DIR + "/") and len(parts) == 4 and parts[3] in ("action.yml", "action.yaml")
+
+
+def text_problems(text: str, experimental: str, config_file, anchored) -> Iterator[tuple]:
+    """``(line, Problem)`` for each pytest invocation of one workflow's text (`pytest_problems`): the
+    same question asked of another revision's text (the bot reads a PR's base and head)."""
+    if "pytest" not in text and "py.test" not in text:
+        return
+    lines = text.split("\n")
+    for start, end, script, is_addopts in _scripts(text):
+        if is_addopts:
+            calls = [(0, pytest_commands.words(script))]
+        else:
+            calls = list(pytest_commands.invocations(script))
+        for _offset, arguments in calls:
+            for problem in pytest_commands.problems(arguments, experimental, config_file, anchored):
+                yield _line(lines, start, end, problem), problem
 
 
 def _line(lines: List[str], start: int, end: int, problem) -> int:

@@ -128,14 +128,16 @@ def test_the_command_parser_is_linear():
 policy_text = st.one_of(st.text(max_size=200), st.lists(st.sampled_from([
     "[tool.policy-check]\n", "[pytest]\n", "[tool.pytest.ini_options]\n", "ignore = ", "[", "]", '"EXP"', "\n",
     "norecursedirs = ", "{", "}", '"entries": ', "# policy: ignore[EXP001] x", '"', "=", "1", "\x00", "\r",
-    "[" * 5000, "a = " + "{b=" * 3000]),
+    "[" * 5000, "a = " + "{b=" * 3000, "def pytest_ignore_collect(p, config):\n    return False\n",
+    "steps:\n  - run: pytest tests/ -o norecursedirs=.git -c x.ini\n", "PYTEST_ADDOPTS: ", "  - ", "'"]),
     max_size=30).map("".join))
 
 
 @settings(max_examples=150, deadline=None)
 @given(base=st.one_of(st.none(), policy_text), head=st.one_of(st.none(), policy_text))
 def test_any_texts_are_judged_without_an_exception(base, head):
-    paths = [*pw.PYTEST_FILES, pw.ROOT_CONFTEST, "policy-check-baseline.json", ".github/CODEOWNERS", "a.py"]
+    paths = [*pw.PYTEST_PATHS, pw.ROOT_CONFTEST, "policy-check-baseline.json", ".github/CODEOWNERS", "a.py",
+             "tests/conftest.py", ".github/workflows/tests.yml"]
     listed = [pw.Changed(path, "modified") for path in paths]
     files = {path: f(path, base, head) for path in paths}
     change = baseline_texts_change(base, head, lambda module: None)
