@@ -27,6 +27,8 @@ from __future__ import annotations
 import ast
 from typing import Iterator, List, NamedTuple
 
+from .. import markers
+
 _FIRST_ANSWER = ("pytest_collect_directory", "pytest_collection")
 _ADDS = frozenset({"append", "extend", "insert", "__setitem__", "__iadd__"})
 _COLLECTS = frozenset({"from_parent", "perform_collect", "genitems", "_collectfile", "_collect_one_node"})
@@ -43,10 +45,9 @@ class Readmission(NamedTuple):
 
 def readmissions(text: str) -> List[Readmission]:
     """What in a conftest's source can make the stable lane collect excluded tests."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return []  # EXP000 reports it
+    tree = markers.parse(text)
+    if tree is None:  # not Python, or deeper than the parser takes: EXP000 reports it
+        return []
     found = []
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):

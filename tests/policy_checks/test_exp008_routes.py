@@ -96,3 +96,12 @@ def test_reading_a_long_script_is_linear():
 
     small, large = cost(200), cost(800)
     assert large < 5 * small
+
+
+def test_a_conftest_deeper_than_the_parser_takes_is_exp000_not_a_crash(check):
+    """Python's parser gives up on deep nesting with MemoryError, not SyntaxError: the
+    hook reader reads nothing there, and the run reports the file as unreadable."""
+    deep = '"x": ' + "[" * 5000
+    assert conftest_hooks.readmissions(deep) == []
+    result = check({**TREE, "tests/conftest.py": deep}, select=["EXP000", "EXP008"])
+    assert [f.rule for f in result.findings if f.path == "tests/conftest.py"] == ["EXP000"]
