@@ -1,0 +1,605 @@
+"""What runs inside an audit worker: a standalone script, standard library only.
+
+The parent (`policy_checks.audit.sandbox`) starts ``python -I tracer.py CONFIG`` and
+sends one JSON request a line on standard input; the answers go back, one JSON line
+each, on the file descriptor that was standard output (the process's own standard
+output and input are pointed at ``/dev/null`` first, so the code under test can
+neither forge an answer by printing nor read the requests).
+
+Inside, an audit hook (`sys.addaudithook`, which nothing can remove) does two things:
+
+- refuses the network and new processes (``socket.connect``, ``socket.bind``,
+  ``subprocess.Popen``, ``os.system``, ...) by raising `PermissionError`, and
+  records each refusal;
+- while a request runs, records every module or file of the experimental package
+  that is loaded or executed: the ``import`` event (by name), ``open`` of a code
+  file by the import system, ``exec`` of a code object and ``compile`` with a
+  file name, the last three by the file's real path (links followed), so a module
+  reached through a link or a sourceless ``.pyc`` counts too. Each record carries
+  the chain read from the Python stack at the event: the innermost frame of a
+  core module (path and line), the loader between it and the event, and the
+  experimental frames in between.
+
+Third-party packages that are not installed are replaced by stand-ins (`StandIn`),
+permissive objects, so that a core module importing them can still be run; the
+package under test is never stood in for.
+
+This file is not imported by the checker: it runs only in the child (``-I``, so
+neither the checker nor the current directory is on its path).
+"""
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import inspect
+import json
+import os
+import sys
+import time
+import types
+
+_CODE_SUFFIXES = tuple(importlib.machinery.all_suffixes()) + (".pyc",)
+# audit events refused: the network, and new processes (which would run without this hook)
+_REFUSED = (
+    "socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg", "socket.getaddrinfo",
+    "socket.gethostbyname", "socket.gethostbyaddr", "socket.getnameinfo",
+    "subprocess.Popen", "os.system", "os.posix_spawn", "os.spawn", "os.exec", "os.startfile", "pty.spawn",
+)
+_ON_A_SOCKET = ("socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg")
+_MAX_FRAMES = 300
+_MAX_REFUSALS = 20  # a module looping on refused calls reports its first ones
+_HERE = os.path.realpath(__file__)
+
+
+class _State:
+    """The worker's configuration and what the current request has recorded."""
+
+    def __init__(self, config: dict):
+        self.root = config["root"]
+        self.real_root = os.path.realpath(self.root)
+        self.package = config["package"]
+        self.experimental = config["experimental_package"]
+        self.package_dir = os.path.realpath(os.path.join(self.root, *self.package.split(".")))
+        self.experimental_dir = os.path.realpath(os.path.join(self.root, *self.experimental.split(".")))
+        self.protected = {self.package.split(".")[0]}
+        self.tracing = False
+        self.busy = False  # the hook is running: what it calls itself is not traced
+        self.records = {}  # unit -> record (the first event of each unit wins)
+        self.refusals = []
+        self.stand_ins = set()
+        self._real_dirs = {}
+
+    # paths ----------------------------------------------------------------------
+    def real(self, path: str) -> str:
+        """`path` with links followed (its directory's resolution remembered)."""
+        directory, name = os.path.split(path)
+        real_dir = self._real_dirs.get(directory)
+        if real_dir is None:
+            real_dir = self._real_dirs[directory] = os.path.realpath(directory)
+        return os.path.realpath(os.path.join(real_dir, name)) if name else real_dir
+
+    def experimental_file(self, path) -> str:
+        """The path relative to the experimental directory of a file under it
+        (links followed), else ""."""
+        if isinstance(path, bytes):
+            path = os.fsdecode(path)
+        if not isinstance(path, str) or not path or path.startswith("<"):
+            return ""
+        real = self.real(path)
+        top = self.experimental_dir
+        if real == top or real.startswith(top + os.sep):
+            return os.path.relpath(real, top)
+        return ""
+
+    def unit_of_file(self, rel: str) -> str:
+        """The experimental module a file under the experimental directory is."""
+        parts = rel.split(os.sep)
+        name = parts[-1]
+        for suffix in sorted(_CODE_SUFFIXES, key=len, reverse=True):
+            if name.endswith(suffix):
+                name = name[: -len(suffix)]
+                break
+        if parts[:-1] and parts[-1:] and parts[-2:-1] == ["__pycache__"]:
+            parts = parts[:-1]  # a cached file: the module beside its folder
+            name = name.split(".")[0]
+        parts = [p for p in parts[:-1] if p != "."] + ([] if name in ("__init__", ".") else [name])
+        return ".".join([self.experimental] + parts)
+
+    def is_experimental(self, name: str) -> bool:
+        return name == self.experimental or name.startswith(self.experimental + ".")
+
+    def kind(self, filename: str) -> str:
+        """core, experimental, import (the import machinery), tracer, or other."""
+        if filename.startswith("<frozen importlib"):
+            return "import"
+        if filename.startswith("<"):
+            return "other"
+        real = self.real(filename)
+        if real == _HERE:
+            return "tracer"
+        top = self.experimental_dir
+        if real.startswith(top + os.sep):
+            return "experimental"
+        if real.startswith(self.package_dir + os.sep):
+            return "core"
+        return "other"
+
+    def shown(self, filename: str) -> str:
+        """A frame's file as the report names it: relative to the root, links kept."""
+        for top in (self.root, self.real_root):
+            if filename.startswith(top + os.sep):
+                return filename[len(top) + 1:].replace(os.sep, "/")
+        return filename
+
+
+STATE = None
+
+
+# the chain --------------------------------------------------------------------------
+
+def _loader(frame, state) -> str:
+    """What the frame just inside the core frame says about how the core line loaded code."""
+    if frame is None:
+        return ""
+    code = frame.f_code
+    name, filename = code.co_name, code.co_filename
+    if filename.startswith("<frozen importlib._bootstrap_external>") and name in ("exec_module", "load_module"):
+        return "a spec loader's exec_module"
+    if filename.startswith("<frozen importlib"):
+        return "import statement"
+    module = frame.f_globals.get("__name__", "")
+    if module == "importlib" and name == "import_module":
+        return "importlib.import_module"
+    if module == "importlib.util" or module == "importlib._bootstrap_external":
+        return f"importlib.util.{name}"
+    if module == "pkgutil":
+        return f"pkgutil.{name}"
+    if module == "runpy":
+        return f"runpy.{name}"
+    if filename.startswith("<"):
+        return f"code run by exec/eval ({filename})"
+    return f"{module or filename}.{name}"
+
+
+def chain_at(state, first, event: str) -> dict:
+    """The chain from the stack at an event: the innermost core frame, the loader,
+    the experimental frames between them, and the core frames that called the
+    innermost one (up to two, each in another file: a thin entry point's caller)."""
+    frame, inner, inside, steps = first, None, [], 0
+    found = None
+    callers = []
+    while frame is not None and steps < _MAX_FRAMES:
+        kind = state.kind(frame.f_code.co_filename)
+        if found is not None:
+            if kind == "core":
+                shown = state.shown(frame.f_code.co_filename)
+                if shown != found["core"][0] and all(shown != c.rpartition(":")[0] for c in callers):
+                    callers.append(f"{shown}:{frame.f_lineno}")
+                    if len(callers) == 2:
+                        break
+            elif kind == "tracer":
+                break
+        elif kind == "core":
+            loader = _loader(inner, state) if inner is not None else (
+                "exec" if event == "exec" else "compile" if event == "compile" else "import statement")
+            found = {"core": [state.shown(frame.f_code.co_filename), frame.f_lineno],
+                     "loader": loader, "through": inside[::-1]}
+        else:
+            if kind == "experimental":
+                inside.append(f"{state.shown(frame.f_code.co_filename)}:{frame.f_lineno}")
+            if kind != "tracer":
+                inner = frame
+        frame = frame.f_back
+        steps += 1
+    if found is None:
+        return {"core": None, "loader": _loader(inner, state) if inner is not None else "",
+                "through": inside[::-1], "callers": []}
+    found["callers"] = callers
+    return found
+
+
+def _record(state, unit: str, event: str, detail: str) -> None:
+    if unit in state.records:
+        return
+    record = chain_at(state, sys._getframe(2), event)
+    record.update(unit=unit, event=event, detail=detail)
+    state.records[unit] = record
+
+
+def _hook(event: str, args) -> None:
+    state = STATE
+    if state is None or state.busy:
+        return
+    if event.startswith(_REFUSED):
+        state.busy = True
+        try:
+            if len(state.refusals) < _MAX_REFUSALS:
+                where = chain_at(state, sys._getframe(1), event)
+                shown = args[1:] if event in _ON_A_SOCKET else args  # the address, not the socket object
+                state.refusals.append({"event": event, "args": repr(shown)[:200], "core": where["core"]})
+        finally:
+            state.busy = False
+        raise PermissionError(f"the policy-check audit refuses {event} (no network, no new processes)")
+    if not state.tracing or event not in ("import", "open", "exec", "compile"):
+        return
+    state.busy = True
+    try:
+        if event == "import":
+            name = args[0]
+            if isinstance(name, str) and state.is_experimental(name):
+                _record(state, name, event, "")
+            return
+        if event == "open":
+            path, mode = args[0], args[1]
+            if mode not in ("r", "rb") or not isinstance(path, (str, bytes)):
+                return
+            text = os.fsdecode(path)
+            if not text.endswith(_CODE_SUFFIXES):
+                return
+            rel = state.experimental_file(text)
+            if rel and _by_import_system(sys._getframe(1)):
+                _record(state, state.unit_of_file(rel), event, state.shown(text))
+            return
+        if event == "exec":
+            code = args[0]
+            filename = getattr(code, "co_filename", None)
+            rel = state.experimental_file(filename) if filename else ""
+            if rel:
+                _record(state, state.unit_of_file(rel), event, state.shown(filename))
+            return
+        if event == "compile":
+            filename = args[1] if len(args) > 1 else None
+            rel = state.experimental_file(filename) if filename else ""
+            if rel:
+                _record(state, state.unit_of_file(rel), event, state.shown(os.fsdecode(filename)))
+    finally:
+        state.busy = False
+
+
+def _by_import_system(frame) -> bool:
+    """Did the import machinery (or a loader) open the file, rather than, say, linecache?"""
+    steps = 0
+    while frame is not None and steps < 12:
+        code = frame.f_code
+        if code.co_filename.startswith("<frozen importlib") or code.co_name in ("get_data", "get_code", "exec_module"):
+            return True
+        frame = frame.f_back
+        steps += 1
+    return False
+
+
+# stand-ins --------------------------------------------------------------------------
+
+class StandIn:
+    """Stands in for anything of a third-party package that is not installed: every
+    attribute and item is another stand-in, a call returns one (or, called with one
+    callable as a decorator, that callable unchanged), it can be a base class, a
+    context manager, iterated (empty), compared and converted without error."""
+
+    def __init__(self, name: str):
+        object.__setattr__(self, "_stand_in_name", name)
+
+    def __getattr__(self, name: str):
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return StandIn(f"{self._stand_in_name}.{name}")
+
+    def __call__(self, *args, **kwargs):
+        if len(args) == 1 and not kwargs and (inspect.isroutine(args[0]) or inspect.isclass(args[0])):
+            return args[0]
+        return StandIn(f"{self._stand_in_name}()")
+
+    def __getitem__(self, key):
+        return StandIn(f"{self._stand_in_name}[]")
+
+    def __mro_entries__(self, bases):
+        return (_stand_in_class(self._stand_in_name),)
+
+    def __iter__(self):
+        return iter(())
+
+    def __len__(self):
+        return 0
+
+    def __bool__(self):
+        return False
+
+    def __int__(self):
+        return 0
+
+    __index__ = __int__
+
+    def __float__(self):
+        return 0.0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def __repr__(self):
+        return f"<stand-in {self._stand_in_name}>"
+
+    def __hash__(self):
+        return id(self)
+
+    def __eq__(self, other):
+        return self is other
+
+    def __or__(self, other):
+        return self
+
+    __ror__ = __and__ = __rand__ = __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __or__
+    __truediv__ = __floordiv__ = __mod__ = __pow__ = __neg__ = __lshift__ = __rshift__ = __or__
+
+
+def _stand_in_class(name: str) -> type:
+    """A real class to derive from, for ``class X(missing.Base):``."""
+
+    class StandInBase:
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def __init_subclass__(cls, **kwargs):
+            pass
+
+        def __getattr__(self, attribute):
+            if attribute.startswith("__") and attribute.endswith("__"):
+                raise AttributeError(attribute)
+            return StandIn(f"{name}().{attribute}")
+
+        def __class_getitem__(cls, item):
+            return cls
+
+    StandInBase.__qualname__ = StandInBase.__name__ = name.rpartition(".")[2] or "StandIn"
+    return StandInBase
+
+
+class StandInModule(types.ModuleType):
+    """A module standing in for a package that is not installed."""
+
+    __version__ = "0.0.0"
+
+    def __getattr__(self, name: str):
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return StandIn(f"{self.__name__}.{name}")
+
+
+class _StandInLoader(importlib.abc.Loader):
+    def create_module(self, spec):
+        module = StandInModule(spec.name)
+        module.__path__ = []
+        return module
+
+    def exec_module(self, module):
+        pass
+
+
+class StandInFinder(importlib.abc.MetaPathFinder):
+    """Last on the meta path: a module nobody else found, whose top-level package is
+    not installed (or is itself a stand-in), becomes a stand-in. Never the package
+    under test, never the standard library."""
+
+    def __init__(self, state):
+        self.state = state
+
+    def find_spec(self, fullname, path=None, target=None):
+        top = fullname.partition(".")[0]
+        if top in self.state.protected or top in sys.stdlib_module_names or not self.state.tracing:
+            return None
+        if "." in fullname:
+            parent = sys.modules.get(fullname.rpartition(".")[0])
+            if not isinstance(parent, StandInModule):
+                return None
+        self.state.stand_ins.add(top)
+        return importlib.machinery.ModuleSpec(fullname, _StandInLoader(), is_package=True)
+
+
+class _TreeFinder(importlib.abc.MetaPathFinder):
+    """First on the meta path: the package under test comes from the tree, whatever
+    editable install or path hook would find another copy first."""
+
+    def __init__(self, state):
+        self.state = state
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != self.state.package.split(".")[0]:
+            return None
+        return importlib.machinery.PathFinder.find_spec(fullname, [self.state.root])
+
+
+# requests ---------------------------------------------------------------------------
+
+def _forget_experimental(state) -> None:
+    """Drop every experimental module (by name or by file) from sys.modules and from
+    its parent's attributes, so the next importer loads it again, with its own chain."""
+    for name, module in list(sys.modules.items()):
+        filename = getattr(module, "__file__", None)
+        if state.is_experimental(name) or (isinstance(filename, str) and state.experimental_file(filename)):
+            sys.modules.pop(name, None)
+            parent, _, child = name.rpartition(".")
+            holder = sys.modules.get(parent)
+            if holder is not None and getattr(holder, child, None) is module:
+                try:
+                    delattr(holder, child)
+                except (AttributeError, TypeError):
+                    pass
+
+
+def _loaded_unseen(state, before: set) -> None:
+    """Modules new in sys.modules whose file is experimental but that no event showed
+    (an extension module through a link, say): recorded without a chain."""
+    for name in set(sys.modules) - before:
+        module = sys.modules.get(name)
+        spec = getattr(module, "__spec__", None)
+        for filename in (getattr(module, "__file__", None), getattr(spec, "origin", None)):
+            rel = state.experimental_file(filename) if isinstance(filename, str) else ""
+            if rel:
+                unit = state.unit_of_file(rel)
+                if unit not in state.records and name not in state.records:
+                    state.records[unit] = {"core": None, "loader": f"found in sys.modules as {name}",
+                                           "through": [], "unit": unit, "event": "modules", "detail": filename}
+                break
+
+
+def _error(exc: BaseException) -> dict:
+    text = str(exc).replace("\n", " ")
+    tb, where = exc.__traceback__, None
+    while tb is not None:
+        if STATE.kind(tb.tb_frame.f_code.co_filename) in ("core", "experimental"):
+            where = [STATE.shown(tb.tb_frame.f_code.co_filename), tb.tb_lineno]
+        tb = tb.tb_next
+    return {"type": type(exc).__name__, "message": text[:400], "at": where}
+
+
+def _traced(state, action) -> dict:
+    """Run `action` with the tracing on; what it recorded, refused and stood in for."""
+    state.records, state.refusals = {}, []
+    known_stand_ins = set(state.stand_ins)
+    before = set(sys.modules)
+    started = time.monotonic()
+    answer = {}
+    state.tracing = True
+    try:
+        answer["value"] = action()
+        answer["ok"] = True
+    except BaseException as exc:  # SystemExit and KeyboardInterrupt from imported code too
+        answer["ok"] = False
+        answer["error"] = _error(exc)
+    finally:
+        state.tracing = False
+    _loaded_unseen(state, before)
+    answer["records"] = list(state.records.values())
+    answer["refusals"] = state.refusals
+    answer["stand_ins"] = sorted(state.stand_ins - known_stand_ins)
+    answer["seconds"] = round(time.monotonic() - started, 3)
+    _forget_experimental(state)
+    return answer
+
+
+def _import(state, name: str):
+    module = importlib.import_module(name)
+    filename = getattr(module, "__file__", None) or ""
+    if name == state.package and not os.path.realpath(filename).startswith(state.package_dir + os.sep):
+        raise ImportError(f"{name} came from {filename}, not from the tree under test")
+    return None
+
+
+class _Everything(dict):
+    """A capabilities mapping that has every capability (``.get(key, default)`` is True)."""
+
+    def get(self, key, default=None):
+        return True
+
+    def __getitem__(self, key):
+        return True
+
+    def __contains__(self, key):
+        return True
+
+
+def _spec_facts(state, spec) -> dict:
+    """What the audit reads of a returned JIT spec: name, sources, origin."""
+    sources = []
+    for source in list(getattr(spec, "sources", None) or [])[:2000]:
+        try:
+            sources.append(os.fspath(source))
+        except TypeError:
+            continue
+    created = getattr(spec, "created_in", None)
+    flagged = [s for s in sources if state.experimental_file(s)]
+    return {
+        "name": str(getattr(spec, "name", ""))[:200],
+        "experimental_sources": [state.shown(s) for s in flagged][:5],
+        "created_in": created if isinstance(created, str) else None,
+        "experimental": getattr(spec, "experimental", False) is True,
+    }
+
+
+def _aot(state, module_name: str):
+    """Call the AOT listing of `module_name` in whichever shape it has; the specs."""
+    module = importlib.import_module(module_name)
+    if hasattr(module, "registered_specs"):
+        shape, where = "registered_specs()", module.registered_specs
+        specs = module.registered_specs()
+    elif hasattr(module, "_register_builtin"):
+        shape, where = "_register_builtin()", module._register_builtin
+        module._register_builtin()
+        specs = list(getattr(module, "_registry", {}).values())
+    elif hasattr(module, "gen_all_modules"):
+        shape, where = "gen_all_modules(...)", module.gen_all_modules
+        config = module.get_default_config() if hasattr(module, "get_default_config") else {}
+        arguments = []
+        for parameter in inspect.signature(module.gen_all_modules).parameters.values():
+            key = parameter.name.rstrip("_")
+            if key in config:
+                arguments.append(config[key])
+            elif "capabilit" in key:
+                arguments.append(_Everything())
+            elif parameter.default is not inspect.Parameter.empty:
+                arguments.append(parameter.default)
+            elif parameter.annotation in (bool, "bool"):
+                arguments.append(True)
+            else:
+                raise TypeError(f"no value for gen_all_modules's parameter {parameter.name!r}")
+        specs = module.gen_all_modules(*arguments)
+    else:
+        raise LookupError(f"{module_name} has neither registered_specs, _register_builtin nor gen_all_modules")
+    code = getattr(where, "__code__", None)
+    line = code.co_firstlineno if code is not None else 1
+    return {"shape": shape, "at": [state.shown(getattr(module, "__file__", "") or ""), line],
+            "specs": [_spec_facts(state, spec) for spec in list(specs or [])[:20000]]}
+
+
+def _preload(names) -> list:
+    """Import the heavy third-party packages once, before any request (untraced, no
+    stand-ins): what imported."""
+    done = []
+    for name in names:
+        try:
+            importlib.import_module(name)
+            done.append(name)
+        except BaseException:
+            pass
+    return done
+
+
+def main() -> None:
+    global STATE
+    with open(sys.argv[1], encoding="utf-8") as handle:
+        config = json.load(handle)
+    answers = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
+    requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    sys.stdin = open(os.devnull, encoding="utf-8")
+    sys.stdout = open(os.devnull, "w", encoding="utf-8")
+    sys.dont_write_bytecode = True
+    if config.get("pycache_prefix"):
+        sys.pycache_prefix = config["pycache_prefix"]
+    state = _State(config)
+    sys.path[:0] = [state.root]
+    sys.meta_path.insert(0, _TreeFinder(state))
+    if config.get("stand_ins", True):
+        sys.meta_path.append(StandInFinder(state))
+    STATE = state
+    sys.addaudithook(_hook)
+    preloaded = _preload(config.get("preload", ()))
+    answers.write(json.dumps({"ready": True, "preloaded": preloaded}) + "\n")
+    for line in requests:
+        request = json.loads(line)
+        if request["op"] == "import":
+            answer = _traced(state, lambda: _import(state, request["module"]))
+        elif request["op"] == "aot":
+            answer = _traced(state, lambda: _aot(state, request["module"]))
+        else:
+            answer = {"ok": False, "error": {"type": "ValueError", "message": "unknown request", "at": None}}
+        answer["id"] = request.get("id")
+        answers.write(json.dumps(answer, default=repr) + "\n")
+
+
+if __name__ == "__main__":
+    main()
