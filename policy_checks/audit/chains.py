@@ -44,6 +44,16 @@ def allowed(record: dict, records: list, support: dict, settings: Settings) -> b
     return False
 
 
+def reported(records: list, support: dict, settings: Settings) -> list:
+    """The records that are findings: not allowed, and not merely a package above
+    another finding from the same core line (importing a module runs its packages'
+    ``__init__``: the module's chain says it)."""
+    found = [r for r in records if not allowed(r, records, support, settings)]
+    return [r for r in found
+            if not any(o is not r and o.get("core") == r.get("core") and o["unit"].startswith(r["unit"] + ".")
+                       for o in found)]
+
+
 def located(record_core: Optional[list], fallback: tuple) -> tuple:
     """``(path, line)`` of a record: its core frame, else `fallback`."""
     if record_core:

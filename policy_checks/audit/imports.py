@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ..rules.base import Finding
-from .chains import allowed, chain_words, located, refusal_finding
+from .chains import chain_words, located, refusal_finding, reported
 from .rules import CORE_LOADS_EXPERIMENTAL, NOT_AUDITED
 from .sandbox import Request
 
@@ -50,9 +50,7 @@ def judge_imports(outcomes: list, project, support: dict) -> Verdict:
                                                        f"{error['type']}: {error['message']}{where}"))
         findings += [refusal_finding(r, place, f"importing {module}") for r in answer.get("refusals", ())]
         records = answer.get("records", ())
-        for record in records:
-            if allowed(record, records, support, settings):
-                continue
+        for record in reported(records, support, settings):
             path, line = located(record.get("core"), place)
             findings.append(Finding(path, line, 1, CORE_LOADS_EXPERIMENTAL.id,
                                     f"core code loads experimental {record['unit']}: {chain_words(record, settings)}",

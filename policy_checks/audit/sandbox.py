@@ -48,7 +48,7 @@ class Scratch:
 
     def __init__(self):
         self.path = Path(tempfile.mkdtemp(prefix="policy-check-audit-"))
-        for name in ("home", "cache", "config", "data", "tmp", "pycache"):
+        for name in ("home", "cache", "config", "data", "tmp"):
             (self.path / name).mkdir()
 
     def environment(self) -> dict:
@@ -143,7 +143,7 @@ class Pool:
 
     def run(self, requests: list) -> list:
         scratch = Scratch()
-        config = dict(self.config, pycache_prefix=str(scratch.path / "pycache"), preload=list(PRELOAD))
+        config = dict(self.config, preload=list(PRELOAD))
         config_path = scratch.path / "config.json"
         config_path.write_text(json.dumps(config), encoding="utf-8")
         pending = deque(requests)

@@ -71,12 +71,16 @@ class _State:
 
     # paths ----------------------------------------------------------------------
     def real(self, path: str) -> str:
-        """`path` with links followed (its directory's resolution remembered)."""
+        """`path` with links followed (its directory's resolution remembered; the
+        file itself costs one ``lstat``, and a full resolution only when it is a link)."""
         directory, name = os.path.split(path)
         real_dir = self._real_dirs.get(directory)
         if real_dir is None:
             real_dir = self._real_dirs[directory] = os.path.realpath(directory)
-        return os.path.realpath(os.path.join(real_dir, name)) if name else real_dir
+        if not name:
+            return real_dir
+        joined = os.path.join(real_dir, name)
+        return os.path.realpath(joined) if os.path.islink(joined) else joined
 
     def experimental_file(self, path) -> str:
         """The path relative to the experimental directory of a file under it
@@ -185,8 +189,11 @@ def chain_at(state, first, event: str) -> dict:
             found = {"core": [state.shown(frame.f_code.co_filename), frame.f_lineno],
                      "loader": loader, "through": inside[::-1]}
         else:
-            if kind == "experimental":
-                inside.append(f"{state.shown(frame.f_code.co_filename)}:{frame.f_lineno}")
+            filename = frame.f_code.co_filename
+            if kind == "experimental" or (filename.startswith("<") and not filename.startswith("<frozen")):
+                # experimental code, and code with no file of its own (exec'd text, a .pyc
+                # compiled under a made-up name): both are links of the chain
+                inside.append(f"{state.shown(filename)}:{frame.f_lineno}")
             if kind != "tracer":
                 inner = frame
         frame = frame.f_back
@@ -412,10 +419,12 @@ class _TreeFinder(importlib.abc.MetaPathFinder):
 
 # requests ---------------------------------------------------------------------------
 
-def _forget_experimental(state) -> None:
-    """Drop every experimental module (by name or by file) from sys.modules and from
-    its parent's attributes, so the next importer loads it again, with its own chain."""
-    for name, module in list(sys.modules.items()):
+def _forget_experimental(state, before: set) -> None:
+    """Drop every experimental module (by name or by file) loaded since `before` from
+    sys.modules and from its parent's attributes, so the next importer loads it again,
+    with its own chain (those loaded earlier were dropped after their own request)."""
+    for name in set(sys.modules) - before:
+        module = sys.modules.get(name)
         filename = getattr(module, "__file__", None)
         if state.is_experimental(name) or (isinstance(filename, str) and state.experimental_file(filename)):
             sys.modules.pop(name, None)
@@ -475,7 +484,7 @@ def _traced(state, action) -> dict:
     answer["refusals"] = state.refusals
     answer["stand_ins"] = sorted(state.stand_ins - known_stand_ins)
     answer["seconds"] = round(time.monotonic() - started, 3)
-    _forget_experimental(state)
+    _forget_experimental(state, before)
     return answer
 
 
@@ -577,9 +586,9 @@ def main() -> None:
     os.dup2(null, 1)
     sys.stdin = open(os.devnull, encoding="utf-8")
     sys.stdout = open(os.devnull, "w", encoding="utf-8")
+    # never write into the tree under test (a bytecode prefix would also hide every
+    # installed package's own bytecode, and recompile torch in each worker)
     sys.dont_write_bytecode = True
-    if config.get("pycache_prefix"):
-        sys.pycache_prefix = config["pycache_prefix"]
     state = _State(config)
     sys.path[:0] = [state.root]
     sys.meta_path.insert(0, _TreeFinder(state))
