@@ -77,4 +77,4 @@ def refusal_finding(refusal: dict, fallback: tuple, what: str) -> Finding:
     path, line = located(refusal.get("core"), fallback)
     return Finding(path, line, 1, "AUD000",
                    f"{what}: the audit refused {refusal['event']} {refusal.get('args', '')}; what the code does "
-                   "with the network or a new process is not audited", f"refused {refusal['event']}")
+                   "with the network is not audited", f"refused {refusal['event']}")

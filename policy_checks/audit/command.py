@@ -188,6 +188,7 @@ def _summary(found) -> dict:
         "modules": found.modules, "audited": found.audited, "not_audited": found.not_audited,
         "stand_ins": found.stand_ins, "skipped": [{"path": p, "why": why} for p, why in found.skipped],
         "support_modules": sorted(found.support), "notes": found.notes,
+        "processes": found.processes, "network_namespace": found.network_namespace,
     }
 
 
@@ -199,4 +200,10 @@ def _notes(found) -> list:
     lines += [f"skipped {path}: {why}" for path, why in found.skipped]
     if found.support:
         lines.append("support modules allowed: " + ", ".join(sorted(found.support)))
+    if found.processes:
+        shown = "; ".join(found.processes[:3]) + (f"; and {len(found.processes) - 3} more" if len(found.processes) > 3 else "")
+        lines.append(f"processes started by imports ({len(found.processes)}): {shown}")
+    if not found.network_namespace:
+        lines.append("no network namespace (unshare -rn failed): the audit hook alone refused the network, "
+                     "and processes the imports started had it")
     return lines + list(found.notes)

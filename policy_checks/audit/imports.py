@@ -14,6 +14,7 @@ from .sandbox import Request
 class Verdict(NamedTuple):
     findings: list
     stand_ins: set
+    processes: list  # "command (at path:line)" of each new process an import started
     audited: int  # modules whose import completed
     not_audited: int
 
@@ -30,7 +31,7 @@ def not_audited(path_line: tuple, subject: str, message: str) -> Finding:
 def judge_imports(outcomes: list, project, support: dict) -> Verdict:
     """The findings of the import requests' outcomes."""
     settings = project.settings
-    findings, stand_ins, audited, failed = [], set(), 0, 0
+    findings, stand_ins, processes, audited, failed = [], set(), [], 0, 0
     for outcome in outcomes:
         module = outcome.request.module
         place = module_file(project, module)
@@ -40,6 +41,9 @@ def judge_imports(outcomes: list, project, support: dict) -> Verdict:
             findings.append(not_audited(place, module, f"{module} not audited: {outcome.problem}"))
             continue
         stand_ins.update(answer.get("stand_ins", ()))
+        for started in answer.get("processes", ()):
+            at = f" at {started['core'][0]}:{started['core'][1]}" if started.get("core") else ""
+            processes.append(f"{started['args']}{at}")
         if answer.get("ok"):
             audited += 1
         else:
@@ -55,7 +59,7 @@ def judge_imports(outcomes: list, project, support: dict) -> Verdict:
             findings.append(Finding(path, line, 1, CORE_LOADS_EXPERIMENTAL.id,
                                     f"core code loads experimental {record['unit']}: {chain_words(record, settings)}",
                                     record["unit"]))
-    return Verdict(findings, stand_ins, audited, failed)
+    return Verdict(findings, stand_ins, sorted(set(processes)), audited, failed)
 
 
 def import_requests(modules: list, first_id: int = 0) -> list:

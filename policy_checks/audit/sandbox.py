@@ -1,6 +1,7 @@
 """The audit's isolated workers: ``python -I`` subprocesses running `tracer.py`, each
 in a scratch home, cache and temporary directory, with a minimal environment, a
-time limit per request and no network (the tracer's audit hook refuses it).
+time limit per request and no network (the tracer's audit hook refuses it, and where
+``unshare`` can, the worker runs in a network namespace of its own).
 
 A worker imports the heavy third-party packages once (`PRELOAD`), then answers one
 request at a time; `Pool` hands requests to whichever worker is free, and replaces
@@ -9,6 +10,7 @@ a worker that overran its time limit or died, reporting the request it was on.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import selectors
@@ -64,12 +66,27 @@ class Scratch:
         shutil.rmtree(self.path, ignore_errors=True)
 
 
+@functools.lru_cache(maxsize=1)
+def network_namespace() -> tuple:
+    """The command prefix that runs a worker in a network namespace of its own (no
+    interface but a loopback that is down: no network for it or any process it
+    starts), or () where ``unshare`` cannot make one (no user namespaces)."""
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        return ()
+    try:
+        done = subprocess.run([unshare, "-rn", "true"], capture_output=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return ()
+    return (unshare, "-rn") if done.returncode == 0 else ()
+
+
 class Worker:
     """One tracer subprocess."""
 
     def __init__(self, config_path: Path, scratch: Scratch, python: str):
         self.process = subprocess.Popen(
-            [python, "-I", str(TRACER), str(config_path)],
+            [*network_namespace(), python, "-I", str(TRACER), str(config_path)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             cwd=scratch.path / "tmp", env=scratch.environment(), start_new_session=True,
         )

@@ -8,9 +8,8 @@ neither forge an answer by printing nor read the requests).
 
 Inside, an audit hook (`sys.addaudithook`, which nothing can remove) does two things:
 
-- refuses the network and new processes (``socket.connect``, ``socket.bind``,
-  ``subprocess.Popen``, ``os.system``, ...) by raising `PermissionError`, and
-  records each refusal;
+- refuses the network (``socket.connect``, ``socket.bind``, name lookups, ...) by
+  raising `PermissionError`, and records each refusal; records each new process;
 - while a request runs, records every module or file of the experimental package
   that is loaded or executed: the ``import`` event (by name), ``open`` of a code
   file by the import system, ``exec`` of a code object and ``compile`` with a
@@ -28,6 +27,7 @@ This file is not imported by the checker: it runs only in the child (``-I``, so
 neither the checker nor the current directory is on its path).
 """
 
+import functools
 import importlib
 import importlib.abc
 import importlib.machinery
@@ -39,12 +39,15 @@ import time
 import types
 
 _CODE_SUFFIXES = tuple(importlib.machinery.all_suffixes()) + (".pyc",)
-# audit events refused: the network, and new processes (which would run without this hook)
+# audit events refused: the network
 _REFUSED = (
     "socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg", "socket.getaddrinfo",
     "socket.gethostbyname", "socket.gethostbyaddr", "socket.getnameinfo",
-    "subprocess.Popen", "os.system", "os.posix_spawn", "os.spawn", "os.exec", "os.startfile", "pty.spawn",
 )
+# audit events of new processes: allowed (``ptxas --version`` at import is common) and
+# recorded; they run without this hook, so the parent puts the worker in a network
+# namespace of its own where it can (`policy_checks.audit.sandbox`)
+_PROCESSES = ("subprocess.Popen", "os.system", "os.posix_spawn", "os.spawn", "os.exec", "os.startfile", "pty.spawn")
 _ON_A_SOCKET = ("socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg")
 _MAX_FRAMES = 300
 _MAX_REFUSALS = 20  # a module looping on refused calls reports its first ones
@@ -66,7 +69,9 @@ class _State:
         self.busy = False  # the hook is running: what it calls itself is not traced
         self.records = {}  # unit -> record (the first event of each unit wins)
         self.refusals = []
+        self.processes = []
         self.stand_ins = set()
+        self.failed = {}  # module -> its error, for what failed in this worker
         self._real_dirs = {}
 
     # paths ----------------------------------------------------------------------
@@ -205,6 +210,14 @@ def chain_at(state, first, event: str) -> dict:
     return found
 
 
+def _loopback_bind(event: str, args) -> bool:
+    """A bind to a loopback address (urllib3 probes IPv6 so at import): no traffic leaves."""
+    if event != "socket.bind" or len(args) < 2 or not isinstance(args[1], tuple) or not args[1]:
+        return False
+    host = args[1][0]
+    return isinstance(host, str) and (host in ("::1", "localhost") or host.startswith("127."))
+
+
 def _record(state, unit: str, event: str, detail: str) -> None:
     if unit in state.records:
         return
@@ -217,7 +230,7 @@ def _hook(event: str, args) -> None:
     state = STATE
     if state is None or state.busy:
         return
-    if event.startswith(_REFUSED):
+    if event.startswith(_REFUSED) and not _loopback_bind(event, args):
         state.busy = True
         try:
             if len(state.refusals) < _MAX_REFUSALS:
@@ -226,7 +239,16 @@ def _hook(event: str, args) -> None:
                 state.refusals.append({"event": event, "args": repr(shown)[:200], "core": where["core"]})
         finally:
             state.busy = False
-        raise PermissionError(f"the policy-check audit refuses {event} (no network, no new processes)")
+        raise PermissionError(f"the policy-check audit refuses {event} (no network)")
+    if event.startswith(_PROCESSES):
+        if len(state.processes) < _MAX_REFUSALS:
+            state.busy = True
+            try:
+                where = chain_at(state, sys._getframe(1), event)
+                state.processes.append({"event": event, "args": repr(args)[:200], "core": where["core"]})
+            finally:
+                state.busy = False
+        return
     if not state.tracing or event not in ("import", "open", "exec", "compile"):
         return
     state.busy = True
@@ -277,6 +299,29 @@ def _by_import_system(frame) -> bool:
 
 # stand-ins --------------------------------------------------------------------------
 
+# Python's own special names, and those libraries probe with getattr (typing, inspect,
+# numpy, torch, pickle): a stand-in has none of them, so a probe takes its "no" branch.
+# Any other name, a library's own dunder (``__extract_mlir_values__``) included, is
+# another stand-in.
+_PROBED = frozenset(dir(type) + dir(types.FunctionType) + dir(types.ModuleType) + dir(int) + dir(list)) | {
+    "__wrapped__", "__origin__", "__args__", "__parameters__", "__orig_bases__", "__orig_class__", "__all__",
+    "__path__", "__file__", "__spec__", "__loader__", "__package__", "__builtins__", "__signature__",
+    "__text_signature__", "__self__", "__func__", "__get__", "__set__", "__delete__", "__set_name__",
+    "__class_getitem__", "__mro_entries__", "__getstate__", "__setstate__", "__reduce__", "__reduce_ex__",
+    "__copy__", "__deepcopy__", "__getnewargs__", "__getnewargs_ex__", "__iter__", "__next__", "__aiter__",
+    "__anext__", "__await__", "__enter__", "__exit__", "__aenter__", "__aexit__", "__fspath__", "__array__",
+    "__array_interface__", "__array_struct__", "__array_priority__", "__array_ufunc__", "__array_function__",
+    "__cuda_array_interface__", "__dlpack__", "__dlpack_device__", "__torch_function__", "__torch_dispatch__",
+    "__len__", "__length_hint__", "__contains__", "__bool__", "__index__", "__int__", "__float__", "__complex__",
+    "__bytes__", "__slots__", "__weakref__", "__dataclass_fields__", "__dataclass_params__", "__attrs_attrs__",
+    "__pydantic_core_schema__", "__get_pydantic_core_schema__", "__set__", "__instancecheck__",
+    "__subclasscheck__", "__prepare__", "__abstractmethods__", "__isabstractmethod__", "__match_args__",
+    "__code__", "__defaults__", "__kwdefaults__", "__closure__", "__globals__", "__annotations__",
+    "__type_params__", "__final__", "__protocol_attrs__", "_is_protocol", "__qualname__", "__name__",
+    "__module__", "__doc__", "__dict__", "__class__",
+}
+
+
 class StandIn:
     """Stands in for anything of a third-party package that is not installed: every
     attribute and item is another stand-in, a call returns one (or, called with one
@@ -287,13 +332,15 @@ class StandIn:
         object.__setattr__(self, "_stand_in_name", name)
 
     def __getattr__(self, name: str):
-        if name.startswith("__") and name.endswith("__"):
+        if name in _PROBED:
             raise AttributeError(name)
         return StandIn(f"{self._stand_in_name}.{name}")
 
     def __call__(self, *args, **kwargs):
-        if len(args) == 1 and not kwargs and (inspect.isroutine(args[0]) or inspect.isclass(args[0])):
+        if len(args) == 1 and not kwargs and inspect.isclass(args[0]):
             return args[0]
+        if len(args) == 1 and not kwargs and inspect.isroutine(args[0]):
+            return _decorated(args[0], f"{self._stand_in_name}()")
         return StandIn(f"{self._stand_in_name}()")
 
     def __getitem__(self, key):
@@ -334,11 +381,38 @@ class StandIn:
     def __eq__(self, other):
         return self is other
 
+    def __lt__(self, other):
+        return False
+
+    __gt__ = __le__ = __ge__ = __lt__
+
     def __or__(self, other):
         return self
 
     __ror__ = __and__ = __rand__ = __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __or__
     __truediv__ = __floordiv__ = __mod__ = __pow__ = __neg__ = __lshift__ = __rshift__ = __or__
+
+
+def _decorated(function, name: str):
+    """What a stand-in decorator makes of a function: the function, callable as
+    before, whose missing attributes (``kernel.set_name_prefix(...)``) are stand-ins."""
+
+    class StandInFunction:
+        def __init__(self):
+            functools.update_wrapper(self, function)
+
+        def __call__(self, *args, **kwargs):
+            return function(*args, **kwargs)
+
+        def __get__(self, instance, owner=None):
+            return self if instance is None else functools.partial(self, instance)
+
+        def __getattr__(self, attribute):
+            if attribute in _PROBED:
+                raise AttributeError(attribute)
+            return StandIn(f"{name}.{attribute}")
+
+    return StandInFunction()
 
 
 def _stand_in_class(name: str) -> type:
@@ -352,7 +426,7 @@ def _stand_in_class(name: str) -> type:
             pass
 
         def __getattr__(self, attribute):
-            if attribute.startswith("__") and attribute.endswith("__"):
+            if attribute in _PROBED:
                 raise AttributeError(attribute)
             return StandIn(f"{name}().{attribute}")
 
@@ -369,7 +443,7 @@ class StandInModule(types.ModuleType):
     __version__ = "0.0.0"
 
     def __getattr__(self, name: str):
-        if name.startswith("__") and name.endswith("__"):
+        if name in _PROBED:
             raise AttributeError(name)
         return StandIn(f"{self.__name__}.{name}")
 
@@ -385,9 +459,9 @@ class _StandInLoader(importlib.abc.Loader):
 
 
 class StandInFinder(importlib.abc.MetaPathFinder):
-    """Last on the meta path: a module nobody else found, whose top-level package is
-    not installed (or is itself a stand-in), becomes a stand-in. Never the package
-    under test, never the standard library."""
+    """Last on the meta path: a third-party module nobody else found (a package not
+    installed, a submodule of one, or a module an installed package lacks) becomes a
+    stand-in. Never the package under test, never the standard library."""
 
     def __init__(self, state):
         self.state = state
@@ -396,11 +470,10 @@ class StandInFinder(importlib.abc.MetaPathFinder):
         top = fullname.partition(".")[0]
         if top in self.state.protected or top in sys.stdlib_module_names or not self.state.tracing:
             return None
-        if "." in fullname:
-            parent = sys.modules.get(fullname.rpartition(".")[0])
-            if not isinstance(parent, StandInModule):
-                return None
-        self.state.stand_ins.add(top)
+        if "." in fullname and not isinstance(sys.modules.get(fullname.rpartition(".")[0]), StandInModule):
+            self.state.stand_ins.add(fullname)  # a module an installed package lacks (cuda.tile beside cuda)
+        else:
+            self.state.stand_ins.add(top)
         return importlib.machinery.ModuleSpec(fullname, _StandInLoader(), is_package=True)
 
 
@@ -465,7 +538,7 @@ def _error(exc: BaseException) -> dict:
 
 def _traced(state, action) -> dict:
     """Run `action` with the tracing on; what it recorded, refused and stood in for."""
-    state.records, state.refusals = {}, []
+    state.records, state.refusals, state.processes = {}, [], []
     known_stand_ins = set(state.stand_ins)
     before = set(sys.modules)
     started = time.monotonic()
@@ -482,14 +555,29 @@ def _traced(state, action) -> dict:
     _loaded_unseen(state, before)
     answer["records"] = list(state.records.values())
     answer["refusals"] = state.refusals
+    answer["processes"] = state.processes
     answer["stand_ins"] = sorted(state.stand_ins - known_stand_ins)
     answer["seconds"] = round(time.monotonic() - started, 3)
     _forget_experimental(state, before)
     return answer
 
 
+class AncestorFailed(ImportError):
+    """A package above the requested module failed to import in this worker."""
+
+
 def _import(state, name: str):
-    module = importlib.import_module(name)
+    parts = name.split(".")
+    for depth in range(1, len(parts)):
+        failed = state.failed.get(".".join(parts[:depth]))
+        if failed is not None:
+            raise AncestorFailed(f"its package {'.'.join(parts[:depth])} failed to import: {failed}")
+    try:
+        module = importlib.import_module(name)
+    except BaseException as exc:
+        if not isinstance(exc, AncestorFailed):
+            state.failed[name] = f"{type(exc).__name__}: {str(exc)[:300]}"
+        raise
     filename = getattr(module, "__file__", None) or ""
     if name == state.package and not os.path.realpath(filename).startswith(state.package_dir + os.sep):
         raise ImportError(f"{name} came from {filename}, not from the tree under test")

@@ -13,7 +13,7 @@ from .aot import aot_requests, judge_aot
 from .chains import keep_first
 from .imports import import_requests, judge_imports
 from .modules import allowed_support, core_modules
-from .sandbox import Pool
+from .sandbox import Pool, network_namespace
 
 DEFAULT_TIMEOUT = 60.0  # seconds one import or the AOT listing may take in a worker
 
@@ -29,6 +29,8 @@ class Audit:
     support: dict  # support modules allowed (module -> first core importer)
     notes: list = field(default_factory=list)  # what else the report says (collection audit missing...)
     project: object = None
+    processes: list = field(default_factory=list)  # new processes the imports started
+    network_namespace: bool = False  # the workers ran without any network interface
 
 
 def audit_tree(root: Path, settings: Settings, jobs: Optional[int] = None, timeout: float = DEFAULT_TIMEOUT,
@@ -55,7 +57,8 @@ def audit_tree(root: Path, settings: Settings, jobs: Optional[int] = None, timeo
         findings += found
         notes += [note] if note else []
     return Audit(keep_first(findings), len(listing.modules), verdict.audited, verdict.not_audited,
-                 sorted(verdict.stand_ins), listing.skipped, support, notes, project)
+                 sorted(verdict.stand_ins), listing.skipped, support, notes, project, verdict.processes,
+                 bool(network_namespace()))
 
 
 def _collection(root: Path, settings: Settings) -> tuple:

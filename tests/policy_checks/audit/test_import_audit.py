@@ -129,6 +129,8 @@ FILES = {
         "import socket\ns = socket.socket()\ntry:\n    s.connect(('192.0.2.1', 80))\nexcept OSError:\n    pass\n"
     ),
     "flashinfer/net_good.py": "import socket\ns = socket.socket()\ns.close()\n",
+    # a new process: allowed (the workers have no network at all where unshare can), named
+    "flashinfer/spawns.py": "import subprocess\nsubprocess.run(['true'], check=True)\n",
     # a hang: the time limit
     "flashinfer/hang.py": "import time\nwhile True:\n    time.sleep(0.5)\n",
 }
@@ -245,6 +247,11 @@ def test_network_is_refused_and_reported(audit):
     (refused,) = _at(audit, "AUD000", "flashinfer/net_bad.py")
     assert refused.line == 4 and "socket.connect" in refused.message and "192.0.2.1" in refused.message
     _clean(audit, "flashinfer/net_good.py")
+
+
+def test_a_new_process_is_run_and_named(audit):
+    _clean(audit, "flashinfer/spawns.py")
+    assert any("'true'" in p and "flashinfer/spawns.py:2" in p for p in audit.processes), audit.processes
 
 
 def test_a_hang_meets_the_time_limit(audit):
