@@ -27,6 +27,11 @@ def chain_words(record: dict, settings: Settings) -> str:
     detail = record.get("detail") or ""
     steps.append(unit if not detail or under(detail, settings.experimental_dir) else f"{unit} (read through {detail})")
     words = " -> ".join(steps)
+    also = sorted(set(record.get("also") or ()) - {unit})
+    if also:
+        shown = ", ".join(also[:MAX_CHAIN_STEPS]) + (f" and {len(also) - MAX_CHAIN_STEPS} more"
+                                                     if len(also) > MAX_CHAIN_STEPS else "")
+        words += f"; with it {len(also)} more experimental module(s): {shown}"
     callers = record.get("callers") or []
     if callers:
         words += "; called from " + ", ".join(callers)
@@ -45,13 +50,22 @@ def allowed(record: dict, records: list, support: dict, settings: Settings) -> b
 
 
 def reported(records: list, support: dict, settings: Settings) -> list:
-    """The records that are findings: not allowed, and not merely a package above
-    another finding from the same core line (importing a module runs its packages'
-    ``__init__``: the module's chain says it)."""
+    """The records that are findings, one per core line: the first experimental module
+    that line loaded beyond what is allowed (the module the line asked for: its import
+    event comes first), with ``also`` naming what else the same line loaded. Records
+    without a core line stay one each."""
     found = [r for r in records if not allowed(r, records, support, settings)]
-    return [r for r in found
-            if not any(o is not r and o.get("core") == r.get("core") and o["unit"].startswith(r["unit"] + ".")
-                       for o in found)]
+    heads, by_place = [], {}
+    for record in found:
+        place = tuple(record["core"]) if record.get("core") else None
+        if place is None:
+            heads.append(dict(record, also=[]))
+        elif place in by_place:
+            by_place[place]["also"].append(record["unit"])
+        else:
+            by_place[place] = dict(record, also=[])
+            heads.append(by_place[place])
+    return heads
 
 
 def located(record_core: Optional[list], fallback: tuple) -> tuple:

@@ -27,6 +27,7 @@ This file is not imported by the checker: it runs only in the child (``-I``, so
 neither the checker nor the current directory is on its path).
 """
 
+import builtins
 import functools
 import importlib
 import importlib.abc
@@ -50,6 +51,7 @@ _REFUSED = (
 _PROCESSES = ("subprocess.Popen", "os.system", "os.posix_spawn", "os.spawn", "os.exec", "os.startfile", "pty.spawn")
 _ON_A_SOCKET = ("socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg")
 _MAX_FRAMES = 300
+_WRAPPERS = ("traced_import", "traced_import_module")  # this file's frames inside an import
 _MAX_REFUSALS = 20  # a module looping on refused calls reports its first ones
 _HERE = os.path.realpath(__file__)
 
@@ -67,7 +69,7 @@ class _State:
         self.protected = {self.package.split(".")[0]}
         self.tracing = False
         self.busy = False  # the hook is running: what it calls itself is not traced
-        self.records = {}  # unit -> record (the first event of each unit wins)
+        self.records = {}  # (unit, core place) -> record (the first event of each wins)
         self.refusals = []
         self.processes = []
         self.stand_ins = set()
@@ -186,8 +188,8 @@ def chain_at(state, first, event: str) -> dict:
                     callers.append(f"{shown}:{frame.f_lineno}")
                     if len(callers) == 2:
                         break
-            elif kind == "tracer":
-                break
+            elif kind == "tracer" and frame.f_code.co_name not in _WRAPPERS:
+                break  # the request itself: nothing above it is the tree's
         elif kind == "core":
             loader = _loader(inner, state) if inner is not None else (
                 "exec" if event == "exec" else "compile" if event == "compile" else "import statement")
@@ -218,12 +220,79 @@ def _loopback_bind(event: str, args) -> bool:
     return isinstance(host, str) and (host in ("::1", "localhost") or host.startswith("127."))
 
 
-def _record(state, unit: str, event: str, detail: str) -> None:
-    if unit in state.records:
+def _record(state, unit: str, event: str, detail: str, frame=None, loader: str = "") -> None:
+    """Record `unit` with the chain at `frame` (default: the frame that raised the
+    event); the first record of a unit from one core line wins."""
+    record = chain_at(state, frame or sys._getframe(2), event)
+    key = (unit, tuple(record["core"]) if record["core"] else None)
+    if key in state.records:
         return
-    record = chain_at(state, sys._getframe(2), event)
+    if loader and record["core"] and not record["through"]:
+        record["loader"] = loader
     record.update(unit=unit, event=event, detail=detail)
-    state.records[unit] = record
+    state.records[key] = record
+
+
+def _experimental_name(state, module) -> str:
+    """The experimental module `module` is (by name, or by its file through a link), else ""."""
+    name = getattr(module, "__name__", None)
+    if isinstance(name, str) and state.is_experimental(name):
+        return name
+    filename = getattr(module, "__file__", None)
+    rel = state.experimental_file(filename) if isinstance(filename, str) else ""
+    return state.unit_of_file(rel) if rel else ""
+
+
+def _wrap_imports(state) -> None:
+    """Wrap ``__import__`` and ``importlib.import_module`` so that a core line importing
+    an experimental module already loaded (by an earlier line of the same request, so
+    no import event fires) is recorded too."""
+    original_import = builtins.__import__
+    original_import_module = importlib.import_module
+
+    def traced_import(name, globals=None, locals=None, fromlist=(), level=0):
+        module = original_import(name, globals, locals, fromlist, level)
+        if state.tracing and not state.busy:
+            state.busy = True
+            try:
+                _note_imported(state, module, name, fromlist, sys._getframe(1), "import statement")
+            finally:
+                state.busy = False
+        return module
+
+    def traced_import_module(name, package=None):
+        module = original_import_module(name, package)
+        if state.tracing and not state.busy:
+            state.busy = True
+            try:
+                _note_imported(state, module, None, (), sys._getframe(1), "importlib.import_module")
+            finally:
+                state.busy = False
+        return module
+
+    builtins.__import__ = traced_import
+    importlib.import_module = traced_import_module
+
+
+def _note_imported(state, module, name, fromlist, frame, loader: str) -> None:
+    """Record the experimental modules an import handed to its caller: the module
+    itself (``import a.b.c`` binds ``a`` but imports ``a.b.c``) and the submodules of
+    its from-list."""
+    found = []
+    if name is not None and not fromlist:
+        top = getattr(module, "__name__", "")
+        leaf = sys.modules.get(top + name[name.index("."):]) if "." in name and top else None
+        found.append(leaf if leaf is not None else module)
+    else:
+        found.append(module)
+    for item in fromlist or ():
+        value = getattr(module, item, None) if isinstance(item, str) else None
+        if isinstance(value, types.ModuleType):
+            found.append(value)
+    for each in found:
+        unit = _experimental_name(state, each)
+        if unit:
+            _record(state, unit, "import", "", frame, loader)
 
 
 def _hook(event: str, args) -> None:
@@ -520,8 +589,8 @@ def _loaded_unseen(state, before: set) -> None:
             rel = state.experimental_file(filename) if isinstance(filename, str) else ""
             if rel:
                 unit = state.unit_of_file(rel)
-                if unit not in state.records and name not in state.records:
-                    state.records[unit] = {"core": None, "loader": f"found in sys.modules as {name}",
+                if not any(key[0] in (unit, name) for key in state.records):
+                    state.records[(unit, None)] = {"core": None, "loader": f"found in sys.modules as {name}",
                                            "through": [], "unit": unit, "event": "modules", "detail": filename}
                 break
 
@@ -684,6 +753,7 @@ def main() -> None:
         sys.meta_path.append(StandInFinder(state))
     STATE = state
     sys.addaudithook(_hook)
+    _wrap_imports(state)
     preloaded = _preload(config.get("preload", ()))
     answers.write(json.dumps({"ready": True, "preloaded": preloaded}) + "\n")
     for line in requests:

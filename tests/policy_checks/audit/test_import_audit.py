@@ -97,6 +97,8 @@ FILES = {
             return [Spec("stable_gemm", [here / "csrc" / "gemm.cu"]),
                     Spec("sneaky", [here / "experimental" / "feat" / "kernel.cu"])]
         """),
+    # a second line importing what the first already loaded: a finding of its own
+    "flashinfer/twice_bad.py": f"import {KERNEL}\nfrom flashinfer.experimental.feat import kernel\n",
     # failing for its own reasons; a missing module of the tree itself is not stood in for
     "flashinfer/broken.py": "raise NameError('name CUDA_HOME is not defined')\n",
     "flashinfer/missing_own.py": "import flashinfer.does_not_exist\n",
@@ -203,6 +205,10 @@ def test_import_module_through_a_helper_parameter(audit):
     _clean(audit, "flashinfer/param_good.py", "flashinfer/param_bad.py")
 
 
+def test_each_core_line_is_charged_even_when_the_module_is_already_loaded(audit):
+    assert [f.line for f in _at(audit, "AUD001", "flashinfer/twice_bad.py")] == [1, 2]
+
+
 def test_excluded_folder_imported_by_core(audit):
     (finding,) = _at(audit, "AUD001", "flashinfer/data/helper.py")
     assert finding.line == 1 and "called from flashinfer/data_bad.py:1" in finding.message
@@ -264,6 +270,6 @@ def test_a_hang_meets_the_time_limit(audit):
 def test_nothing_else_is_found(audit):
     expected = {"tc_bad", "entry", "resolve_bad", "runpy_bad", "exec_bad", "spec_bad", "pieces_bad",
                 "loader_helper", "data/helper", "link_bad", "pyc_bad_user", "aot", "broken", "missing_own",
-                "net_bad", "hang", "linked/kernel", "linked/__init__"}
+                "net_bad", "hang", "twice_bad", "linked/kernel", "linked/__init__"}
     stray = [f for f in audit.findings if f.path[len("flashinfer/"):-len(".py")] not in expected]
     assert not stray, stray
