@@ -1,7 +1,7 @@
 """How fast is `policy-check audit` on a real FlashInfer tree, and what does it find?
 Prints figures; asserts nothing.
 
-    python benchmarks/audit_speed.py --root /tmp/fi/src --jobs 2 [--timeout 60] [--static]
+    python benchmarks/audit_speed.py --root /tmp/fi/src --jobs 2 [--timeout 60] [--static] [--exclude GLOB]
 
 Get the tree with ``pip download --no-deps flashinfer-python==0.7.4`` and unzip the
 wheel into a folder outside this repository (never install it here); the audit
@@ -56,10 +56,13 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--timeout", type=float, default=60.0)
     parser.add_argument("--static", action="store_true", help="compare with the static EXP001/EXP002 findings")
+    parser.add_argument("--exclude", action="append", default=[], metavar="GLOB",
+                        help="also leave these paths out of the imports (policy-check audit --exclude)")
     options = parser.parse_args()
     cpu, start = _cpu(), time.perf_counter()
     report = _policy_check("audit", "--root", str(options.root), "--no-baseline", "--jobs", str(options.jobs),
-                           "--timeout", str(options.timeout), "--quiet")
+                           "--timeout", str(options.timeout), "--quiet",
+                           *[a for glob in options.exclude for a in ("--exclude", glob)])
     wall, cpu = time.perf_counter() - start, _cpu() - cpu
     summary = report["audit"]
     findings = report["findings"]

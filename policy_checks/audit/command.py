@@ -9,6 +9,7 @@ them as they are.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -54,6 +55,9 @@ Exit status:
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker interpreters (default: CPUs).")
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=60.0, show_default=True,
               help="Seconds one module's import (or the AOT listing) may take.")
+@click.option("--exclude", "excluded", multiple=True, metavar="GLOB",
+              help="Also leave out of the imports the paths GLOB matches (as the exclude setting; repeatable). "
+              "What core imports from them is still traced.")
 @click.option("--no-stand-ins", is_flag=True, help="Do not replace missing third-party packages by stand-ins.")
 @click.option("--baseline", "baseline_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               metavar="FILE", help="Report only findings this baseline's AUD entries do not accept (default: "
@@ -65,7 +69,7 @@ Exit status:
               help="Audit with the policy of the git revision REV: its settings (which package, which is "
               "experimental, what is excluded) and its baseline.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
-def audit(root, output_format, output_file, quiet, select, ignore, jobs, timeout, no_stand_ins, baseline_file,
+def audit(root, output_format, output_file, quiet, select, ignore, jobs, timeout, excluded, no_stand_ins, baseline_file,
           no_baseline, update_baseline, policy_from, exit_zero):
     """Import flashinfer and every core module, call the AOT listing, in isolated
     interpreters, and report what loaded experimental code (AUD000-AUD003)."""
@@ -95,6 +99,8 @@ def audit(root, output_format, output_file, quiet, select, ignore, jobs, timeout
             judge = SuppressionJudge(root, at)
         elif not no_baseline and not update_baseline:
             accepted = _read(path) if (baseline_file is not None or os.path.lexists(path)) else None
+        if excluded:
+            settings = dataclasses.replace(settings, exclude=settings.exclude + tuple(excluded))
         found = audit_tree(root, settings, jobs=jobs, timeout=timeout, stand_ins=not no_stand_ins,
                            progress=None if quiet else _progress)
     except (ConfigError, ValueError) as error:

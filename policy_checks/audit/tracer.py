@@ -74,6 +74,7 @@ class _State:
         self.processes = []
         self.stand_ins = set()
         self.failed = {}  # module -> its error, for what failed in this worker
+        self.aot_environment = dict(config.get("aot_environment", {}))
         self._real_dirs = {}
 
     # paths ----------------------------------------------------------------------
@@ -685,7 +686,10 @@ def _spec_facts(state, spec) -> dict:
 
 
 def _aot(state, module_name: str):
-    """Call the AOT listing of `module_name` in whichever shape it has; the specs."""
+    """Call the AOT listing of `module_name` in whichever shape it has; the specs. The
+    environment an AOT build job sets (every target architecture) is set first."""
+    for key, value in state.aot_environment.items():
+        os.environ.setdefault(key, value)
     module = importlib.import_module(module_name)
     if hasattr(module, "registered_specs"):
         shape, where = "registered_specs()", module.registered_specs

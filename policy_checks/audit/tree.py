@@ -16,6 +16,9 @@ from .modules import allowed_support, core_modules
 from .sandbox import Pool, network_namespace
 
 DEFAULT_TIMEOUT = 60.0  # seconds one import or the AOT listing may take in a worker
+# what an AOT build job sets, so the listing lists every architecture's specs (FlashInfer
+# refuses to list without it, having no GPU to ask)
+AOT_ENVIRONMENT = {"FLASHINFER_CUDA_ARCH_LIST": "7.5 8.0 8.6 8.9 9.0a 10.0a 10.3a 11.0a 12.0a 12.1a"}
 
 
 @dataclass
@@ -45,7 +48,7 @@ def audit_tree(root: Path, settings: Settings, jobs: Optional[int] = None, timeo
     requests = import_requests(listing.modules)
     aot = aot_requests(settings.aot_modules, project, len(requests))
     config = {"root": str(root), "package": settings.package, "experimental_package": settings.experimental_package,
-              "stand_ins": stand_ins}
+              "stand_ins": stand_ins, "aot_environment": AOT_ENVIRONMENT}
     jobs = jobs or os.cpu_count() or 1
     outcomes = Pool(config, jobs, timeout, progress=progress).run(requests + aot)
     import_outcomes = [o for o in outcomes if o.request.op == "import"]
