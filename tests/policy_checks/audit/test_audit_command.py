@@ -78,3 +78,27 @@ def test_this_repository_is_clean_under_the_audit():
     assert result.exit_code == 0, document["findings"]
     assert document["audit"]["not_audited"] == 0 and document["audit"]["audited"] == document["audit"]["modules"]
     assert "flashinfer.experimental.splitk_gemm.support" in document["audit"]["support_modules"]
+
+
+def test_policy_from_audits_with_the_base_revisions_settings(tmp_path):
+    """A pull request that excludes the offending module in its own settings hides it
+    from its own policy, not from the base's."""
+    import subprocess
+
+    root = write_tree(tmp_path / "repo", {**SMALL, "pyproject.toml": "[tool.policy-check]\n"})
+
+    def git(*args):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=root, check=True,
+                       capture_output=True)
+
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-qm", "base")
+    (root / "pyproject.toml").write_text('[tool.policy-check]\nextend-exclude = ["flashinfer/bad.py"]\n',
+                                         encoding="utf-8")
+    own = _invoke("audit", "--root", str(root), "--format", "json", "-j", "1")
+    assert own.exit_code == 0 and json.loads(own.stdout)["findings"] == []
+    based = _invoke("audit", "--root", str(root), "--format", "json", "-j", "1", "--policy-from", "HEAD")
+    document = json.loads(based.stdout)
+    assert based.exit_code == 1 and [f["path"] for f in document["findings"]] == ["flashinfer/bad.py"]
+    assert document["policy_from"]["revision"] == "HEAD"
