@@ -32,6 +32,7 @@ import functools
 import importlib
 import importlib.abc
 import importlib.machinery
+import importlib.util
 import inspect
 import json
 import os
@@ -460,7 +461,13 @@ class StandIn:
         return self
 
     __ror__ = __and__ = __rand__ = __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __or__
-    __truediv__ = __floordiv__ = __mod__ = __pow__ = __neg__ = __lshift__ = __rshift__ = __or__
+    __truediv__ = __rtruediv__ = __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = __pow__ = __rpow__ = __or__
+    __lshift__ = __rlshift__ = __rshift__ = __rrshift__ = __xor__ = __rxor__ = __matmul__ = __rmatmul__ = __or__
+
+    def __neg__(self):
+        return self
+
+    __pos__ = __invert__ = __abs__ = __neg__
 
 
 def _decorated(function, name: str):
@@ -531,15 +538,19 @@ class _StandInLoader(importlib.abc.Loader):
 class StandInFinder(importlib.abc.MetaPathFinder):
     """Last on the meta path: a third-party module nobody else found (a package not
     installed, a submodule of one, or a module an installed package lacks) becomes a
-    stand-in. Never the package under test, never the standard library."""
+    stand-in. Never the package under test nor its companion distributions
+    (``flashinfer_cubin``: code treats them as optional, and absent is a real
+    configuration), never the standard library."""
 
     def __init__(self, state):
         self.state = state
 
     def find_spec(self, fullname, path=None, target=None):
         top = fullname.partition(".")[0]
-        if top in self.state.protected or top in sys.stdlib_module_names or not self.state.tracing:
+        if top in sys.stdlib_module_names or not self.state.tracing:
             return None
+        if any(top == own or top.startswith(own + "_") for own in self.state.protected):
+            return None  # the tree's own package, and its companions (flashinfer_cubin): absent is a real case
         if "." in fullname and not isinstance(sys.modules.get(fullname.rpartition(".")[0]), StandInModule):
             self.state.stand_ins.add(fullname)  # a module an installed package lacks (cuda.tile beside cuda)
         else:
@@ -636,18 +647,46 @@ class AncestorFailed(ImportError):
     """A package above the requested module failed to import in this worker."""
 
 
+def _bare_package(state, name: str) -> bool:
+    """Put a bare module for the package `name` (its ``__path__``, not its
+    ``__init__``) in sys.modules, so that its modules can be imported although its
+    ``__init__`` fails; False when it cannot be found."""
+    parent, _, _ = name.rpartition(".")
+    path = getattr(sys.modules.get(parent), "__path__", None) if parent else [state.root]
+    spec = importlib.machinery.PathFinder.find_spec(name, path) if path is not None else None
+    if spec is None or spec.submodule_search_locations is None:
+        return False
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    if parent:
+        setattr(sys.modules[parent], name.rpartition(".")[2], module)
+    return True
+
+
 def _import(state, name: str):
     parts = name.split(".")
     for depth in range(1, len(parts)):
-        failed = state.failed.get(".".join(parts[:depth]))
-        if failed is not None:
-            raise AncestorFailed(f"its package {'.'.join(parts[:depth])} failed to import: {failed}")
+        ancestor = ".".join(parts[:depth])
+        failed = state.failed.get(ancestor)
+        if failed is not None and ancestor not in sys.modules and not _bare_package(state, ancestor):
+            raise AncestorFailed(f"its package {ancestor} failed to import: {failed}")
     try:
         module = importlib.import_module(name)
     except BaseException as exc:
-        if not isinstance(exc, AncestorFailed):
-            state.failed[name] = f"{type(exc).__name__}: {str(exc)[:300]}"
-        raise
+        if isinstance(exc, AncestorFailed):
+            raise
+        error = f"{type(exc).__name__}: {str(exc)[:300]}"
+        state.failed[name] = error
+        # a package above `name` that failed on the way (another worker may not have
+        # tried it yet): remember it, and try once more under a bare package
+        broken = next((".".join(parts[:d]) for d in range(1, len(parts)) if ".".join(parts[:d]) not in sys.modules),
+                      None)
+        if broken is None:
+            raise
+        state.failed[broken] = error
+        if not _bare_package(state, broken):
+            raise
+        module = importlib.import_module(name)
     filename = getattr(module, "__file__", None) or ""
     if name == state.package and not os.path.realpath(filename).startswith(state.package_dir + os.sep):
         raise ImportError(f"{name} came from {filename}, not from the tree under test")

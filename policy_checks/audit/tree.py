@@ -50,7 +50,8 @@ def audit_tree(root: Path, settings: Settings, jobs: Optional[int] = None, timeo
     config = {"root": str(root), "package": settings.package, "experimental_package": settings.experimental_package,
               "stand_ins": stand_ins, "aot_environment": AOT_ENVIRONMENT}
     jobs = jobs or os.cpu_count() or 1
-    outcomes = Pool(config, jobs, timeout, progress=progress).run(requests + aot)
+    # the AOT listing first: the longest request, it overlaps the imports in other workers
+    outcomes = Pool(config, jobs, timeout, progress=progress).run(aot + requests)
     import_outcomes = [o for o in outcomes if o.request.op == "import"]
     verdict = judge_imports(import_outcomes, project, support)
     findings = verdict.findings + judge_aot([o for o in outcomes if o.request.op == "aot"], project, support)

@@ -99,6 +99,9 @@ FILES = {
         """),
     # a second line importing what the first already loaded: a finding of its own
     "flashinfer/twice_bad.py": f"import {KERNEL}\nfrom flashinfer.experimental.feat import kernel\n",
+    # a package whose __init__ fails: its modules are still imported (under a bare package)
+    "flashinfer/brokenpkg/__init__.py": "raise ImportError('needs CUDA')\n",
+    "flashinfer/brokenpkg/inner.py": f"import {KERNEL}\n",
     # failing for its own reasons; a missing module of the tree itself is not stood in for
     "flashinfer/broken.py": "raise NameError('name CUDA_HOME is not defined')\n",
     "flashinfer/missing_own.py": "import flashinfer.does_not_exist\n",
@@ -244,6 +247,13 @@ def test_modules_failing_for_their_own_reasons_are_not_audited(audit):
     assert "flashinfer" not in audit.stand_ins
 
 
+def test_modules_of_a_failing_package_are_still_audited(audit):
+    (failed,) = _at(audit, "AUD000", "flashinfer/brokenpkg/__init__.py")
+    assert "needs CUDA" in failed.message
+    (inner,) = _at(audit, "AUD001", "flashinfer/brokenpkg/inner.py")
+    assert inner.line == 1 and KERNEL in inner.message
+
+
 def test_missing_third_party_package_is_stood_in_and_named(audit):
     assert audit.stand_ins == ["nonexistent_thirdparty_xyz"]
     _clean(audit, "flashinfer/standin.py")
@@ -264,12 +274,12 @@ def test_a_hang_meets_the_time_limit(audit):
     (hang,) = _at(audit, "AUD000", "flashinfer/hang.py")
     assert "time limit" in hang.message
     # the worker that hung was replaced: every other module was still audited
-    assert audit.not_audited == 3 and audit.audited == audit.modules - 3
+    assert audit.not_audited == 4 and audit.audited == audit.modules - 4
 
 
 def test_nothing_else_is_found(audit):
     expected = {"tc_bad", "entry", "resolve_bad", "runpy_bad", "exec_bad", "spec_bad", "pieces_bad",
                 "loader_helper", "data/helper", "link_bad", "pyc_bad_user", "aot", "broken", "missing_own",
-                "net_bad", "hang", "twice_bad", "linked/kernel", "linked/__init__"}
+                "net_bad", "hang", "twice_bad", "brokenpkg/__init__", "brokenpkg/inner", "linked/kernel", "linked/__init__"}
     stray = [f for f in audit.findings if f.path[len("flashinfer/"):-len(".py")] not in expected]
     assert not stray, stray
