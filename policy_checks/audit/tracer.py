@@ -726,9 +726,20 @@ def _spec_facts(state, spec) -> dict:
 
 def _aot(state, module_name: str):
     """Call the AOT listing of `module_name` in whichever shape it has; the specs. The
-    environment an AOT build job sets (every target architecture) is set first."""
+    environment an AOT build job sets (every target architecture) is set first, and
+    sleeping is cut short: a listing that downloads retries with back-off, and the
+    network is refused anyway."""
     for key, value in state.aot_environment.items():
         os.environ.setdefault(key, value)
+    sleep = time.sleep
+    time.sleep = lambda seconds: sleep(min(seconds, 0.01))
+    try:
+        return _aot_listing(state, module_name)
+    finally:
+        time.sleep = sleep
+
+
+def _aot_listing(state, module_name: str):
     module = importlib.import_module(module_name)
     if hasattr(module, "registered_specs"):
         shape, where = "registered_specs()", module.registered_specs
