@@ -40,11 +40,10 @@ RULES = {
         FeatureRecordIncomplete(),
     )
 }
-# every id a static run can report -> its rule (``id``, ``name``, ``summary``, doc)
-STATIC_IDS = {**RULES, **META_RULES}
-# every id a finding can carry, the audit's (``policy-check audit``) included: what
-# ``rules``, ``explain``, SARIF and suppression comments know
-ALL_IDS = {**STATIC_IDS, **AUDIT_RULES}
+# every id a finding can carry -> its rule (``id``, ``name``, ``summary``, doc), the
+# audit's (``policy-check audit``, AUDIT_RULES) included: what ``rules``, ``explain``,
+# SARIF and suppression comments know. A static run checks the others.
+ALL_IDS = {**RULES, **META_RULES, **AUDIT_RULES}
 
 
 def matches(rule_id: str, patterns) -> bool:
@@ -55,7 +54,7 @@ def matches(rule_id: str, patterns) -> bool:
 def unknown_rule(values) -> Optional[str]:
     """The first of `values` that is no rule id nor the prefix of one, else None:
     a typo in ``select`` would otherwise silently check nothing."""
-    return next((v for v in values if not any(k.startswith(v) for k in STATIC_IDS)), None)
+    return next((v for v in values if not any(k.startswith(v) for k in ALL_IDS if k not in AUDIT_RULES)), None)
 
 
 def check_settings(settings: Settings) -> None:
@@ -75,4 +74,4 @@ def selected_ids(settings: Settings, select=(), ignore=()) -> set:
     baseline entry of one is not fixed."""
     select = tuple(select) if select else settings.select
     ignore = tuple(ignore) + settings.ignore
-    return {i for i in STATIC_IDS if (not select or matches(i, select)) and not matches(i, ignore)}
+    return {i for i in ALL_IDS if i not in AUDIT_RULES and (not select or matches(i, select)) and not matches(i, ignore)}
