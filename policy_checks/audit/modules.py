@@ -6,6 +6,7 @@ modules the static rules allow core to import (EXP001's exception, EXP003's list
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import NamedTuple
 
@@ -69,6 +70,30 @@ def _excluded_folders(root: Path, settings: Settings) -> list:
             continue
         folders[:] = sorted(f for f in folders if not under(f"{rel}/{f}", settings.experimental_dir))
     return found
+
+
+def preloads(project: Project, candidates) -> list:
+    """Which of `candidates` (heavy third-party packages) the core modules import
+    somewhere: the workers import those once, before any request (a tree that never
+    names torch does not pay for it in every worker)."""
+    settings = project.settings
+    wanted = {name: re.compile(rb"^[ \t]*(?:import|from)[ \t]+" + re.escape(name.encode()) + rb"\b", re.M)
+              for name in candidates}
+    found = []
+    for rel, source in project.files.items():
+        if not wanted:
+            break
+        if not settings.is_core(source.module):
+            continue
+        try:
+            data = (project.root / rel).read_bytes()
+        except OSError:
+            continue
+        for name, pattern in list(wanted.items()):
+            if pattern.search(data):
+                found.append(name)
+                del wanted[name]
+    return [name for name in candidates if name in found]
 
 
 def allowed_support(project: Project) -> dict:

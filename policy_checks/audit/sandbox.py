@@ -3,7 +3,8 @@ in a scratch home, cache and temporary directory, with a minimal environment, a
 time limit per request and no network (the tracer's audit hook refuses it, and where
 ``unshare`` can, the worker runs in a network namespace of its own).
 
-A worker imports the heavy third-party packages once (`PRELOAD`), then answers one
+A worker imports the heavy third-party packages the tree uses once (`PRELOAD`, as
+`preloads` finds them), then answers one
 request at a time; `Pool` hands requests to whichever worker is free, and replaces
 a worker that overran its time limit or died, reporting the request it was on.
 """
@@ -160,7 +161,7 @@ class Pool:
 
     def run(self, requests: list) -> list:
         scratch = Scratch()
-        config = dict(self.config, preload=list(PRELOAD))
+        config = dict(self.config)
         config_path = scratch.path / "config.json"
         config_path.write_text(json.dumps(config), encoding="utf-8")
         pending = deque(requests)

@@ -12,8 +12,8 @@ from ..config import Settings
 from .aot import aot_requests, judge_aot
 from .chains import keep_first
 from .imports import import_requests, judge_imports
-from .modules import allowed_support, core_modules
-from .sandbox import Pool, network_namespace
+from .modules import allowed_support, core_modules, preloads
+from .sandbox import PRELOAD, Pool, network_namespace
 
 DEFAULT_TIMEOUT = 60.0  # seconds one import or the AOT listing may take in a worker
 # what an AOT build job sets, so the listing lists every architecture's specs (FlashInfer
@@ -48,7 +48,7 @@ def audit_tree(root: Path, settings: Settings, jobs: Optional[int] = None, timeo
     requests = import_requests(listing.modules)
     aot = aot_requests(settings.aot_modules, project, len(requests))
     config = {"root": str(root), "package": settings.package, "experimental_package": settings.experimental_package,
-              "stand_ins": stand_ins, "aot_environment": AOT_ENVIRONMENT}
+              "stand_ins": stand_ins, "aot_environment": AOT_ENVIRONMENT, "preload": preloads(project, PRELOAD)}
     jobs = jobs or os.cpu_count() or 1
     # the AOT listing first: the longest request, it overlaps the imports in other workers
     outcomes = Pool(config, jobs, timeout, progress=progress).run(aot + requests)
