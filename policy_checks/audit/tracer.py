@@ -374,7 +374,8 @@ def _by_import_system(frame) -> bool:
 # numpy, torch, pickle): a stand-in has none of them, so a probe takes its "no" branch.
 # Any other name, a library's own dunder (``__extract_mlir_values__``) included, is
 # another stand-in.
-_PROBED = frozenset(dir(type) + dir(types.FunctionType) + dir(types.ModuleType) + dir(int) + dir(list)) | {
+_PROBED = frozenset(name for kind in (type, types.FunctionType, types.ModuleType, int, list)
+                    for name in dir(kind) if name.startswith("__")) | {
     "__wrapped__", "__origin__", "__args__", "__parameters__", "__orig_bases__", "__orig_class__", "__all__",
     "__path__", "__file__", "__spec__", "__loader__", "__package__", "__builtins__", "__signature__",
     "__text_signature__", "__self__", "__func__", "__get__", "__set__", "__delete__", "__set_name__",

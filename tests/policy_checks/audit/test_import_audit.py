@@ -127,6 +127,8 @@ FILES = {
 
 
         ARRAY = ntx.types[3]
+        COPIED = ntx.copy(ntx.index, count=ntx.count)  # ordinary names, also those of builtin types
+        NEWER = ntx.__version__ >= "0" and not (ntx.CUDA_VERSION.major > 13)
         assert fused(2) == 2 and tuned(3) == 3
         """),
     # the network, refused and reported; a socket that connects nowhere is fine
