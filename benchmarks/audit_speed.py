@@ -56,6 +56,7 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--timeout", type=float, default=60.0)
     parser.add_argument("--static", action="store_true", help="compare with the static EXP001/EXP002 findings")
+    parser.add_argument("--json", type=Path, default=None, help="also write the figures as a benchmark record")
     parser.add_argument("--exclude", action="append", default=[], metavar="GLOB",
                         help="also leave these paths out of the imports (policy-check audit --exclude)")
     options = parser.parse_args()
@@ -77,6 +78,10 @@ def main() -> int:
     for f in findings:
         if f["rule"] != "AUD000":
             print(f"  {f['path']}:{f['line']}: {f['rule']} {f['message']}")
+    figures = {"wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "jobs": options.jobs,
+               "modules": summary["modules"], "audited": summary["audited"], "not_audited": summary["not_audited"],
+               "stand_ins": len(summary["stand_ins"]),
+               "findings": {k: n for k, n in sorted(Counter(f["rule"] for f in findings).items())}}
     if options.static:
         static = _policy_check("run", "--root", str(options.root), "--select", "EXP001,EXP002", "--no-baseline")
         audit = [f for f in findings if f["rule"] == "AUD001"]
@@ -86,6 +91,15 @@ def main() -> int:
             confirmed = [a for a in audit if a["path"] == f["path"] and name and name in a["message"]]
             verdict = "confirmed" if confirmed else "NOT confirmed"
             print(f"static {f['rule']} {f['path']}:{f['line']} {name}: {verdict}")
+            figures.setdefault("static_confirmed", 0)
+            figures["static_confirmed"] += bool(confirmed)
+        figures["static_findings"] = len(static["findings"])
+    if options.json is not None:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import bench_record
+
+        bench_record.write(options.json, "audit_speed", figures, bench_record.command("audit_speed.py", tree=options.root),
+                           tree={"flashinfer_version": bench_record.tree_version(options.root)})
     return 0
 
 
