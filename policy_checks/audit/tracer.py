@@ -787,6 +787,21 @@ def _preload(names) -> list:
     return done
 
 
+def _exit_with_parent() -> None:
+    """A thread that ends the worker when the audit that started it is gone (killed
+    mid-request, so nobody closes its input and a hung import would run on)."""
+    import threading
+
+    parent, sleep = os.getppid(), time.sleep  # the AOT listing cuts time.sleep short meanwhile
+
+    def watch():
+        while os.getppid() == parent:
+            sleep(1.0)
+        os._exit(3)
+
+    threading.Thread(target=watch, name="policy-check-audit-watchdog", daemon=True).start()
+
+
 def main() -> None:
     global STATE
     with open(sys.argv[1], encoding="utf-8") as handle:
@@ -807,6 +822,7 @@ def main() -> None:
     if config.get("stand_ins", True):
         sys.meta_path.append(StandInFinder(state))
     STATE = state
+    _exit_with_parent()
     sys.addaudithook(_hook)
     _wrap_imports(state)
     preloaded = _preload(config.get("preload", ()))
