@@ -285,3 +285,37 @@ def test_nothing_else_is_found(audit):
                 "net_bad", "hang", "twice_bad", "brokenpkg/__init__", "brokenpkg/inner", "linked/kernel", "linked/__init__"}
     stray = [f for f in audit.findings if f.path[len("flashinfer/"):-len(".py")] not in expected]
     assert not stray, stray
+
+
+def test_aot_listing_in_flashinfers_gen_all_modules_shape(tmp_path):
+    """FlashInfer's shape: ``gen_all_modules(...)`` called with its default config's
+    values (trailing ``_`` dropped), every capability, and True for other flags."""
+    root = write_tree(tmp_path / "tree", {
+        "flashinfer/__init__.py": "",
+        "flashinfer/experimental/__init__.py": "",
+        "flashinfer/aot.py": textwrap.dedent("""\
+            from pathlib import Path
+
+
+            class Spec:
+                def __init__(self, name, sources):
+                    self.name, self.sources = name, sources
+
+
+            def get_default_config():
+                return {"f16_dtype": ["float16"], "add_moe": True}
+
+
+            def gen_all_modules(f16_dtype_, sm_capabilities, add_moe, add_misc: bool):
+                assert f16_dtype_ == ["float16"] and sm_capabilities.get("sm100", False) is True
+                here = Path(__file__).parent
+                specs = [Spec("dense_fp16", [here / "csrc" / "dense.cu"])]
+                if add_moe and add_misc:
+                    specs.append(Spec("moe_experimental", [here / "experimental" / "feat" / "moe.cu"]))
+                return specs
+            """),
+    })
+    found = audit_tree(root, Settings(), jobs=1, timeout=20, collection=False)
+    (spec,) = found.findings
+    assert spec.rule == "AUD002" and "gen_all_modules" in spec.message and "'moe_experimental'" in spec.message
+    assert spec.path == "flashinfer/aot.py" and spec.line == 13
