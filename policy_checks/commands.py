@@ -19,7 +19,7 @@ from .config import ConfigError, find_root, load
 from .report import FORMATS, Options
 from .output import emit
 from .report.rule_help import explanation, rule_table
-from .rules.registry import ALL_IDS, unknown_rule
+from .rules.registry import ALL_IDS, AUDIT_RULES, unknown_rule
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 LIST_AT_MOST = 10  # `policy-check baseline` lists the entries it added and removed up to this many
@@ -193,6 +193,8 @@ def baseline_command(root, baseline_file, prune, jobs, no_cache, cache_dir):
                 summary += f"; {len(result.findings)} new finding(s) not added (run `policy-check baseline` to accept them)"
         else:
             counts = baseline.counted(result.fingerprints)
+            if previous is not None:  # `policy-check audit --update-baseline`'s entries are the audit's to keep
+                counts.update({fp: n for fp, n in previous.counts.items() if fp.rule in AUDIT_RULES})
             summary = f"{name}: wrote {len(counts)} entries for {len(result.fingerprints)} finding(s)"
             if unreadable is not None:
                 summary += f" (replacing a file that could not be read: {unreadable})"

@@ -21,6 +21,7 @@ from .exp006 import ExperimentalApiInDocs
 from .exp007 import DeferredImportOutsideEntryPoint
 from .exp008 import StableLaneNotIsolated
 from .exp009 import FeatureRecordIncomplete
+from .audit import AUDIT_RULES
 from .meta import META_RULES
 
 # the containment rules, in id order: id -> rule instance
@@ -39,8 +40,10 @@ RULES = {
         FeatureRecordIncomplete(),
     )
 }
-# every id a finding can carry -> its rule (``id``, ``name``, ``summary``, doc)
-ALL_IDS = {**RULES, **META_RULES}
+# every id a finding can carry -> its rule (``id``, ``name``, ``summary``, doc), the
+# audit's (``policy-check audit``, AUDIT_RULES) included: what ``rules``, ``explain``,
+# SARIF and suppression comments know. A static run checks the others.
+ALL_IDS = {**RULES, **META_RULES, **AUDIT_RULES}
 
 
 def matches(rule_id: str, patterns) -> bool:
@@ -51,7 +54,7 @@ def matches(rule_id: str, patterns) -> bool:
 def unknown_rule(values) -> Optional[str]:
     """The first of `values` that is no rule id nor the prefix of one, else None:
     a typo in ``select`` would otherwise silently check nothing."""
-    return next((v for v in values if not any(k.startswith(v) for k in ALL_IDS)), None)
+    return next((v for v in values if not any(k.startswith(v) for k in ALL_IDS if k not in AUDIT_RULES)), None)
 
 
 def check_settings(settings: Settings) -> None:
@@ -66,7 +69,9 @@ def check_settings(settings: Settings) -> None:
 
 def selected_ids(settings: Settings, select=(), ignore=()) -> set:
     """The ids a run checks: `select` (else the settings' selection, else every
-    rule) minus `ignore` and the settings' ``ignore``."""
+    rule) minus `ignore` and the settings' ``ignore``. Never an audit id: a static
+    run does not check those, so a suppression naming one is not unused there, and a
+    baseline entry of one is not fixed."""
     select = tuple(select) if select else settings.select
     ignore = tuple(ignore) + settings.ignore
-    return {i for i in ALL_IDS if (not select or matches(i, select)) and not matches(i, ignore)}
+    return {i for i in ALL_IDS if i not in AUDIT_RULES and (not select or matches(i, select)) and not matches(i, ignore)}

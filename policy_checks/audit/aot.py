@@ -1,0 +1,64 @@
+"""AUD002: call the AOT listing in a worker, under the same tracing as the imports.
+
+Two shapes are known (the tracer picks whichever the module has): this repository's
+``registered_specs()`` / ``_register_builtin()``, and FlashInfer's
+``gen_all_modules(...)``, called with its ``get_default_config()`` values and a
+capabilities mapping that claims every capability (so every branch that can add a
+spec does). Any experimental module loaded is a finding, and so is a returned spec
+whose sources lie under the experimental package, that was created there, or that
+says it is experimental.
+"""
+
+from __future__ import annotations
+
+from ..rules.base import Finding
+from .chains import chain_words, located, refusal_finding, reported
+from .imports import module_file, not_audited
+from .rules import AOT_LISTS_EXPERIMENTAL
+from .sandbox import Request
+
+
+def aot_requests(aot_modules, project, first_id: int) -> list:
+    """One request per AOT module the tree has."""
+    return [Request(first_id + i, "aot", name) for i, name in enumerate(aot_modules) if project.rel_of(name)]
+
+
+def judge_aot(outcomes: list, project, support: dict) -> list:
+    """The findings of the AOT requests' outcomes (support modules allowed, as for imports)."""
+    settings = project.settings
+    findings = []
+    for outcome in outcomes:
+        module = outcome.request.module
+        place = module_file(project, module)
+        answer = outcome.answer
+        if answer is None:
+            findings.append(not_audited(place, f"aot {module}", f"the AOT listing of {module} not audited: "
+                                                                f"{outcome.problem}"))
+            continue
+        if not answer.get("ok"):
+            error = answer["error"]
+            findings.append(not_audited(place, f"aot {module}", f"the AOT listing of {module} not audited: "
+                                                                f"it raised {error['type']}: {error['message']}"))
+        findings += [refusal_finding(r, place, f"the AOT listing of {module}") for r in answer.get("refusals", ())]
+        records = answer.get("records", ())
+        for record in reported(records, support, settings):
+            path, line = located(record.get("core"), place)
+            findings.append(Finding(path, line, 1, AOT_LISTS_EXPERIMENTAL.id,
+                                    f"the AOT listing loads experimental {record['unit']}: {chain_words(record, settings)}",
+                                    record["unit"]))
+        value = answer.get("value") or {}
+        at = tuple(value.get("at") or place)
+        for spec in value.get("specs", ()):
+            why = []
+            if spec.get("experimental_sources"):
+                why.append("sources under the experimental package (" + ", ".join(spec["experimental_sources"]) + ")")
+            created = spec.get("created_in")
+            if created and settings.is_experimental_module(created):
+                why.append(f"created in {created}")
+            if spec.get("experimental"):
+                why.append("marked experimental")
+            if why:
+                findings.append(Finding(at[0], int(at[1]), 1, AOT_LISTS_EXPERIMENTAL.id,
+                                        f"the AOT listing ({value.get('shape')}) returns the JIT spec "
+                                        f"{spec.get('name')!r}: {'; '.join(why)}", f"spec {spec.get('name')}"))
+    return findings

@@ -1,0 +1,94 @@
+"""The tracer's records, judged: which experimental loads the static rules allow (the
+support modules), and each other one as a finding whose message is its chain."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ..config import Settings, under
+from ..rules.base import Finding
+
+MAX_CHAIN_STEPS = 6  # experimental frames named in a chain; the rest are counted
+
+
+def chain_words(record: dict, settings: Settings) -> str:
+    """``path:line (loader) -> experimental frames -> the module``, then its callers."""
+    steps = []
+    if record.get("core"):
+        path, line = record["core"]
+        steps.append(f"{path}:{line} ({record.get('loader') or 'import statement'})")
+    elif record.get("loader"):
+        steps.append(f"({record['loader']})")
+    through = list(record.get("through") or [])
+    if len(through) > MAX_CHAIN_STEPS:
+        through = through[:MAX_CHAIN_STEPS] + [f"... {len(through) - MAX_CHAIN_STEPS} more"]
+    steps += through
+    unit = record["unit"]
+    detail = record.get("detail") or ""
+    steps.append(unit if not detail or under(detail, settings.experimental_dir) else f"{unit} (read through {detail})")
+    words = " -> ".join(steps)
+    also = sorted(set(record.get("also") or ()) - {unit})
+    if also:
+        shown = ", ".join(also[:MAX_CHAIN_STEPS]) + (f" and {len(also) - MAX_CHAIN_STEPS} more"
+                                                     if len(also) > MAX_CHAIN_STEPS else "")
+        words += f"; with it {len(also)} more experimental module(s): {shown}"
+    callers = record.get("callers") or []
+    if callers:
+        words += "; called from " + ", ".join(callers)
+    return words
+
+
+def allowed(record: dict, records: list, support: dict, settings: Settings) -> bool:
+    """Is the load `record` one the static rules allow: a support module, or the
+    experimental package itself loaded on the way to one from the same core line?"""
+    unit = record["unit"]
+    if unit in support:
+        return True
+    if unit == settings.experimental_package:
+        return any(other["unit"] in support and other.get("core") == record.get("core") for other in records)
+    return False
+
+
+def reported(records: list, support: dict, settings: Settings) -> list:
+    """The records that are findings, one per core line: the first experimental module
+    that line loaded beyond what is allowed (the module the line asked for: its import
+    event comes first), with ``also`` naming what else the same line loaded. Records
+    without a core line stay one each."""
+    found = [r for r in records if not allowed(r, records, support, settings)]
+    heads, by_place = [], {}
+    for record in found:
+        place = tuple(record["core"]) if record.get("core") else None
+        if place is None:
+            heads.append(dict(record, also=[]))
+        elif place in by_place:
+            by_place[place]["also"].append(record["unit"])
+        else:
+            by_place[place] = dict(record, also=[])
+            heads.append(by_place[place])
+    return heads
+
+
+def located(record_core: Optional[list], fallback: tuple) -> tuple:
+    """``(path, line)`` of a record: its core frame, else `fallback`."""
+    if record_core:
+        return record_core[0], int(record_core[1])
+    return fallback
+
+
+def keep_first(findings: list) -> list:
+    """One finding per rule, place and subject (workers that reach the same load from
+    different importers report one chain each: the shortest message stays)."""
+    best = {}
+    for finding in findings:
+        key = (finding.rule, finding.path, finding.line, finding.subject)
+        kept = best.get(key)
+        if kept is None or (len(finding.message), finding.message) < (len(kept.message), kept.message):
+            best[key] = finding
+    return sorted(best.values())
+
+
+def refusal_finding(refusal: dict, fallback: tuple, what: str) -> Finding:
+    path, line = located(refusal.get("core"), fallback)
+    return Finding(path, line, 1, "AUD000",
+                   f"{what}: the audit refused {refusal['event']} {refusal.get('args', '')}; what the code does "
+                   "with the network is not audited", f"refused {refusal['event']}")

@@ -1,0 +1,215 @@
+"""``policy-check audit``: the click command, its baseline and its report.
+
+The report goes out in ``run``'s formats (`policy_checks.report`); the text report
+adds note lines (stand-ins used, what was left out, counts) and the JSON report an
+``"audit"`` object with the same. The baseline is ``run``'s file: the audit reads
+and writes only its AUDnnn entries, ``run`` and ``policy-check baseline`` leave
+them as they are.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import sys
+import traceback
+from pathlib import Path
+
+import click
+
+from .. import baseline as baseline_module
+from ..config import ConfigError, find_root, load
+from ..output import emit
+from ..report import FORMATS, Options
+from ..rules.registry import matches
+from .rules import AUDIT_RULES
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+def _ids(value: str) -> tuple:
+    return tuple(v.strip().upper() for v in value.split(",") if v.strip()) if value else ()
+
+
+def _progress(done: int, total: int) -> None:
+    if done == total or done % 50 == 0:
+        click.echo(f"policy-check audit: {done}/{total} requests", err=True)
+
+
+@click.command(epilog="""\b
+It runs the code of the tree: run it only in an unprivileged job (docs/audit.rst).
+Exit status:
+  0  no findings (with a baseline: no new ones)
+  1  findings
+  2  a usage, configuration or baseline error, or an internal error""")
+@click.option("--root", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
+              help="Project root (default: as for `policy-check run`).")
+@click.option("--format", "--output-format", "output_format", type=click.Choice(sorted(FORMATS)), default="text",
+              show_default=True, help="Report format.")
+@click.option("-o", "--output-file", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="FILE",
+              help="Write the report to FILE instead of standard output.")
+@click.option("-q", "--quiet", is_flag=True, help="Print the findings and nothing else (no notes, no progress).")
+@click.option("--select", default="", help="Comma-separated AUD ids or prefixes to report (default: all).")
+@click.option("--ignore", default="", help="Comma-separated AUD ids or prefixes not to report.")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker interpreters (default: CPUs).")
+@click.option("--timeout", type=click.FloatRange(min=0.1), default=60.0, show_default=True,
+              help="Seconds one module's import (or the AOT listing) may take.")
+@click.option("--exclude", "excluded", multiple=True, metavar="GLOB",
+              help="Also leave out of the imports the paths GLOB matches (as the exclude setting; repeatable). "
+              "What core imports from them is still traced.")
+@click.option("--no-stand-ins", is_flag=True, help="Do not replace missing third-party packages by stand-ins.")
+@click.option("--baseline", "baseline_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              metavar="FILE", help="Report only findings this baseline's AUD entries do not accept (default: "
+              "policy-check-baseline.json at the root, when it exists).")
+@click.option("--no-baseline", is_flag=True, help="Ignore the baseline: report every finding.")
+@click.option("--update-baseline", is_flag=True, help="Write today's AUD findings into the baseline file (its "
+              "other entries kept) instead of reporting them.")
+@click.option("--policy-from", metavar="REV", default=None,
+              help="Audit with the policy of the git revision REV: its settings (which package, which is "
+              "experimental, what is excluded) and its baseline.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
+def audit(root, output_format, output_file, quiet, select, ignore, jobs, timeout, excluded, no_stand_ins, baseline_file,
+          no_baseline, update_baseline, policy_from, exit_zero):
+    """Import flashinfer and every core module, call the AOT listing, in isolated
+    interpreters, and report what loaded experimental code (AUD000-AUD003)."""
+    from ..runner import Result
+    from .tree import audit_tree
+
+    try:
+        root = root.resolve() if root else find_root(Path.cwd())
+        settings = load(root)
+        for value in _ids(select) + _ids(ignore):
+            if not any(rule_id.startswith(value) for rule_id in AUDIT_RULES):
+                raise ConfigError(f"--select/--ignore: {value!r} names no audit rule (AUD000-AUD003)")
+        if baseline_file is not None and no_baseline:
+            raise ConfigError("--baseline and --no-baseline exclude each other")
+        path = baseline_file or baseline_module.default_path(root)
+        name = _name(root, path)
+        accepted, policy_from_pair, judge = None, None, None
+        if policy_from is not None:
+            from ..policy_change import Revision, SuppressionJudge, baseline_at_base, read_policy
+
+            at = Revision(root, policy_from)
+            rel, outside = baseline_at_base(root, None if no_baseline else path)
+            policy = read_policy(at, rel)
+            settings = policy.settings
+            accepted = policy.baseline if not outside else _read(path)
+            policy_from_pair = (policy_from, at.commit)
+            judge = SuppressionJudge(root, at)
+        elif not no_baseline and not update_baseline:
+            accepted = _read(path) if (baseline_file is not None or os.path.lexists(path)) else None
+        if excluded:
+            settings = dataclasses.replace(settings, exclude=settings.exclude + tuple(excluded))
+        found = audit_tree(root, settings, jobs=jobs, timeout=timeout, stand_ins=not no_stand_ins,
+                           progress=None if quiet else _progress)
+    except (ConfigError, ValueError) as error:
+        click.echo(f"policy-check: error: {error}", err=True)
+        sys.exit(EXIT_ERROR)
+    except Exception:
+        click.echo(f"policy-check: internal error:\n{traceback.format_exc()}", err=True)
+        sys.exit(EXIT_ERROR)
+    chosen = _ids(select) or tuple(AUDIT_RULES)
+    findings = [f for f in found.findings if matches(f.rule, chosen) and not matches(f.rule, _ids(ignore))]
+    findings = _unsuppressed(findings, found.project, judge)
+    prints = [baseline_module.fingerprint(found.project, f, frozenset()) for f in findings]
+    if update_baseline:
+        _update(path, name, prints)
+        return
+    result = Result(findings, found.modules, fingerprints=prints)
+    result.policy_from = policy_from_pair
+    if accepted is not None:
+        _apply_baseline(result, accepted, found.project)
+    names = {i: r.name for i, r in AUDIT_RULES.items()}
+    report = FORMATS[output_format](result, names, Options(False, quiet, False))
+    if output_format == "json":
+        document = json.loads(report)
+        document["audit"] = _summary(found)
+        report = json.dumps(document, indent=2) + "\n"
+    elif output_format == "text" and not quiet:
+        report += "".join(f"note: {line}\n" for line in _notes(found))
+    elif not quiet:
+        for line in _notes(found):
+            click.echo(f"policy-check audit: note: {line}", err=True)
+    emit(report, output_file, EXIT_ERROR)
+    sys.exit(EXIT_FINDINGS if result.findings and not exit_zero else EXIT_CLEAN)
+
+
+def _unsuppressed(findings: list, project, judge) -> list:
+    """The findings no ``# policy: ignore[AUDnnn] reason`` on their line silences (with
+    ``--policy-from``, only comments the base revision already had count)."""
+    from ..rules.registry import ALL_IDS
+    from ..suppressions import apply
+
+    found = {}
+    for rel in {f.path for f in findings}:
+        if rel in project.files and rel.endswith(".py"):
+            found[rel] = project.facts(rel).suppressions
+    if judge is not None:
+        found = judge(found)
+    return [f for f in apply(findings, found, set(ALL_IDS), set()) if f.rule in AUDIT_RULES]
+
+
+def _name(root: Path, path: Path) -> str:
+    try:
+        return (path.parent.resolve() / path.name).relative_to(root).as_posix()
+    except (ValueError, OSError):
+        return str(path)
+
+
+def _read(path: Path):
+    return baseline_module.read(path, str(path))
+
+
+def _apply_baseline(result, accepted, project) -> None:
+    """Keep the findings no AUD entry of `accepted` accepts (as ``run`` does with its own)."""
+    counts = {fp: n for fp, n in accepted.counts.items() if fp.rule in AUDIT_RULES}
+    locate = baseline_module.locator(project)
+    matched = baseline_module.match(counts, result.fingerprints, lambda module: locate(module) is not None)
+    findings, prints = result.findings, result.fingerprints
+    result.findings = [findings[i] for i in matched.new]
+    result.fingerprints = [prints[i] for i in matched.new]
+    result.baselined = [findings[i] for i in matched.baselined]
+    result.baselined_fingerprints = [prints[i] for i in matched.baselined]
+    result.fixed = matched.fixed
+    result.baseline = accepted.name
+
+
+def _update(path: Path, name: str, prints: list) -> None:
+    """Replace the baseline's AUD entries by today's findings, keeping every other entry."""
+    try:
+        kept = {}
+        if os.path.lexists(path):
+            kept = {fp: n for fp, n in _read(path).counts.items() if fp.rule not in AUDIT_RULES}
+        counts = {**kept, **baseline_module.counted(prints)}
+        baseline_module.write(path, counts)
+    except (ValueError, OSError) as error:
+        click.echo(f"policy-check: error: cannot update the baseline: {error}", err=True)
+        sys.exit(EXIT_ERROR)
+    click.echo(f"{name}: wrote {len(prints)} audit finding(s); {len(kept)} other entries kept")
+
+
+def _summary(found) -> dict:
+    return {
+        "modules": found.modules, "audited": found.audited, "not_audited": found.not_audited,
+        "stand_ins": found.stand_ins, "skipped": [{"path": p, "why": why} for p, why in found.skipped],
+        "support_modules": sorted(found.support), "notes": found.notes,
+        "processes": found.processes, "network_namespace": found.network_namespace,
+    }
+
+
+def _notes(found) -> list:
+    lines = [f"{found.audited} of {found.modules} core modules imported; {found.not_audited} not audited (AUD000)"]
+    if found.stand_ins:
+        lines.append("stand-ins (third-party packages not installed, replaced by permissive stand-ins): "
+                     + ", ".join(found.stand_ins))
+    lines += [f"skipped {path}: {why}" for path, why in found.skipped]
+    if found.support:
+        lines.append("support modules allowed: " + ", ".join(sorted(found.support)))
+    if found.processes:
+        shown = "; ".join(found.processes[:3]) + (f"; and {len(found.processes) - 3} more" if len(found.processes) > 3 else "")
+        lines.append(f"processes started by imports ({len(found.processes)}): {shown}")
+    if not found.network_namespace:
+        lines.append("no network namespace (unshare -rn failed): the audit hook alone refused the network, "
+                     "and processes the imports started had it")
+    return lines + list(found.notes)

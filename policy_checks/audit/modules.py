@@ -1,0 +1,114 @@
+"""What the audit imports, and what it allows: the core modules of the tree (as the
+checker's project model lists them), what it leaves out and why, and the support
+modules the static rules allow core to import (EXP001's exception, EXP003's list).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import NamedTuple
+
+from ..config import Settings, under
+from ..facts import extract
+from ..project import Project, SourceFile, excluder
+from ..rules.exp003 import support_modules
+
+_IDENTIFIER_PARTS = str.isidentifier
+
+
+class Listing(NamedTuple):
+    modules: list  # core module names, in import order (packages before their modules)
+    skipped: list  # (what, why) of what is left out, for the report
+    project: Project  # the checker's model of the tree (baseline fingerprints, support modules)
+
+
+def project_model(root: Path, settings: Settings) -> Project:
+    """The checker's project model, each file's facts extracted when first asked for."""
+
+    def load(source: SourceFile):
+        return extract((root / source.rel).read_bytes(), source.module, source.is_package)
+
+    return Project(root, settings, load)
+
+
+def core_modules(root: Path, settings: Settings) -> Listing:
+    """The core modules to import, and what is left out: the experimental package,
+    the folders the settings exclude (imported only when core imports them, and then
+    traced like any other code), ``__main__`` modules (running one runs a program)."""
+    project = project_model(root, settings)
+    modules, skipped = [], []
+    for rel, source in sorted(project.files.items()):
+        module = source.module
+        if not settings.is_core(module):
+            continue
+        if not all(_IDENTIFIER_PARTS(part) for part in module.split(".")):
+            skipped.append((rel, "not an importable module name"))
+        elif module.rpartition(".")[2] == "__main__":
+            skipped.append((rel, "a __main__ module runs a program when imported"))
+        else:
+            modules.append(module)
+    skipped += _excluded_folders(root, settings)
+    modules.sort()  # a package before its modules: its imports are traced at the package
+    return Listing(modules, skipped, project)
+
+
+def _excluded_folders(root: Path, settings: Settings) -> list:
+    """``(folder, why)`` for each excluded folder inside the package holding Python files."""
+    excluded = excluder(settings.exclude)
+    top = settings.package.replace(".", "/")
+    found = []
+    for directory, folders, files in os.walk(root / top):
+        rel = Path(directory).relative_to(root).as_posix()
+        if rel != top and excluded(rel):
+            count = sum(1 for dirpath, _, names in os.walk(directory) for name in names if name.endswith(".py"))
+            if count:
+                found.append((rel, f"excluded by the settings ({count} Python files); audited only where core "
+                                   "imports them"))
+            folders[:] = []
+            continue
+        folders[:] = sorted(f for f in folders if not under(f"{rel}/{f}", settings.experimental_dir))
+    return found
+
+
+def preloads(project: Project, candidates) -> list:
+    """Which of `candidates` (heavy third-party packages) the core modules import
+    somewhere: the workers import those once, before any request (a tree that never
+    names torch does not pay for it in every worker)."""
+    settings = project.settings
+    wanted = {name: re.compile(rb"^[ \t]*(?:import|from)[ \t]+" + re.escape(name.encode()) + rb"\b", re.M)
+              for name in candidates}
+    found = []
+    for rel, source in project.files.items():
+        if not wanted:
+            break
+        if not settings.is_core(source.module):
+            continue
+        try:
+            data = (project.root / rel).read_bytes()
+        except OSError:
+            continue
+        for name, pattern in list(wanted.items()):
+            if pattern.search(data):
+                found.append(name)
+                del wanted[name]
+    return [name for name in candidates if name in found]
+
+
+def allowed_support(project: Project) -> dict:
+    """The support modules the static rules allow core to import (module -> the first
+    core line importing it), as EXP003 computes them, from every core module that
+    names the experimental package."""
+    settings = project.settings
+    word = settings.experimental_package.rpartition(".")[2].encode()
+    for rel, source in project.files.items():
+        if not settings.is_core(source.module):
+            continue
+        try:
+            data = (project.root / rel).read_bytes()
+        except OSError:
+            continue
+        if word in data:
+            project.mark_primary(rel)
+    return support_modules(project)

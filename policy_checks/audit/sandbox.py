@@ -1,0 +1,233 @@
+"""The audit's isolated workers: ``python -I`` subprocesses running `tracer.py`, each
+in a scratch home, cache and temporary directory, with a minimal environment, a
+time limit per request and no network (the tracer's audit hook refuses it, and where
+``unshare`` can, the worker runs in a network namespace of its own).
+
+A worker imports the heavy third-party packages the tree uses once (`PRELOAD`, as
+`preloads` finds them), then answers one
+request at a time; `Pool` hands requests to whichever worker is free, and replaces
+a worker that overran its time limit or died, reporting the request it was on.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import deque
+from pathlib import Path
+from typing import Callable, NamedTuple, Optional
+
+TRACER = Path(__file__).with_name("tracer.py")
+# imported once per worker before any request, untraced (whatever is installed of them)
+PRELOAD = ("torch", "numpy")
+STARTUP_SECONDS = 300  # a worker's start, preloads included, may take this long
+# environment variables a worker inherits; everything else (tokens, proxies, the
+# package's own switches) stays out
+_KEPT = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ")
+
+
+class Request(NamedTuple):
+    id: int
+    op: str  # "import" or "aot"
+    module: str
+
+
+class Outcome(NamedTuple):
+    request: Request
+    answer: Optional[dict]  # the tracer's answer, or None when the worker failed
+    problem: str  # why there is no answer ("" when there is one)
+
+
+class Scratch:
+    """The scratch directories every worker of one audit shares, removed afterwards."""
+
+    def __init__(self):
+        self.path = Path(tempfile.mkdtemp(prefix="policy-check-audit-"))
+        for name in ("home", "cache", "config", "data", "tmp"):
+            (self.path / name).mkdir()
+
+    def environment(self) -> dict:
+        env = {key: os.environ[key] for key in _KEPT if key in os.environ}
+        env.update(
+            HOME=str(self.path / "home"), XDG_CACHE_HOME=str(self.path / "cache"),
+            XDG_CONFIG_HOME=str(self.path / "config"), XDG_DATA_HOME=str(self.path / "data"),
+            TMPDIR=str(self.path / "tmp"), PYTHONNOUSERSITE="1", CUDA_VISIBLE_DEVICES="",
+        )
+        return env
+
+    def remove(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+@functools.lru_cache(maxsize=1)
+def network_namespace() -> tuple:
+    """The command prefix that runs a worker in a network namespace of its own (no
+    interface but a loopback that is down: no network for it or any process it
+    starts), or () where ``unshare`` cannot make one (no user namespaces)."""
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        return ()
+    try:
+        done = subprocess.run([unshare, "-rn", "true"], capture_output=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return ()
+    return (unshare, "-rn") if done.returncode == 0 else ()
+
+
+class Worker:
+    """One tracer subprocess."""
+
+    def __init__(self, config_path: Path, scratch: Scratch, python: str):
+        self.process = subprocess.Popen(
+            [*network_namespace(), python, "-I", str(TRACER), str(config_path)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            cwd=scratch.path / "tmp", env=scratch.environment(), start_new_session=True,
+        )
+        os.set_blocking(self.process.stdout.fileno(), False)
+        self.buffer = b""
+        self.current: Optional[Request] = None
+        self.deadline = time.monotonic() + STARTUP_SECONDS
+        self.ready = False
+
+    def send(self, request: Request, timeout: float) -> None:
+        self.current = request
+        self.deadline = time.monotonic() + timeout
+        line = json.dumps({"id": request.id, "op": request.op, "module": request.module}) + "\n"
+        self.process.stdin.write(line.encode())
+        self.process.stdin.flush()
+
+    def lines(self) -> list:
+        """Complete answer lines read so far (b"" at the end: the worker is gone)."""
+        try:
+            chunk = os.read(self.process.stdout.fileno(), 1 << 20)
+        except BlockingIOError:
+            return []
+        if not chunk:
+            return [b""]
+        self.buffer += chunk
+        *complete, self.buffer = self.buffer.split(b"\n")
+        return complete
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.process.wait()
+        for stream in (self.process.stdin, self.process.stdout):
+            try:
+                stream.close()
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        try:
+            self.process.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        self.kill()
+
+    def ended(self) -> str:
+        """Why the worker is gone, in words."""
+        code = self.process.poll()
+        if code is None:
+            return "the worker stopped answering"
+        if code < 0:
+            return f"the interpreter died (signal {-code})"
+        return f"the interpreter exited (status {code})"
+
+
+class Pool:
+    """`jobs` workers answering `requests` in order, whichever is free; every request
+    gets one `Outcome`."""
+
+    def __init__(self, config: dict, jobs: int, timeout: float, python: Optional[str] = None,
+                 progress: Optional[Callable[[int, int], None]] = None):
+        self.config, self.jobs, self.timeout = config, max(1, jobs), timeout
+        self.python = python or sys.executable
+        self.progress = progress
+
+    def run(self, requests: list) -> list:
+        scratch = Scratch()
+        config = dict(self.config)
+        config_path = scratch.path / "config.json"
+        config_path.write_text(json.dumps(config), encoding="utf-8")
+        pending = deque(requests)
+        outcomes = []
+        selector = selectors.DefaultSelector()
+        workers = []
+
+        def start() -> Worker:
+            worker = Worker(config_path, scratch, self.python)
+            selector.register(worker.process.stdout, selectors.EVENT_READ, worker)
+            workers.append(worker)
+            return worker
+
+        def retire(worker: Worker, problem: str) -> None:
+            selector.unregister(worker.process.stdout)
+            workers.remove(worker)
+            worker.kill()
+            if worker.current is not None:
+                outcomes.append(Outcome(worker.current, None, problem))
+                self._tick(len(outcomes), len(requests))
+            elif not worker.ready:  # it never started: nothing can run
+                while pending:
+                    outcomes.append(Outcome(pending.popleft(), None, f"the worker could not start: {problem}"))
+            if pending:
+                start()
+
+        def dispatch(worker: Worker) -> None:
+            worker.current = None
+            if pending:
+                worker.send(pending.popleft(), self.timeout)
+
+        try:
+            for _ in range(min(self.jobs, len(requests))):
+                start()
+            while workers:
+                now = time.monotonic()
+                wait = max(0.0, min(w.deadline for w in workers) - now)
+                for key, _ in selector.select(timeout=wait):
+                    worker = key.data
+                    for line in worker.lines():
+                        if line == b"":
+                            retire(worker, worker.ended())
+                            break
+                        answer = json.loads(line)
+                        if answer.get("ready"):
+                            worker.ready = True
+                        else:
+                            outcomes.append(Outcome(worker.current, answer, ""))
+                            self._tick(len(outcomes), len(requests))
+                        dispatch(worker)
+                        if worker.current is None:  # nothing left for it
+                            selector.unregister(worker.process.stdout)
+                            workers.remove(worker)
+                            worker.close()
+                            break
+                now = time.monotonic()
+                for worker in [w for w in workers if w.deadline <= now]:
+                    limit = f"{self.timeout:g} s" if worker.ready else f"{STARTUP_SECONDS} s to start"
+                    retire(worker, f"time limit ({limit}) exceeded")
+        finally:
+            for worker in workers:
+                worker.kill()
+            selector.close()
+            scratch.remove()
+        return outcomes
+
+    def _tick(self, done: int, total: int) -> None:
+        if self.progress is not None:
+            self.progress(done, total)

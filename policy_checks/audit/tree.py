@@ -1,0 +1,75 @@
+"""One audit of one tree: list the core modules, run the requests in the workers,
+judge the outcomes, and add the stable lane's collection audit where it exists."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional
+
+from ..config import Settings
+from .aot import aot_requests, judge_aot
+from .chains import keep_first
+from .imports import import_requests, judge_imports
+from .modules import allowed_support, core_modules, preloads
+from .sandbox import PRELOAD, Pool, network_namespace
+
+DEFAULT_TIMEOUT = 60.0  # seconds one import or the AOT listing may take in a worker
+# what an AOT build job sets, so the listing lists every architecture's specs (FlashInfer
+# refuses to list without it, having no GPU to ask)
+AOT_ENVIRONMENT = {"FLASHINFER_CUDA_ARCH_LIST": "7.5 8.0 8.6 8.9 9.0a 10.0a 10.3a 11.0a 12.0a 12.1a"}
+
+
+@dataclass
+class Audit:
+    findings: list
+    modules: int  # core modules requested
+    audited: int  # imports that completed
+    not_audited: int
+    stand_ins: list  # third-party top-level packages replaced by stand-ins
+    skipped: list  # (what, why)
+    support: dict  # support modules allowed (module -> first core importer)
+    notes: list = field(default_factory=list)  # what else the report says (collection audit missing...)
+    project: object = None
+    processes: list = field(default_factory=list)  # new processes the imports started
+    network_namespace: bool = False  # the workers ran without any network interface
+
+
+def audit_tree(root: Path, settings: Settings, jobs: Optional[int] = None, timeout: float = DEFAULT_TIMEOUT,
+               progress: Optional[Callable[[int, int], None]] = None, stand_ins: bool = True,
+               collection: bool = True) -> Audit:
+    """Audit the tree at `root` under `settings` (AUD000-AUD002, and AUD003 when the
+    collection audit is there)."""
+    root = Path(root).resolve()
+    listing = core_modules(root, settings)
+    project = listing.project
+    support = allowed_support(project)
+    requests = import_requests(listing.modules)
+    aot = aot_requests(settings.aot_modules, project, len(requests))
+    config = {"root": str(root), "package": settings.package, "experimental_package": settings.experimental_package,
+              "stand_ins": stand_ins, "aot_environment": AOT_ENVIRONMENT, "preload": preloads(project, PRELOAD)}
+    jobs = jobs or os.cpu_count() or 1
+    # the AOT listing first: the longest request, it overlaps the imports in other workers
+    outcomes = Pool(config, jobs, timeout, progress=progress).run(aot + requests)
+    import_outcomes = [o for o in outcomes if o.request.op == "import"]
+    verdict = judge_imports(import_outcomes, project, support)
+    findings = verdict.findings + judge_aot([o for o in outcomes if o.request.op == "aot"], project, support)
+    notes = []
+    if collection:
+        found, note = _collection(root, settings)
+        findings += found
+        notes += [note] if note else []
+    return Audit(keep_first(findings), len(listing.modules), verdict.audited, verdict.not_audited,
+                 sorted(verdict.stand_ins), listing.skipped, support, notes, project, verdict.processes,
+                 bool(network_namespace()))
+
+
+def _collection(root: Path, settings: Settings) -> tuple:
+    """AUD003 from `policy_checks.audit.collection` (the stable lane's collection
+    audit), when this checker has it: ``(findings, note)``."""
+    try:
+        from .collection import audit_collection
+    except ImportError:
+        return [], "the stable lane's collection audit (AUD003) is not part of this checker yet"
+    return list(audit_collection(root, settings)), ""
