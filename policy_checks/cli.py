@@ -24,6 +24,7 @@ _SUBCOMMANDS = {
     "graduate": "policy_checks.lifecycle.graduate:graduate",
     "bot": "policy_checks.bot.cli:bot",
     "features": "policy_checks.lifecycle.board:features",
+    "consumer": "policy_checks.consumer.cli:consumer",
 }
 
 

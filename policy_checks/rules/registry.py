@@ -21,6 +21,7 @@ from .exp006 import ExperimentalApiInDocs
 from .exp007 import DeferredImportOutsideEntryPoint
 from .exp008 import StableLaneNotIsolated
 from .exp009 import FeatureRecordIncomplete
+from .consumer import CONSUMER_RULES
 from .meta import META_RULES
 
 # the containment rules, in id order: id -> rule instance
@@ -39,8 +40,10 @@ RULES = {
         FeatureRecordIncomplete(),
     )
 }
+# the ids `policy-check run` can report (the consumer check's CONnnn are its own)
+RUN_IDS = {**RULES, **META_RULES}
 # every id a finding can carry -> its rule (``id``, ``name``, ``summary``, doc)
-ALL_IDS = {**RULES, **META_RULES}
+ALL_IDS = {**RUN_IDS, **CONSUMER_RULES}
 
 
 def matches(rule_id: str, patterns) -> bool:
@@ -69,4 +72,4 @@ def selected_ids(settings: Settings, select=(), ignore=()) -> set:
     rule) minus `ignore` and the settings' ``ignore``."""
     select = tuple(select) if select else settings.select
     ignore = tuple(ignore) + settings.ignore
-    return {i for i in ALL_IDS if (not select or matches(i, select)) and not matches(i, ignore)}
+    return {i for i in RUN_IDS if (not select or matches(i, select)) and not matches(i, ignore)}
