@@ -36,47 +36,54 @@ def kind_of(name: str) -> Optional[str]:
     return None
 
 
-def _relative(root: Path, path: Path) -> str:
-    try:
-        return path.relative_to(root).as_posix()
-    except ValueError:
-        return path.as_posix()
-
-
 def selected(root: Path, paths: List[Path], staged: bool, problems: list) -> Iterator[Tuple[str, Path, str]]:
     """``(path as reported, path on disk, kind)`` of each file to read under `paths`."""
     listing = gitfiles.listing(root, gitfiles.STAGED if staged else gitfiles.WORK_TREE)
+    prefix = str(root).rstrip(os.sep) + os.sep
     seen = set()
     for given in paths:
-        given = Path(os.path.abspath(given))
-        for path in _walk(given, problems):
-            kind = kind_of(path.name)
-            if kind is None:
-                continue
-            rel = _relative(root, path)
+        for path, kind in _walk(os.path.abspath(given), problems):
+            rel = path[len(prefix):].replace(os.sep, "/") if path.startswith(prefix) else path
             if rel in seen:
                 continue
             seen.add(rel)
-            if listing is not None and not rel.startswith("/") and not listing.has_file(rel):
+            if listing is not None and rel != path and not listing.has_file(rel):
                 continue
-            yield rel, path, kind
+            yield rel, Path(path), kind
 
 
-def _walk(top: Path, problems: list) -> Iterator[Path]:
+def _walk(top: str, problems: list) -> Iterator[Tuple[str, str]]:
+    """``(path, kind)`` of the regular files below `top` (or `top` itself) that have a kind;
+    no symbolic link is followed, directories in `SKIPPED_DIRECTORIES` are not entered."""
     try:
         mode = os.lstat(top).st_mode
     except OSError as error:
-        problems.append((str(top), f"cannot read: {error.strerror or error}"))
+        problems.append((top, f"cannot read: {error.strerror or error}"))
         return
     if stat.S_ISREG(mode):
-        yield top
+        kind = kind_of(os.path.basename(top))
+        if kind is not None:
+            yield top, kind
         return
-    if not stat.S_ISDIR(mode):
-        return
-    for directory, subdirectories, names in os.walk(top, onerror=lambda e: problems.append((e.filename, str(e)))):
-        subdirectories[:] = sorted(d for d in subdirectories if d not in SKIPPED_DIRECTORIES
-                                   and not os.path.islink(os.path.join(directory, d)))
-        for name in sorted(names):
-            path = os.path.join(directory, name)
-            if kind_of(name) is not None and stat.S_ISREG(os.lstat(path).st_mode):
-                yield Path(path)
+    stack = [top] if stat.S_ISDIR(mode) else []
+    while stack:
+        directory = stack.pop()
+        try:
+            with os.scandir(directory) as entries:
+                entries = sorted(entries, key=lambda e: e.name)
+        except OSError as error:
+            problems.append((directory, f"cannot read: {error.strerror or error}"))
+            continue
+        subdirectories = []
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name not in SKIPPED_DIRECTORIES:
+                        subdirectories.append(entry.path)
+                elif entry.is_file(follow_symlinks=False):
+                    kind = kind_of(entry.name)
+                    if kind is not None:
+                        yield entry.path, kind
+            except OSError:
+                continue
+        stack.extend(reversed(subdirectories))

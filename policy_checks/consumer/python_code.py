@@ -22,6 +22,7 @@ linear in the tree, and a tree too deep for the parser is reported as unread.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
@@ -52,6 +53,27 @@ class _Scope:
 
 
 class _Reader(ast.NodeVisitor):
+    # `ast.NodeVisitor` looks each node's method up by name, and walks fields generically:
+    # most of the time of a file. Here the method of each node type is looked up once.
+    _methods: Dict[type, object] = {}
+
+    def visit(self, node: ast.AST) -> None:
+        method = self._methods.get(node.__class__)
+        if method is None:
+            method = self._methods[node.__class__] = getattr(
+                type(self), "visit_" + node.__class__.__name__, _Reader.generic_visit)
+        method(self, node)
+
+    def generic_visit(self, node: ast.AST) -> None:
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if value.__class__ is list:
+                for item in value:
+                    if isinstance(item, ast.AST):
+                        self.visit(item)
+            elif isinstance(value, ast.AST):
+                self.visit(value)
+
     def __init__(self, surface: Surface):
         self.surface = surface
         self.gate = surface.gate
@@ -212,10 +234,18 @@ def read(tree: ast.AST, surface: Surface) -> List[Hit]:
     return reader.judge()
 
 
+# ``import flashinfer...`` or ``from flashinfer... import``: a literal anchor and blanks only,
+# so the search is linear. (``import os, flashinfer`` and ``importlib.import_module`` are not
+# seen: docs/consumer.rst, "Limits".)
+_IMPORTS_FLASHINFER = re.compile(rb"\b(?:import|from)[ \t]+" + ROOT_PACKAGE.encode() + rb"\b")
+
+
 def mentions(data: bytes, surface: Surface) -> bool:
-    """Can the file say anything to the check? (A file that names neither FlashInfer nor
-    the gate cannot; most of a framework's files are skipped unparsed.)"""
-    return ROOT_PACKAGE.encode() in data or surface.gate.encode() in data
+    """Can the file say anything to the check? (One that imports no FlashInfer and does not
+    spell the gate cannot; most of a framework's files are skipped unparsed.)"""
+    if surface.gate.encode() in data:
+        return True
+    return ROOT_PACKAGE.encode() in data and _IMPORTS_FLASHINFER.search(data) is not None
 
 
 # -- small readers of expressions ---------------------------------------------------------

@@ -284,3 +284,16 @@ def test_precommit_hook_entry():
     hooks = yaml.safe_load((Path(__file__).resolve().parents[3] / ".pre-commit-hooks.yaml").read_text())
     hook = next(h for h in hooks if h["id"] == "policy-check-consumer")
     assert hook["entry"] == "python -m policy_checks consumer --staged" and hook["pass_filenames"] is False
+
+
+def test_an_installed_flashinfer_is_found_without_importing_it(tmp_path, monkeypatch):
+    import sys
+
+    site = write_tree(tmp_path / "site", {
+        "fakefi/__init__.py": "raise RuntimeError('imported: the check must only read files')\n",
+        "fakefi/_build_meta.py": '__version__ = "1.2.3"\n',
+    })
+    monkeypatch.syspath_prepend(str(site))
+    root = surface_module.installed_root("fakefi")
+    assert root == site and "fakefi" not in sys.modules
+    assert surface_module.installed_root("no_such_package_here") is None
