@@ -3,14 +3,14 @@
 Every public name is exported lazily (PEP 562): ``import flashinfer`` imports no
 submodule, no torch, no CUDA bindings and never ``flashinfer.experimental``. A
 name is resolved, and its module imported, on first attribute access. Type
-checkers read the same names from an ``if TYPE_CHECKING:`` block, so that they see
-each API's type (and an experimental API's notice, docs/experimental.rst).
+checkers read the same names from ``__init__.pyi``, so that they see each API's
+type (and an experimental API's notice, docs/experimental.rst).
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 __version__ = "0.1.0"
 
@@ -43,23 +43,6 @@ _LAZY_EXPORTS = {
 }
 
 __all__ = sorted(_LAZY_EXPORTS) + ["__version__"]
-
-if TYPE_CHECKING:  # what type checkers see of the lazy table (tests keep the two equal)
-    from .api_logging import (
-        ExperimentalWarning,
-        experimental_auto_backends_allowed,
-        experimental_backend,
-        flashinfer_api,
-        flashinfer_experimental_api,
-        require_experimental_auto_backends,
-        warn_experimental_backend_once,
-    )
-    from .autotuner import TuningConfigWarning, autotune, load_autotune_cache, save_autotune_cache
-    from .capabilities import CPU_COMPUTE_CAPABILITY, supported_compute_capability
-    from .gemm import mm_bf16
-    from .norm import gated_rmsnorm, rmsnorm
-    from .trace_apply import apply_trace_config
-    from .utils import BackendSupportedError, backend_requirement
 
 
 def __getattr__(name: str) -> Any:

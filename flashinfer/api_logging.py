@@ -18,7 +18,7 @@ import logging
 import os
 import threading
 import warnings
-from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 __all__ = [
     "EXPERIMENTAL_AUTO_ENV_VAR",
@@ -166,15 +166,13 @@ def warn_experimental_backend_once(
     )
 
 
-_F = TypeVar("_F", bound=Callable[..., Any])
-
 if TYPE_CHECKING:
     # For type checkers, PEP 702's marker: pyright (reportDeprecated) and mypy
     # (--enable-error-code deprecated) report each call site with the message.
     from typing_extensions import deprecated as experimental_notice
 else:
 
-    def experimental_notice(message: str, /) -> Callable[[_F], _F]:
+    def experimental_notice(message: str, /) -> Callable[[Callable], Callable]:
         """Make calls of an experimental API visible to type checkers, at no cost at run time.
 
         Stacked on top of `flashinfer_experimental_api`::
@@ -187,14 +185,14 @@ else:
         ``reportDeprecated``) and mypy (with ``--enable-error-code deprecated``) report
         every call of ``op`` in the caller's code, with ``message``. At run time it
         returns the function unchanged: no ``__deprecated__`` attribute, no
-        `DeprecationWarning` (not even on Python 3.13, whose `warnings.deprecated`
+        `DeprecationWarning` (not even on Python 3.13, whose ``warnings.deprecated``
         would emit one); the one `ExperimentalWarning` per process stays the only
         run-time signal. ``policy-check graduate`` removes it with the other marks.
         """
         if not isinstance(message, str) or not message:
             raise TypeError(f"experimental_notice needs a non-empty message string, got {message!r}")
 
-        def unchanged(func: _F) -> _F:
+        def unchanged(func: Callable) -> Callable:
             return func
 
         return unchanged

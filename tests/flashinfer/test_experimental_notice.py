@@ -98,14 +98,17 @@ def test_python_313_emits_no_deprecation_warning():
 
 
 def test_type_checkers_see_every_lazy_export():
-    """``flashinfer/__init__.py``'s TYPE_CHECKING imports name exactly the lazy table's names."""
-    tree = ast.parse((ROOT / "flashinfer/__init__.py").read_text())
-    block = next(n for n in tree.body if isinstance(n, ast.If) and getattr(n.test, "id", "") == "TYPE_CHECKING")
+    """``flashinfer/__init__.pyi`` re-exports exactly the lazy table's names, each from its
+    module; ``py.typed`` says the package is typed (mypy reads an installed package only then)."""
+    tree = ast.parse((ROOT / "flashinfer/__init__.pyi").read_text())
     imported = {}
-    for node in block.body:
-        for alias in node.names:
-            imported[alias.asname or alias.name] = node.module
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                assert alias.asname == alias.name  # an explicit re-export
+                imported[alias.name] = node.module
     assert imported == flashinfer._LAZY_EXPORTS
+    assert (ROOT / "flashinfer/py.typed").is_file()
 
 
 def _consumer(tmp_path) -> Path:
