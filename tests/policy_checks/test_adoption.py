@@ -372,7 +372,7 @@ def test_version_help_and_rules_as_json():
         assert option in usage
     table = json.loads(runner.invoke(main, ["rules", "--format", "json"]).output)
     assert [r["id"] for r in table] == sorted(ALL_IDS)
-    exp001 = table[1]
+    exp001 = next(r for r in table if r["id"] == "EXP001")
     assert exp001 == {"id": "EXP001", "name": "core-imports-experimental", "summary": ALL_IDS["EXP001"].summary,
                       "fixable": True, "help_uri": rule_help.help_uri("EXP001")}
     assert "EXP001  [*] core-imports-experimental" in runner.invoke(main, ["rules"]).output
