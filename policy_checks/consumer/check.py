@@ -6,6 +6,10 @@ file is read once, bounded in size (`MAX_FILE_BYTES`); a Python file that names 
 FlashInfer nor the gate is not parsed. Suppression comments work as for ``run``:
 ``# policy: ignore[CON001] reason`` on the finding's line.
 
+A Python file's findings are remembered by its content and the surface (in the checker's
+cache directory, `policy_checks.cache`, a store of their own), so an unchanged file is not
+parsed again; ``--no-cache`` turns that off.
+
 The baseline (``policy-check-consumer-baseline.json`` at the root) is the checker's own
 format (`policy_checks.baseline`): a finding's fingerprint is its rule, its file, the
 enclosing ``def``/``class`` and what it is about (the API, ``api:backend``, the gate), so
@@ -15,13 +19,14 @@ it survives edits that move lines.
 from __future__ import annotations
 
 import ast
+import hashlib
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional
 
 from .. import baseline as baseline_module
-from ..cache import read_bounded
+from ..cache import FactsCache, read_bounded
 from ..facts import may_hold_suppressions, python_suppressions, text_suppressions
 from ..rules.base import Finding
 from ..rules.consumer import CONSUMER_RULES
@@ -29,7 +34,9 @@ from ..rules.registry import ALL_IDS
 from ..suppressions import apply
 from . import files, python_code
 from .settings_text import lines_setting_gate
-from .surface import Surface
+from .surface import Surface, dumps
+
+MEMO_FILE = "consumer-v1.json"  # the store of remembered findings, beside the checker's facts
 
 MAX_FILE_BYTES = 4 * 1024 * 1024  # a larger file is reported unread, never parsed
 BASELINE_FILE = "policy-check-consumer-baseline.json"
@@ -55,9 +62,12 @@ class Result:
 
 
 def check(root: Path, paths: List[Path], surface: Surface, staged: bool = False,
-          accepted: Optional[baseline_module.Baseline] = None) -> Result:
+          accepted: Optional[baseline_module.Baseline] = None, use_cache: bool = True,
+          cache_dir: Optional[Path] = None) -> Result:
     """Findings of CON001-CON003 under `paths`, sorted; with `accepted`, only new ones."""
     root = Path(root).resolve()
+    memo = FactsCache(root, enabled=use_cache, directory=cache_dir, file_name=MEMO_FILE)
+    salt = hashlib.sha256(f"{MEMO_FILE}\0".encode() + dumps(surface).encode()).digest()
     problems: list = []
     found: list = []  # (Finding, scope)
     suppressions: dict = {}
@@ -72,8 +82,14 @@ def check(root: Path, paths: List[Path], surface: Surface, staged: bool = False,
         if kind == files.PYTHON:
             if not python_code.mentions(data, surface):
                 continue
-            parsed += 1
-            hits = _python(data, surface, rel, problems)
+            key = hashlib.sha256(salt + data).digest()[:16]
+            hits = _remembered(memo, key)
+            if hits is None:
+                parsed += 1
+                unread = len(problems)
+                hits = _python(data, surface, rel, problems)
+                if len(problems) == unread:  # a file that did not parse is tried again next time
+                    memo.put(key, [list(h.__dict__.values()) for h in hits])
             if may_hold_suppressions(data):
                 suppressions[rel] = python_suppressions(data)
         else:
@@ -90,7 +106,9 @@ def check(root: Path, paths: List[Path], surface: Surface, staged: bool = False,
     findings = sorted(set(findings), key=lambda f: (f.path, f.line, f.column, f.rule, f.message))
     prints = [baseline_module.Fingerprint(f.rule, f.path, scopes.get((f.path, f.line, f.column, f.rule, f.subject), ""),
                                           f.subject or f.message) for f in findings]
-    result = Result(findings, checked, [f"{rel}: {problem}" for rel, problem in problems], prints, parsed=parsed)
+    memo.save()
+    warnings_ = memo.warnings + [f"{rel}: {problem}" for rel, problem in problems]
+    result = Result(findings, checked, warnings_, prints, parsed=parsed)
     if accepted is not None:
         matched = baseline_module.match({fp: n for fp, n in accepted.counts.items() if fp.rule in CONSUMER_RULES},
                                         prints, lambda rel: (root / rel).exists())
@@ -101,6 +119,24 @@ def check(root: Path, paths: List[Path], surface: Surface, staged: bool = False,
         result.fixed = matched.fixed
         result.baseline = accepted.name
     return result
+
+
+_HIT_TYPES = (str, int, int, str, str, str)  # the fields of a `python_code.Hit`, in order
+
+
+def _remembered(memo: FactsCache, key: bytes) -> Optional[list]:
+    """The findings stored under `key`, or None (none stored, or not of the right shape)."""
+    stored = memo.entries.get(key) if memo.enabled else None
+    if type(stored) is not list:
+        return None
+    hits = []
+    for item in stored:
+        if type(item) is not list or len(item) != len(_HIT_TYPES) or not all(
+                type(value) is kind for value, kind in zip(item, _HIT_TYPES)):
+            return None
+        hits.append(python_code.Hit(*item))
+    memo.used.add(key)
+    return hits
 
 
 def _python(data: bytes, surface: Surface, rel: str, problems: list) -> list:

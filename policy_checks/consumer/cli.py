@@ -82,8 +82,11 @@ Exit status:
 @click.option("--write-baseline", is_flag=True, help="Write today's findings as the baseline (accepting them).")
 @click.option("--staged", is_flag=True, help="In a git work tree, read only the files in git's index (the "
               "pre-commit hook's mode).")
+@click.option("--no-cache", is_flag=True, help="Parse every file: do not remember findings by content.")
+@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=None, metavar="DIR",
+              help="Where findings are remembered (default: as for `policy-check run`).")
 def check_command(paths, surface_file, flashinfer_root, root, as_error, output_format, output_file, quiet, statistics,
-                  baseline_file, no_baseline, write_baseline, staged):
+                  baseline_file, no_baseline, write_baseline, staged, no_cache, cache_dir):
     """Report experimental FlashInfer use in PATHS (default: the root): calls of experimental
     APIs (CON001), experimental backends named (CON002), the gate set to 1 (CON003)."""
     from .check import BASELINE_FILE, check
@@ -97,7 +100,8 @@ def check_command(paths, surface_file, flashinfer_root, root, as_error, output_f
         accepted = None
         if not no_baseline and not write_baseline and (baseline_file is not None or os.path.lexists(path)):
             accepted = baseline_module.read(path, str(path))
-        result = check(root, list(paths), surface, staged=staged, accepted=accepted)
+        result = check(root, list(paths), surface, staged=staged, accepted=accepted, use_cache=not no_cache,
+                       cache_dir=cache_dir)
         if write_baseline:
             baseline_module.write(path, baseline_module.counted(result.fingerprints))
             click.echo(f"{path}: wrote {len(set(result.fingerprints))} entries for {len(result.findings)} finding(s)",

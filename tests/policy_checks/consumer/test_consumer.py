@@ -297,3 +297,19 @@ def test_an_installed_flashinfer_is_found_without_importing_it(tmp_path, monkeyp
     root = surface_module.installed_root("fakefi")
     assert root == site and "fakefi" not in sys.modules
     assert surface_module.installed_root("no_such_package_here") is None
+
+
+def test_findings_are_remembered_by_content_and_surface(trees):
+    fi, app = trees
+    surface = surface_module.from_tree(fi)
+    first = consumer_check(app, [app], surface)
+    again = consumer_check(app, [app], surface)
+    assert first.parsed == 1 and again.parsed == 0  # app/ops.py: the only file importing flashinfer
+    assert again.findings == first.findings
+    ops = app / "app/ops.py"
+    ops.write_text(ops.read_text() + "grn(3)\n")
+    changed = consumer_check(app, [app], surface)
+    assert changed.parsed == 1 and len(changed.findings) == len(first.findings) + 1
+    older = surface_module.Surface("0.6.0", frozenset(), {}, GATE)  # another surface: judged afresh
+    assert consumer_check(app, [app], older).parsed == 1
+    assert consumer_check(app, [app], surface, use_cache=False).parsed == 1
