@@ -67,7 +67,7 @@ def check(root: Path, paths: List[Path], surface: Surface, staged: bool = False,
     """Findings of CON001-CON003 under `paths`, sorted; with `accepted`, only new ones."""
     root = Path(root).resolve()
     memo = FactsCache(root, enabled=use_cache, directory=cache_dir, file_name=MEMO_FILE)
-    salt = hashlib.sha256(f"{MEMO_FILE}\0".encode() + dumps(surface).encode()).digest()
+    salt = hashlib.sha256(f"{MEMO_FILE}\0{python_code.READER_VERSION}\0".encode() + dumps(surface).encode()).digest()
     problems: list = []
     found: list = []  # (Finding, scope)
     suppressions: dict = {}

@@ -30,6 +30,8 @@ from ..markers import dotted_name
 from .settings_text import gate_assignments
 from .surface import Surface
 
+# Bump when what a file's findings are changes: remembered findings (`check`) are keyed by it.
+READER_VERSION = "2"
 ROOT_PACKAGE = "flashinfer"
 _SETTERS = frozenset({"setdefault", "putenv", "setenv"})  # X.setdefault(GATE, "1"), os.putenv, monkeypatch.setenv
 
@@ -98,7 +100,7 @@ class _Reader(ast.NodeVisitor):
         for alias in node.names:
             if alias.name == "*":  # the surface says which experimental names a star brings
                 prefix = module + "."
-                for api in self.surface.apis:
+                for api in (*self.surface.apis, *self.surface.backends):
                     if api.startswith(prefix) and "." not in api[len(prefix):]:
                         self.names[api[len(prefix):]] = api
             else:

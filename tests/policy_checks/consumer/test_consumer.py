@@ -180,6 +180,13 @@ def test_each_form_of_use_is_found_at_its_line(trees):
     assert "'splitk'" in by_line[(19, "CON002")] and "`backend`" in by_line[(19, "CON002")]
 
 
+def test_a_star_import_brings_the_stable_apis_with_experimental_backends(trees):
+    fi, app = trees
+    write_tree(app, {"app/star.py": "from flashinfer import *\nmm_bf16(1, 2, backend='splitk')\n"})
+    result = consumer_check(app, [app / "app/star.py"], surface_module.from_tree(fi))
+    assert [(f.line, f.rule) for f in result.findings] == [(2, "CON002")]
+
+
 def test_a_consumer_is_judged_by_the_version_it_pins(trees, tmp_path):
     fi, app = trees
     old = surface_module.Surface("0.6.0", frozenset({"flashinfer.rmsnorm"}), {}, GATE)
