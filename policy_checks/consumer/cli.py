@@ -76,8 +76,8 @@ Exit status:
 @click.option("-q", "--quiet", is_flag=True, help="Print the findings and nothing else.")
 @click.option("--statistics", is_flag=True, help="Print a count per rule instead of the findings.")
 @click.option("--baseline", "baseline_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              metavar="FILE", help=f"Report only findings this baseline does not accept (default: "
-              f"{'policy-check-consumer-baseline.json'} at the root, when it exists).")
+              metavar="FILE", help="Report only findings this baseline does not accept (default: "
+              "policy-check-consumer-baseline.json at the root, when it exists).")
 @click.option("--no-baseline", is_flag=True, help="Ignore the baseline: report every finding.")
 @click.option("--write-baseline", is_flag=True, help="Write today's findings as the baseline (accepting them).")
 @click.option("--staged", is_flag=True, help="In a git work tree, read only the files in git's index (the "

@@ -3,7 +3,7 @@
 
 ``policy-check consumer`` judges code that *calls* FlashInfer (a serving framework)
 against the experimental surface of one FlashInfer version; ``policy-check run``
-never checks these ids (`registry.RUN_IDS` leaves them out).
+never selects these ids (`registry.selected_ids` leaves them out).
 """
 
 from __future__ import annotations

@@ -40,10 +40,9 @@ RULES = {
         FeatureRecordIncomplete(),
     )
 }
-# the ids `policy-check run` can report (the consumer check's CONnnn are its own)
-RUN_IDS = {**RULES, **META_RULES}
-# every id a finding can carry -> its rule (``id``, ``name``, ``summary``, doc)
-ALL_IDS = {**RUN_IDS, **CONSUMER_RULES}
+# every id a finding can carry -> its rule (``id``, ``name``, ``summary``, doc); the consumer
+# check's CONnnn are listed (``rules``, ``explain``, suppressions) but never selected by `run`
+ALL_IDS = {**RULES, **META_RULES, **CONSUMER_RULES}
 
 
 def matches(rule_id: str, patterns) -> bool:
@@ -72,4 +71,5 @@ def selected_ids(settings: Settings, select=(), ignore=()) -> set:
     rule) minus `ignore` and the settings' ``ignore``."""
     select = tuple(select) if select else settings.select
     ignore = tuple(ignore) + settings.ignore
-    return {i for i in RUN_IDS if (not select or matches(i, select)) and not matches(i, ignore)}
+    return {i for i in ALL_IDS
+            if i not in CONSUMER_RULES and (not select or matches(i, select)) and not matches(i, ignore)}
