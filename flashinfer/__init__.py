@@ -2,9 +2,7 @@
 
 Every public name is exported lazily (PEP 562): ``import flashinfer`` imports no
 submodule, no torch, no CUDA bindings and never ``flashinfer.experimental``. A
-name is resolved, and its module imported, on first attribute access. Type
-checkers read the same names from ``__init__.pyi``, so that they see each API's
-type (and an experimental API's notice, docs/experimental.rst).
+name is resolved, and its module imported, on first attribute access.
 """
 
 from __future__ import annotations

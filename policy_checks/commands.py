@@ -19,6 +19,7 @@ from .config import ConfigError, find_root, load
 from .report import FORMATS, Options
 from .output import emit
 from .report.rule_help import explanation, rule_table
+from .rules.consumer import CONSUMER_RULES
 from .rules.registry import ALL_IDS, unknown_rule
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -112,6 +113,9 @@ def _checked(run_checks, paths, select, ignore, jobs, no_cache, cache_dir, root,
     unknown = unknown_rule(_ids(select) + _ids(ignore))
     if unknown is not None:
         raise ConfigError(f"--select/--ignore: unknown rule id {unknown!r}")
+    elsewhere = next((v for v in _ids(select) if all(k in CONSUMER_RULES for k in ALL_IDS if k.startswith(v))), None)
+    if elsewhere is not None:  # it would select nothing and say "All clear"
+        raise ConfigError(f"--select: {elsewhere} is checked by `policy-check consumer`, not by `run`")
     if baseline_file is not None and no_baseline:
         raise ConfigError("--baseline and --no-baseline exclude each other")
     if approved_policy_change and policy_from is None:

@@ -106,14 +106,19 @@ def test_explicit_backends_and_disabled_reporting_record_nothing(reporting):
 
 def test_the_environment_variable_turns_it_on_in_a_fresh_process():
     code = (
-        "import torch, flashinfer, flashinfer.dispatch as d\n"
-        "flashinfer.mm_bf16(torch.ones(2, 2, dtype=torch.bfloat16), torch.ones(2, 2, dtype=torch.bfloat16))\n"
+        "import torch, flashinfer.dispatch as d\n"
+        "from flashinfer.utils import backend_requirement, experimental_backend, supported_compute_capability\n"
+        "ok = supported_compute_capability([0])(lambda x, backend='auto': True)\n"
+        "fast = experimental_backend(supported_compute_capability([0])(lambda x, backend='auto': True))\n"
+        "@backend_requirement({'ref': ok, 'fast': fast})\n"
+        "def op(x, backend='auto'):\n"
+        "    return x\n"
+        "op(torch.ones(2)); op(torch.ones(3))\n"
         "print([(c.api, c.backend) for c in d.choices()])\n"
     )
     env = {**os.environ, "FLASHINFER_LOG_BACKEND_CHOICE": "1", "PYTHONPATH": str(ROOT)}
     env.pop(EXPERIMENTAL_AUTO_ENV_VAR, None)
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    assert "[('mm_bf16', 'torch')]" in done.stdout
-    assert "[flashinfer.dispatch] mm_bf16: backend='auto' chose 'torch'" in done.stderr
-    assert "splitk: " in done.stderr  # the experimental backend and why it was dropped
+    assert "[('op', 'ref')]" in done.stdout
+    assert "[flashinfer.dispatch] op: backend='auto' chose 'ref' (candidates: ref); dropped: fast: experimental" in done.stderr

@@ -22,7 +22,7 @@ GATE = "FLASHINFER_ALLOW_EXPERIMENTAL_AUTO_BACKENDS"
 FLASHINFER = {
     "flashinfer/_build_meta.py": '__version__ = "9.9.1"\n',
     "flashinfer/__init__.py": (
-        "from .norm import gated_rmsnorm as gated_rmsnorm\n"
+        "from .norm import toy_gated_norm as toy_gated_norm\n"
         "from .norm import rmsnorm\n"
         "_LAZY_EXPORTS = {'mm_bf16': 'gemm', 'Planner': 'wrappers'}\n"
         "def __getattr__(name):\n    raise AttributeError(name)\n"
@@ -37,13 +37,13 @@ FLASHINFER = {
     "flashinfer/norm.py": (
         "from .api_logging import flashinfer_api, flashinfer_experimental_api as fea\n"
         "@flashinfer_api\ndef rmsnorm(x):\n    return x\n"
-        "@fea(feature='gated')\ndef gated_rmsnorm(x):\n    return x\n"
+        "@fea(feature='gated')\ndef toy_gated_norm(x):\n    return x\n"
     ),
     "flashinfer/gemm.py": (
-        "from .experimental.splitk.support import check_splitk\n"
+        "from .experimental.fastk.support import check_fastk\n"
         "from .utils import backend_requirement\n"
         "def _check_torch(a, b, backend='auto'):\n    return True\n"
-        "@backend_requirement({'torch': _check_torch, 'splitk': check_splitk})\n"
+        "@backend_requirement({'torch': _check_torch, 'fastk': check_fastk})\n"
         "def mm_bf16(a, b, backend='auto'):\n    return a\n"
     ),
     "flashinfer/quant.py": (
@@ -57,10 +57,10 @@ FLASHINFER = {
         "    def run(self):\n        pass\n"
     ),
     "flashinfer/experimental/__init__.py": "",
-    "flashinfer/experimental/splitk/__init__.py": "",
-    "flashinfer/experimental/splitk/support.py": (
+    "flashinfer/experimental/fastk/__init__.py": "",
+    "flashinfer/experimental/fastk/support.py": (
         "from ...api_logging import experimental_backend\n"
-        "@experimental_backend\ndef check_splitk(a, b, backend='auto'):\n    return True\n"
+        "@experimental_backend\ndef check_fastk(a, b, backend='auto'):\n    return True\n"
     ),
 }
 
@@ -70,20 +70,20 @@ import os
 import subprocess
 import flashinfer
 import flashinfer.gemm as fg
-from flashinfer import gated_rmsnorm as grn
+from flashinfer import toy_gated_norm as grn
 from flashinfer.norm import *
-KIND = "splitk"
+KIND = "fastk"
 
 def a(x):
-    return flashinfer.gated_rmsnorm(x)
+    return flashinfer.toy_gated_norm(x)
 
 def b(x):
     return grn(x)
 
 def c(x, w):
-    return fg.mm_bf16(x, w, backend="splitk")
+    return fg.mm_bf16(x, w, backend="fastk")
 
-def d(x, w, backend="splitk"):
+def d(x, w, backend="fastk"):
     return flashinfer.mm_bf16(x, w, backend=backend)
 
 def e(x, w):
@@ -101,13 +101,13 @@ def g():
     os.putenv("FLASHINFER_ALLOW_EXPERIMENTAL_AUTO_BACKENDS", "1")
 
 def h(x):
-    return gated_rmsnorm(x) + flashinfer.rmsnorm(x) + flashinfer.quant.quantize(x, backend="cake")
+    return toy_gated_norm(x) + flashinfer.rmsnorm(x) + flashinfer.quant.quantize(x, backend="cake")
 
 PLANNER = flashinfer.wrappers.Planner()
-fn = getattr(flashinfer, "gated_rmsnorm")
+fn = getattr(flashinfer, "toy_gated_norm")
 fn(1)
 """,
-    "app/unrelated.py": "def gated_rmsnorm(x):\n    return x\ngated_rmsnorm(1)\nmm_bf16(1, 2, backend='splitk')\n",
+    "app/unrelated.py": "def toy_gated_norm(x):\n    return x\ntoy_gated_norm(1)\nmm_bf16(1, 2, backend='fastk')\n",
     "scripts/serve.sh": (
         "#!/bin/sh\n"
         "# export FLASHINFER_ALLOW_EXPERIMENTAL_AUTO_BACKENDS=1\n"
@@ -127,7 +127,7 @@ fn(1)
 }
 
 EXPECTED = {
-    ("app/ops.py", 10, "CON001"),  # flashinfer.gated_rmsnorm (a re-export)
+    ("app/ops.py", 10, "CON001"),  # flashinfer.toy_gated_norm (a re-export)
     ("app/ops.py", 13, "CON001"),  # grn, from flashinfer import ... as ...
     ("app/ops.py", 16, "CON002"),  # module alias, literal
     ("app/ops.py", 19, "CON002"),  # parameter default
@@ -160,11 +160,11 @@ def test_surface_is_read_statically_with_every_import_path(trees):
     surface = surface_module.from_tree(fi)
     assert surface.version == "9.9.1"
     assert surface.gate == GATE
-    assert {"flashinfer.norm.gated_rmsnorm", "flashinfer.gated_rmsnorm", "flashinfer.wrappers.Planner",
+    assert {"flashinfer.norm.toy_gated_norm", "flashinfer.toy_gated_norm", "flashinfer.wrappers.Planner",
             "flashinfer.Planner", "flashinfer.wrappers.Planner.__init__"} <= surface.apis
     assert "flashinfer.norm.rmsnorm" not in surface.apis and "flashinfer.wrappers.Planner.run" not in surface.apis
-    assert surface.backends_of("flashinfer.gemm.mm_bf16") == {"splitk"}
-    assert surface.backends_of("flashinfer.mm_bf16") == {"splitk"}  # the lazy export
+    assert surface.backends_of("flashinfer.gemm.mm_bf16") == {"fastk"}
+    assert surface.backends_of("flashinfer.mm_bf16") == {"fastk"}  # the lazy export
     assert surface.backends_of("flashinfer.quant.quantize") == {"cake"}
     # the JSON index round-trips
     again = surface_module.loads(surface_module.dumps(surface).encode(), "s.json")
@@ -176,13 +176,13 @@ def test_each_form_of_use_is_found_at_its_line(trees):
     result = consumer_check(app, [app], surface_module.from_tree(fi))
     assert {(f.path, f.line, f.rule) for f in result.findings} == EXPECTED
     by_line = {(f.line, f.rule): f.message for f in result.findings if f.path == "app/ops.py"}
-    assert "flashinfer.gated_rmsnorm" in by_line[(10, "CON001")] and "9.9.1" in by_line[(10, "CON001")]
-    assert "'splitk'" in by_line[(19, "CON002")] and "`backend`" in by_line[(19, "CON002")]
+    assert "flashinfer.toy_gated_norm" in by_line[(10, "CON001")] and "9.9.1" in by_line[(10, "CON001")]
+    assert "'fastk'" in by_line[(19, "CON002")] and "`backend`" in by_line[(19, "CON002")]
 
 
 def test_a_star_import_brings_the_stable_apis_with_experimental_backends(trees):
     fi, app = trees
-    write_tree(app, {"app/star.py": "from flashinfer import *\nmm_bf16(1, 2, backend='splitk')\n"})
+    write_tree(app, {"app/star.py": "from flashinfer import *\nmm_bf16(1, 2, backend='fastk')\n"})
     result = consumer_check(app, [app / "app/star.py"], surface_module.from_tree(fi))
     assert [(f.line, f.rule) for f in result.findings] == [(2, "CON002")]
 
@@ -258,8 +258,11 @@ def test_suppression_comment_and_run_ignoring_consumer_ids(trees, check):
     assert [f.rule for f in found.findings] == []
 
 
-def test_rules_and_explain_list_the_consumer_ids():
+def test_rules_and_explain_list_the_consumer_ids(tmp_path):
     runner = CliRunner()
+    root = write_tree(tmp_path / "fi", {"flashinfer/__init__.py": ""})
+    refused = runner.invoke(main, ["run", "--root", str(root), "--select", "CON001"])
+    assert refused.exit_code == 2 and "policy-check consumer" in refused.output
     listed = runner.invoke(main, ["rules"])
     assert "CON001" in listed.output and "experimental-gate-enabled" in listed.output
     explained = runner.invoke(main, ["explain", "CON002"])
@@ -272,7 +275,7 @@ def test_hostile_input_is_bounded(trees, monkeypatch):
 
     monkeypatch.setattr(check_module, "MAX_FILE_BYTES", 1000)
     write_tree(app, {
-        "app/big.py": "import flashinfer\n" + "flashinfer.gated_rmsnorm(1)\n" * 100,
+        "app/big.py": "import flashinfer\n" + "flashinfer.toy_gated_norm(1)\n" * 100,
         "app/deep.py": "import flashinfer\nx = " + "(" * 5000 + "1" + ")" * 5000 + "\n",
         "app/broken.py": "import flashinfer\ndef (:\n",
     })

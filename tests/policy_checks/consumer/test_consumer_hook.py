@@ -21,7 +21,7 @@ from ..test_precommit_hook import CHECKOUT, _git, _hook_source
 
 pytestmark = pytest.mark.skipif(shutil.which("pre-commit") is None or shutil.which("git") is None,
                                 reason="needs git and pre-commit")
-USE = "import flashinfer\n\nflashinfer.gated_rmsnorm(1)\n"
+USE = "import flashinfer\n\nflashinfer.toy_gated_norm(1)\n"
 
 
 def _entry() -> str:
@@ -34,7 +34,7 @@ def _entry() -> str:
 
 def _repository(tmp_path, *args: str):
     source, head = _hook_source(tmp_path)
-    surface = surface_module.Surface("9.9.1", frozenset({"flashinfer.gated_rmsnorm"}), {}, "FLASHINFER_ALLOW_EXPERIMENTAL_AUTO_BACKENDS")
+    surface = surface_module.Surface("9.9.1", frozenset({"flashinfer.toy_gated_norm"}), {}, "FLASHINFER_ALLOW_EXPERIMENTAL_AUTO_BACKENDS")
     scratch = write_tree(tmp_path / "serving", {
         "serve.py": USE,
         "flashinfer-surface.json": surface_module.dumps(surface),
