@@ -18,13 +18,14 @@ import logging
 import os
 import threading
 import warnings
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 __all__ = [
     "EXPERIMENTAL_AUTO_ENV_VAR",
     "ExperimentalWarning",
     "experimental_auto_backends_allowed",
     "experimental_backend",
+    "experimental_notice",
     "flashinfer_api",
     "flashinfer_experimental_api",
     "require_experimental_auto_backends",
@@ -163,6 +164,38 @@ def warn_experimental_backend_once(
         ExperimentalWarning,
         stacklevel=stacklevel + 1,
     )
+
+
+if TYPE_CHECKING:
+    # For type checkers, PEP 702's marker: pyright (reportDeprecated) and mypy
+    # (--enable-error-code deprecated) report each call site with the message.
+    from typing_extensions import deprecated as experimental_notice
+else:
+
+    def experimental_notice(message: str, /) -> Callable[[Callable], Callable]:
+        """Make calls of an experimental API visible to type checkers, at no cost at run time.
+
+        Stacked on top of `flashinfer_experimental_api`::
+
+            @experimental_notice("flashinfer.op is an experimental FlashInfer API: ...")
+            @flashinfer_experimental_api(feature="op")
+            def op(...): ...
+
+        Type checkers read it as PEP 702's ``@deprecated(message)``: pyright (with
+        ``reportDeprecated``) and mypy (with ``--enable-error-code deprecated``) report
+        every call of ``op`` in the caller's code, with ``message``. At run time it
+        returns the function unchanged: no ``__deprecated__`` attribute, no
+        `DeprecationWarning` (not even on Python 3.13, whose ``warnings.deprecated``
+        would emit one); the one `ExperimentalWarning` per process stays the only
+        run-time signal. ``policy-check graduate`` removes it with the other marks.
+        """
+        if not isinstance(message, str) or not message:
+            raise TypeError(f"experimental_notice needs a non-empty message string, got {message!r}")
+
+        def unchanged(func: Callable) -> Callable:
+            return func
+
+        return unchanged
 
 
 # Stable and experimental APIs that carry a trace template, by qualified name.

@@ -13,7 +13,7 @@ from typing import Optional
 
 import torch
 
-from .api_logging import flashinfer_api, flashinfer_experimental_api
+from .api_logging import experimental_notice, flashinfer_api, flashinfer_experimental_api
 from .capabilities import CPU_COMPUTE_CAPABILITY, NVRTC_CAPABILITIES, supported_compute_capability
 from .jit import CSRC_DIR, JitSpec, common_headers, read_source
 from .norm_rows import rms_normalize_fp32, row_kernel_threads
@@ -135,6 +135,10 @@ def rmsnorm(
     return out.copy_(rms_normalize_fp32(x, weight, eps))
 
 
+@experimental_notice(
+    "flashinfer.gated_rmsnorm is an experimental FlashInfer API: no compatibility guarantee, it may "
+    "change or be removed without deprecation (docs/experimental.rst)"
+)
 @flashinfer_experimental_api(feature="gated_rmsnorm")
 def gated_rmsnorm(x: torch.Tensor, z: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
     """RMSNorm of ``x`` gated by SiLU of ``z`` (hybrid-attention / Mamba-2 style).

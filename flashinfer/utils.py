@@ -24,8 +24,8 @@ Where the parts live: `flashinfer.dispatch.core` (the `BackendDispatch` object),
 `flashinfer.dispatch.codegen` (each API's generated ``__call__``),
 `flashinfer.dispatch.hooks` (what tuning and trace-apply register). This module
 sits above them and above tuning: it wires the environment variables
-``FLASHINFER_AUTOTUNE_CACHE`` and ``FLASHINFER_TRACE_APPLY`` (docs/autotuning.rst)
-into the hooks, loading the modules they need on the first automatic call.
+``FLASHINFER_AUTOTUNE_CACHE`` and ``FLASHINFER_TRACE_APPLY`` (docs/autotuning.rst),
+and ``FLASHINFER_LOG_BACKEND_CHOICE`` (docs/experimental.rst), into the hooks, loading the modules they need on the first automatic call.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from typing import Callable, Dict, Optional
 
 from .api_logging import experimental_backend
 from .capabilities import CPU_COMPUTE_CAPABILITY, compute_capability, supported_compute_capability
+from .dispatch.choice_log import BACKEND_CHOICE_ENV_VAR
 from .dispatch.codegen import build_call
 from .dispatch.core import BackendDispatch, BackendSupportedError
 from .dispatch.hooks import hooks
@@ -86,7 +87,8 @@ def backend_requirement(
 
 
 def _load_from_environment() -> None:
-    """Load what ``FLASHINFER_AUTOTUNE_CACHE`` and ``FLASHINFER_TRACE_APPLY`` name.
+    """Load what ``FLASHINFER_AUTOTUNE_CACHE`` and ``FLASHINFER_TRACE_APPLY`` name, and
+    turn backend-choice reporting on if ``FLASHINFER_LOG_BACKEND_CHOICE`` is 1.
 
     Importing each module registers its hook and loads its file; neither module
     imports this one. Runs once, inside the first automatic call, so it never raises.
@@ -96,6 +98,10 @@ def _load_from_environment() -> None:
             from .tuning import tuner  # noqa: F401
         except Exception as error:
             _ignored(AUTOTUNE_CACHE_ENV_VAR, "flashinfer.tuning.tuner", error)
+    if os.environ.get(BACKEND_CHOICE_ENV_VAR) == "1":
+        from .dispatch import choice_log
+
+        choice_log.enable()
     if os.environ.get(TRACE_APPLY_ENV_VAR):
         try:
             from . import trace_apply  # noqa: F401

@@ -165,7 +165,8 @@ def _git(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProc
 class FactsCache:
     """`vocabulary`: names the triggers a stored scan covers (`needs.Scanner.key`)."""
 
-    def __init__(self, root: Path, enabled: bool = True, directory=None, vocabulary: str = ""):
+    def __init__(self, root: Path, enabled: bool = True, directory=None, vocabulary: str = "",
+                 file_name: Optional[str] = None):
         self.vocabulary = vocabulary
         self.entries: dict = {}
         self.days: dict = {}  # key -> the day it was last used, as stored
@@ -181,7 +182,7 @@ class FactsCache:
                 self.warnings.append(f"not using the cache in {where}: {problem}; running without a cache")
                 enabled = False
             else:
-                self.path = where / _FILE
+                self.path = where / (file_name or _FILE)  # another store beside the facts (the consumer check's)
         self.enabled = enabled
         if enabled:
             self._load()

@@ -25,6 +25,7 @@ _SUBCOMMANDS = {
     "bot": "policy_checks.bot.cli:bot",
     "features": "policy_checks.lifecycle.board:features",
     "audit": "policy_checks.audit.command:audit",
+    "consumer": "policy_checks.consumer.cli:consumer",
 }
 
 

@@ -19,7 +19,7 @@ from .config import ConfigError, find_root, load
 from .report import FORMATS, Options
 from .output import emit
 from .report.rule_help import explanation, rule_table
-from .rules.registry import ALL_IDS, AUDIT_RULES, unknown_rule
+from .rules.registry import ALL_IDS, AUDIT_RULES, checked_elsewhere, unknown_rule
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 LIST_AT_MOST = 10  # `policy-check baseline` lists the entries it added and removed up to this many
@@ -112,6 +112,10 @@ def _checked(run_checks, paths, select, ignore, jobs, no_cache, cache_dir, root,
     unknown = unknown_rule(_ids(select) + _ids(ignore))
     if unknown is not None:
         raise ConfigError(f"--select/--ignore: unknown rule id {unknown!r}")
+    for value in _ids(select):
+        command = checked_elsewhere(value)
+        if command is not None:  # it would select nothing and say "All clear"
+            raise ConfigError(f"--select: {value} is checked by `policy-check {command}`, not by `run`")
     if baseline_file is not None and no_baseline:
         raise ConfigError("--baseline and --no-baseline exclude each other")
     if approved_policy_change and policy_from is None:

@@ -50,6 +50,8 @@ EXPERIMENTAL_API = "flashinfer_experimental_api"  # decorator: an experimental A
 STABLE_API = "flashinfer_api"  # decorator: a public (stable) API
 EXPERIMENTAL_BACKEND = "experimental_backend"  # decorator: an experimental backend's checker
 BACKEND_REQUIREMENT = "backend_requirement"  # decorator: a dispatching API and its backends
+# decorator stacked on an experimental API so that type checkers report its calls (PEP 702)
+EXPERIMENTAL_NOTICE = "experimental_notice"
 
 # The kinds of mark, as `Marked.kind` spells them.
 KIND_EXPERIMENTAL_API = "experimental_api"

@@ -217,7 +217,7 @@ def _automatic(s: Spelling, api: BackendDispatch) -> str:
     if api._heuristic is not None:
         parts.append(_indent(_heuristic(s), 1))
     parts.append(_indent(_tuned_choice(s), 1))
-    parts.append(_indent(_publish(api), 1))
+    parts.append(_indent(_publish(s, api), 1))
     return "\n".join(parts)
 
 
@@ -322,11 +322,14 @@ def _tuned_choice(s: Spelling) -> str:
     )
 
 
-def _publish(api: BackendDispatch) -> str:
-    """The call's state; no candidate is an error; experimental candidates warn once."""
+def _publish(s: Spelling, api: BackendDispatch) -> str:
+    """The call's state; the choice reported if asked; no candidate is an error;
+    experimental candidates warn once."""
     dropped = "_fi_dropped" if api.experimental_backends else "()"
     lines = [
         f"_fi_set((tuple(_fi_viable), {dropped}))",
+        "if _fi_hooks.chose is not None:  # backend-choice reporting (choice_log); None while off",
+        f"    _fi_hooks.chose(_fi_self, _fi_viable, _fi_cc, _fi_bound or {s.bound})",
         "if not _fi_viable:",
         "    if not skip_check:",
         f"        raise _fi_self._no_auto_backend({dropped})",

@@ -21,7 +21,7 @@ import contextvars
 import functools
 import inspect
 import types
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from ..api_logging import EXPERIMENTAL_AUTO_ENV_VAR, warn_experimental_backend_once
 from ..capabilities import CPU_COMPUTE_CAPABILITY
@@ -158,6 +158,10 @@ class BackendDispatch:
 
     def __get__(self, instance: Any, owner: Any = None) -> Any:
         return self if instance is None else types.MethodType(self, instance)
+
+    if TYPE_CHECKING:  # the real __call__ is generated per API (codegen) and set on its subclass
+
+        def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
 
     def __repr__(self) -> str:
         return f"<backend_requirement {self.__module__}.{self.__qualname__}>"

@@ -22,6 +22,7 @@ from .exp007 import DeferredImportOutsideEntryPoint
 from .exp008 import StableLaneNotIsolated
 from .exp009 import FeatureRecordIncomplete
 from .audit import AUDIT_RULES
+from .consumer import CONSUMER_RULES
 from .meta import META_RULES
 
 # the containment rules, in id order: id -> rule instance
@@ -40,10 +41,12 @@ RULES = {
         FeatureRecordIncomplete(),
     )
 }
-# every id a finding can carry -> its rule (``id``, ``name``, ``summary``, doc), the
-# audit's (``policy-check audit``, AUDIT_RULES) included: what ``rules``, ``explain``,
-# SARIF and suppression comments know. A static run checks the others.
-ALL_IDS = {**RULES, **META_RULES, **AUDIT_RULES}
+# the ids other commands report: ``policy-check audit`` (AUDnnn) and ``policy-check
+# consumer`` (CONnnn), command -> its ids. ``rules``, ``explain``, SARIF and suppression
+# comments know them; a static run never checks them (`selected_ids`).
+ELSEWHERE = {"audit": AUDIT_RULES, "consumer": CONSUMER_RULES}
+# every id a finding can carry -> its rule (``id``, ``name``, ``summary``, doc)
+ALL_IDS = {**RULES, **META_RULES, **AUDIT_RULES, **CONSUMER_RULES}
 
 
 def matches(rule_id: str, patterns) -> bool:
@@ -54,7 +57,17 @@ def matches(rule_id: str, patterns) -> bool:
 def unknown_rule(values) -> Optional[str]:
     """The first of `values` that is no rule id nor the prefix of one, else None:
     a typo in ``select`` would otherwise silently check nothing."""
-    return next((v for v in values if not any(k.startswith(v) for k in ALL_IDS if k not in AUDIT_RULES)), None)
+    return next((v for v in values if not any(k.startswith(v) for k in ALL_IDS)), None)
+
+
+def checked_elsewhere(value: str) -> Optional[str]:
+    """The command that checks every id `value` (an id or a prefix) names, when that is
+    not `run`: ``--select AUD001`` on `run` would select nothing and say All clear."""
+    named = [k for k in ALL_IDS if k.startswith(value)]
+    for command, ids in ELSEWHERE.items():
+        if named and all(k in ids for k in named):
+            return command
+    return None
 
 
 def check_settings(settings: Settings) -> None:
@@ -65,13 +78,19 @@ def check_settings(settings: Settings) -> None:
         unknown = unknown_rule(values)
         if unknown is not None:
             raise ConfigError(f"[{SECTION}] {key}: no rule id starts with {unknown!r} (see `policy-check rules`)")
+        elsewhere = next((v for v in values if key == "select" and checked_elsewhere(v)), None)
+        if elsewhere is not None:
+            raise ConfigError(f"[{SECTION}] select: {elsewhere} is checked by `policy-check "
+                              f"{checked_elsewhere(elsewhere)}`, not by `run`")
 
 
 def selected_ids(settings: Settings, select=(), ignore=()) -> set:
     """The ids a run checks: `select` (else the settings' selection, else every
-    rule) minus `ignore` and the settings' ``ignore``. Never an audit id: a static
-    run does not check those, so a suppression naming one is not unused there, and a
+    rule) minus `ignore` and the settings' ``ignore``. Never another command's id (`ELSEWHERE`): a
+    static run does not check those, so a suppression naming one is not unused there, and a
     baseline entry of one is not fixed."""
     select = tuple(select) if select else settings.select
     ignore = tuple(ignore) + settings.ignore
-    return {i for i in ALL_IDS if i not in AUDIT_RULES and (not select or matches(i, select)) and not matches(i, ignore)}
+    return {i for i in ALL_IDS
+            if not any(i in ids for ids in ELSEWHERE.values()) and (not select or matches(i, select))
+            and not matches(i, ignore)}

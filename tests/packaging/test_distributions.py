@@ -122,6 +122,7 @@ def test_the_runtime_wheel_holds_flashinfer_and_no_checker(runtime_wheel):
     data = {p.relative_to(ROOT).as_posix() for p in (ROOT / "flashinfer").rglob("*")
             if p.suffix in (".cu", ".cuh", ".toml", ".md") and "__pycache__" not in p.parts}
     assert data and data <= held  # kernel sources and feature records travel with the code
+    assert "flashinfer/py.typed" in held  # PEP 561: type checkers read the installed package
     info = email.message_from_string(metadata(wheel))
     assert info["Name"] == RUNTIME
     assert {re.split(r"[<>=;\s]", r)[0] for r in info.get_all("Requires-Dist")} >= {"torch", "numpy", "cuda-bindings"}

@@ -1,6 +1,7 @@
 """The track's marks in code that is becoming stable: ``@flashinfer_experimental_api``
-swapped for ``@flashinfer_api``, ``@experimental_backend`` and ``experimental=True``
-dropped (step 3, in the entry points and in the moved code alike)."""
+swapped for ``@flashinfer_api`` (its ``@experimental_notice(...)`` for type checkers
+dropped with it), ``@experimental_backend`` and ``experimental=True`` dropped (step 3, in
+the entry points and in the moved code alike)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,14 @@ from typing import Callable, List, Tuple
 import libcst as cst
 
 from ... import markers
-from ...editing.cst_tools import PythonFile, add_edit, bound_name, decorator_kinds, dotted_name, inside, with_aliases
+from ...editing.cst_tools import (PythonFile, add_edit, bound_name, decorator_kinds, decorator_name, dotted_name,
+                                  inside, with_aliases)
 from ...editing.target import Refused
 from .rewrite import drop_unused_import, without_keyword
 
 STABLE_API = markers.STABLE_API
 EXPERIMENTAL_API = markers.EXPERIMENTAL_API
+NOTICE = markers.EXPERIMENTAL_NOTICE
 
 
 class Qualnames(cst.CSTVisitor):
@@ -49,10 +52,12 @@ def swap_decorators(file: PythonFile, wanted: Callable[[str, cst.Decorator], boo
     which ``wanted(qualname, decorator)``; returns their qualnames."""
     swapped: List[str] = []
     decorators: list = []
+    notices: list = []
 
     class Finder(Qualnames):
         def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
             qualname = self.qualname(node.name.value)
+            count = len(swapped)
             for decorator in node.decorators:
                 if markers.KIND_EXPERIMENTAL_API not in decorator_kinds(file, decorator):
                     continue
@@ -60,11 +65,16 @@ def swap_decorators(file: PythonFile, wanted: Callable[[str, cst.Decorator], boo
                     swapped.append(qualname)
                     decorators.append(decorator)
                     add_edit(edits, decorator, _stable_decorator)
+            marks = [decorator_name(d) == NOTICE for d in node.decorators]
+            if len(swapped) > count and any(marks):  # a stable API is no longer reported by type checkers
+                notices.extend(d for d, mark in zip(node.decorators, marks) if mark)
+                add_edit(edits, node, lambda updated, marks=marks: updated.with_changes(
+                    decorators=[d for d, mark in zip(updated.decorators, marks) if not mark]))
             super().visit_FunctionDef(node)
 
     file.tree.visit(Finder())
     if swapped:
-        _ensure_stable_api_imported(file, edits, decorators)
+        _ensure_stable_api_imported(file, edits, decorators, notices)
     return swapped
 
 
@@ -94,10 +104,15 @@ def _renamed(expression):
     return cst.Name(STABLE_API)
 
 
-def _ensure_stable_api_imported(file: PythonFile, edits: dict, decorators: list) -> None:
+def _ensure_stable_api_imported(file: PythonFile, edits: dict, decorators: list, notices: list) -> None:
     """The module imports ``flashinfer_api`` beside ``flashinfer_experimental_api``, which
-    goes when nothing else uses it (``@module.flashinfer_api`` needs no import)."""
+    goes when nothing else uses it (``@module.flashinfer_api`` needs no import), and so
+    does ``experimental_notice`` when only the dropped `notices` used it."""
     scope = file.scopes[file.tree]
+    notice_unused = bool(notices) and all(
+        not any(not inside(file, r.node, notices) for r in assignment.references)
+        for assignment in scope.assignments[NOTICE])
+    shared = set()  # import statements this function rewrites whole
     has_stable = bool(scope.assignments[STABLE_API]) or all(
         isinstance(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator, cst.Attribute)
         for d in decorators)
@@ -107,12 +122,15 @@ def _ensure_stable_api_imported(file: PythonFile, edits: dict, decorators: list)
             continue
         still_used = any(not inside(file, r.node, decorators) for r in assignment.references)
         names = [bound_name(a, statement) for a in statement.names]
-        wanted = [n for n in names if n != EXPERIMENTAL_API or still_used]
+        wanted = [n for n in names if (n != EXPERIMENTAL_API or still_used) and (n != NOTICE or not notice_unused)]
+        shared.add(statement)
         if not has_stable:
             wanted.append(STABLE_API)
         wanted = sorted(set(wanted), key=lambda n: (n not in names, names.index(n) if n in names else 0))
         if wanted:
             add_edit(edits, statement, _import_exactly(wanted))
+        if notice_unused and not any(a.node in shared for a in scope.assignments[NOTICE]):
+            drop_unused_import(file, NOTICE, edits, ignore=notices)
         return
     if not has_stable:
         raise Refused(f"{file.module_name}: cannot tell how to import {STABLE_API} (no `from ... import "

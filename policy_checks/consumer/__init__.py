@@ -1,0 +1,1 @@
+"""``policy-check consumer``: FlashInfer's user contract checked in the code that calls it (docs/consumer.rst)."""

@@ -1,0 +1,154 @@
+"""One consumer check: the files under PATHS judged against a `Surface`, then the baseline.
+
+The result has the shape the report formats read (`policy_checks.report`: text, json,
+github, sarif), so the consumer check prints exactly as ``policy-check run`` does. Each
+file is read once, bounded in size (`MAX_FILE_BYTES`); a Python file that names neither
+FlashInfer nor the gate is not parsed. Suppression comments work as for ``run``:
+``# policy: ignore[CON001] reason`` on the finding's line.
+
+A Python file's findings are remembered by its content and the surface (in the checker's
+cache directory, `policy_checks.cache`, a store of their own), so an unchanged file is not
+parsed again; ``--no-cache`` turns that off.
+
+The baseline (``policy-check-consumer-baseline.json`` at the root) is the checker's own
+format (`policy_checks.baseline`): a finding's fingerprint is its rule, its file, the
+enclosing ``def``/``class`` and what it is about (the API, ``api:backend``, the gate), so
+it survives edits that move lines.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import List, Optional
+
+from .. import baseline as baseline_module
+from ..cache import FactsCache, read_bounded
+from ..facts import may_hold_suppressions, python_suppressions, text_suppressions
+from ..rules.base import Finding
+from ..rules.consumer import CONSUMER_RULES
+from ..rules.registry import ALL_IDS
+from ..suppressions import apply
+from . import files, python_code
+from .settings_text import lines_setting_gate
+from .surface import Surface, dumps
+
+MEMO_FILE = "consumer-v1.json"  # the store of remembered findings, beside the checker's facts
+
+MAX_FILE_BYTES = 4 * 1024 * 1024  # a larger file is reported unread, never parsed
+BASELINE_FILE = "policy-check-consumer-baseline.json"
+UNREAD = "CON000"  # not a finding: files that could not be read go to the warnings
+
+
+@dataclass
+class Result:
+    """What the report formats read (the attributes of ``policy_checks.runner.Result``)."""
+
+    findings: list
+    files_checked: int
+    warnings: list = field(default_factory=list)
+    fingerprints: Optional[list] = None
+    baseline: Optional[str] = None
+    baselined: list = field(default_factory=list)
+    baselined_fingerprints: list = field(default_factory=list)
+    fixed: list = field(default_factory=list)
+    hidden: list = field(default_factory=list)
+    policy_from: Optional[tuple] = None
+    approved: bool = False
+    parsed: int = 0  # Python files parsed (the rest named neither FlashInfer nor the gate)
+
+
+def check(root: Path, paths: List[Path], surface: Surface, staged: bool = False,
+          accepted: Optional[baseline_module.Baseline] = None, use_cache: bool = True,
+          cache_dir: Optional[Path] = None) -> Result:
+    """Findings of CON001-CON003 under `paths`, sorted; with `accepted`, only new ones."""
+    root = Path(root).resolve()
+    memo = FactsCache(root, enabled=use_cache, directory=cache_dir, file_name=MEMO_FILE)
+    salt = hashlib.sha256(f"{MEMO_FILE}\0{python_code.READER_VERSION}\0".encode() + dumps(surface).encode()).digest()
+    problems: list = []
+    found: list = []  # (Finding, scope)
+    suppressions: dict = {}
+    checked = parsed = 0
+    for rel, path, kind in files.selected(root, paths or [root], staged, problems):
+        try:
+            data = read_bounded(path, MAX_FILE_BYTES)
+        except (OSError, ValueError) as error:
+            problems.append((rel, f"not read: {getattr(error, 'strerror', None) or error}"))
+            continue
+        checked += 1
+        if kind == files.PYTHON:
+            if not python_code.mentions(data, surface):
+                continue
+            key = hashlib.sha256(salt + data).digest()[:16]
+            hits = _remembered(memo, key)
+            if hits is None:
+                parsed += 1
+                unread = len(problems)
+                hits = _python(data, surface, rel, problems)
+                if len(problems) == unread:  # a file that did not parse is tried again next time
+                    memo.put(key, [list(h.__dict__.values()) for h in hits])
+            if may_hold_suppressions(data):
+                suppressions[rel] = python_suppressions(data)
+        else:
+            text = data.decode("utf-8", "replace")
+            hits = [python_code.Hit("CON003", line, column,
+                                    f"enables experimental automatic backends: `{shown}`; a supported release must "
+                                    f"not set {surface.gate}=1 by default", f"{surface.gate}:settings", "")
+                    for line, column, shown in lines_setting_gate(text, surface.gate)]
+            if may_hold_suppressions(data):
+                suppressions[rel] = text_suppressions(text, ("#",))
+        found += [(Finding(rel, h.line, h.column, h.rule, h.message, h.subject), h.scope) for h in hits]
+    scopes = {(f.path, f.line, f.column, f.rule, f.subject): scope for f, scope in found}
+    findings = apply([f for f, _ in found], suppressions, set(ALL_IDS), set(CONSUMER_RULES))
+    findings = sorted(set(findings), key=lambda f: (f.path, f.line, f.column, f.rule, f.message))
+    prints = [baseline_module.Fingerprint(f.rule, f.path, scopes.get((f.path, f.line, f.column, f.rule, f.subject), ""),
+                                          f.subject or f.message) for f in findings]
+    memo.save()
+    warnings_ = memo.warnings + [f"{rel}: {problem}" for rel, problem in problems]
+    result = Result(findings, checked, warnings_, prints, parsed=parsed)
+    if accepted is not None:
+        matched = baseline_module.match({fp: n for fp, n in accepted.counts.items() if fp.rule in CONSUMER_RULES},
+                                        prints, lambda rel: (root / rel).exists())
+        result.findings = [findings[i] for i in matched.new]
+        result.fingerprints = [prints[i] for i in matched.new]
+        result.baselined = [findings[i] for i in matched.baselined]
+        result.baselined_fingerprints = [prints[i] for i in matched.baselined]
+        result.fixed = matched.fixed
+        result.baseline = accepted.name
+    return result
+
+
+_HIT_TYPES = (str, int, int, str, str, str)  # the fields of a `python_code.Hit`, in order
+
+
+def _remembered(memo: FactsCache, key: bytes) -> Optional[list]:
+    """The findings stored under `key`, or None (none stored, or not of the right shape)."""
+    stored = memo.entries.get(key) if memo.enabled else None
+    if type(stored) is not list:
+        return None
+    hits = []
+    for item in stored:
+        if type(item) is not list or len(item) != len(_HIT_TYPES) or not all(
+                type(value) is kind for value, kind in zip(item, _HIT_TYPES)):
+            return None
+        hits.append(python_code.Hit(*item))
+    memo.used.add(key)
+    return hits
+
+
+def _python(data: bytes, surface: Surface, rel: str, problems: list) -> list:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # SyntaxWarning of odd escapes: not ours to report
+            tree = ast.parse(data, filename=rel)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as error:
+        problems.append((rel, f"not parsed: {type(error).__name__}: {error}"))
+        return []
+    try:
+        return python_code.read(tree, surface)
+    except RecursionError:
+        problems.append((rel, "not read: nested too deeply"))
+        return []

@@ -1,0 +1,89 @@
+"""Which downstream files the consumer check reads, and as what.
+
+PATHS are walked without following symbolic links; version-control, cache and virtual
+environment directories are skipped. In a git work tree the files are those git selects,
+as for ``policy-check run`` (`policy_checks.gitfiles`: tracked and not ignored; with
+``--staged`` only the index). A file's *kind* comes from its name: Python, or one of the
+settings formats that can set an environment variable (shell, Dockerfile, YAML, TOML,
+INI, ``.env``, JSON); everything else is not read.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import Iterator, List, Optional, Tuple
+
+from .. import gitfiles
+
+PYTHON = "python"
+SETTINGS = "settings"
+SKIPPED_DIRECTORIES = frozenset({
+    ".git", ".hg", ".svn", "__pycache__", "node_modules", ".venv", "venv", ".tox", ".nox",
+    ".mypy_cache", ".pytest_cache", ".ruff_cache", "site-packages", ".eggs",
+})
+_SETTINGS_SUFFIXES = (".sh", ".bash", ".zsh", ".ksh", ".yml", ".yaml", ".toml", ".ini", ".cfg", ".conf",
+                      ".env", ".json", ".dockerfile", ".mk")
+_SETTINGS_NAMES = ("Dockerfile", "Containerfile", "Makefile", ".env", "Jenkinsfile")
+
+
+def kind_of(name: str) -> Optional[str]:
+    if name.endswith(".py"):
+        return PYTHON
+    if name.endswith(_SETTINGS_SUFFIXES) or name.startswith(_SETTINGS_NAMES):
+        return SETTINGS
+    return None
+
+
+def selected(root: Path, paths: List[Path], staged: bool, problems: list) -> Iterator[Tuple[str, Path, str]]:
+    """``(path as reported, path on disk, kind)`` of each file to read under `paths`."""
+    listing = gitfiles.listing(root, gitfiles.STAGED if staged else gitfiles.WORK_TREE)
+    prefix = str(root).rstrip(os.sep) + os.sep
+    seen = set()
+    for given in paths:
+        for path, kind in _walk(os.path.abspath(given), problems):
+            rel = path[len(prefix):].replace(os.sep, "/") if path.startswith(prefix) else path
+            if rel in seen:
+                continue
+            seen.add(rel)
+            if listing is not None and rel != path and not listing.has_file(rel):
+                continue
+            yield rel, Path(path), kind
+
+
+def _walk(top: str, problems: list) -> Iterator[Tuple[str, str]]:
+    """``(path, kind)`` of the regular files below `top` (or `top` itself) that have a kind;
+    no symbolic link is followed, directories in `SKIPPED_DIRECTORIES` are not entered."""
+    try:
+        mode = os.lstat(top).st_mode
+    except OSError as error:
+        problems.append((top, f"cannot read: {error.strerror or error}"))
+        return
+    if stat.S_ISREG(mode):
+        kind = kind_of(os.path.basename(top))
+        if kind is not None:
+            yield top, kind
+        return
+    stack = [top] if stat.S_ISDIR(mode) else []
+    while stack:
+        directory = stack.pop()
+        try:
+            with os.scandir(directory) as entries:
+                entries = sorted(entries, key=lambda e: e.name)
+        except OSError as error:
+            problems.append((directory, f"cannot read: {error.strerror or error}"))
+            continue
+        subdirectories = []
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name not in SKIPPED_DIRECTORIES:
+                        subdirectories.append(entry.path)
+                elif entry.is_file(follow_symlinks=False):
+                    kind = kind_of(entry.name)
+                    if kind is not None:
+                        yield entry.path, kind
+            except OSError:
+                continue
+        stack.extend(reversed(subdirectories))
