@@ -21,7 +21,6 @@ from __future__ import annotations
 import ast
 import hashlib
 import warnings
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional
 
@@ -31,6 +30,7 @@ from ..facts import may_hold_suppressions, python_suppressions, text_suppression
 from ..rules.base import Finding
 from ..rules.consumer import CONSUMER_RULES
 from ..rules.registry import ALL_IDS
+from ..runner import Result  # the one result every report format reads
 from ..suppressions import apply
 from . import files, python_code
 from .settings_text import lines_setting_gate
@@ -41,24 +41,6 @@ MEMO_FILE = "consumer-v1.json"  # the store of remembered findings, beside the c
 MAX_FILE_BYTES = 4 * 1024 * 1024  # a larger file is reported unread, never parsed
 BASELINE_FILE = "policy-check-consumer-baseline.json"
 UNREAD = "CON000"  # not a finding: files that could not be read go to the warnings
-
-
-@dataclass
-class Result:
-    """What the report formats read (the attributes of ``policy_checks.runner.Result``)."""
-
-    findings: list
-    files_checked: int
-    warnings: list = field(default_factory=list)
-    fingerprints: Optional[list] = None
-    baseline: Optional[str] = None
-    baselined: list = field(default_factory=list)
-    baselined_fingerprints: list = field(default_factory=list)
-    fixed: list = field(default_factory=list)
-    hidden: list = field(default_factory=list)
-    policy_from: Optional[tuple] = None
-    approved: bool = False
-    parsed: int = 0  # Python files parsed (the rest named neither FlashInfer nor the gate)
 
 
 def check(root: Path, paths: List[Path], surface: Surface, staged: bool = False,
@@ -108,7 +90,7 @@ def check(root: Path, paths: List[Path], surface: Surface, staged: bool = False,
                                           f.subject or f.message) for f in findings]
     memo.save()
     warnings_ = memo.warnings + [f"{rel}: {problem}" for rel, problem in problems]
-    result = Result(findings, checked, warnings_, prints, parsed=parsed)
+    result = Result(findings, checked, warnings_, parsed=parsed, fingerprints=prints)
     if accepted is not None:
         matched = baseline_module.match({fp: n for fp, n in accepted.counts.items() if fp.rule in CONSUMER_RULES},
                                         prints, lambda rel: (root / rel).exists())
