@@ -250,7 +250,7 @@ def _fingerprint(project: Project, result: Result, baseline, selected: set, rel_
         return
     locate = baseline_module.locator(project)
     counts = {fp: n for fp, n in baseline.counts.items() if fp.rule in selected}
-    matched = baseline_module.match(counts, prints, lambda module: locate(module) is not None)
+    matched = baseline_module.match(counts, prints)
     findings = result.findings
     result.findings = [findings[i] for i in matched.new]
     result.fingerprints = [prints[i] for i in matched.new]
