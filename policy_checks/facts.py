@@ -38,7 +38,7 @@ from . import markers
 from .markers import dotted_name
 
 # Bump when the shape or meaning of facts changes: it invalidates every cache entry.
-FACTS_VERSION = "9"
+FACTS_VERSION = "10"
 
 # calls that import the module their first argument names (``pytest.importorskip``
 # too: stable tests use it, EXP008); the track's vocabulary lives in `markers`
@@ -347,6 +347,7 @@ class _Extractor(ast.NodeVisitor):
         self.statement: Optional[ast.stmt] = None  # the innermost statement being visited
         self.tree: Optional[ast.AST] = None
         self.file_names = None  # `markers` reading of the file's names, built on first need
+        self.guards = None  # `type_checking_guards` of the tree, built on first need
 
     def visit(self, node: ast.AST):
         if isinstance(node, ast.expr):
@@ -517,8 +518,8 @@ class _Extractor(ast.NodeVisitor):
 
     def visit_If(self, node: ast.If) -> None:
         negated = isinstance(node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not)
-        test = dotted_name(node.test.operand if negated else node.test)
-        if self.scope == MODULE and test and test.rpartition(".")[2] == "TYPE_CHECKING":
+        test = node.test.operand if negated else node.test
+        if self.scope == MODULE and self._is_type_checking(test):
             # `if TYPE_CHECKING:` runs only under a type checker; `if not TYPE_CHECKING:`'s else does
             checking, running = (node.orelse, node.body) if negated else (node.body, node.orelse)
             self.scope = TYPE_CHECKING
@@ -529,6 +530,17 @@ class _Extractor(ast.NodeVisitor):
                 self.visit(stmt)
         else:
             self.generic_visit(node)
+
+    def _is_type_checking(self, test: ast.AST) -> bool:
+        """Is `test` typing's own ``TYPE_CHECKING`` (`type_checking_guards`)?"""
+        dotted = dotted_name(test)
+        if dotted is None or dotted.rpartition(".")[2] != "TYPE_CHECKING":
+            return False
+        if self.guards is None:
+            self.guards = type_checking_guards(self.tree)
+        names, modules = self.guards
+        first, _, rest = dotted.partition(".")
+        return (not rest and first in names) or (rest == "TYPE_CHECKING" and first in modules)
 
     # module-level values ---------------------------------------------------
     def visit_Assign(self, node: ast.Assign) -> None:
@@ -624,6 +636,71 @@ class _Extractor(ast.NodeVisitor):
             facts.backend_calls.append(
                 BackendCall(self._ref(checks) if checks is not None else None, line, column)
             )
+
+
+TYPING_MODULES = ("typing", "typing_extensions")
+_GUARD = "TYPE_CHECKING"
+_GUARD_KIND, _MODULE_KIND, _OTHER_KIND = "guard", "typing", "other"
+
+
+def type_checking_guards(tree: ast.AST) -> tuple:
+    """``(names, modules)``: the names of a module that certainly hold typing's own
+    ``TYPE_CHECKING`` (bound only by ``from typing import TYPE_CHECKING [as x]``, or
+    typing_extensions', never bound any other way anywhere in the file), and those that
+    certainly hold the module ``typing`` (for ``typing.TYPE_CHECKING``).
+
+    Any other binding of such a name (an assignment, an augmented or annotated one, a
+    ``for`` or ``with`` target, a walrus, ``del``, an import of something else under
+    that name, a ``global`` or ``nonlocal``, a ``def``/``class``, an ``except`` or
+    ``match`` capture, a star import from another module) makes it untrusted: an
+    ``if`` on it then guards nothing, its block is module level. An attribute
+    ``.TYPE_CHECKING`` assigned or deleted anywhere, or the string ``"TYPE_CHECKING"``
+    passed to a call (``setattr``) or used as a subscript (``globals()[...]``), trusts
+    nothing in the file. One walk of the tree, only for files that test the name."""
+    kinds: dict = {}
+    anything = False  # a star import or a write no name tells: every name may be rebound
+
+    def bind(name: str, kind: str) -> None:
+        kinds.setdefault(name, set()).add(kind)
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            if not isinstance(node.ctx, ast.Load):
+                bind(node.id, _OTHER_KIND)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                bound = alias.asname or alias.name.partition(".")[0]
+                typing_module = alias.name in TYPING_MODULES
+                bind(bound, _MODULE_KIND if typing_module else _OTHER_KIND)
+        elif isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                if alias.name == "*":
+                    anything = anything or node.module not in TYPING_MODULES or node.level != 0
+                    continue
+                own = node.level == 0 and node.module in TYPING_MODULES and alias.name == _GUARD
+                bind(alias.asname or alias.name, _GUARD_KIND if own else _OTHER_KIND)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            for name in node.names:
+                bind(name, _OTHER_KIND)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bind(node.name, _OTHER_KIND)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bind(node.name, _OTHER_KIND)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            bind(node.name, _OTHER_KIND)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            bind(node.rest, _OTHER_KIND)
+        elif isinstance(node, ast.Attribute):
+            anything = anything or (node.attr == _GUARD and not isinstance(node.ctx, ast.Load))
+        elif isinstance(node, ast.Call):
+            anything = anything or any(_literal_str(a) == _GUARD for a in (*node.args, *(k.value for k in node.keywords)))
+        elif isinstance(node, ast.Subscript):
+            anything = anything or _literal_str(node.slice) == _GUARD
+    if anything:
+        return frozenset(), frozenset()
+    names = frozenset(name for name, found in kinds.items() if found == {_GUARD_KIND})
+    modules = frozenset(name for name, found in kinds.items() if found == {_MODULE_KIND})
+    return names, modules
 
 
 def extract(source: bytes, module: str, is_package: bool, aliases=frozenset()) -> FileFacts:

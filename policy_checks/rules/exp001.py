@@ -34,7 +34,9 @@ class CoreImportsExperimental(Rule):
     literal package), at module level (the body, including module-level
     ``if``/``try``/``with``/``for`` and class bodies, decorators, default values
     and annotations; not function or lambda bodies, not ``if TYPE_CHECKING:``
-    nor the ``else`` of ``if not TYPE_CHECKING:``).
+    nor the ``else`` of ``if not TYPE_CHECKING:``). Only typing's own
+    ``TYPE_CHECKING``, never rebound in the file, guards a block
+    (`policy_checks.facts.type_checking_guards`): a name of one's own guards nothing.
     ``flashinfer/__init__.py`` is EXP002's and AOT modules are EXP005's.
     """
 
@@ -134,6 +136,19 @@ class CoreImportsExperimental(Rule):
             },
             expect=tuple(("flashinfer/gemm.py", n) for n in (4, 5, 6, 7, 8, 12)),
             note="aliases of import_module, name=, an f-string's literal package, a parameter annotation",
+        ),
+        Example(
+            {
+                "flashinfer/__init__.py": "",
+                "flashinfer/experimental/__init__.py": "",
+                "flashinfer/experimental/feat/__init__.py": "",
+                "flashinfer/gemm.py": (
+                    "from typing import TYPE_CHECKING\nTYPE_CHECKING = True\n"
+                    "if TYPE_CHECKING:\n    import flashinfer.experimental.feat\n"  # 4
+                ),
+            },
+            expect=(("flashinfer/gemm.py", 4),),
+            note="a rebound TYPE_CHECKING guards nothing",
         ),
     ]
 

@@ -24,8 +24,9 @@ INIT = {
 
 
 def found(result, rule=None) -> list:
-    """``(path, line, rule)`` of each finding (of `rule` only, given one)."""
-    return [(f.path, f.line, f.rule) for f in result.findings if rule is None or f.rule == rule]
+    """``(path, line, rule)`` of each finding (of `rule` only, given one; else all but
+    EXP009: the tiny trees hold a feature without its record)."""
+    return [(f.path, f.line, f.rule) for f in result.findings if f.rule == rule or (rule is None and f.rule != "EXP009")]
 
 
 def messages(result, rule) -> list:
@@ -66,3 +67,51 @@ def test_deleting_the_indebted_module_is_paid_debt(indebted):
         result = cli(root, "--format", "json", *extra)
         assert result.exit_code == 0, result.output
         assert json.loads(result.output)["baseline_fixed"] == 1
+
+
+# route 1: a TYPE_CHECKING of one's own ---------------------------------------------------
+
+GUARDED = "    from flashinfer.experimental.feat import kernels\n"
+TRUSTED_GUARDS = {
+    "typing's name": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n",
+    "typing_extensions'": "from typing_extensions import TYPE_CHECKING\nif TYPE_CHECKING:\n",
+    "an attribute of typing": "import typing\nif typing.TYPE_CHECKING:\n",
+    "an alias of typing": "import typing as t\nif t.TYPE_CHECKING:\n",
+    "a fallback import": (
+        "try:\n    from typing import TYPE_CHECKING\nexcept ImportError:\n"
+        "    from typing_extensions import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+    ),
+    "not the name, else": "from typing import TYPE_CHECKING\nif not TYPE_CHECKING:\n    pass\nelse:\n",
+}
+REBOUND_GUARDS = {
+    "assigned True": "TYPE_CHECKING = True\nif TYPE_CHECKING:\n",
+    "typing's, then rebound": "from typing import TYPE_CHECKING\nTYPE_CHECKING = 1\nif TYPE_CHECKING:\n",
+    "augmented": "from typing import TYPE_CHECKING\nTYPE_CHECKING += 1\nif TYPE_CHECKING:\n",
+    "a for target": "from typing import TYPE_CHECKING\nfor TYPE_CHECKING in [1]:\n    pass\nif TYPE_CHECKING:\n",
+    "imported as": "from typing import TYPE_CHECKING\nfrom os import sep as TYPE_CHECKING\nif TYPE_CHECKING:\n",
+    "global in a function": (
+        "from typing import TYPE_CHECKING\ndef f():\n    global TYPE_CHECKING\n    TYPE_CHECKING = 1\n"
+        "f()\nif TYPE_CHECKING:\n"
+    ),
+    "a walrus": "from typing import TYPE_CHECKING\n(TYPE_CHECKING := 1)\nif TYPE_CHECKING:\n",
+    "deleted": "from typing import TYPE_CHECKING\ndel TYPE_CHECKING\nTYPE_CHECKING = 1\nif TYPE_CHECKING:\n",
+    "another module's name": "from flashinfer import shim\nif shim.TYPE_CHECKING:\n",
+    "typing's attribute set": "import typing\ntyping.TYPE_CHECKING = True\nif typing.TYPE_CHECKING:\n",
+    "setattr": "import typing\nsetattr(typing, 'TYPE_CHECKING', True)\nif typing.TYPE_CHECKING:\n",
+    "globals()": "from typing import TYPE_CHECKING\nglobals()['TYPE_CHECKING'] = 1\nif TYPE_CHECKING:\n",
+    "a module's own typing": "from . import shim as typing\nif typing.TYPE_CHECKING:\n",
+    "a star import": "from typing import TYPE_CHECKING\nfrom os.path import *\nif TYPE_CHECKING:\n",
+}
+
+
+@pytest.mark.parametrize("guard", TRUSTED_GUARDS.values(), ids=TRUSTED_GUARDS)
+def test_typings_own_type_checking_guards_its_block(check, guard):
+    assert found(check({**INIT, "flashinfer/gemm.py": guard + GUARDED})) == []
+
+
+@pytest.mark.parametrize("guard", REBOUND_GUARDS.values(), ids=REBOUND_GUARDS)
+def test_a_rebound_or_own_type_checking_guards_nothing(check, guard):
+    source = guard + GUARDED
+    line = source.count("\n")
+    result = check({**INIT, "flashinfer/shim.py": "TYPE_CHECKING = True\n", "flashinfer/gemm.py": source})
+    assert found(result) == [("flashinfer/gemm.py", line, "EXP001")]
