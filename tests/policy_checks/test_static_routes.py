@@ -115,3 +115,39 @@ def test_a_rebound_or_own_type_checking_guards_nothing(check, guard):
     line = source.count("\n")
     result = check({**INIT, "flashinfer/shim.py": "TYPE_CHECKING = True\n", "flashinfer/gemm.py": source})
     assert found(result) == [("flashinfer/gemm.py", line, "EXP001")]
+
+
+# route 10: a feature whose code sits one folder down --------------------------------------
+
+
+def test_code_one_folder_down_is_a_feature_needing_its_record(check):
+    deep = {
+        "flashinfer/__init__.py": "",
+        "flashinfer/experimental/__init__.py": "",
+        "flashinfer/experimental/newfeat/impl/kernel.py": "def run():\n    pass\n",
+    }
+    result = check(deep)
+    assert {(f.path, f.rule) for f in result.findings} == {("flashinfer/experimental/newfeat/impl/kernel.py", "EXP009")}
+    assert any("FEATURE.toml is missing" in m for m in messages(result, "EXP009"))
+
+
+def test_shared_code_one_folder_down_is_no_feature(check):
+    shared = {
+        "flashinfer/__init__.py": "",
+        "flashinfer/experimental/__init__.py": "",
+        "flashinfer/experimental/_shared/impl/kernel.py": "def run():\n    pass\n",
+        "flashinfer/experimental/notes/README.txt": "not code\n",
+    }
+    assert check(shared).findings == []
+
+
+def test_the_board_and_the_checker_agree_on_a_deep_feature(tmp_path):
+    from policy_checks.config import from_table
+    from policy_checks.lifecycle.board import survey_tree
+
+    root = write_tree(tmp_path / "p", {
+        "flashinfer/__init__.py": "",
+        "flashinfer/experimental/__init__.py": "",
+        "flashinfer/experimental/newfeat/impl/kernel.py": "def run():\n    pass\n",
+    })
+    assert [f.name for f in survey_tree(root, from_table({}))] == ["newfeat"]
