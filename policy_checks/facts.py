@@ -77,6 +77,9 @@ class Definition(NamedTuple):
     column: int
     decorators: tuple  # resolved dotted names of the decorators (calls unwrapped)
     end_line: int = 0  # last line of the body: lines line..end_line are inside it
+    # the statement's first line: its first decorator's, else `line` (where a finding on
+    # the definition points: docs/policy_check.rst, "Running it")
+    first_line: int = 0
 
 
 # References: a value expression in a checks mapping or a dict -------------------
@@ -225,11 +228,14 @@ class FileFacts:
     shadowed: list = field(default_factory=list)
 
     def scope_at(self, line: int) -> str:
-        """The qualname of the innermost ``def`` or ``class`` whose lines hold
-        `line`, else ``"<module>"`` (complete facts only)."""
+        """The qualname of the innermost ``def`` or ``class`` whose lines, its
+        decorators' included, hold `line`, else ``"<module>"`` (complete facts only).
+        A finding on a decorated definition points at its first decorator and still
+        belongs to the definition."""
         best = None
         for d in (*self.definitions.values(), *self.shadowed):
-            if d.line <= line <= d.end_line and (best is None or (d.line, len(d.qualname)) > (best.line, len(best.qualname))):
+            start = d.first_line or d.line
+            if start <= line <= d.end_line and (best is None or (start, len(d.qualname)) > (best.first_line or best.line, len(best.qualname))):
                 best = d
         return best.qualname if best is not None else MODULE_SCOPE
 
@@ -364,7 +370,12 @@ class _Extractor(ast.NodeVisitor):
 
     # positions -------------------------------------------------------------
     def _pos(self, node: ast.AST) -> tuple:
-        return node.lineno, self.columns.column(node.lineno, node.col_offset)
+        """Where a finding on `node` points: its first line and column; for a decorated
+        ``def`` or ``class`` statement, its first decorator's line."""
+        line = node.lineno
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.decorator_list:
+            line = node.decorator_list[0].lineno
+        return line, self.columns.column(line, node.col_offset)
 
     def _add_import(self, module, names, node, dynamic=False):
         line, column = self._pos(node)
@@ -454,12 +465,13 @@ class _Extractor(ast.NodeVisitor):
         for decorator in node.decorator_list:
             self.visit(decorator)
         qualname = ".".join(self.qualname + [node.name])
-        line, column = self._pos(node)
+        line, column = node.lineno, self.columns.column(node.lineno, node.col_offset)
         self.raw_decorators[qualname] = [self._decorator(d) for d in node.decorator_list]
         replaced = self.facts.definitions.get(qualname)
         if replaced is not None:
             self.facts.shadowed.append(replaced)
-        self.facts.definitions[qualname] = Definition(qualname, kind, line, column, (), node.end_lineno or line)
+        first = node.decorator_list[0].lineno if node.decorator_list else line
+        self.facts.definitions[qualname] = Definition(qualname, kind, line, column, (), node.end_lineno or line, first)
         self._bind(node.name, DefBinding("def", qualname))
         if kind == "function":
             args = node.args
@@ -917,13 +929,13 @@ def from_data(data: list) -> FileFacts:
         ]
     if definitions:
         facts.definitions = {
-            qualname: Definition(qualname, kind, line, column, tuple(decorators), end_line)
-            for qualname, kind, line, column, decorators, end_line in definitions
+            qualname: Definition(qualname, kind, line, column, tuple(decorators), end_line, first_line)
+            for qualname, kind, line, column, decorators, end_line, first_line in definitions
         }
     if shadowed:
         facts.shadowed = [
-            Definition(qualname, kind, line, column, tuple(decorators), end_line)
-            for qualname, kind, line, column, decorators, end_line in shadowed
+            Definition(qualname, kind, line, column, tuple(decorators), end_line, first_line)
+            for qualname, kind, line, column, decorators, end_line, first_line in shadowed
         ]
     if bindings:
         facts.bindings = {name: _binding(b) for name, b in bindings.items()}

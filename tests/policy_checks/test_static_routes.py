@@ -151,3 +151,67 @@ def test_the_board_and_the_checker_agree_on_a_deep_feature(tmp_path):
         "flashinfer/experimental/newfeat/impl/kernel.py": "def run():\n    pass\n",
     })
     assert [f.name for f in survey_tree(root, from_table({}))] == ["newfeat"]
+
+
+# a finding on a decorated definition points at its first decorator -------------------------
+
+
+def test_a_decorated_definitions_finding_points_at_its_first_decorator(check):
+    tree = {
+        **INIT,
+        "flashinfer/experimental/feat/support.py": (
+            "import functools\n"
+            "@functools.lru_cache\n"  # 2: the checker's statement starts here
+            "@functools.wraps(len)\n"
+            "def check(x):\n    return True\n"
+        ),
+        "flashinfer/gemm.py": (
+            "from flashinfer.utils import backend_requirement\n"
+            "from .experimental.feat import support\n"
+            "@backend_requirement({'fast': support.check})\n"  # 3
+            "@staticmethod\n"
+            "def mm(x, backend='auto'):\n    pass\n"
+            "@functools.wraps(__import__('flashinfer.experimental.feat.kernels'))\n"  # 7
+            "def other():\n    pass\n"
+        ),
+    }
+    result = check(tree)
+    assert ("flashinfer/experimental/feat/support.py", 2, "EXP004") in found(result)
+    assert ("flashinfer/gemm.py", 7, "EXP001") in found(result)
+
+
+def test_an_undecorated_definitions_finding_stays_at_its_def(check):
+    tree = {
+        **INIT,
+        "flashinfer/experimental/feat/support.py": "import os\n\ndef check(x):\n    return True\n",
+        "flashinfer/gemm.py": (
+            "from flashinfer.utils import backend_requirement\n"
+            "from .experimental.feat import support\n"
+            "@backend_requirement({'fast': support.check})\n"
+            "def mm(x, backend='auto'):\n    pass\n"
+        ),
+    }
+    assert ("flashinfer/experimental/feat/support.py", 3, "EXP004") in found(check(tree))
+
+
+def test_a_fingerprint_holds_no_line_of_a_decorator(tmp_path):
+    from policy_checks.baseline import fingerprint
+    from policy_checks.config import from_table
+    from policy_checks.runner import run
+
+    base = {
+        **INIT,
+        "flashinfer/experimental/feat/support.py": "import functools\n@functools.lru_cache\ndef check(x):\n    return True\n",
+        "flashinfer/gemm.py": (
+            "from flashinfer.utils import backend_requirement\nfrom .experimental.feat import support\n"
+            "@backend_requirement({'fast': support.check})\ndef mm(x, backend='auto'):\n    pass\n"
+        ),
+    }
+    prints = []
+    for extra in ("", "\n\n# moved down\n"):
+        files = dict(base)
+        files["flashinfer/experimental/feat/support.py"] = files["flashinfer/experimental/feat/support.py"].replace(
+            "import functools\n", "import functools\n" + extra)
+        result = run(write_tree(tmp_path / str(len(extra)), files), from_table({}), use_cache=False, progress=False)
+        prints.append(sorted(fp for fp, f in zip(result.fingerprints, result.findings) if f.rule == "EXP004"))
+    assert prints[0] == prints[1] and prints[0][0].scope == "check"
