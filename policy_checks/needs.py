@@ -35,6 +35,7 @@ names of the import functions from `facts`.
 from __future__ import annotations
 
 import io
+import re
 import tokenize
 import unicodedata
 from dataclasses import dataclass
@@ -174,7 +175,38 @@ EXPERIMENTAL_NAME = _ExperimentalName()
 # The extractor recognises dynamic imports only by these names, so a file that calls one spells
 # it (or binds an alias to it, which spells it too); string escapes and implicit
 # concatenation in the literal argument then cannot hide a target.
-IMPORT_CALLS = tuple(Spelled(name.encode()) for name in IMPORT_FUNCTIONS)
+IMPORT_CALLS_ONLY = tuple(Spelled(name.encode()) for name in IMPORT_FUNCTIONS)
+
+
+class _RunsSource(NamedTuple):
+    """The file may call a builtin that runs source text (``exec``, ``eval``,
+    ``compile``): one of those names called, bound to another name (``e = exec``), or
+    ``builtins`` spelt (``builtins.exec``, ``getattr(builtins, ...)``). Not a bare
+    substring: ``re.compile(`` and ``.eval()`` are everywhere and run no source."""
+
+    pattern: bytes
+
+    def bound(self, settings) -> "_RunsSource":
+        return self
+
+    @property
+    def key(self) -> str:
+        return "runs-source"
+
+    def __call__(self, data: bytes) -> bool:
+        return _RUNS_SOURCE.search(data) is not None
+
+
+_RUNS_SOURCE = re.compile(
+    rb"builtins|(?<![\w.])(?:exec|eval|compile)\s*\(|=\s*(?:exec|eval|compile)(?!\w)"
+)
+RUNS_SOURCE = _RunsSource(_RUNS_SOURCE.pattern)
+# Every call the extractor reads as an import: the import functions, the loaders of
+# a literal name or path (each spelled by the call or by the alias's binding), and
+# the builtins that run source text.
+IMPORT_CALLS = IMPORT_CALLS_ONLY + tuple(
+    Spelled(name.encode()) for name in markers.NAME_LOADERS + markers.PATH_LOADERS
+) + (RUNS_SOURCE,)
 # The extractor recognises a ``backend_requirement`` call by that name or an alias
 # bound in the same file (whose binding spells it); an alias bound in another module
 # is followed by the runner after the first pass (`runner.requirement_aliases`).

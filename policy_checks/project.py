@@ -441,6 +441,55 @@ class Project:
         ``if TYPE_CHECKING:`` blocks unless the settings say those count."""
         return scope == MODULE or (scope == TYPE_CHECKING and self.settings.type_checking_imports)
 
+    def call_imports(self, module: str, call) -> list:
+        """What a call run at import (`facts.ModuleCall` in `module`) imports from the
+        experimental package, as ``(function, experimental module)`` pairs: the call
+        names a project function (or a class: its ``__init__``/``__new__``) whose own
+        body imports experimental code (a deferred import), or that hands a parameter to
+        an import function while the call passes a literal experimental name there
+        (one level: a helper of a helper is not followed)."""
+        target = self.resolve(module, call.func)
+        if not isinstance(target, DefTarget):
+            return []
+        facts = self.module_facts(target.module)
+        if facts is None:
+            return []
+        qualname = target.definition.qualname
+        is_class = target.definition.kind == "class"
+        bodies = (f"{qualname}.__init__", f"{qualname}.__new__") if is_class else (qualname,)
+        function = f"{target.module}.{qualname}"
+        found = []
+        for imp in facts.imports:
+            if imp.functions and imp.functions[-1] in bodies:
+                found.extend((function, t) for t in self.import_targets(imp) if self.settings.is_experimental_module(t))
+        for handed in facts.param_imports:
+            index = handed.index - (1 if is_class else 0)  # a class's call binds self first
+            if handed.qualname in bodies and 0 <= index < len(call.args) and call.args[index]:
+                name = call.args[index].partition(":")[0]
+                if self.settings.is_experimental_module(name):
+                    found.append((function, name))
+        return found
+
+    def deferring_names(self) -> frozenset:
+        """The last names of the functions (and classes, for a deferring ``__init__``)
+        of primary core modules that `call_imports` could answer for: those whose body
+        imports experimental code or hands a parameter to an import function. A module
+        calling one at import spells its name (or binds an alias that does)."""
+        names = set()
+        for rel in self._primary:
+            source = self._files.get(rel)
+            facts = self._facts.get(rel)
+            if source is None or facts is None or not facts.complete or not self.settings.is_core(source.module):
+                continue
+            functions = [p.qualname for p in facts.param_imports]
+            functions += [i.functions[-1] for i in facts.imports if i.functions and any(
+                self.settings.is_experimental_module(t) for t in self.import_targets(i))]
+            for qualname in functions:
+                owner, _, last = qualname.rpartition(".")
+                names.add(owner.rpartition(".")[2] if last in ("__init__", "__new__") and owner else last)
+        names.discard("<lambda>")
+        return frozenset(names)
+
     def is_checker_import(self, imp: Import) -> bool:
         """Is `imp` a ``from <experimental module> import a, b`` whose every name is an
         ``@experimental_backend`` checker function (EXP001's support-module exception,

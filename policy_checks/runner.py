@@ -218,6 +218,8 @@ def run(
     _compute_all(project, facts_cache, needs.scanner, tasks, jobs, progress, follow_up, facts_cache.enabled or shared)
     if BACKEND_REQUIREMENT in needs.triggers:
         parsed[0] += _follow_requirement_aliases(project, facts_cache)
+    if needs.enabled and any(getattr(rule, "reads_calls", False) for rule in rules):
+        _follow_deferring_calls(project)
 
     findings = []
     for rule in rules:
@@ -386,6 +388,28 @@ def _follow_requirement_aliases(project: Project, facts_cache) -> int:
         project.set_facts(rel, facts)
         project.mark_primary(rel)
     return parsed
+
+
+def _follow_deferring_calls(project: Project) -> None:
+    """Make primary every core module that names a function of `Project.deferring_names`
+    (a module calling one at import spells its name, or binds an alias that does): its
+    module-level calls may import experimental code (`Project.call_imports`) though it
+    names neither the experimental package nor an import function. Facts come from the
+    cache or are parsed on demand; such modules are few."""
+    names = project.deferring_names()
+    if not names:
+        return
+    words = re.compile(rb"(?<!\w)(?:" + b"|".join(re.escape(n.encode()) for n in sorted(names)) + rb")(?!\w)")
+    for rel, source in project.files.items():
+        if project.is_primary(rel) or not project.is_module_file(rel) or not project.settings.is_core(source.module):
+            continue
+        try:
+            data = (project.root / rel).read_bytes()
+        except OSError:
+            continue
+        if words.search(data) is not None:
+            project.facts(rel)
+            project.mark_primary(rel)
 
 
 def _collect(project, facts_cache, groups, bar) -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from ..needs import CORE_MODULE, EXPERIMENTAL_NAME, IMPORT_CALLS
 from .base import (
-    EXPERIMENTAL_BACKEND, Example, Rule, checker_import, core_primary, experimental_targets, is_aot, is_init,
-    runs_at_import,
+    EXPERIMENTAL_BACKEND, Example, Rule, calls_importing, checker_import, core_primary, experimental_targets,
+    is_aot, is_init, runs_at_import,
 )
 
 _CHECKER = (
@@ -47,6 +47,7 @@ class CoreImportsExperimental(Rule):
     # in the import (static forms), or calls an import function (dynamic forms).
     reads = (CORE_MODULE,)
     triggers = (EXPERIMENTAL_NAME, *IMPORT_CALLS)
+    reads_calls = True  # a module-level call of a deferring function (runner._follow_deferring_calls)
 
     VALID = [
         Example(
@@ -168,3 +169,10 @@ class CoreImportsExperimental(Rule):
                         "may be imported from a support module)",
                         subject=targets[-1],
                     )
+            for call, function, target in calls_importing(project, facts):
+                yield self.finding(
+                    rel, call.line, call.column,
+                    f"core module calls {call.func} ({function}) at module level, which imports {target}: "
+                    "that is a module-level import; call it from a function instead",
+                    subject=f"{target} via {function}",
+                )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..needs import ALWAYS, PACKAGE_INIT
-from .base import Example, Rule, core_primary, experimental_targets, is_init, runs_at_import
+from .base import Example, Rule, calls_importing, core_primary, experimental_targets, is_init, runs_at_import
 
 
 class InitImportsExperimental(Rule):
@@ -19,6 +19,7 @@ class InitImportsExperimental(Rule):
     name = "init-imports-experimental"
     summary = "flashinfer/__init__.py imports flashinfer.experimental at module level"
     reads = (PACKAGE_INIT,)
+    reads_calls = True  # a module-level call of a deferring function
     triggers = (ALWAYS,)  # one file, read by other rules through re-exports anyway
 
     VALID = [
@@ -68,3 +69,10 @@ class InitImportsExperimental(Rule):
                         f"{imp.module} at module level; export it lazily from __getattr__",
                         subject=targets[-1],
                     )
+            for call, function, target in calls_importing(project, facts):
+                yield self.finding(
+                    rel, call.line, call.column,
+                    f"{project.settings.package}/__init__.py calls {call.func} ({function}) at module level, "
+                    f"which imports {target}: that is a module-level import; export it lazily from __getattr__",
+                    subject=f"{target} via {function}",
+                )

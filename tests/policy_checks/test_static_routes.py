@@ -215,3 +215,115 @@ def test_a_fingerprint_holds_no_line_of_a_decorator(tmp_path):
         result = run(write_tree(tmp_path / str(len(extra)), files), from_table({}), use_cache=False, progress=False)
         prints.append(sorted(fp for fp, f in zip(result.fingerprints, result.findings) if f.rule == "EXP004"))
     assert prints[0] == prints[1] and prints[0][0].scope == "check"
+
+
+# route 2: a deferring function called at module level ---------------------------------------
+
+ENTRY = (
+    "def fast(x=None):\n"
+    "    from flashinfer.experimental.feat import kernels\n"
+    "    return kernels\n"
+    "class Planner:\n"
+    "    def __init__(self):\n"
+    "        import flashinfer.experimental.feat.kernels\n"
+)
+
+
+@pytest.mark.parametrize("caller, line", [
+    ("from .entry import fast\nfast()\n", 2),
+    ("from . import entry\nX = entry.fast()\n", 2),
+    ("import flashinfer.entry as e\nif True:\n    e.fast()\n", 3),
+    ("from .entry import fast as f\nclass C:\n    y = f()\n", 3),
+    ("from .entry import fast\ndef g(x=fast()):\n    pass\n", 2),
+    ("from .entry import fast\n@fast\ndef g():\n    pass\n", 2),
+    ("from .entry import Planner\nP = Planner()\n", 2),
+    ("from .entry import fast\ntry:\n    pass\nfinally:\n    [fast() for _ in range(1)]\n", 5),
+])
+def test_a_module_level_call_of_a_deferring_function_is_a_module_level_import(check, caller, line):
+    # the caller names neither the experimental package nor an import function
+    result = check({**INIT, "flashinfer/entry.py": ENTRY, "flashinfer/gemm.py": caller})
+    assert ("flashinfer/gemm.py", line, "EXP001") in found(result)
+    assert any("flashinfer.entry." in m and "flashinfer.experimental.feat" in m for m in messages(result, "EXP001"))
+
+
+def test_init_calling_a_deferring_function_is_exp002(check):
+    result = check({**INIT, "flashinfer/entry.py": ENTRY, "flashinfer/__init__.py": "from .entry import fast\nfast()\n"})
+    assert ("flashinfer/__init__.py", 2, "EXP002") in found(result)
+
+
+@pytest.mark.parametrize("caller", [
+    "from .entry import fast\ndef g():\n    return fast()\n",  # called at run time only
+    "from .entry import fast\ng = lambda: fast()\n",
+    "from .entry import fast\nX = fast\n",  # named, not called
+    "from .entry import plain\nplain()\n",  # no experimental import in its body
+    "from typing import TYPE_CHECKING\nfrom .entry import fast\nif TYPE_CHECKING:\n    fast()\n",
+])
+def test_a_deferring_function_not_called_at_import_is_fine(check, caller):
+    result = check({**INIT, "flashinfer/entry.py": ENTRY + "def plain():\n    return 1\n", "flashinfer/gemm.py": caller})
+    assert [f for f in found(result) if f[0] == "flashinfer/gemm.py"] == []
+
+
+# routes 3 and 4: loaders with literal names, names from pieces, a helper's parameter -----------
+
+LOADER_ROUTES = {
+    "pkgutil.resolve_name": "import pkgutil\npkgutil.resolve_name('flashinfer.experimental.feat.kernels:run')\n",
+    "runpy.run_module": "import runpy\nrunpy.run_module('flashinfer.experimental.feat.kernels')\n",
+    "runpy.run_path": "import runpy\nrunpy.run_path('flashinfer/experimental/feat/kernels.py')\n",
+    "exec": "exec('import flashinfer.experimental.feat.kernels')\n",
+    "exec of pieces": "exec('from flashinfer.exp' + 'erimental.feat import kernels')\n",
+    "eval": "eval(\"__import__('flashinfer.experimental.feat')\")\n",
+    "compile": "code = compile('import flashinfer.experimental.feat', 'x', 'exec')\n",
+    "an alias of exec": "run = exec\nrun('import flashinfer.experimental.feat')\n",
+    "find_spec": (
+        "import importlib.util as u\nspec = u.find_spec('flashinfer.experimental.feat.kernels')\n"
+        "module = u.module_from_spec(spec)\nspec.loader.exec_module(module)\n"
+    ),
+    "spec_from_file_location": (
+        "from importlib.util import spec_from_file_location as locate\n"
+        "spec = locate('k', '/src/flashinfer/experimental/feat/kernels.py')\n"
+    ),
+    "concatenation": "import importlib\nimportlib.import_module('flashinfer.exp' + 'erimental.feat')\n",
+    "an f-string of literals": "import importlib\nA = 'exp'\nimportlib.import_module(f'flashinfer.{A}erimental.feat')\n",
+    "join": "from importlib import import_module as im\nim('.'.join(['flashinfer', 'exper' 'imental', 'feat']))\n",
+    "percent": "import importlib\nimportlib.import_module('flashinfer.%s.feat' % 'experimental')\n",
+    "format": "import importlib\nimportlib.import_module('{}.{}'.format('flashinfer', 'experimental'))\n",
+    "a module-level constant": "import importlib\nNAME = 'flashinfer.' 'experi' + 'mental.feat'\nimportlib.import_module(NAME)\n",
+    "a helper's parameter": (
+        "import importlib\ndef load(name):\n    return importlib.import_module(name)\n"
+        "load('flashinfer.exp' + 'erimental.feat')\n"
+    ),
+}
+HARMLESS_LOADERS = {
+    "a stable module": "import pkgutil, runpy\npkgutil.resolve_name('flashinfer.gemm2:x')\nrunpy.run_module('flashinfer.gemm2')\n",
+    "exec of other text": "exec('import os')\nexec('print(\"flashinfer.experimental\")')\n",
+    "a regular expression": "import re\nP = re.compile('import flashinfer.experimental')\n",
+    "a method named exec": "class C:\n    def exec(self, s):\n        pass\nC().exec('import flashinfer.experimental.feat')\n",
+    "a helper called at run time": (
+        "import importlib\ndef load(name):\n    return importlib.import_module(name)\n"
+        "def later():\n    return load('flashinfer.experimental.feat')\n"
+    ),
+    "a helper given a stable name": (
+        "import importlib\ndef load(name):\n    return importlib.import_module(name)\nload('flashinfer.gemm2')\n"
+    ),
+    "a rebound constant": "import importlib\nNAME = 'flashinfer.experimental.feat'\nNAME = 'flashinfer.gemm2'\nimportlib.import_module(NAME)\n",
+}
+
+
+@pytest.mark.parametrize("source", LOADER_ROUTES.values(), ids=LOADER_ROUTES)
+def test_a_loader_with_a_literal_name_is_an_import(check, source):
+    result = check({**INIT, "flashinfer/gemm2.py": "", "flashinfer/gemm.py": source})
+    assert [f for f in found(result) if f[0] == "flashinfer/gemm.py"], source
+    assert all(f[2] == "EXP001" for f in found(result) if f[0] == "flashinfer/gemm.py")
+
+
+@pytest.mark.parametrize("source", HARMLESS_LOADERS.values(), ids=HARMLESS_LOADERS)
+def test_a_loader_of_something_else_is_fine(check, source):
+    result = check({**INIT, "flashinfer/gemm2.py": "", "flashinfer/gemm.py": source})
+    assert [f for f in found(result) if f[0] == "flashinfer/gemm.py" and f[2] == "EXP001"] == []
+
+
+def test_a_helper_in_another_module_given_a_name_from_pieces(check):
+    helper = "import importlib\ndef load(name):\n    return importlib.import_module(name)\n"
+    caller = "from .loading import load\nload('flashinfer.exp' + 'erimental.feat')\n"  # spells neither
+    result = check({**INIT, "flashinfer/loading.py": helper, "flashinfer/gemm.py": caller})
+    assert ("flashinfer/gemm.py", 2, "EXP001") in found(result)
