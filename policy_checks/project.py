@@ -76,8 +76,10 @@ def module_name(rel: str) -> tuple:
 def walk_python_files(
     root: Path, top: str, exclude, problems: list, selection: Optional[gitfiles.Listing] = None
 ) -> Iterator[SourceFile]:
-    """Python files below `root/top`; symlinked directories are not followed (no
-    loops), entries that are not regular files are recorded in `problems`. With a
+    """Python files below `root/top`. Symbolic links (files and directories) are not
+    followed: each is recorded in `problems` with its target (EXP000), as is each
+    ``.pyc`` outside ``__pycache__`` and each one git selects inside a ``__pycache__``
+    without its source; other entries that are not regular files are recorded too. With a
     `selection` (`gitfiles.listing`), only what git selects: a directory holding no
     selected file is not entered, a file git does not select is not read."""
     base = os.path.join(root, top)
@@ -96,8 +98,16 @@ def walk_python_files(
             continue
         for entry in entries:
             rel = entry.path[prefix:].replace(os.sep, "/")
-            if entry.name == "__pycache__" or excluded(rel):
+            if excluded(rel):
                 continue
+            if entry.name == "__pycache__":
+                if selection is not None and selection.has_directory(rel):
+                    problems.extend(_sourceless_cached(entry.path, rel, selection))
+                continue
+            if entry.is_symlink():
+                if selection is None or selection.has_file(rel) or selection.has_directory(rel):
+                    problems.append((rel, _link_problem(entry.path)))
+                continue  # never followed: it may lead out of the repository
             try:
                 if entry.is_dir(follow_symlinks=False):
                     if selection is None or selection.has_directory(rel):
@@ -105,6 +115,9 @@ def walk_python_files(
                     continue
             except OSError:
                 pass
+            if entry.name.endswith(".pyc") and (selection is None or selection.has_file(rel)):
+                problems.append((rel, SOURCELESS))
+                continue
             if not entry.name.endswith(".py"):
                 continue
             if selection is not None and not selection.has_file(rel):
@@ -122,6 +135,42 @@ def walk_python_files(
                 continue
             module, is_package = module_name(rel)
             yield SourceFile(rel, module, is_package, info.st_size)
+
+
+SOURCELESS = ("a compiled file without its source: Python imports a .pyc beside the sources as a module, "
+              "and the checker cannot read it; commit the source instead")
+
+
+def _link_problem(path: str) -> str:
+    """EXP000's message for a symbolic link: it is never followed (it may lead out of the
+    repository, or make code the checker never reads importable), so it is untrusted."""
+    try:
+        target = printable(os.readlink(path))
+    except OSError as error:
+        target = f"unreadable: {error.strerror or error}"
+    return (f"a symbolic link (to {target[:200]!r}): the checker does not follow links in the package or the "
+            "test lanes, so what it leads to is unchecked; replace it with the file or directory itself")
+
+
+def _sourceless_cached(directory: str, rel: str, selection) -> list:
+    """``(rel, message)`` of each ``.pyc`` git selects in a ``__pycache__`` whose source
+    (``name.py`` beside the ``__pycache__``) is not there: compiled code committed
+    without its source."""
+    found = []
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        return found
+    parent = os.path.dirname(directory)
+    for name in names:
+        path_rel = f"{rel}/{name}"
+        if not name.endswith(".pyc") or not selection.has_file(path_rel):
+            continue
+        source = name.partition(".")[0] + ".py"
+        if not os.path.isfile(os.path.join(parent, source)):
+            found.append((path_rel, f"a compiled file whose source {source} is missing: the checker cannot "
+                                    "read it; remove it, or commit the source"))
+    return found
 
 
 def _rel(root: Path, path: Path) -> str:

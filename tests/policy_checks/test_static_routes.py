@@ -327,3 +327,62 @@ def test_a_helper_in_another_module_given_a_name_from_pieces(check):
     caller = "from .loading import load\nload('flashinfer.exp' + 'erimental.feat')\n"  # spells neither
     result = check({**INIT, "flashinfer/loading.py": helper, "flashinfer/gemm.py": caller})
     assert ("flashinfer/gemm.py", 2, "EXP001") in found(result)
+
+
+# route 6: links and sourceless compiled files -------------------------------------------------
+
+
+@pytest.fixture
+def linked(tmp_path):
+    """A repository whose clean base commit is checked green, and a folder outside it."""
+    outside = write_tree(tmp_path / "outside", {"evil/__init__.py": "import flashinfer.experimental.feat\n"})
+    root = write_tree(tmp_path / "repo", BASE)
+    git(root, "init", "-q")
+    commit(root, "base")
+    assert cli(root).exit_code == 0
+    return root, outside
+
+
+def _exp000(root) -> list:
+    result = cli(root, "--format", "json")
+    return [(f["path"], f["message"]) for f in json.loads(result.output)["findings"] if f["rule"] == "EXP000"]
+
+
+def test_a_linked_package_directory_is_reported_with_its_target(linked):
+    root, outside = linked
+    (root / "flashinfer/evil").symlink_to(outside / "evil", target_is_directory=True)
+    commit(root, "a package directory that is a link")
+    found_here = _exp000(root)
+    assert [path for path, _ in found_here] == ["flashinfer/evil"]
+    assert "symbolic link" in found_here[0][1] and str(outside / "evil") in found_here[0][1]
+
+
+def test_a_linked_module_and_a_linked_test_folder_are_reported(linked):
+    root, outside = linked
+    (root / "flashinfer/helper.py").symlink_to(outside / "evil/__init__.py")
+    (root / "tests/more").symlink_to(root / "tests/experimental", target_is_directory=True)
+    commit(root, "links")
+    assert sorted(path for path, _ in _exp000(root)) == ["flashinfer/helper.py", "tests/more"]
+
+
+def test_sourceless_compiled_files_are_reported(linked):
+    root, _ = linked
+    write_tree(root, {
+        "flashinfer/kernels.pyc": b"\x00not reviewable",
+        "flashinfer/__pycache__/ghost.cpython-311.pyc": b"\x00no ghost.py",
+        "flashinfer/__pycache__/gemm.cpython-311.pyc": b"\x00gemm.py is there",
+    })
+    commit(root, "compiled files")
+    assert sorted(path for path, _ in _exp000(root)) == [
+        "flashinfer/__pycache__/ghost.cpython-311.pyc", "flashinfer/kernels.pyc",
+    ]
+
+
+def test_ignored_caches_and_links_outside_the_package_are_fine(linked):
+    root, outside = linked
+    write_tree(root, {".gitignore": "__pycache__/\n", "flashinfer/__pycache__/ghost.cpython-311.pyc": b"\x00"})
+    (root / "docs").mkdir(exist_ok=True)
+    (root / "docs/linked").symlink_to(outside, target_is_directory=True)
+    commit(root, "an ignored cache, a link in docs")
+    assert _exp000(root) == []
+    assert cli(root).exit_code == 0
