@@ -173,6 +173,24 @@ def _sourceless_cached(directory: str, rel: str, selection) -> list:
     return found
 
 
+MAX_EXCLUDED_FILES = 20_000  # excluded Python files looked at
+MAX_EXCLUDED_HOPS = 8  # excluded modules importing excluded modules, followed
+
+
+def _python_below(root: Path, top: str, limit: int) -> list:
+    """Relative paths of the ``.py`` files below `root/top` (links not followed), at most `limit`."""
+    found = []
+    base = os.path.join(root, top)
+    for directory, subdirectories, files in os.walk(base):
+        subdirectories[:] = sorted(d for d in subdirectories if d != "__pycache__")
+        for name in sorted(files):
+            if name.endswith(".py") and len(found) < limit:
+                found.append(os.path.relpath(os.path.join(directory, name), root).replace(os.sep, "/"))
+        if len(found) >= limit:
+            break
+    return found
+
+
 def _rel(root: Path, path: Path) -> str:
     return path.relative_to(root).as_posix()
 
@@ -236,6 +254,8 @@ class Project:
         self._docs = None
         self._examples = None
         self._excluded = None
+        self._excluded_modules: Optional[dict] = None  # module -> SourceFile (`excluded_modules`)
+        self._tainted: Optional[dict] = None  # `tainted_excluded`
         for top in (settings.package.replace(".", "/"), settings.stable_tests):
             for source in walk_python_files(root, top, settings.exclude, self.read_problems, self.listing):
                 if source.rel in self._files:
@@ -490,6 +510,98 @@ class Project:
         ``if TYPE_CHECKING:`` blocks unless the settings say those count."""
         return scope == MODULE or (scope == TYPE_CHECKING and self.settings.type_checking_imports)
 
+    # folders the settings exclude, read where core imports them ------------------------
+    def excluded_modules(self) -> dict:
+        """module -> `SourceFile` of the package's Python files that the ``exclude``
+        setting leaves out (``flashinfer/data/``) but git selects: not checked for
+        themselves, read where a core module imports them (`tainted_excluded`). Links
+        and names that are not UTF-8 are left out; outside git, only the plain
+        (glob-free) excluded folders are walked, bounded."""
+        if self._excluded_modules is None:
+            top = self.settings.package.replace(".", "/")
+            by_settings = excluder(self.settings.exclude)
+            if self.listing is not None:
+                rels = [r for r in self.listing.files if r.startswith(top + "/") and r.endswith(".py")]
+            else:
+                rels = []
+                for pattern in self.settings.exclude:
+                    plain = pattern.strip("/")
+                    if under(plain, top) and not _GLOB_CHARS & set(plain):
+                        rels.extend(_python_below(self.root, plain, MAX_EXCLUDED_FILES - len(rels)))
+            found = {}
+            for rel in sorted(rels)[:MAX_EXCLUDED_FILES]:
+                if rel in self._files or not by_settings(rel) or not is_utf8(rel):
+                    continue
+                path = self.root / rel
+                if path.is_symlink() or not path.is_file():
+                    continue
+                module, is_package = module_name(rel)
+                found[module] = SourceFile(rel, module, is_package, 0)
+            self._excluded_modules = found
+        return self._excluded_modules
+
+    def tainted_excluded(self) -> dict:
+        """Excluded modules (`excluded_modules`) that import experimental code at module
+        level, directly or through other excluded modules: module -> the chain, a tuple
+        of ``(module, line)`` hops ending at the experimental module (line 0). Only
+        files that spell the experimental package's name, or the last name of a module
+        already found, are parsed; at most `MAX_EXCLUDED_HOPS` rounds."""
+        if self._tainted is None:
+            from .needs import names_experimental  # the prefilter's reading of the bytes
+
+            modules = self.excluded_modules()
+            word = self.settings.experimental_package.rpartition(".")[2].encode()
+            texts = {}
+            for module, source in modules.items():
+                try:
+                    texts[module] = (self.root / source.rel).read_bytes()
+                except OSError:
+                    continue
+            tainted: dict = {}
+            facts_of: dict = {}
+            wanted = {m for m, data in texts.items() if names_experimental(data, self.settings.package, word)}
+            for _ in range(MAX_EXCLUDED_HOPS):
+                grew = False
+                for module in sorted(wanted - set(tainted)):
+                    if module not in facts_of:
+                        facts_of[module] = self._load_facts(modules[module])
+                    facts = facts_of[module]
+                    for imp in facts.imports if facts.syntax_error is None else ():
+                        if not self.runs_at_import(imp.scope) or imp.module is None:
+                            continue
+                        chain = self._excluded_chain(imp, tainted)
+                        if chain is not None:
+                            tainted[module] = ((module, imp.line),) + chain
+                            grew = True
+                            break
+                if not grew:
+                    break
+                names = {m.rpartition(".")[2].encode() for m in tainted}
+                wanted = {m for m, data in texts.items() if m not in tainted and any(n in data for n in names)}
+            self._tainted = tainted
+        return self._tainted
+
+    def _excluded_chain(self, imp: Import, tainted: dict) -> Optional[tuple]:
+        """The rest of a chain from an import in an excluded module: the experimental
+        module it names, or a tainted excluded module's chain."""
+        experimental = [t for t in self.import_targets(imp) if self.settings.is_experimental_module(t)]
+        if experimental:
+            return ((experimental[-1], 0),)
+        for target in [imp.module] + [f"{imp.module}.{n}" for n, _ in imp.names if n != "*"]:
+            if target in tainted:
+                return tainted[target]
+        return None
+
+    def excluded_imports(self, imp: Import) -> list:
+        """The chains (`tainted_excluded`) of the excluded modules `imp` imports."""
+        if imp.module is None or self.is_module(imp.module) and not imp.names:
+            return []
+        tainted = self.tainted_excluded()
+        if not tainted:
+            return []
+        names = [imp.module] + [f"{imp.module}.{n}" for n, _ in imp.names if n != "*"]
+        return [tainted[name] for name in names if name in tainted]
+
     def call_imports(self, module: str, call) -> list:
         """What a call run at import (`facts.ModuleCall` in `module`) imports from the
         experimental package, as ``(function, experimental module)`` pairs: the call
@@ -510,7 +622,9 @@ class Project:
         found = []
         for imp in facts.imports:
             if imp.functions and imp.functions[-1] in bodies:
-                found.extend((function, t) for t in self.import_targets(imp) if self.settings.is_experimental_module(t))
+                targets = [t for t in self.import_targets(imp) if self.settings.is_experimental_module(t)]
+                if targets:
+                    found.append((function, targets[-1]))
         for handed in facts.param_imports:
             index = handed.index - (1 if is_class else 0)  # a class's call binds self first
             if handed.qualname in bodies and 0 <= index < len(call.args) and call.args[index]:
@@ -537,6 +651,7 @@ class Project:
                 owner, _, last = qualname.rpartition(".")
                 names.add(owner.rpartition(".")[2] if last in ("__init__", "__new__") and owner else last)
         names.discard("<lambda>")
+        names.update(module.rpartition(".")[2] for module in self.tainted_excluded())
         return frozenset(names)
 
     def is_checker_import(self, imp: Import) -> bool:

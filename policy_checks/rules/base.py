@@ -114,6 +114,12 @@ def calls_importing(project, facts) -> Iterator:
                 yield call, function, target
 
 
+def describe_chain(chain) -> str:
+    """``a (line 3) -> b (line 7) -> flashinfer.experimental.x``: a chain of
+    `Project.tainted_excluded`, in words."""
+    return " -> ".join(f"{module} (line {line})" if line else module for module, line in chain)
+
+
 def checker_import(project, imp) -> bool:
     """`policy_checks.project.Project.is_checker_import`: the support-module exception."""
     return project.is_checker_import(imp)

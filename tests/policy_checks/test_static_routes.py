@@ -386,3 +386,48 @@ def test_ignored_caches_and_links_outside_the_package_are_fine(linked):
     commit(root, "an ignored cache, a link in docs")
     assert _exp000(root) == []
     assert cli(root).exit_code == 0
+
+
+# route 5: the import placed in a folder the settings exclude ----------------------------------
+
+DATA = {
+    "flashinfer/data/__init__.py": "",
+    "flashinfer/data/loader.py": "from ..experimental.feat import kernels\n",
+    "flashinfer/data/outer.py": "import os\nfrom . import loader\n",
+    "flashinfer/data/plain.py": "import os\n",
+}
+
+
+@pytest.mark.parametrize("caller, chain", [
+    ("from .data import loader\n", "flashinfer.data.loader (line 1) -> flashinfer.experimental.feat.kernels"),
+    ("import flashinfer.data.outer\n", "flashinfer.data.outer (line 2) -> flashinfer.data.loader (line 1)"),
+])
+def test_core_importing_an_excluded_module_that_imports_experimental_code(check, caller, chain):
+    result = check({**INIT, **DATA, "flashinfer/gemm.py": caller})
+    assert found(result) == [("flashinfer/gemm.py", 1, "EXP001")]
+    assert chain in messages(result, "EXP001")[0]
+
+
+@pytest.mark.parametrize("caller", [
+    "from .data import plain\n",
+    "def f():\n    from .data import loader\n",
+])
+def test_an_excluded_module_without_experimental_imports_or_a_deferred_one_is_fine(check, caller):
+    assert found(check({**INIT, **DATA, "flashinfer/gemm.py": caller})) == []
+
+
+def test_an_excluded_folder_is_still_not_checked_for_itself(check):
+    assert found(check({**INIT, **DATA})) == []
+
+
+def test_an_excluded_folder_imported_by_core_in_a_repository(tmp_path):
+    settings = "[project]\nname = 'x'\n\n[tool.policy-check]\nexclude = ['build', 'flashinfer/data']\n"
+    root = write_tree(tmp_path / "repo", {**BASE, "pyproject.toml": settings, **DATA})
+    git(root, "init", "-q")
+    base = commit(root, "base: the excluded folder exists, core does not import it")
+    assert cli(root).exit_code == 0
+    commit(root, "core imports it", {"flashinfer/gemm.py": BASE["flashinfer/gemm.py"] + "from .data import outer\n"})
+    for extra in ((), ("--policy-from", base)):
+        result = cli(root, "--format", "json", *extra)
+        assert result.exit_code == 1, result.output
+        assert [(f["path"], f["rule"]) for f in json.loads(result.output)["findings"]] == [("flashinfer/gemm.py", "EXP001")]
