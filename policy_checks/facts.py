@@ -28,10 +28,13 @@ from __future__ import annotations
 import ast
 import bisect
 import builtins
+import inspect
 import io
 import re
 import symtable
 import tokenize
+import types
+import warnings
 from dataclasses import dataclass, field
 from typing import NamedTuple, Optional, Union
 
@@ -39,7 +42,7 @@ from . import markers
 from .markers import dotted_name
 
 # Bump when the shape or meaning of facts changes: it invalidates every cache entry.
-FACTS_VERSION = "11"
+FACTS_VERSION = "12"
 
 # calls that import the module their first argument names (``pytest.importorskip``
 # too: stable tests use it, EXP008); the track's vocabulary lives in `markers`
@@ -260,6 +263,8 @@ class FileFacts:
     # ``def`` in each branch of an ``if``): still places a line can be inside
     shadowed: list = field(default_factory=list)
     calls: list = field(default_factory=list)  # ModuleCall: calls run at import
+    # syntax-only facts: `_module_level_names` (None: unknown, the file did not parse)
+    top_names: Optional[tuple] = None
     param_imports: list = field(default_factory=list)  # ParamImport
 
     def scope_at(self, line: int) -> str:
@@ -326,6 +331,7 @@ def _string_sequence(node: ast.AST) -> Optional[tuple]:
 
 
 _BUILTINS = frozenset(dir(builtins))
+_NO_CALLS = frozenset({ast.Constant, ast.Name, type(None)})  # leaves (and a dict's `**` key)
 MAX_FOLDED = 10_000  # characters of a string built from literal pieces
 MAX_FOLD_DEPTH = 20  # nested pieces followed
 MAX_CALL_ARGS = 4  # positional arguments of a module-level call kept
@@ -499,15 +505,23 @@ class _Extractor(ast.NodeVisitor):
         stack = [node]
         while stack and len(self.facts.calls) < MAX_CALLS:
             current = stack.pop()
-            if isinstance(current, ast.Lambda):
+            kind = type(current)
+            if kind in _NO_CALLS:
+                continue
+            if kind is ast.Lambda:
                 stack.extend(current.args.defaults)
                 stack.extend(d for d in current.args.kw_defaults if d is not None)
                 continue
-            if isinstance(current, ast.Call):
+            if kind is ast.Call:
                 func = dotted_name(current.func)
                 if func is not None:
                     self._add_call(func, current.args)
-            stack.extend(ast.iter_child_nodes(current))
+            for name in current._fields:  # ast.iter_child_nodes, less the generator
+                value = getattr(current, name, None)
+                if type(value) is list:
+                    stack.extend(value)
+                elif isinstance(value, ast.expr):
+                    stack.append(value)
 
     def _add_call(self, func: str, args) -> None:
         first = func.partition(".")[0]
@@ -773,7 +787,7 @@ class _Extractor(ast.NodeVisitor):
         if dotted is None or dotted.rpartition(".")[2] != "TYPE_CHECKING":
             return False
         if self.guards is None:
-            self.guards = type_checking_guards(self.tree)
+            self.guards = type_checking_guards(self.tree, self.columns.source)
         names, modules = self.guards
         first, _, rest = dotted.partition(".")
         return (not rest and first in names) or (rest == "TYPE_CHECKING" and first in modules)
@@ -884,7 +898,27 @@ _GUARD = "TYPE_CHECKING"
 _GUARD_KIND, _MODULE_KIND, _OTHER_KIND = "guard", "typing", "other"
 
 
-def type_checking_guards(tree: ast.AST) -> tuple:
+# A line that only tests the guard, or only imports typing's (one name a line each).
+_BENIGN_GUARD_LINE = re.compile(
+    rb"^[ \t]*(?:(?:el)?if[ \t]+(?:not[ \t]+)?TYPE_CHECKING[ \t]*:"
+    rb"|from[ \t]+typing(?:_extensions)?[ \t]+import[ \t]+(?:\w+[ \t]*,[ \t]*)*TYPE_CHECKING(?:[ \t]*,[ \t]*\w+)*)"
+    rb"[ \t]*\r?$",
+    re.M,
+)
+_IMPORTS_TYPING_GUARD = re.compile(rb"^[ \t]*from[ \t]+typing(?:_extensions)?[ \t]+import[ \t]", re.M)
+
+
+def _only_benign_guards(source: bytes) -> bool:
+    """Does every ``TYPE_CHECKING`` of `source` stand on a line that only tests it or
+    only imports typing's, with some import of typing's and no star import? Then it
+    is bound only by those imports, and `type_checking_guards` needs no walk."""
+    total = source.count(b"TYPE_CHECKING")
+    benign = _BENIGN_GUARD_LINE.findall(source)
+    return (total == len(benign) and re.search(rb"import[ \t(]*\*", source) is None
+            and any(_IMPORTS_TYPING_GUARD.match(line) for line in benign))
+
+
+def type_checking_guards(tree: ast.AST, source: Optional[bytes] = None) -> tuple:
     """``(names, modules)``: the names of a module that certainly hold typing's own
     ``TYPE_CHECKING`` (bound only by ``from typing import TYPE_CHECKING [as x]``, or
     typing_extensions', never bound any other way anywhere in the file), and those that
@@ -897,7 +931,11 @@ def type_checking_guards(tree: ast.AST) -> tuple:
     ``if`` on it then guards nothing, its block is module level. An attribute
     ``.TYPE_CHECKING`` assigned or deleted anywhere, or the string ``"TYPE_CHECKING"``
     passed to a call (``setattr``) or used as a subscript (``globals()[...]``), trusts
-    nothing in the file. One walk of the tree, only for files that test the name."""
+    nothing in the file. One walk of the tree, only for files that test the name, and
+    none when the `source` shows only lines testing the name or importing typing's
+    (`_only_benign_guards`: ``typing.TYPE_CHECKING`` is then trusted through no name)."""
+    if source is not None and _only_benign_guards(source):
+        return frozenset({_GUARD}), frozenset()
     kinds: dict = {}
     anything = False  # a star import or a write no name tells: every name may be rebound
 
@@ -996,13 +1034,29 @@ def syntax_error(source: bytes) -> Optional[SyntaxProblem]:
     Cheaper than `extract`: the C parser and symbol table run, no Python-level AST
     objects are built. Used for files no rule needs facts of (EXP000 only).
     """
+    return _checked(source)[0]
+
+
+def _checked(source: bytes) -> tuple:
+    """``(syntax error or None, module-level names or None)`` of `source`. The file
+    is compiled (parser, symbol table and code generator, all in C; about a quarter
+    more than the symbol table alone) for `_module_level_names`; when compiling fails
+    the symbol table decides, so which errors count stays what it was (the code
+    generator's own, ``return`` outside a function, are no EXP000)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escapes and the like: not ours to report
+            code = compile(source, "<checked>", "exec", dont_inherit=True)
+        return None, _module_level_names(code)
+    except (SyntaxError, ValueError, UnicodeDecodeError, RecursionError, MemoryError, OverflowError):
+        pass
     try:
         symtable.symtable(source, "<checked>", "exec")
     except SyntaxError as error:
-        return _error_position(error)
+        return _error_position(error), None
     except (ValueError, UnicodeDecodeError, RecursionError, MemoryError) as error:
-        return SyntaxProblem(1, 1, f"{type(error).__name__}: {error}")
-    return None
+        return SyntaxProblem(1, 1, f"{type(error).__name__}: {error}"), None
+    return None, None
 
 
 def _error_position(error: SyntaxError) -> SyntaxProblem:
@@ -1083,10 +1137,34 @@ def text_suppressions(text: str, markers: tuple) -> list:
 
 
 
+_COMPREHENSIONS = frozenset({"<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>"})
+
+
+def _module_level_names(code: types.CodeType) -> tuple:
+    """Every name the code run at import uses (the module body, class bodies and
+    comprehensions there, not function or lambda bodies), each dotted module name split
+    into its parts: the ``co_names`` of those code objects (globals, attributes,
+    imported modules and names, aliases). Sorted."""
+    names = set()
+    stack = [code]
+    while stack:
+        current = stack.pop()
+        for name in current.co_names:
+            names.update(name.split("."))
+        for constant in current.co_consts:
+            if isinstance(constant, types.CodeType) and (
+                not constant.co_flags & inspect.CO_OPTIMIZED or constant.co_name in _COMPREHENSIONS
+            ):
+                stack.append(constant)  # a class body or a comprehension: runs at import
+    return tuple(sorted(names))
+
+
 def syntax_only(source: bytes, module: str, is_package: bool) -> FileFacts:
-    """Facts of a file no rule inspects: its syntax error (EXP000) and suppressions."""
+    """Facts of a file no rule inspects: its syntax error (EXP000), suppressions, and
+    the names its import-time code uses (`_module_level_names`: for the runner's
+    `_follow_deferring_calls`)."""
     facts = FileFacts(module, is_package, complete=False)
-    facts.syntax_error = syntax_error(source)
+    facts.syntax_error, facts.top_names = _checked(source)
     if may_hold_suppressions(source):
         facts.suppressions = python_suppressions(source)
     return facts
@@ -1106,7 +1184,7 @@ def to_data(facts: FileFacts) -> list:
     return [
         facts.module, facts.is_package, facts.complete, facts.syntax_error, facts.imports,
         list(facts.definitions.values()), facts.bindings, facts.backend_calls, facts.suppressions,
-        facts.shadowed, facts.calls, facts.param_imports,
+        facts.shadowed, facts.calls, facts.param_imports, facts.top_names,
     ]
 
 
@@ -1148,7 +1226,7 @@ def _binding(data) -> Binding:
 
 def from_data(data: list) -> FileFacts:
     (module, is_package, complete, error, imports, definitions, bindings, calls, suppressions, shadowed,
-     module_calls, param_imports) = data
+     module_calls, param_imports, top_names) = data
     facts = FileFacts(module, is_package, complete=complete)
     if error is not None:
         facts.syntax_error = SyntaxProblem(*error)
@@ -1173,6 +1251,8 @@ def from_data(data: list) -> FileFacts:
         facts.backend_calls = [
             BackendCall(None if checks is None else _ref(checks), line, column) for checks, line, column in calls
         ]
+    if top_names is not None:
+        facts.top_names = tuple(str(name) for name in top_names)
     if module_calls:
         facts.calls = [ModuleCall(func, tuple(args), line, column, scope) for func, args, line, column, scope in module_calls]
     if param_imports:

@@ -633,12 +633,16 @@ class Project:
                     found.append((function, name))
         return found
 
-    def deferring_names(self) -> frozenset:
-        """The last names of the functions (and classes, for a deferring ``__init__``)
-        of primary core modules that `call_imports` could answer for: those whose body
-        imports experimental code or hands a parameter to an import function. A module
-        calling one at import spells its name (or binds an alias that does)."""
-        names = set()
+    def deferring_names(self) -> dict:
+        """Name -> the last names of the modules it is defined in, for each module-level
+        function (and class, for a deferring ``__init__``/``__new__``) of a primary core
+        module that `call_imports` could answer for (its body imports experimental
+        code, or hands a parameter to an import function), and for each tainted
+        excluded module (`tainted_excluded`, under its package's name). A module
+        calling such a function at import spells its name and the name of the module
+        it comes from (or of a module re-exporting it: `runner._follow_deferring_calls`
+        follows those). Dunder names are never called by name."""
+        names: dict = {}
         for rel in self._primary:
             source = self._files.get(rel)
             facts = self._facts.get(rel)
@@ -647,12 +651,17 @@ class Project:
             functions = [p.qualname for p in facts.param_imports]
             functions += [i.functions[-1] for i in facts.imports if i.functions and any(
                 self.settings.is_experimental_module(t) for t in self.import_targets(i))]
+            home = source.module.rpartition(".")[2]
             for qualname in functions:
                 owner, _, last = qualname.rpartition(".")
-                names.add(owner.rpartition(".")[2] if last in ("__init__", "__new__") and owner else last)
-        names.discard("<lambda>")
-        names.update(module.rpartition(".")[2] for module in self.tainted_excluded())
-        return frozenset(names)
+                if last in ("__init__", "__new__") and owner and "." not in owner:
+                    names.setdefault(owner, set()).add(home)
+                elif not owner and not last.startswith("__") and last != "<lambda>":
+                    names.setdefault(last, set()).add(home)
+        for module in self.tainted_excluded():
+            package, _, last = module.rpartition(".")
+            names.setdefault(last, set()).add(package.rpartition(".")[2])
+        return names
 
     def is_checker_import(self, imp: Import) -> bool:
         """Is `imp` a ``from <experimental module> import a, b`` whose every name is an

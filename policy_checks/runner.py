@@ -390,26 +390,61 @@ def _follow_requirement_aliases(project: Project, facts_cache) -> int:
     return parsed
 
 
+MAX_REEXPORT_ROUNDS = 4  # re-exports of a deferring function followed
+
+
+def _names_used(facts: FileFacts) -> Optional[tuple]:
+    """The names import-time code uses: kept with syntax-only facts; for complete facts
+    (a file some earlier run parsed whole), read off its calls and bindings."""
+    if not facts.complete:
+        return facts.top_names
+    names = set()
+    for call in facts.calls:
+        names.update(call.func.split("."))
+    for name, binding in facts.bindings.items():
+        names.add(name)
+        names.update(str(getattr(binding, "module", "") or "").split("."))
+        names.update(str(getattr(binding, "name", "") or getattr(binding, "dotted", "") or "").split("."))
+    return tuple(names)
+
+
 def _follow_deferring_calls(project: Project) -> None:
-    """Make primary every core module that names a function of `Project.deferring_names`
-    (a module calling one at import spells its name, or binds an alias that does): its
-    module-level calls may import experimental code (`Project.call_imports`) though it
-    names neither the experimental package nor an import function. Facts come from the
-    cache or are parsed on demand; such modules are few."""
-    names = project.deferring_names()
-    if not names:
-        return
-    words = re.compile(rb"(?<!\w)(?:" + b"|".join(re.escape(n.encode()) for n in sorted(names)) + rb")(?!\w)")
-    for rel, source in project.files.items():
-        if project.is_primary(rel) or not project.is_module_file(rel) or not project.settings.is_core(source.module):
-            continue
-        try:
-            data = (project.root / rel).read_bytes()
-        except OSError:
-            continue
-        if words.search(data) is not None:
-            project.facts(rel)
+    """Make primary every core module that may call, at import, a function of
+    `Project.deferring_names`: its module-level calls may import experimental code
+    (`Project.call_imports`) though it names neither the experimental package nor an
+    import function. Calling a function of another module at import means that the
+    import-time code names the function and the module it comes from (``from .entry
+    import fast as f``, ``entry.fast()``, ``import flashinfer.entry as e; e.fast()``),
+    or a module re-exporting it: the names compiled into that code (kept with the
+    syntax-only facts, `facts._module_level_names`) say so without reading the file
+    again. A module found so that binds the name re-exports it, and the search runs
+    again for its name (bounded rounds). Such modules are few; their facts come from
+    the cache or are parsed on demand. Not followed (the behavioural audit sees it): a
+    name reached only through a string (``getattr(entry, "fast")()``)."""
+    pending = project.deferring_names()
+    for _ in range(MAX_REEXPORT_ROUNDS):
+        if not pending:
+            return
+        found = {}
+        for rel, source in project.files.items():
+            if project.is_primary(rel) or not project.is_module_file(rel) or not project.settings.is_core(source.module):
+                continue
+            known = project.known_facts(rel)
+            used = _names_used(known) if known is not None else None
+            if used is None:  # not compiled: read it whole
+                named = set(pending)
+            else:
+                used = frozenset(used)
+                named = {name for name in pending if name in used and not pending[name].isdisjoint(used)}
+                if not named:
+                    continue
+            facts = project.facts(rel)
             project.mark_primary(rel)
+            home = source.module.rpartition(".")[2]
+            for bound, binding in facts.bindings.items():
+                if getattr(binding, "name", None) in named or getattr(binding, "dotted", "").rpartition(".")[2] in named:
+                    found.setdefault(bound, set()).add(home)  # a re-export: callers may name this module
+        pending = found
 
 
 def _collect(project, facts_cache, groups, bar) -> None:

@@ -431,3 +431,12 @@ def test_an_excluded_folder_imported_by_core_in_a_repository(tmp_path):
         result = cli(root, "--format", "json", *extra)
         assert result.exit_code == 1, result.output
         assert [(f["path"], f["rule"]) for f in json.loads(result.output)["findings"]] == [("flashinfer/gemm.py", "EXP001")]
+
+
+def test_a_deferring_function_called_through_a_re_export(check):
+    result = check({
+        **INIT, "flashinfer/entry.py": ENTRY,
+        "flashinfer/api.py": "from .entry import fast\n",  # names neither the package nor an import function
+        "flashinfer/gemm.py": "from .api import fast as quick\nquick()\n",
+    })
+    assert ("flashinfer/gemm.py", 2, "EXP001") in found(result)
