@@ -53,7 +53,7 @@ IMPORT_FUNCTIONS = markers.IMPORT_FUNCTIONS
 # prefilter's `needs.RUNS_SOURCE` spells them too)
 SOURCE_RUNNERS = ("exec", "eval", "compile")
 LOADERS = IMPORT_FUNCTIONS + markers.NAME_LOADERS + markers.PATH_LOADERS + SOURCE_RUNNERS
-LOADER_MODULES = ("importlib", "importlib.util", "builtins", "pytest", "pkgutil", "runpy")  # `from X import loader`
+LOADER_MODULES = markers.LOADER_HOMES + ("builtins", "pytest")  # `from X import loader`
 _RUN_PATH, _SPEC_FROM_FILE = markers.PATH_LOADERS
 
 # import scopes; "module level" is defined in docs/policy_check.rst ("Rules")
@@ -602,6 +602,10 @@ class _Extractor(ast.NodeVisitor):
             if short == func or func in ("builtins." + short, "__builtins__." + short) or func in self.import_functions:
                 self._source_imports(node)
             return
+        if short in markers.NAME_LOADERS + markers.PATH_LOADERS and func not in self.import_functions:
+            owner = func.rpartition(".")[0]
+            if not owner or self.facts.resolve_local(owner) not in markers.LOADER_HOMES:
+                return  # another object's method of that name: only runpy's, pkgutil's, importlib's load
         keywords = {k.arg: k.value for k in node.keywords if k.arg}
         if short in markers.PATH_LOADERS:
             argument = node.args[1] if short == _SPEC_FROM_FILE and len(node.args) > 1 else (

@@ -82,6 +82,9 @@ IMPORT_FUNCTIONS = ("import_module", "__import__") + TEST_SKIP_FUNCTIONS
 # a file's path (``runpy.run_path``, ``importlib.util.spec_from_file_location``).
 NAME_LOADERS = ("resolve_name", "run_module", "find_spec")
 PATH_LOADERS = ("run_path", "spec_from_file_location")
+LOADER_HOMES = ("runpy", "pkgutil", "importlib", "importlib.util")  # where those loaders live
+# what a file calling one of them spells (the module, or importlib.util's loader names)
+LOADER_SPELLINGS = ("runpy", "pkgutil", "find_spec", "spec_from_file_location")
 
 _MAX_CHAIN = 10_000  # calls unwrapped in one decorator (a longer chain is read as unresolvable)
 

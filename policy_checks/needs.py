@@ -179,10 +179,12 @@ IMPORT_CALLS_ONLY = tuple(Spelled(name.encode()) for name in IMPORT_FUNCTIONS)
 
 
 class _RunsSource(NamedTuple):
-    """The file may call a builtin that runs source text (``exec``, ``eval``,
-    ``compile``): one of those names called, bound to another name (``e = exec``), or
-    ``builtins`` spelt (``builtins.exec``, ``getattr(builtins, ...)``). Not a bare
-    substring: ``re.compile(`` and ``.eval()`` are everywhere and run no source."""
+    """The file may run source text: ``exec`` or ``eval`` called, one of them or
+    ``compile`` bound to another name (``e = exec``), or ``builtins`` spelt
+    (``builtins.exec``, ``getattr(builtins, ...)``). A ``compile`` runs nothing until its
+    code is given to ``exec`` or ``eval``, which the file then calls (a code object handed
+    to another module is not followed). Not a bare substring: ``re.compile(`` and
+    ``.eval()`` are everywhere and run no source."""
 
     pattern: bytes
 
@@ -197,15 +199,14 @@ class _RunsSource(NamedTuple):
         return _RUNS_SOURCE.search(data) is not None
 
 
-_RUNS_SOURCE = re.compile(
-    rb"builtins|(?<![\w.])(?:exec|eval|compile)\s*\(|=\s*(?:exec|eval|compile)(?!\w)"
-)
+_RUNS_SOURCE = re.compile(rb"builtins|(?<![\w.])(?:exec|eval)\s*\(|=\s*(?:exec|eval|compile)(?!\w)")
 RUNS_SOURCE = _RunsSource(_RUNS_SOURCE.pattern)
 # Every call the extractor reads as an import: the import functions, the loaders of
-# a literal name or path (each spelled by the call or by the alias's binding), and
-# the builtins that run source text.
+# a literal name or path (the extractor reads them only as attributes of their module,
+# or under a name imported from it, so the file spells the module: runpy, pkgutil; or
+# the loader's own name, importlib.util's), and the builtins that run source text.
 IMPORT_CALLS = IMPORT_CALLS_ONLY + tuple(
-    Spelled(name.encode()) for name in markers.NAME_LOADERS + markers.PATH_LOADERS
+    Spelled(name.encode()) for name in markers.LOADER_SPELLINGS
 ) + (RUNS_SOURCE,)
 # The extractor recognises a ``backend_requirement`` call by that name or an alias
 # bound in the same file (whose binding spells it); an alias bound in another module
