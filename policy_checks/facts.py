@@ -28,13 +28,10 @@ from __future__ import annotations
 import ast
 import bisect
 import builtins
-import inspect
 import io
 import re
 import symtable
 import tokenize
-import types
-import warnings
 from dataclasses import dataclass, field
 from typing import NamedTuple, Optional, Union
 
@@ -1042,25 +1039,15 @@ def syntax_error(source: bytes) -> Optional[SyntaxProblem]:
 
 
 def _checked(source: bytes) -> tuple:
-    """``(syntax error or None, module-level names or None)`` of `source`. The file
-    is compiled (parser, symbol table and code generator, all in C; about a quarter
-    more than the symbol table alone) for `_module_level_names`; when compiling fails
-    the symbol table decides, so which errors count stays what it was (the code
-    generator's own, ``return`` outside a function, are no EXP000)."""
+    """``(syntax error or None, `_module_level_names` or None)`` of `source`, from one
+    run of the parser and the symbol table."""
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # invalid escapes and the like: not ours to report
-            code = compile(source, "<checked>", "exec", dont_inherit=True)
-        return None, _module_level_names(code)
-    except (SyntaxError, ValueError, UnicodeDecodeError, RecursionError, MemoryError, OverflowError):
-        pass
-    try:
-        symtable.symtable(source, "<checked>", "exec")
+        table = symtable.symtable(source, "<checked>", "exec")
     except SyntaxError as error:
         return _error_position(error), None
     except (ValueError, UnicodeDecodeError, RecursionError, MemoryError) as error:
         return SyntaxProblem(1, 1, f"{type(error).__name__}: {error}"), None
-    return None, None
+    return None, _module_level_names(table)
 
 
 def _error_position(error: SyntaxError) -> SyntaxProblem:
@@ -1141,32 +1128,29 @@ def text_suppressions(text: str, markers: tuple) -> list:
 
 
 
-_COMPREHENSIONS = frozenset({"<listcomp>", "<setcomp>", "<dictcomp>", "<genexpr>"})
+_COMPREHENSIONS = frozenset({"listcomp", "setcomp", "dictcomp", "genexpr"})
 
 
-def _module_level_names(code: types.CodeType) -> tuple:
-    """Every name the code run at import uses (the module body, class bodies and
-    comprehensions there, not function or lambda bodies), each dotted module name split
-    into its parts: the ``co_names`` of those code objects (globals, attributes,
-    imported modules and names, aliases). Sorted."""
+def _module_level_names(table) -> tuple:
+    """The identifiers the code run at import binds or uses: those of the module's
+    symbol table, and of class bodies and comprehensions there (not of function or
+    lambda bodies). An attribute (``entry.fast``) gives its first name only, an import
+    the name it binds (``import a.b as c``: ``c``). Sorted."""
     names = set()
-    stack = [code]
+    stack = [table]
     while stack:
         current = stack.pop()
-        for name in current.co_names:
-            names.update(name.split("."))
-        for constant in current.co_consts:
-            if isinstance(constant, types.CodeType) and (
-                not constant.co_flags & inspect.CO_OPTIMIZED or constant.co_name in _COMPREHENSIONS
-            ):
-                stack.append(constant)  # a class body or a comprehension: runs at import
+        names.update(current.get_identifiers())
+        for child in current.get_children():
+            if child.get_type() == "class" or child.get_name() in _COMPREHENSIONS:
+                stack.append(child)
     return tuple(sorted(names))
 
 
 def syntax_only(source: bytes, module: str, is_package: bool) -> FileFacts:
     """Facts of a file no rule inspects: its syntax error (EXP000), suppressions, and
-    the names its import-time code uses (`_module_level_names`: for the runner's
-    `_follow_deferring_calls`)."""
+    the identifiers its import-time code binds or uses (`_module_level_names`, from the
+    symbol table the syntax check builds anyway: for the runner's `_follow_deferring_calls`)."""
     facts = FileFacts(module, is_package, complete=False)
     facts.syntax_error, facts.top_names = _checked(source)
     if may_hold_suppressions(source):

@@ -661,6 +661,9 @@ class Project:
         for module in self.tainted_excluded():
             package, _, last = module.rpartition(".")
             names.setdefault(last, set()).add(package.rpartition(".")[2])
+        top = self.settings.package.partition(".")[0]
+        for homes in names.values():
+            homes.add(top)  # `import flashinfer.entry` binds `flashinfer` only
         return names
 
     def is_checker_import(self, imp: Import) -> bool:

@@ -412,16 +412,22 @@ def _follow_deferring_calls(project: Project) -> None:
     """Make primary every core module that may call, at import, a function of
     `Project.deferring_names`: its module-level calls may import experimental code
     (`Project.call_imports`) though it names neither the experimental package nor an
-    import function. Calling a function of another module at import means that the
-    import-time code names the function and the module it comes from (``from .entry
-    import fast as f``, ``entry.fast()``, ``import flashinfer.entry as e; e.fast()``),
-    or a module re-exporting it: the names compiled into that code (kept with the
-    syntax-only facts, `facts._module_level_names`) say so without reading the file
-    again. A module found so that binds the name re-exports it, and the search runs
-    again for its name (bounded rounds). Such modules are few; their facts come from
-    the cache or are parsed on demand. Not followed (the behavioural audit sees it): a
-    name reached only through a string (``getattr(entry, "fast")()``)."""
+    import function. Calling a function of another module at import usually means that
+    the import-time code binds or uses the function's name (``from .entry import
+    fast``) or the module it comes from (``from . import entry; entry.fast()``), or a
+    module re-exporting it: the identifiers of that code (kept with the syntax-only
+    facts, from the symbol table the syntax check builds anyway:
+    `facts._module_level_names`) say so without reading the file again. A module
+    found so that binds the name re-exports it, and the search runs again for its
+    name (bounded rounds). Such modules are few; their facts come from the cache or
+    are parsed on demand. Not followed (a limit of the prefilter; the rule reads them
+    in a module parsed for another reason, and the behavioural audit sees them): a
+    module naming neither at import because it imports them under another name
+    (``from .entry import fast as f``, ``import flashinfer.entry as e``), and a name
+    reached only through a string (``getattr(entry, "fast")()``). Compiling every file
+    would see aliases, at three quarters more than the symbol table costs."""
     pending = project.deferring_names()
+    top = project.settings.package.partition(".")[0]
     for _ in range(MAX_REEXPORT_ROUNDS):
         if not pending:
             return
@@ -435,7 +441,14 @@ def _follow_deferring_calls(project: Project) -> None:
                 named = set(pending)
             else:
                 used = frozenset(used)
-                named = {name for name in pending if name in used and not pending[name].isdisjoint(used)}
+                named = {name for name in pending if name in used or not pending[name].isdisjoint(used)}
+                if named:  # the identifiers point at it: does its text name the function and its module?
+                    try:
+                        data = (project.root / rel).read_bytes()
+                    except OSError:
+                        data = b""
+                    named = {name for name in named if name.encode() in data
+                             and any(home.encode() in data for home in pending[name] - {top})}
                 if not named:
                     continue
             facts = project.facts(rel)
