@@ -55,7 +55,10 @@ class CoreImportsExperimental(Rule):
     name = "core-imports-experimental"
     summary = "a core module imports flashinfer.experimental... at module level"
     # A core module that imports experimental code names the experimental package
-    # in the import (static forms), or calls an import function (dynamic forms).
+    # in the import (static forms), or calls an import function or loader (dynamic
+    # forms: `needs.IMPORT_CALLS`). One that does so through a call of a deferring
+    # function, or through an excluded module, is made primary by the runner's
+    # follow-up (`reads_calls`), which documents its own limits.
     reads = (CORE_MODULE,)
     triggers = (EXPERIMENTAL_NAME, *IMPORT_CALLS)
     reads_calls = True  # a module-level call of a deferring function (runner._follow_deferring_calls)
