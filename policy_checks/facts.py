@@ -39,7 +39,7 @@ from . import markers
 from .markers import dotted_name
 
 # Bump when the shape or meaning of facts changes: it invalidates every cache entry.
-FACTS_VERSION = "12"
+FACTS_VERSION = "13"
 
 # calls that import the module their first argument names (``pytest.importorskip``
 # too: stable tests use it, EXP008); the track's vocabulary lives in `markers`
@@ -261,7 +261,7 @@ class FileFacts:
     shadowed: list = field(default_factory=list)
     calls: list = field(default_factory=list)  # ModuleCall: calls run at import
     # syntax-only facts: `_module_level_names` (None: unknown, the file did not parse)
-    top_names: Optional[tuple] = None
+    top_names: Optional[str] = None
     param_imports: list = field(default_factory=list)  # ParamImport
 
     def scope_at(self, line: int) -> str:
@@ -1131,11 +1131,12 @@ def text_suppressions(text: str, markers: tuple) -> list:
 _COMPREHENSIONS = frozenset({"listcomp", "setcomp", "dictcomp", "genexpr"})
 
 
-def _module_level_names(table) -> tuple:
+def _module_level_names(table) -> str:
     """The identifiers the code run at import binds or uses: those of the module's
     symbol table, and of class bodies and comprehensions there (not of function or
     lambda bodies). An attribute (``entry.fast``) gives its first name only, an import
-    the name it binds (``import a.b as c``: ``c``). Sorted."""
+    the name it binds (``import a.b as c``: ``c``). Sorted, as one string separated by
+    spaces: the warm cache reads one JSON string per file, not a list of them."""
     names = set()
     stack = [table]
     while stack:
@@ -1144,7 +1145,7 @@ def _module_level_names(table) -> tuple:
         for child in current.get_children():
             if child.get_type() == "class" or child.get_name() in _COMPREHENSIONS:
                 stack.append(child)
-    return tuple(sorted(names))
+    return " ".join(sorted(names))
 
 
 def syntax_only(source: bytes, module: str, is_package: bool) -> FileFacts:
@@ -1240,7 +1241,7 @@ def from_data(data: list) -> FileFacts:
             BackendCall(None if checks is None else _ref(checks), line, column) for checks, line, column in calls
         ]
     if top_names is not None:
-        facts.top_names = tuple(str(name) for name in top_names)
+        facts.top_names = str(top_names)
     if module_calls:
         facts.calls = [ModuleCall(func, tuple(args), line, column, scope) for func, args, line, column, scope in module_calls]
     if param_imports:

@@ -393,11 +393,11 @@ def _follow_requirement_aliases(project: Project, facts_cache) -> int:
 MAX_REEXPORT_ROUNDS = 4  # re-exports of a deferring function followed
 
 
-def _names_used(facts: FileFacts) -> Optional[tuple]:
+def _names_used(facts: FileFacts) -> Optional[frozenset]:
     """The names import-time code uses: kept with syntax-only facts; for complete facts
     (a file some earlier run parsed whole), read off its calls and bindings."""
     if not facts.complete:
-        return facts.top_names
+        return None if facts.top_names is None else frozenset(facts.top_names.split())
     names = set()
     for call in facts.calls:
         names.update(call.func.split("."))
@@ -405,7 +405,7 @@ def _names_used(facts: FileFacts) -> Optional[tuple]:
         names.add(name)
         names.update(str(getattr(binding, "module", "") or "").split("."))
         names.update(str(getattr(binding, "name", "") or getattr(binding, "dotted", "") or "").split("."))
-    return tuple(names)
+    return frozenset(names)
 
 
 def _follow_deferring_calls(project: Project) -> None:
@@ -440,7 +440,6 @@ def _follow_deferring_calls(project: Project) -> None:
             if used is None:  # not compiled: read it whole
                 named = set(pending)
             else:
-                used = frozenset(used)
                 named = {name for name in pending if name in used or not pending[name].isdisjoint(used)}
                 if named:  # the identifiers point at it: does its text name the function and its module?
                     try:
