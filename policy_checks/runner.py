@@ -432,6 +432,7 @@ def _follow_deferring_calls(project: Project) -> None:
         if not pending:
             return
         found = {}
+        words = set(pending).union(*pending.values())
         for rel, source in project.files.items():
             if project.is_primary(rel) or not project.is_module_file(rel) or not project.settings.is_core(source.module):
                 continue
@@ -439,6 +440,8 @@ def _follow_deferring_calls(project: Project) -> None:
             used = _names_used(known) if known is not None else None
             if used is None:  # not compiled: read it whole
                 named = set(pending)
+            elif used.isdisjoint(words):
+                continue
             else:
                 named = {name for name in pending if name in used or not pending[name].isdisjoint(used)}
                 if named:  # the identifiers point at it: does its text name the function and its module?
