@@ -141,6 +141,9 @@ SOURCELESS = ("a compiled file without its source: Python imports a .pyc beside 
               "and the checker cannot read it; commit the source instead")
 
 
+LINK_PROBLEM = "a symbolic link"  # how EXP000's message for a link starts
+
+
 def _link_problem(path: str) -> str:
     """EXP000's message for a symbolic link: it is never followed (it may lead out of the
     repository, or make code the checker never reads importable), so it is untrusted."""
@@ -148,7 +151,7 @@ def _link_problem(path: str) -> str:
         target = printable(os.readlink(path))
     except OSError as error:
         target = f"unreadable: {error.strerror or error}"
-    return (f"a symbolic link (to {target[:200]!r}): the checker does not follow links in the package or the "
+    return (f"{LINK_PROBLEM} (to {target[:200]!r}): the checker does not follow links in the package or the "
             "test lanes, so what it leads to is unchecked; replace it with the file or directory itself")
 
 
@@ -269,6 +272,12 @@ class Project:
     def files(self) -> Mapping[str, SourceFile]:
         """rel -> `SourceFile` of every Python file checked (read-only)."""
         return MappingProxyType(self._files)
+
+    def links(self) -> list:
+        """Relative paths of the symbolic links met in the package and the test lanes
+        (EXP000 findings; never read as modules). Commands that edit the tree list the
+        ``.py`` ones for a person instead of writing through them."""
+        return [rel for rel, message in self.read_problems if message.startswith(LINK_PROBLEM)]
 
     def drop_unreadable(self, rel: str, message: str) -> None:
         """`rel` could not be read: it is an EXP000 finding, and no longer a module."""
