@@ -458,3 +458,8 @@ def test_a_deferring_function_called_through_a_re_export(check):
         "flashinfer/gemm.py": "from . import api\napi.fast()\n",  # names neither fast nor entry
     })
     assert ("flashinfer/gemm.py", 2, "EXP001") in found(result)
+
+
+def test_the_package_init_importing_a_tainted_excluded_module_is_exp002(check):
+    result = check({**INIT, **DATA, "flashinfer/__init__.py": "from .data import loader\n"})
+    assert found(result) == [("flashinfer/__init__.py", 1, "EXP002")]
