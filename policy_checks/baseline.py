@@ -18,10 +18,11 @@ went (the bot reads it so). Reading it is strict: anything but that shape is an
 error naming the file, never an empty baseline (which would be a silent "all
 clear" for nothing, or a flood).
 
-Matching (`match`): first exactly, each finding consuming one of its entry's count;
-then findings still unmatched against entries whose module (or path) no longer
-exists in the project, on ``(rule, scope, subject)``: a file moved with its content
-keeps its entries.
+Matching (`match`) is exact, each finding consuming one of its entry's count. The
+module is part of the key: an entry whose module (or path) is gone is paid debt, and
+never accepts the same finding in another module (deleting a module that carried
+debt and adding its import elsewhere is new debt). A file moved with its content
+is re-keyed by ``policy-check baseline``; the bot reads that change as a rename.
 """
 
 from __future__ import annotations
@@ -112,11 +113,11 @@ class Matched(NamedTuple):
     fixed: list  # (Fingerprint, count) of what entries accept beyond the findings
 
 
-def match(counts: dict, prints: list, exists: Callable[[str], bool]) -> Matched:
+def match(counts: dict, prints: list) -> Matched:
     """Match findings (by their fingerprints `prints`, in report order) against
     `counts`. The first findings of a fingerprint consume its count; the rest are
-    new. Then an entry whose module `exists` no longer accepts unmatched findings
-    that agree with it on rule, scope and subject (a moved file)."""
+    new. The module is part of the key: an entry whose module is gone is paid debt
+    (fixed), never a key that accepts the same finding in another module."""
     left = dict(counts)
     new, baselined = [], []
     for index, fp in enumerate(prints):
@@ -125,21 +126,8 @@ def match(counts: dict, prints: list, exists: Callable[[str], bool]) -> Matched:
             baselined.append(index)
         else:
             new.append(index)
-    moved = {}
-    for fp in sorted(left):
-        if left[fp] > 0 and not exists(fp.module):
-            moved.setdefault((fp.rule, fp.scope, fp.subject), []).append(fp)
-    still_new = []
-    for index in new:
-        fp = prints[index]
-        entry = next((e for e in moved.get((fp.rule, fp.scope, fp.subject), ()) if left[e] > 0), None)
-        if entry is None:
-            still_new.append(index)
-        else:
-            left[entry] -= 1
-            baselined.append(index)
     fixed = [(fp, n) for fp, n in sorted(left.items()) if n > 0]
-    return Matched(still_new, sorted(baselined), fixed)
+    return Matched(new, baselined, fixed)
 
 
 # the file ---------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import builtins
 import io
 import re
 import symtable
@@ -38,11 +39,19 @@ from . import markers
 from .markers import dotted_name
 
 # Bump when the shape or meaning of facts changes: it invalidates every cache entry.
-FACTS_VERSION = "9"
+FACTS_VERSION = "13"
 
 # calls that import the module their first argument names (``pytest.importorskip``
 # too: stable tests use it, EXP008); the track's vocabulary lives in `markers`
 IMPORT_FUNCTIONS = markers.IMPORT_FUNCTIONS
+# every call the extractor reads as an import (`markers`): import functions, loaders of a
+# literal name or path, builtins that run source text
+# builtins that run source text: a literal holding an import is that import (the
+# prefilter's `needs.RUNS_SOURCE` spells them too)
+SOURCE_RUNNERS = ("exec", "eval", "compile")
+LOADERS = IMPORT_FUNCTIONS + markers.NAME_LOADERS + markers.PATH_LOADERS + SOURCE_RUNNERS
+LOADER_MODULES = markers.LOADER_HOMES + ("builtins", "pytest")  # `from X import loader`
+_RUN_PATH, _SPEC_FROM_FILE = markers.PATH_LOADERS
 
 # import scopes; "module level" is defined in docs/policy_check.rst ("Rules")
 MODULE = "module"  # runs at import time
@@ -70,6 +79,30 @@ class Import(NamedTuple):
     dynamic: bool = False  # importlib.import_module / __import__ with literal args
 
 
+class ModuleCall(NamedTuple):
+    """A call that runs when the module is imported (module body, class bodies,
+    decorators, default values; `scope` MODULE or TYPE_CHECKING), of a dotted name as
+    written; a bare decorator ``@helper`` is a call of ``helper``. `args`: the
+    positional arguments that fold to a string (`_fold`), None for the others (at most
+    `MAX_CALL_ARGS`). EXP001/EXP002 resolve `func` to a project function that defers an
+    experimental import, or hands a parameter to an import function."""
+
+    func: str
+    args: tuple
+    line: int
+    column: int
+    scope: str
+
+
+class ParamImport(NamedTuple):
+    """The function `qualname` hands its parameter `name` (positional index `index`,
+    -1 for keyword-only) to an import function: a call of it imports its argument."""
+
+    qualname: str
+    index: int
+    name: str
+
+
 class Definition(NamedTuple):
     qualname: str
     kind: str  # "function" or "class"
@@ -77,6 +110,9 @@ class Definition(NamedTuple):
     column: int
     decorators: tuple  # resolved dotted names of the decorators (calls unwrapped)
     end_line: int = 0  # last line of the body: lines line..end_line are inside it
+    # the statement's first line: its first decorator's, else `line` (where a finding on
+    # the definition points: docs/policy_check.rst, "Running it")
+    first_line: int = 0
 
 
 # References: a value expression in a checks mapping or a dict -------------------
@@ -223,13 +259,20 @@ class FileFacts:
     # definitions a later one of the same qualname replaced in `definitions` (a
     # ``def`` in each branch of an ``if``): still places a line can be inside
     shadowed: list = field(default_factory=list)
+    calls: list = field(default_factory=list)  # ModuleCall: calls run at import
+    # syntax-only facts: `_module_level_names` (None: unknown, the file did not parse)
+    top_names: Optional[str] = None
+    param_imports: list = field(default_factory=list)  # ParamImport
 
     def scope_at(self, line: int) -> str:
-        """The qualname of the innermost ``def`` or ``class`` whose lines hold
-        `line`, else ``"<module>"`` (complete facts only)."""
+        """The qualname of the innermost ``def`` or ``class`` whose lines, its
+        decorators' included, hold `line`, else ``"<module>"`` (complete facts only).
+        A finding on a decorated definition points at its first decorator and still
+        belongs to the definition."""
         best = None
         for d in (*self.definitions.values(), *self.shadowed):
-            if d.line <= line <= d.end_line and (best is None or (d.line, len(d.qualname)) > (best.line, len(best.qualname))):
+            start = d.first_line or d.line
+            if start <= line <= d.end_line and (best is None or (start, len(d.qualname)) > (best.first_line or best.line, len(best.qualname))):
                 best = d
         return best.qualname if best is not None else MODULE_SCOPE
 
@@ -284,10 +327,91 @@ def _string_sequence(node: ast.AST) -> Optional[tuple]:
     return None if None in items else items
 
 
-def _module_literal(node: Optional[ast.AST]) -> Optional[str]:
-    """The module a dynamic import's name argument certainly imports: a literal, or
-    the dotted prefix an f-string starts with (``f"a.b.{x}"`` imports ``a.b``)."""
+_BUILTINS = frozenset(dir(builtins))
+_NO_CALLS = frozenset({ast.Constant, ast.Name, type(None)})  # leaves (and a dict's `**` key)
+MAX_FOLDED = 10_000  # characters of a string built from literal pieces
+MAX_FOLD_DEPTH = 20  # nested pieces followed
+MAX_CALL_ARGS = 4  # positional arguments of a module-level call kept
+MAX_CALLS = 5_000  # module-level calls kept per file
+MAX_SOURCE_TEXT = 100_000  # characters of an exec/eval/compile literal parsed
+_FORMAT_FIELD = re.compile(r"\{(\d*)\}")
+
+
+def _fold(node: Optional[ast.AST], constants: Optional[dict] = None, depth: int = 0) -> Optional[str]:
+    """The string `node` certainly evaluates to when built from literal pieces: a
+    literal, ``+`` of pieces, an f-string of pieces, ``sep.join([pieces])``, ``%`` and
+    ``.format`` of pieces, or a module-level name bound to one (`constants`); else None.
+    Bounded in depth and length: hostile text never grows without bound."""
+    if node is None or depth > MAX_FOLD_DEPTH:
+        return None
     text = _literal_str(node)
+    if text is not None:
+        return text if len(text) <= MAX_FOLDED else None
+    again = lambda n: _fold(n, constants, depth + 1)  # noqa: E731
+    if isinstance(node, ast.Name) and constants:
+        return constants.get(node.id)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _bounded(again(node.left), again(node.right))
+    if isinstance(node, ast.JoinedStr):
+        parts = []
+        for value in node.values:
+            piece = again(value.value if isinstance(value, ast.FormattedValue) else value)
+            if piece is None or (isinstance(value, ast.FormattedValue) and (value.conversion not in (-1, 115) or value.format_spec)):
+                return None
+            parts.append(piece)
+        return _bounded(*parts)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
+        template = again(node.left)
+        items = node.right.elts if isinstance(node.right, ast.Tuple) else [node.right]
+        pieces = [again(item) for item in items]
+        if template is None or None in pieces or not template.count("%") == template.count("%s") == len(pieces):
+            return None
+        return _bounded(template % tuple(pieces))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not node.keywords:
+        owner = again(node.func.value)
+        if owner is None:
+            return None
+        if node.func.attr == "join" and len(node.args) == 1 and isinstance(node.args[0], (ast.List, ast.Tuple)):
+            pieces = [again(item) for item in node.args[0].elts]
+            return None if None in pieces else _bounded(owner.join(pieces)) if len(pieces) < MAX_FOLDED else None
+        if node.func.attr == "format":
+            pieces = [again(item) for item in node.args]
+            fields = _FORMAT_FIELD.findall(owner)
+            if None in pieces or owner.count("{") != len(fields) or owner.count("}") != len(fields):
+                return None
+            try:
+                return _bounded(owner.format(*pieces))
+            except (IndexError, ValueError):
+                return None
+    return None
+
+
+def _bounded(*parts) -> Optional[str]:
+    if None in parts or sum(len(p) for p in parts) > MAX_FOLDED:
+        return None
+    return "".join(parts)
+
+
+def module_of_path(path: str, top: str) -> Optional[str]:
+    """The module of the package `top` a file path names (``.../flashinfer/experimental/x.py``
+    -> ``flashinfer.experimental.x``), or None: the last ``top/`` component on and below."""
+    parts = path.replace("\\", "/").split("/")
+    if top not in parts[:-1] or not parts[-1].endswith(".py"):
+        return None
+    at = len(parts) - 1 - parts[::-1].index(top)
+    names = [p for p in parts[at:-1] if p not in ("", ".")] + [parts[-1][:-3]]
+    if names[-1] == "__init__":
+        names.pop()
+    if not all(n.isidentifier() for n in names):
+        return None
+    return ".".join(names)
+
+
+def _module_literal(node: Optional[ast.AST], constants: Optional[dict] = None) -> Optional[str]:
+    """The module a dynamic import's name argument certainly imports: a string built
+    from literal pieces (`_fold`), or the dotted prefix an f-string starts with
+    (``f"a.b.{x}"`` imports ``a.b``)."""
+    text = _fold(node, constants)
     if text is not None or not isinstance(node, ast.JoinedStr) or not node.values:
         return text
     prefix = _literal_str(node.values[0])
@@ -347,9 +471,20 @@ class _Extractor(ast.NodeVisitor):
         self.statement: Optional[ast.stmt] = None  # the innermost statement being visited
         self.tree: Optional[ast.AST] = None
         self.file_names = None  # `markers` reading of the file's names, built on first need
+        self.guards = None  # `type_checking_guards` of the tree, built on first need
+        self.constants: dict = {}  # module-level name -> the string it was bound to (`_fold`)
+        self.params: list = []  # parameter names of each enclosing def, innermost last
+        self.in_expression = False  # inside a module-level expression whose calls are recorded
 
     def visit(self, node: ast.AST):
         if isinstance(node, ast.expr):
+            if self.scope != FUNCTION and not self.in_expression:
+                self.in_expression = True
+                try:
+                    self._record_calls(node)
+                    return self.visit(node)
+                finally:
+                    self.in_expression = False
             if not self.every_expression:
                 at = bisect.bisect_left(self.token_lines, node.lineno)
                 if at == len(self.token_lines) or self.token_lines[at] > (node.end_lineno or node.lineno):
@@ -361,9 +496,51 @@ class _Extractor(ast.NodeVisitor):
             return None
         return super().visit(node)
 
+    def _record_calls(self, node: ast.expr) -> None:
+        """Every call in a module-level expression (not in a lambda's body), as a
+        `ModuleCall` at the statement holding it."""
+        stack = [node]
+        while stack and len(self.facts.calls) < MAX_CALLS:
+            current = stack.pop()
+            kind = type(current)
+            if kind in _NO_CALLS:
+                continue
+            if kind is ast.Lambda:
+                stack.extend(current.args.defaults)
+                stack.extend(d for d in current.args.kw_defaults if d is not None)
+                continue
+            if kind is ast.Call:
+                func = dotted_name(current.func)
+                if func is not None:
+                    self._add_call(func, current.args)
+            for name in current._fields:  # ast.iter_child_nodes, less the generator
+                value = getattr(current, name, None)
+                if type(value) is list:
+                    stack.extend(value)
+                elif isinstance(value, ast.expr):
+                    stack.append(value)
+
+    def _add_call(self, func: str, args) -> None:
+        first = func.partition(".")[0]
+        binding = self.facts.bindings.get(first)
+        top = self.facts.module.partition(".")[0]
+        if binding is None and first in _BUILTINS:
+            return  # print(), len(): no function of the project
+        if isinstance(binding, (ModuleBinding, FromBinding)) and binding.module.partition(".")[0] != top:
+            if first not in self.import_functions:
+                return  # torch.x(), os.path.join(): another package's (loaders are read as imports)
+        line, column = self._pos(self.statement) if self.statement is not None else (1, 1)
+        folded = tuple(_fold(a, self.constants) for a in args[:MAX_CALL_ARGS])
+        self.facts.calls.append(ModuleCall(func, folded, line, column, self.scope))
+
     # positions -------------------------------------------------------------
     def _pos(self, node: ast.AST) -> tuple:
-        return node.lineno, self.columns.column(node.lineno, node.col_offset)
+        """Where a finding on `node` points: its first line and column; for a decorated
+        ``def`` or ``class`` statement, its first decorator's line."""
+        line = node.lineno
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.decorator_list:
+            line = node.decorator_list[0].lineno
+        return line, self.columns.column(line, node.col_offset)
 
     def _add_import(self, module, names, node, dynamic=False):
         line, column = self._pos(node)
@@ -392,7 +569,7 @@ class _Extractor(ast.NodeVisitor):
         if module == "__future__" and ("annotations", "annotations") in names:
             self.postponed_annotations = True
         for name, bound in names:
-            if module in ("importlib", "builtins", "pytest") and name in IMPORT_FUNCTIONS:
+            if module in LOADER_MODULES and name in LOADERS:
                 self._alias_import_function(bound, name)
             if name in self.call_names and bound != name:
                 self.call_names = self.call_names | {bound}  # `import ... as br`
@@ -416,11 +593,36 @@ class _Extractor(ast.NodeVisitor):
 
     def _dynamic_import(self, func: str, node: ast.Call) -> None:
         short = self.import_functions.get(func) or func.rpartition(".")[2]
-        if short not in IMPORT_FUNCTIONS:
+        if short not in LOADERS:
             return
+        if short in SOURCE_RUNNERS:
+            if short == func or func in ("builtins." + short, "__builtins__." + short) or func in self.import_functions:
+                self._source_imports(node)
+            return
+        if short in markers.NAME_LOADERS + markers.PATH_LOADERS and func not in self.import_functions:
+            owner = func.rpartition(".")[0]
+            if not owner or self.facts.resolve_local(owner) not in markers.LOADER_HOMES:
+                return  # another object's method of that name: only runpy's, pkgutil's, importlib's load
         keywords = {k.arg: k.value for k in node.keywords if k.arg}
-        name = _module_literal(keywords.get("name", node.args[0] if node.args else None))
+        if short in markers.PATH_LOADERS:
+            argument = node.args[1] if short == _SPEC_FROM_FILE and len(node.args) > 1 else (
+                node.args[0] if short == _RUN_PATH and node.args else None)
+            argument = keywords.get("location" if short == _SPEC_FROM_FILE else "path_name", argument)
+            path = _fold(argument, self.constants)
+            module = module_of_path(path, self.facts.module.partition(".")[0]) if path else None
+            if module is not None:
+                self._add_import(module, (), self.statement or node, dynamic=True)
+            return
+        argument = keywords.get("name", keywords.get("mod_name", node.args[0] if node.args else None))
+        self._parameter_import(argument)
+        name = _module_literal(argument, self.constants)
         if name is None:
+            return
+        if short in markers.NAME_LOADERS:
+            name = name.partition(":")[0]  # pkgutil.resolve_name("pkg.mod:attr")
+            if not name or name.startswith("."):
+                return
+            self._add_import(name, (), self.statement or node, dynamic=True)
             return
         if short == markers.IMPORT_FUNCTIONS[0]:  # import_module: its package argument
             package = keywords.get("package", node.args[1] if len(node.args) > 1 else None)
@@ -448,17 +650,65 @@ class _Extractor(ast.NodeVisitor):
         # reported at the statement's first character, as every finding on Python code is
         self._add_import(module, (), self.statement or node, dynamic=True)
 
+    def _parameter_import(self, argument) -> None:
+        """The innermost enclosing function hands its parameter to an import function."""
+        if not isinstance(argument, ast.Name) or not self.params or not self.functions:
+            return
+        positional, keyword_only = self.params[-1]
+        if argument.id in positional:
+            index = positional.index(argument.id)
+        elif argument.id in keyword_only:
+            index = -1
+        else:
+            return
+        self.facts.param_imports.append(ParamImport(self.functions[-1], index, argument.id))
+
+    def _source_imports(self, node: ast.Call) -> None:
+        """``exec``/``eval``/``compile`` of a string built from literal pieces: each import
+        the text holds (statements, and import functions called with a literal) is an
+        import at the call's statement. Parsed once, bounded; text that does not parse
+        imports nothing."""
+        text = _fold(node.args[0] if node.args else None, self.constants)
+        if text is None or len(text) > MAX_SOURCE_TEXT:
+            return
+        try:
+            inner = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return
+        at = self.statement or node
+        try:
+            for child in ast.walk(inner):
+                if isinstance(child, ast.Import):
+                    for alias in child.names:
+                        self._add_import(alias.name, (), at, dynamic=True)
+                elif isinstance(child, ast.ImportFrom):
+                    module = resolve_relative(self.package, child.level, child.module)
+                    self._add_import(module, tuple((a.name, a.asname or a.name) for a in child.names), at, dynamic=True)
+                elif isinstance(child, ast.Call) and child.args:
+                    short = (dotted_name(child.func) or "").rpartition(".")[2]
+                    name = _fold(child.args[0]) if short in IMPORT_FUNCTIONS + markers.NAME_LOADERS else None
+                    if name and not name.startswith("."):
+                        self._add_import(name.partition(":")[0], (), at, dynamic=True)
+        except RecursionError:
+            return
+
     # scopes ----------------------------------------------------------------
     def _visit_def(self, node, kind: str) -> None:
         for decorator in node.decorator_list:
             self.visit(decorator)
+            name = dotted_name(decorator)
+            if name is not None and self.scope != FUNCTION and len(self.facts.calls) < MAX_CALLS:
+                saved, self.statement = self.statement, node
+                self._add_call(name, ())  # `@helper` calls helper at import
+                self.statement = saved
         qualname = ".".join(self.qualname + [node.name])
-        line, column = self._pos(node)
+        line, column = node.lineno, self.columns.column(node.lineno, node.col_offset)
         self.raw_decorators[qualname] = [self._decorator(d) for d in node.decorator_list]
         replaced = self.facts.definitions.get(qualname)
         if replaced is not None:
             self.facts.shadowed.append(replaced)
-        self.facts.definitions[qualname] = Definition(qualname, kind, line, column, (), node.end_lineno or line)
+        first = node.decorator_list[0].lineno if node.decorator_list else line
+        self.facts.definitions[qualname] = Definition(qualname, kind, line, column, (), node.end_lineno or line, first)
         self._bind(node.name, DefBinding("def", qualname))
         if kind == "function":
             args = node.args
@@ -473,8 +723,10 @@ class _Extractor(ast.NodeVisitor):
             self.scope = FUNCTION
             self.functions.append(qualname)
             self.qualname.append(node.name)
+            self.params.append(([a.arg for a in args.posonlyargs + args.args], [a.arg for a in args.kwonlyargs]))
             for stmt in node.body:
                 self.visit(stmt)
+            self.params.pop()
             self.qualname.pop()
             self.functions.pop()
             self.scope = saved
@@ -517,8 +769,8 @@ class _Extractor(ast.NodeVisitor):
 
     def visit_If(self, node: ast.If) -> None:
         negated = isinstance(node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not)
-        test = dotted_name(node.test.operand if negated else node.test)
-        if self.scope == MODULE and test and test.rpartition(".")[2] == "TYPE_CHECKING":
+        test = node.test.operand if negated else node.test
+        if self.scope == MODULE and self._is_type_checking(test):
             # `if TYPE_CHECKING:` runs only under a type checker; `if not TYPE_CHECKING:`'s else does
             checking, running = (node.orelse, node.body) if negated else (node.body, node.orelse)
             self.scope = TYPE_CHECKING
@@ -529,6 +781,17 @@ class _Extractor(ast.NodeVisitor):
                 self.visit(stmt)
         else:
             self.generic_visit(node)
+
+    def _is_type_checking(self, test: ast.AST) -> bool:
+        """Is `test` typing's own ``TYPE_CHECKING`` (`type_checking_guards`)?"""
+        dotted = dotted_name(test)
+        if dotted is None or dotted.rpartition(".")[2] != "TYPE_CHECKING":
+            return False
+        if self.guards is None:
+            self.guards = type_checking_guards(self.tree, self.columns.source)
+        names, modules = self.guards
+        first, _, rest = dotted.partition(".")
+        return (not rest and first in names) or (rest == "TYPE_CHECKING" and first in modules)
 
     # module-level values ---------------------------------------------------
     def visit_Assign(self, node: ast.Assign) -> None:
@@ -551,11 +814,16 @@ class _Extractor(ast.NodeVisitor):
                 self._bind_value(node.target.id, node.value, node)
 
     def _bind_value(self, name: str, value: ast.AST, node: ast.AST) -> None:
+        folded = _fold(value, self.constants)
+        if folded is not None:
+            self.constants[name] = folded  # a name for an import built from pieces
+        else:
+            self.constants.pop(name, None)
         dotted = dotted_name(value)
         if dotted is not None:
             self._bind(name, AliasBinding("alias", dotted))
             which = self.import_functions.get(dotted) or dotted.rpartition(".")[2]
-            if which in IMPORT_FUNCTIONS:
+            if which in LOADERS:
                 self._alias_import_function(name, which)
             if dotted.rpartition(".")[2] in self.call_names:
                 self.call_names = self.call_names | {name}  # `br = backend_requirement`
@@ -626,6 +894,95 @@ class _Extractor(ast.NodeVisitor):
             )
 
 
+TYPING_MODULES = ("typing", "typing_extensions")
+_GUARD = "TYPE_CHECKING"
+_GUARD_KIND, _MODULE_KIND, _OTHER_KIND = "guard", "typing", "other"
+
+
+# A line that only tests the guard, or only imports typing's (one name a line each).
+_BENIGN_GUARD_LINE = re.compile(
+    rb"^[ \t]*(?:(?:el)?if[ \t]+(?:not[ \t]+)?TYPE_CHECKING[ \t]*:"
+    rb"|from[ \t]+typing(?:_extensions)?[ \t]+import[ \t]+(?:\w+[ \t]*,[ \t]*)*TYPE_CHECKING(?:[ \t]*,[ \t]*\w+)*)"
+    rb"[ \t]*\r?$",
+    re.M,
+)
+_IMPORTS_TYPING_GUARD = re.compile(rb"^[ \t]*from[ \t]+typing(?:_extensions)?[ \t]+import[ \t]", re.M)
+
+
+def _only_benign_guards(source: bytes) -> bool:
+    """Does every ``TYPE_CHECKING`` of `source` stand on a line that only tests it or
+    only imports typing's, with some import of typing's and no star import? Then it
+    is bound only by those imports, and `type_checking_guards` needs no walk."""
+    total = source.count(b"TYPE_CHECKING")
+    benign = _BENIGN_GUARD_LINE.findall(source)
+    return (total == len(benign) and re.search(rb"import[ \t(]*\*", source) is None
+            and any(_IMPORTS_TYPING_GUARD.match(line) for line in benign))
+
+
+def type_checking_guards(tree: ast.AST, source: Optional[bytes] = None) -> tuple:
+    """``(names, modules)``: the names of a module that certainly hold typing's own
+    ``TYPE_CHECKING`` (bound only by ``from typing import TYPE_CHECKING [as x]``, or
+    typing_extensions', never bound any other way anywhere in the file), and those that
+    certainly hold the module ``typing`` (for ``typing.TYPE_CHECKING``).
+
+    Any other binding of such a name (an assignment, an augmented or annotated one, a
+    ``for`` or ``with`` target, a walrus, ``del``, an import of something else under
+    that name, a ``global`` or ``nonlocal``, a ``def``/``class``, an ``except`` or
+    ``match`` capture, a star import from another module) makes it untrusted: an
+    ``if`` on it then guards nothing, its block is module level. An attribute
+    ``.TYPE_CHECKING`` assigned or deleted anywhere, or the string ``"TYPE_CHECKING"``
+    passed to a call (``setattr``) or used as a subscript (``globals()[...]``), trusts
+    nothing in the file. One walk of the tree, only for files that test the name, and
+    none when the `source` shows only lines testing the name or importing typing's
+    (`_only_benign_guards`: ``typing.TYPE_CHECKING`` is then trusted through no name)."""
+    if source is not None and _only_benign_guards(source):
+        return frozenset({_GUARD}), frozenset()
+    kinds: dict = {}
+    anything = False  # a star import or a write no name tells: every name may be rebound
+
+    def bind(name: str, kind: str) -> None:
+        kinds.setdefault(name, set()).add(kind)
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            if not isinstance(node.ctx, ast.Load):
+                bind(node.id, _OTHER_KIND)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                bound = alias.asname or alias.name.partition(".")[0]
+                typing_module = alias.name in TYPING_MODULES
+                bind(bound, _MODULE_KIND if typing_module else _OTHER_KIND)
+        elif isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                if alias.name == "*":
+                    anything = anything or node.module not in TYPING_MODULES or node.level != 0
+                    continue
+                own = node.level == 0 and node.module in TYPING_MODULES and alias.name == _GUARD
+                bind(alias.asname or alias.name, _GUARD_KIND if own else _OTHER_KIND)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            for name in node.names:
+                bind(name, _OTHER_KIND)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bind(node.name, _OTHER_KIND)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bind(node.name, _OTHER_KIND)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            bind(node.name, _OTHER_KIND)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            bind(node.rest, _OTHER_KIND)
+        elif isinstance(node, ast.Attribute):
+            anything = anything or (node.attr == _GUARD and not isinstance(node.ctx, ast.Load))
+        elif isinstance(node, ast.Call):
+            anything = anything or any(_literal_str(a) == _GUARD for a in (*node.args, *(k.value for k in node.keywords)))
+        elif isinstance(node, ast.Subscript):
+            anything = anything or _literal_str(node.slice) == _GUARD
+    if anything:
+        return frozenset(), frozenset()
+    names = frozenset(name for name, found in kinds.items() if found == {_GUARD_KIND})
+    modules = frozenset(name for name, found in kinds.items() if found == {_MODULE_KIND})
+    return names, modules
+
+
 def extract(source: bytes, module: str, is_package: bool, aliases=frozenset()) -> FileFacts:
     """Facts of one file. A file that does not parse gets only `syntax_error` set.
 
@@ -648,7 +1005,7 @@ def extract(source: bytes, module: str, is_package: bool, aliases=frozenset()) -
     return facts
 
 
-CALL_TOKENS = tuple(f.encode() for f in IMPORT_FUNCTIONS)
+CALL_TOKENS = tuple(f.encode() for f in LOADERS)
 
 
 def _token_lines(source: bytes, names) -> list:
@@ -678,13 +1035,19 @@ def syntax_error(source: bytes) -> Optional[SyntaxProblem]:
     Cheaper than `extract`: the C parser and symbol table run, no Python-level AST
     objects are built. Used for files no rule needs facts of (EXP000 only).
     """
+    return _checked(source)[0]
+
+
+def _checked(source: bytes) -> tuple:
+    """``(syntax error or None, `_module_level_names` or None)`` of `source`, from one
+    run of the parser and the symbol table."""
     try:
-        symtable.symtable(source, "<checked>", "exec")
+        table = symtable.symtable(source, "<checked>", "exec")
     except SyntaxError as error:
-        return _error_position(error)
+        return _error_position(error), None
     except (ValueError, UnicodeDecodeError, RecursionError, MemoryError) as error:
-        return SyntaxProblem(1, 1, f"{type(error).__name__}: {error}")
-    return None
+        return SyntaxProblem(1, 1, f"{type(error).__name__}: {error}"), None
+    return None, _module_level_names(table)
 
 
 def _error_position(error: SyntaxError) -> SyntaxProblem:
@@ -765,10 +1128,32 @@ def text_suppressions(text: str, markers: tuple) -> list:
 
 
 
+_COMPREHENSIONS = frozenset({"listcomp", "setcomp", "dictcomp", "genexpr"})
+
+
+def _module_level_names(table) -> str:
+    """The identifiers the code run at import binds or uses: those of the module's
+    symbol table, and of class bodies and comprehensions there (not of function or
+    lambda bodies). An attribute (``entry.fast``) gives its first name only, an import
+    the name it binds (``import a.b as c``: ``c``). Sorted, as one string separated by
+    spaces: the warm cache reads one JSON string per file, not a list of them."""
+    names = set()
+    stack = [table]
+    while stack:
+        current = stack.pop()
+        names.update(current.get_identifiers())
+        for child in current.get_children():
+            if child.get_type() == "class" or child.get_name() in _COMPREHENSIONS:
+                stack.append(child)
+    return " ".join(sorted(names))
+
+
 def syntax_only(source: bytes, module: str, is_package: bool) -> FileFacts:
-    """Facts of a file no rule inspects: its syntax error (EXP000) and suppressions."""
+    """Facts of a file no rule inspects: its syntax error (EXP000), suppressions, and
+    the identifiers its import-time code binds or uses (`_module_level_names`, from the
+    symbol table the syntax check builds anyway: for the runner's `_follow_deferring_calls`)."""
     facts = FileFacts(module, is_package, complete=False)
-    facts.syntax_error = syntax_error(source)
+    facts.syntax_error, facts.top_names = _checked(source)
     if may_hold_suppressions(source):
         facts.suppressions = python_suppressions(source)
     return facts
@@ -788,7 +1173,7 @@ def to_data(facts: FileFacts) -> list:
     return [
         facts.module, facts.is_package, facts.complete, facts.syntax_error, facts.imports,
         list(facts.definitions.values()), facts.bindings, facts.backend_calls, facts.suppressions,
-        facts.shadowed,
+        facts.shadowed, facts.calls, facts.param_imports, facts.top_names,
     ]
 
 
@@ -829,7 +1214,8 @@ def _binding(data) -> Binding:
 
 
 def from_data(data: list) -> FileFacts:
-    module, is_package, complete, error, imports, definitions, bindings, calls, suppressions, shadowed = data
+    (module, is_package, complete, error, imports, definitions, bindings, calls, suppressions, shadowed,
+     module_calls, param_imports, top_names) = data
     facts = FileFacts(module, is_package, complete=complete)
     if error is not None:
         facts.syntax_error = SyntaxProblem(*error)
@@ -840,13 +1226,13 @@ def from_data(data: list) -> FileFacts:
         ]
     if definitions:
         facts.definitions = {
-            qualname: Definition(qualname, kind, line, column, tuple(decorators), end_line)
-            for qualname, kind, line, column, decorators, end_line in definitions
+            qualname: Definition(qualname, kind, line, column, tuple(decorators), end_line, first_line)
+            for qualname, kind, line, column, decorators, end_line, first_line in definitions
         }
     if shadowed:
         facts.shadowed = [
-            Definition(qualname, kind, line, column, tuple(decorators), end_line)
-            for qualname, kind, line, column, decorators, end_line in shadowed
+            Definition(qualname, kind, line, column, tuple(decorators), end_line, first_line)
+            for qualname, kind, line, column, decorators, end_line, first_line in shadowed
         ]
     if bindings:
         facts.bindings = {name: _binding(b) for name, b in bindings.items()}
@@ -854,6 +1240,12 @@ def from_data(data: list) -> FileFacts:
         facts.backend_calls = [
             BackendCall(None if checks is None else _ref(checks), line, column) for checks, line, column in calls
         ]
+    if top_names is not None:
+        facts.top_names = str(top_names)
+    if module_calls:
+        facts.calls = [ModuleCall(func, tuple(args), line, column, scope) for func, args, line, column, scope in module_calls]
+    if param_imports:
+        facts.param_imports = [ParamImport(qualname, index, name) for qualname, index, name in param_imports]
     if suppressions:
         facts.suppressions = [
             Suppression(line, column, tuple(ids), reason, text, problem)

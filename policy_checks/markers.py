@@ -79,6 +79,14 @@ README = "README.md"
 # and the test-skip helper (``pytest.importorskip``: stable tests use it too, EXP008).
 TEST_SKIP_FUNCTIONS = ("importorskip",)
 IMPORT_FUNCTIONS = ("import_module", "__import__") + TEST_SKIP_FUNCTIONS
+# Other loaders that import what a literal names (facts read them as imports): a module
+# name (``pkgutil.resolve_name``, ``runpy.run_module``, ``importlib.util.find_spec``) or
+# a file's path (``runpy.run_path``, ``importlib.util.spec_from_file_location``).
+NAME_LOADERS = ("resolve_name", "run_module", "find_spec")
+PATH_LOADERS = ("run_path", "spec_from_file_location")
+LOADER_HOMES = ("runpy", "pkgutil", "importlib", "importlib.util")  # where those loaders live
+# what a file calling one of them spells (the module, or importlib.util's loader names)
+LOADER_SPELLINGS = ("runpy", "pkgutil", "find_spec", "spec_from_file_location")
 
 _MAX_CHAIN = 10_000  # calls unwrapped in one decorator (a longer chain is read as unresolvable)
 

@@ -35,6 +35,7 @@ names of the import functions from `facts`.
 from __future__ import annotations
 
 import io
+import re
 import tokenize
 import unicodedata
 from dataclasses import dataclass
@@ -174,7 +175,61 @@ EXPERIMENTAL_NAME = _ExperimentalName()
 # The extractor recognises dynamic imports only by these names, so a file that calls one spells
 # it (or binds an alias to it, which spells it too); string escapes and implicit
 # concatenation in the literal argument then cannot hide a target.
-IMPORT_CALLS = tuple(Spelled(name.encode()) for name in IMPORT_FUNCTIONS)
+IMPORT_CALLS_ONLY = tuple(Spelled(name.encode()) for name in IMPORT_FUNCTIONS)
+
+
+class _RunsSource(NamedTuple):
+    """The file may run source text: ``exec`` or ``eval`` called, one of them or
+    ``compile`` bound to another name (``e = exec``), or ``builtins`` spelt
+    (``builtins.exec``, ``getattr(builtins, ...)``). A ``compile`` runs nothing until its
+    code is given to ``exec`` or ``eval``, which the file then calls (a code object handed
+    to another module is not followed). Not a bare substring: ``re.compile(`` and
+    ``.eval()`` are everywhere and run no source."""
+
+    pattern: bytes
+
+    def bound(self, settings) -> "_RunsSource":
+        return self
+
+    @property
+    def key(self) -> str:
+        return "runs-source"
+
+    def __call__(self, data: bytes) -> bool:
+        """As `_RUNS_SOURCE` matches, found with `bytes.find` (the pattern's look-behind
+        tried at every position took seconds on FlashInfer's 100 MB of core modules)."""
+        if b"builtins" in data:
+            return True
+        for word in (b"exec", b"eval", b"compile"):
+            at = data.find(word)
+            while at >= 0:
+                end = at + len(word)
+                before, after = data[max(at - 1, 0):at], data[end:end + 1]
+                if after not in _IDENTIFIER_BYTES:
+                    if word != b"compile" and before not in _IDENTIFIER_BYTES and before != b"." \
+                            and _OPENS_CALL.match(data, end):
+                        return True  # exec( / eval(
+                    back = at
+                    while back > 0 and data[back - 1] in _SPACE:
+                        back -= 1
+                    if back > 0 and data[back - 1] == 0x3D:
+                        return True  # = exec: an alias
+                at = data.find(word, end)
+        return False
+
+
+_RUNS_SOURCE = re.compile(rb"builtins|(?<![\w.])(?:exec|eval)\s*\(|=\s*(?:exec|eval|compile)(?!\w)")
+_OPENS_CALL = re.compile(rb"\s*\(")
+_SPACE = frozenset(b" \t\n\r\x0b\x0c")
+_IDENTIFIER_BYTES = frozenset(bytes([c]) for c in b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+RUNS_SOURCE = _RunsSource(_RUNS_SOURCE.pattern)
+# Every call the extractor reads as an import: the import functions, the loaders of
+# a literal name or path (the extractor reads them only as attributes of their module,
+# or under a name imported from it, so the file spells the module: runpy, pkgutil; or
+# the loader's own name, importlib.util's), and the builtins that run source text.
+IMPORT_CALLS = IMPORT_CALLS_ONLY + tuple(
+    Spelled(name.encode()) for name in markers.LOADER_SPELLINGS
+) + (RUNS_SOURCE,)
 # The extractor recognises a ``backend_requirement`` call by that name or an alias
 # bound in the same file (whose binding spells it); an alias bound in another module
 # is followed by the runner after the first pass (`runner.requirement_aliases`).

@@ -76,8 +76,10 @@ def module_name(rel: str) -> tuple:
 def walk_python_files(
     root: Path, top: str, exclude, problems: list, selection: Optional[gitfiles.Listing] = None
 ) -> Iterator[SourceFile]:
-    """Python files below `root/top`; symlinked directories are not followed (no
-    loops), entries that are not regular files are recorded in `problems`. With a
+    """Python files below `root/top`. Symbolic links (files and directories) are not
+    followed: each is recorded in `problems` with its target (EXP000), as is each
+    ``.pyc`` outside ``__pycache__`` and each one git selects inside a ``__pycache__``
+    without its source; other entries that are not regular files are recorded too. With a
     `selection` (`gitfiles.listing`), only what git selects: a directory holding no
     selected file is not entered, a file git does not select is not read."""
     base = os.path.join(root, top)
@@ -96,8 +98,16 @@ def walk_python_files(
             continue
         for entry in entries:
             rel = entry.path[prefix:].replace(os.sep, "/")
-            if entry.name == "__pycache__" or excluded(rel):
+            if excluded(rel):
                 continue
+            if entry.name == "__pycache__":
+                if selection is not None and selection.has_directory(rel):
+                    problems.extend(_sourceless_cached(entry.path, rel, selection))
+                continue
+            if entry.is_symlink():
+                if selection is None or selection.has_file(rel) or selection.has_directory(rel):
+                    problems.append((rel, _link_problem(entry.path)))
+                continue  # never followed: it may lead out of the repository
             try:
                 if entry.is_dir(follow_symlinks=False):
                     if selection is None or selection.has_directory(rel):
@@ -105,6 +115,9 @@ def walk_python_files(
                     continue
             except OSError:
                 pass
+            if entry.name.endswith(".pyc") and (selection is None or selection.has_file(rel)):
+                problems.append((rel, SOURCELESS))
+                continue
             if not entry.name.endswith(".py"):
                 continue
             if selection is not None and not selection.has_file(rel):
@@ -122,6 +135,63 @@ def walk_python_files(
                 continue
             module, is_package = module_name(rel)
             yield SourceFile(rel, module, is_package, info.st_size)
+
+
+SOURCELESS = ("a compiled file without its source: Python imports a .pyc beside the sources as a module, "
+              "and the checker cannot read it; commit the source instead")
+
+
+LINK_PROBLEM = "a symbolic link"  # how EXP000's message for a link starts
+
+
+def _link_problem(path: str) -> str:
+    """EXP000's message for a symbolic link: it is never followed (it may lead out of the
+    repository, or make code the checker never reads importable), so it is untrusted."""
+    try:
+        target = printable(os.readlink(path))
+    except OSError as error:
+        target = f"unreadable: {error.strerror or error}"
+    return (f"{LINK_PROBLEM} (to {target[:200]!r}): the checker does not follow links in the package or the "
+            "test lanes, so what it leads to is unchecked; replace it with the file or directory itself")
+
+
+def _sourceless_cached(directory: str, rel: str, selection) -> list:
+    """``(rel, message)`` of each ``.pyc`` git selects in a ``__pycache__`` whose source
+    (``name.py`` beside the ``__pycache__``) is not there: compiled code committed
+    without its source."""
+    found = []
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        return found
+    parent = os.path.dirname(directory)
+    for name in names:
+        path_rel = f"{rel}/{name}"
+        if not name.endswith(".pyc") or not selection.has_file(path_rel):
+            continue
+        source = name.partition(".")[0] + ".py"
+        if not os.path.isfile(os.path.join(parent, source)):
+            found.append((path_rel, f"a compiled file whose source {source} is missing: the checker cannot "
+                                    "read it; remove it, or commit the source"))
+    return found
+
+
+MAX_EXCLUDED_FILES = 20_000  # excluded Python files looked at
+MAX_EXCLUDED_HOPS = 8  # excluded modules importing excluded modules, followed
+
+
+def _python_below(root: Path, top: str, limit: int) -> list:
+    """Relative paths of the ``.py`` files below `root/top` (links not followed), at most `limit`."""
+    found = []
+    base = os.path.join(root, top)
+    for directory, subdirectories, files in os.walk(base):
+        subdirectories[:] = sorted(d for d in subdirectories if d != "__pycache__")
+        for name in sorted(files):
+            if name.endswith(".py") and len(found) < limit:
+                found.append(os.path.relpath(os.path.join(directory, name), root).replace(os.sep, "/"))
+        if len(found) >= limit:
+            break
+    return found
 
 
 def _rel(root: Path, path: Path) -> str:
@@ -187,6 +257,8 @@ class Project:
         self._docs = None
         self._examples = None
         self._excluded = None
+        self._excluded_modules: Optional[dict] = None  # module -> SourceFile (`excluded_modules`)
+        self._tainted: Optional[dict] = None  # `tainted_excluded`
         for top in (settings.package.replace(".", "/"), settings.stable_tests):
             for source in walk_python_files(root, top, settings.exclude, self.read_problems, self.listing):
                 if source.rel in self._files:
@@ -200,6 +272,12 @@ class Project:
     def files(self) -> Mapping[str, SourceFile]:
         """rel -> `SourceFile` of every Python file checked (read-only)."""
         return MappingProxyType(self._files)
+
+    def links(self) -> list:
+        """Relative paths of the symbolic links met in the package and the test lanes
+        (EXP000 findings; never read as modules). Commands that edit the tree list the
+        ``.py`` ones for a person instead of writing through them."""
+        return [rel for rel, message in self.read_problems if message.startswith(LINK_PROBLEM)]
 
     def drop_unreadable(self, rel: str, message: str) -> None:
         """`rel` could not be read: it is an EXP000 finding, and no longer a module."""
@@ -440,6 +518,162 @@ class Project:
         docs/policy_check.rst, "Rules")? The module body, not function bodies, and not
         ``if TYPE_CHECKING:`` blocks unless the settings say those count."""
         return scope == MODULE or (scope == TYPE_CHECKING and self.settings.type_checking_imports)
+
+    # folders the settings exclude, read where core imports them ------------------------
+    def excluded_modules(self) -> dict:
+        """module -> `SourceFile` of the package's Python files that the ``exclude``
+        setting leaves out (``flashinfer/data/``) but git selects: not checked for
+        themselves, read where a core module imports them (`tainted_excluded`). Links
+        and names that are not UTF-8 are left out; outside git, only the plain
+        (glob-free) excluded folders are walked, bounded."""
+        if self._excluded_modules is None:
+            top = self.settings.package.replace(".", "/")
+            by_settings = excluder(self.settings.exclude)
+            if self.listing is not None:
+                rels = [r for r in self.listing.files if r.startswith(top + "/") and r.endswith(".py")]
+            else:
+                rels = []
+                for pattern in self.settings.exclude:
+                    plain = pattern.strip("/")
+                    if under(plain, top) and not _GLOB_CHARS & set(plain):
+                        rels.extend(_python_below(self.root, plain, MAX_EXCLUDED_FILES - len(rels)))
+            found = {}
+            for rel in sorted(rels)[:MAX_EXCLUDED_FILES]:
+                if rel in self._files or not by_settings(rel) or not is_utf8(rel):
+                    continue
+                path = self.root / rel
+                if path.is_symlink() or not path.is_file():
+                    continue
+                module, is_package = module_name(rel)
+                found[module] = SourceFile(rel, module, is_package, 0)
+            self._excluded_modules = found
+        return self._excluded_modules
+
+    def tainted_excluded(self) -> dict:
+        """Excluded modules (`excluded_modules`) that import experimental code at module
+        level, directly or through other excluded modules: module -> the chain, a tuple
+        of ``(module, line)`` hops ending at the experimental module (line 0). Only
+        files that spell the experimental package's name, or the last name of a module
+        already found, are parsed; at most `MAX_EXCLUDED_HOPS` rounds."""
+        if self._tainted is None:
+            from .needs import names_experimental  # the prefilter's reading of the bytes
+
+            modules = self.excluded_modules()
+            word = self.settings.experimental_package.rpartition(".")[2].encode()
+            texts = {}
+            for module, source in modules.items():
+                try:
+                    texts[module] = (self.root / source.rel).read_bytes()
+                except OSError:
+                    continue
+            tainted: dict = {}
+            facts_of: dict = {}
+            wanted = {m for m, data in texts.items() if names_experimental(data, self.settings.package, word)}
+            for _ in range(MAX_EXCLUDED_HOPS):
+                grew = False
+                for module in sorted(wanted - set(tainted)):
+                    if module not in facts_of:
+                        facts_of[module] = self._load_facts(modules[module])
+                    facts = facts_of[module]
+                    for imp in facts.imports if facts.syntax_error is None else ():
+                        if not self.runs_at_import(imp.scope) or imp.module is None:
+                            continue
+                        chain = self._excluded_chain(imp, tainted)
+                        if chain is not None:
+                            tainted[module] = ((module, imp.line),) + chain
+                            grew = True
+                            break
+                if not grew:
+                    break
+                names = {m.rpartition(".")[2].encode() for m in tainted}
+                wanted = {m for m, data in texts.items() if m not in tainted and any(n in data for n in names)}
+            self._tainted = tainted
+        return self._tainted
+
+    def _excluded_chain(self, imp: Import, tainted: dict) -> Optional[tuple]:
+        """The rest of a chain from an import in an excluded module: the experimental
+        module it names, or a tainted excluded module's chain."""
+        experimental = [t for t in self.import_targets(imp) if self.settings.is_experimental_module(t)]
+        if experimental:
+            return ((experimental[-1], 0),)
+        for target in [imp.module] + [f"{imp.module}.{n}" for n, _ in imp.names if n != "*"]:
+            if target in tainted:
+                return tainted[target]
+        return None
+
+    def excluded_imports(self, imp: Import) -> list:
+        """The chains (`tainted_excluded`) of the excluded modules `imp` imports."""
+        if imp.module is None or self.is_module(imp.module) and not imp.names:
+            return []
+        tainted = self.tainted_excluded()
+        if not tainted:
+            return []
+        names = [imp.module] + [f"{imp.module}.{n}" for n, _ in imp.names if n != "*"]
+        return [tainted[name] for name in names if name in tainted]
+
+    def call_imports(self, module: str, call) -> list:
+        """What a call run at import (`facts.ModuleCall` in `module`) imports from the
+        experimental package, as ``(function, experimental module)`` pairs: the call
+        names a project function (or a class: its ``__init__``/``__new__``) whose own
+        body imports experimental code (a deferred import), or that hands a parameter to
+        an import function while the call passes a literal experimental name there
+        (one level: a helper of a helper is not followed)."""
+        target = self.resolve(module, call.func)
+        if not isinstance(target, DefTarget):
+            return []
+        facts = self.module_facts(target.module)
+        if facts is None:
+            return []
+        qualname = target.definition.qualname
+        is_class = target.definition.kind == "class"
+        bodies = (f"{qualname}.__init__", f"{qualname}.__new__") if is_class else (qualname,)
+        function = f"{target.module}.{qualname}"
+        found = []
+        for imp in facts.imports:
+            if imp.functions and imp.functions[-1] in bodies:
+                targets = [t for t in self.import_targets(imp) if self.settings.is_experimental_module(t)]
+                if targets:
+                    found.append((function, targets[-1]))
+        for handed in facts.param_imports:
+            index = handed.index - (1 if is_class else 0)  # a class's call binds self first
+            if handed.qualname in bodies and 0 <= index < len(call.args) and call.args[index]:
+                name = call.args[index].partition(":")[0]
+                if self.settings.is_experimental_module(name):
+                    found.append((function, name))
+        return found
+
+    def deferring_names(self) -> dict:
+        """Name -> the last names of the modules it is defined in, for each module-level
+        function (and class, for a deferring ``__init__``/``__new__``) of a primary core
+        module that `call_imports` could answer for (its body imports experimental
+        code, or hands a parameter to an import function), and for each tainted
+        excluded module (`tainted_excluded`, under its package's name). A module
+        calling such a function at import spells its name and the name of the module
+        it comes from (or of a module re-exporting it: `runner._follow_deferring_calls`
+        follows those). Dunder names are never called by name."""
+        names: dict = {}
+        for rel in self._primary:
+            source = self._files.get(rel)
+            facts = self._facts.get(rel)
+            if source is None or facts is None or not facts.complete or not self.settings.is_core(source.module):
+                continue
+            functions = [p.qualname for p in facts.param_imports]
+            functions += [i.functions[-1] for i in facts.imports if i.functions and any(
+                self.settings.is_experimental_module(t) for t in self.import_targets(i))]
+            home = source.module.rpartition(".")[2]
+            for qualname in functions:
+                owner, _, last = qualname.rpartition(".")
+                if last in ("__init__", "__new__") and owner and "." not in owner:
+                    names.setdefault(owner, set()).add(home)
+                elif not owner and not last.startswith("__") and last != "<lambda>":
+                    names.setdefault(last, set()).add(home)
+        for module in self.tainted_excluded():
+            package, _, last = module.rpartition(".")
+            names.setdefault(last, set()).add(package.rpartition(".")[2])
+        top = self.settings.package.partition(".")[0]
+        for homes in names.values():
+            homes.add(top)  # `import flashinfer.entry` binds `flashinfer` only
+        return names
 
     def is_checker_import(self, imp: Import) -> bool:
         """Is `imp` a ``from <experimental module> import a, b`` whose every name is an

@@ -222,6 +222,8 @@ def run(
     _compute_all(project, facts_cache, needs.scanner, tasks, jobs, progress, follow_up, facts_cache.enabled or shared)
     if BACKEND_REQUIREMENT in needs.triggers:
         parsed[0] += _follow_requirement_aliases(project, facts_cache)
+    if needs.enabled and any(getattr(rule, "reads_calls", False) for rule in rules):
+        _follow_deferring_calls(project)
 
     findings = []
     for rule in rules:
@@ -256,7 +258,7 @@ def _fingerprint(project: Project, result: Result, baseline, selected: set, rel_
         return
     locate = baseline_module.locator(project)
     counts = {fp: n for fp, n in baseline.counts.items() if fp.rule in selected}
-    matched = baseline_module.match(counts, prints, lambda module: locate(module) is not None)
+    matched = baseline_module.match(counts, prints)
     findings = result.findings
     result.findings = [findings[i] for i in matched.new]
     result.fingerprints = [prints[i] for i in matched.new]
@@ -392,6 +394,78 @@ def _follow_requirement_aliases(project: Project, facts_cache) -> int:
         project.set_facts(rel, facts)
         project.mark_primary(rel)
     return parsed
+
+
+MAX_REEXPORT_ROUNDS = 4  # re-exports of a deferring function followed
+
+
+def _names_used(facts: FileFacts) -> Optional[frozenset]:
+    """The names import-time code uses: kept with syntax-only facts; for complete facts
+    (a file some earlier run parsed whole), read off its calls and bindings."""
+    if not facts.complete:
+        return None if facts.top_names is None else frozenset(facts.top_names.split())
+    names = set()
+    for call in facts.calls:
+        names.update(call.func.split("."))
+    for name, binding in facts.bindings.items():
+        names.add(name)
+        names.update(str(getattr(binding, "module", "") or "").split("."))
+        names.update(str(getattr(binding, "name", "") or getattr(binding, "dotted", "") or "").split("."))
+    return frozenset(names)
+
+
+def _follow_deferring_calls(project: Project) -> None:
+    """Make primary every core module that may call, at import, a function of
+    `Project.deferring_names`: its module-level calls may import experimental code
+    (`Project.call_imports`) though it names neither the experimental package nor an
+    import function. Calling a function of another module at import usually means that
+    the import-time code binds or uses the function's name (``from .entry import
+    fast``) or the module it comes from (``from . import entry; entry.fast()``), or a
+    module re-exporting it: the identifiers of that code (kept with the syntax-only
+    facts, from the symbol table the syntax check builds anyway:
+    `facts._module_level_names`) say so without reading the file again. A module
+    found so that binds the name re-exports it, and the search runs again for its
+    name (bounded rounds). Such modules are few; their facts come from the cache or
+    are parsed on demand. Not followed (a limit of the prefilter; the rule reads them
+    in a module parsed for another reason, and the behavioural audit sees them): a
+    module naming neither at import because it imports them under another name
+    (``from .entry import fast as f``, ``import flashinfer.entry as e``), and a name
+    reached only through a string (``getattr(entry, "fast")()``). Compiling every file
+    would see aliases, at three quarters more than the symbol table costs."""
+    pending = project.deferring_names()
+    top = project.settings.package.partition(".")[0]
+    for _ in range(MAX_REEXPORT_ROUNDS):
+        if not pending:
+            return
+        found = {}
+        words = set(pending).union(*pending.values())
+        for rel, source in project.files.items():
+            if project.is_primary(rel) or not project.is_module_file(rel) or not project.settings.is_core(source.module):
+                continue
+            known = project.known_facts(rel)
+            used = _names_used(known) if known is not None else None
+            if used is None:  # not compiled: read it whole
+                named = set(pending)
+            elif used.isdisjoint(words):
+                continue
+            else:
+                named = {name for name in pending if name in used or not pending[name].isdisjoint(used)}
+                if named:  # the identifiers point at it: does its text name the function and its module?
+                    try:
+                        data = (project.root / rel).read_bytes()
+                    except OSError:
+                        data = b""
+                    named = {name for name in named if name.encode() in data
+                             and any(home.encode() in data for home in pending[name] - {top})}
+                if not named:
+                    continue
+            facts = project.facts(rel)
+            project.mark_primary(rel)
+            home = source.module.rpartition(".")[2]
+            for bound, binding in facts.bindings.items():
+                if getattr(binding, "name", None) in named or getattr(binding, "dotted", "").rpartition(".")[2] in named:
+                    found.setdefault(bound, set()).add(home)  # a re-export: callers may name this module
+        pending = found
 
 
 def _collect(project, facts_cache, groups, bar) -> None:

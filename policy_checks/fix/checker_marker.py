@@ -44,8 +44,13 @@ def rewrite(file: PythonFile, finding: Finding, target: FixTarget, edits: Dict[c
 
 
 def _def_at(file: PythonFile, line: int) -> cst.FunctionDef:
+    """The function whose statement starts at `line`: its ``def``, or (where EXP004 points
+    at a decorated checker) its first decorator."""
     for node, position in file.positions.items():
-        if isinstance(node, cst.FunctionDef) and position.start.line == line:
+        if not isinstance(node, cst.FunctionDef):
+            continue
+        first = file.positions.get(node.decorators[0]) if node.decorators else None
+        if position.start.line == line or (first is not None and first.start.line == line):
             return node
     raise Unfixable(f"no function definition at line {line}")
 

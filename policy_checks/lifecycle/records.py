@@ -20,6 +20,7 @@ default branch as untrusted text). Nothing here imports the bot or PyGithub.
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
 import sys
 from dataclasses import dataclass, field
@@ -675,7 +676,7 @@ class Feature:
 
     ``anchor``: where EXP009 reports what the feature lacks, a file that exists and stays
     put while the items are added: the ``__init__.py``, else the first Python file of
-    the directory, else (a directory with no Python file) its ``FEATURE.toml``.
+    the directory at any depth (`python_below`), else (a directory with no Python file) its ``FEATURE.toml``.
     ``shim_problem``: the directory binds ``__graduated_to__`` but is not a pure shim
     (why), or None.
     """
@@ -698,19 +699,39 @@ def _utf8(name: str) -> bool:
     return True
 
 
-def _python_files(directory: Path) -> list[str]:
-    try:
-        entries = list(directory.iterdir())
-    except OSError:
-        return []
-    return sorted(p.name for p in entries if p.suffix == ".py" and _utf8(p.name) and p.is_file())
+MAX_FEATURE_ENTRIES = 100_000  # entries looked at while searching a directory for Python
+
+
+def python_below(directory: Path) -> str | None:
+    """The first Python file at any depth below ``directory`` (its path relative to it, the
+    directory's own files first, then each subdirectory in name order), or None. Links are
+    not followed and ``__pycache__`` is not entered; the search is bounded."""
+    seen = 0
+    stack = [(directory, "")]
+    while stack:
+        here, prefix = stack.pop()
+        try:
+            entries = sorted(os.scandir(here), key=lambda e: e.name)
+        except OSError:
+            continue
+        seen += len(entries)
+        if seen > MAX_FEATURE_ENTRIES:
+            return None
+        for entry in entries:
+            if entry.name.endswith(".py") and _utf8(entry.name) and entry.is_file(follow_symlinks=False):
+                return prefix + entry.name
+        for entry in reversed(entries):
+            if entry.name != "__pycache__" and entry.is_dir(follow_symlinks=False):
+                stack.append((Path(entry.path), f"{prefix}{entry.name}/"))
+    return None
 
 
 def feature_directories(root: Path, settings,
                         excluded: Callable[[str], bool]) -> Iterator[tuple[Path, str, str | None]]:
     """``(directory, rel, shim problem)`` of every feature, sorted by name: a direct
     subdirectory of the experimental package whose name starts with neither ``_`` nor
-    ``.``, that ``excluded`` (a relative path -> bool) keeps, holding a Python file or a
+    ``.``, that ``excluded`` (a relative path -> bool) keeps, holding a Python file at any
+    depth (`python_below`: ``<feature>/impl/kernel.py`` alone makes a feature) or a
     ``FEATURE.toml``, and that is not the pure re-export shim a graduated feature leaves
     for one release. Raises OSError when the package's directory cannot be listed."""
     base = root / settings.experimental_dir
@@ -720,7 +741,7 @@ def feature_directories(root: Path, settings,
         rel = f"{settings.experimental_dir}/{directory.name}"
         if not is_feature_name(directory.name) or not directory.is_dir() or excluded(rel):
             continue
-        if not (_python_files(directory) or (directory / RECORD).is_file()):
+        if not ((directory / RECORD).is_file() or python_below(directory) is not None):
             continue
         shim = None
         if binds_shim_marker(directory):
@@ -734,8 +755,8 @@ def anchor_of(directory: Path, rel: str) -> str:
     """`Feature.anchor` of the feature directory ``directory`` (``rel`` from the root)."""
     if (directory / "__init__.py").is_file():
         return f"{rel}/__init__.py"
-    python = _python_files(directory)
-    return f"{rel}/{python[0]}" if python else f"{rel}/{RECORD}"
+    python = python_below(directory)
+    return f"{rel}/{python}" if python is not None else f"{rel}/{RECORD}"
 
 
 def survey(root: Path, settings, excluded: Callable[[str], bool],

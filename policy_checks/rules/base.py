@@ -65,6 +65,10 @@ class Rule:
     # their fingerprint then names the path and no enclosing definition, even when
     # they point at a ``.py`` file (EXP009 at a feature's ``__init__.py``).
     fingerprint_by_path: bool = False
+    # True when the rule reads the calls core modules run at import
+    # (`Project.call_imports`): the runner then also makes primary every core module
+    # that names a function deferring an experimental import (`runner._follow_deferring_calls`).
+    reads_calls: bool = False
 
     def check(self, project) -> Iterator[Finding]:
         raise NotImplementedError
@@ -98,6 +102,22 @@ def runs_at_import(project, scope: str) -> bool:
 def experimental_targets(project, imp) -> list:
     """The modules under the experimental package that `imp` imports."""
     return [t for t in project.import_targets(imp) if project.settings.is_experimental_module(t)]
+
+
+def calls_importing(project, facts) -> Iterator:
+    """``(call, function, experimental module)`` for each call `facts`' module runs at
+    import that imports experimental code (`policy_checks.project.Project.call_imports`):
+    a module-level import by another name (EXP001, EXP002)."""
+    for call in facts.calls:
+        if runs_at_import(project, call.scope):
+            for function, target in project.call_imports(facts.module, call):
+                yield call, function, target
+
+
+def describe_chain(chain) -> str:
+    """``a (line 3) -> b (line 7) -> flashinfer.experimental.x``: a chain of
+    `Project.tainted_excluded`, in words."""
+    return " -> ".join(f"{module} (line {line})" if line else module for module, line in chain)
 
 
 def checker_import(project, imp) -> bool:

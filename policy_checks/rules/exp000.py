@@ -15,6 +15,13 @@ class ParseError(Rule):
     says so instead of silently passing the file. The rest of the tree is still
     checked. Files whose bytes cannot concern any other rule are syntax-checked
     with the compiler's parser and symbol table only; no syntax tree is built.
+
+    What the checker cannot trust is reported the same way, as unread: a symbolic
+    link (to a file or a directory) anywhere in the package or the test lanes,
+    with its target (links are never followed: one may lead out of the repository,
+    or make code importable that the checker never reads), a ``.pyc`` outside
+    ``__pycache__`` (Python imports it as a module; it has no source to read), and a
+    ``.pyc`` git selects in a ``__pycache__`` whose source is missing.
     """
 
     id = "EXP000"
@@ -35,6 +42,11 @@ class ParseError(Rule):
             {"flashinfer/__init__.py": "", "flashinfer/latin.py": b"s = '\xff\xfe'\n"},
             expect=(("flashinfer/latin.py", 1),),
             note="undecodable bytes",
+        ),
+        Example(
+            {"flashinfer/__init__.py": "", "flashinfer/kernels.pyc": b"\x00compiled"},
+            expect=(("flashinfer/kernels.pyc", 1),),
+            note="a compiled module without its source",
         ),
     ]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from ..needs import CORE_MODULE, EXPERIMENTAL_NAME, IMPORT_CALLS
 from .base import (
-    EXPERIMENTAL_BACKEND, Example, Rule, checker_import, core_primary, experimental_targets, is_aot, is_init,
-    runs_at_import,
+    EXPERIMENTAL_BACKEND, Example, Rule, calls_importing, checker_import, core_primary, describe_chain,
+    experimental_targets, is_aot, is_init, runs_at_import,
 )
 
 _CHECKER = (
@@ -34,7 +34,20 @@ class CoreImportsExperimental(Rule):
     literal package), at module level (the body, including module-level
     ``if``/``try``/``with``/``for`` and class bodies, decorators, default values
     and annotations; not function or lambda bodies, not ``if TYPE_CHECKING:``
-    nor the ``else`` of ``if not TYPE_CHECKING:``).
+    nor the ``else`` of ``if not TYPE_CHECKING:``). Only typing's own
+    ``TYPE_CHECKING``, never rebound in the file, guards a block
+    (`policy_checks.facts.type_checking_guards`): a name of one's own guards nothing.
+
+    Loaders with literal names are imports (``pkgutil.resolve_name``,
+    ``runpy.run_module``/``run_path``, ``importlib.util.find_spec``,
+    ``spec_from_file_location``, ``exec``/``eval``/``compile`` of import text), and so are
+    names built from literal pieces or held by a module-level constant. A call run at
+    import of a project function whose body imports experimental code (or of a class
+    whose ``__init__`` does), or of a helper handing its parameter to an import function
+    with a literal experimental name, is a module-level import too
+    (`policy_checks.project.Project.call_imports`), as is an import of a module the
+    ``exclude`` setting leaves out that imports experimental code at its module level
+    (`policy_checks.project.Project.tainted_excluded`; the message names the chain).
     ``flashinfer/__init__.py`` is EXP002's and AOT modules are EXP005's.
     """
 
@@ -42,9 +55,13 @@ class CoreImportsExperimental(Rule):
     name = "core-imports-experimental"
     summary = "a core module imports flashinfer.experimental... at module level"
     # A core module that imports experimental code names the experimental package
-    # in the import (static forms), or calls an import function (dynamic forms).
+    # in the import (static forms), or calls an import function or loader (dynamic
+    # forms: `needs.IMPORT_CALLS`). One that does so through a call of a deferring
+    # function, or through an excluded module, is made primary by the runner's
+    # follow-up (`reads_calls`), which documents its own limits.
     reads = (CORE_MODULE,)
     triggers = (EXPERIMENTAL_NAME, *IMPORT_CALLS)
+    reads_calls = True  # a module-level call of a deferring function (runner._follow_deferring_calls)
 
     VALID = [
         Example(
@@ -74,6 +91,20 @@ class CoreImportsExperimental(Rule):
                 ),
             },
             note="a directory merely named experimental; third-party; TYPE_CHECKING",
+        ),
+        Example(
+            {
+                "flashinfer/__init__.py": "",
+                "flashinfer/experimental/__init__.py": "",
+                "flashinfer/experimental/feat/__init__.py": "",
+                "flashinfer/entry.py": "def fast():\n    from .experimental import feat\n    return feat\n",
+                "flashinfer/gemm.py": (
+                    "import runpy, re\nfrom .entry import fast\n"
+                    "def later():\n    return fast()\n"
+                    "PATTERN = re.compile('import flashinfer.experimental')\nrunpy.run_module('flashinfer.entry')\n"
+                ),
+            },
+            note="a deferring function called at run time; a pattern; a loader of a stable module",
         ),
     ]
     INVALID = [
@@ -135,6 +166,38 @@ class CoreImportsExperimental(Rule):
             expect=tuple(("flashinfer/gemm.py", n) for n in (4, 5, 6, 7, 8, 12)),
             note="aliases of import_module, name=, an f-string's literal package, a parameter annotation",
         ),
+        Example(
+            {
+                "flashinfer/__init__.py": "",
+                "flashinfer/experimental/__init__.py": "",
+                "flashinfer/experimental/feat/__init__.py": "",
+                "flashinfer/gemm.py": (
+                    "from typing import TYPE_CHECKING\nTYPE_CHECKING = True\n"
+                    "if TYPE_CHECKING:\n    import flashinfer.experimental.feat\n"  # 4
+                ),
+            },
+            expect=(("flashinfer/gemm.py", 4),),
+            note="a rebound TYPE_CHECKING guards nothing",
+        ),
+        Example(
+            {
+                "flashinfer/__init__.py": "",
+                "flashinfer/experimental/__init__.py": "",
+                "flashinfer/experimental/feat/__init__.py": "",
+                "flashinfer/entry.py": "def fast():\n    from .experimental import feat\n    return feat\n",
+                "flashinfer/data/__init__.py": "",
+                "flashinfer/data/tables.py": "import flashinfer.experimental.feat\n",
+                "flashinfer/gemm.py": (
+                    "import runpy, pkgutil\nfrom .entry import fast\nfrom .data import tables\n"  # 3
+                    "runpy.run_module('flashinfer.experimental.feat')\n"  # 4
+                    "pkgutil.resolve_name('flashinfer.exp' + 'erimental.feat:x')\n"  # 5
+                    "exec('import flashinfer.experimental.feat')\n"  # 6
+                    "FAST = fast()\n"  # 7
+                ),
+            },
+            expect=tuple(("flashinfer/gemm.py", n) for n in (3, 4, 5, 6, 7)),
+            note="an excluded module's import, loaders, a name from pieces, exec, a deferring function called",
+        ),
     ]
 
     def check(self, project):
@@ -153,3 +216,17 @@ class CoreImportsExperimental(Rule):
                         "may be imported from a support module)",
                         subject=targets[-1],
                     )
+                for chain in project.excluded_imports(imp) if not targets else ():
+                    yield self.finding(
+                        rel, imp.line, imp.column,
+                        f"core module imports {chain[0][0]} at module level, which the settings exclude from "
+                        f"the checks but which imports {chain[-1][0]}: {describe_chain(chain)}; defer the import",
+                        subject=f"{chain[-1][0]} via {chain[0][0]}",
+                    )
+            for call, function, target in calls_importing(project, facts):
+                yield self.finding(
+                    rel, call.line, call.column,
+                    f"core module calls {call.func} ({function}) at module level, which imports {target}: "
+                    "that is a module-level import; call it from a function instead",
+                    subject=f"{target} via {function}",
+                )

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from ..needs import ALWAYS, PACKAGE_INIT
-from .base import Example, Rule, core_primary, experimental_targets, is_init, runs_at_import
+from .base import (
+    Example, Rule, calls_importing, core_primary, describe_chain, experimental_targets, is_init, runs_at_import,
+)
 
 
 class InitImportsExperimental(Rule):
@@ -19,6 +21,7 @@ class InitImportsExperimental(Rule):
     name = "init-imports-experimental"
     summary = "flashinfer/__init__.py imports flashinfer.experimental at module level"
     reads = (PACKAGE_INIT,)
+    reads_calls = True  # a module-level call of a deferring function
     triggers = (ALWAYS,)  # one file, read by other rules through re-exports anyway
 
     VALID = [
@@ -61,6 +64,14 @@ class InitImportsExperimental(Rule):
                 continue
             for imp in facts.imports:
                 targets = experimental_targets(project, imp) if runs_at_import(project, imp.scope) else []
+                chains = project.excluded_imports(imp) if runs_at_import(project, imp.scope) and not targets else []
+                for chain in chains:
+                    yield self.finding(
+                        rel, imp.line, imp.column,
+                        f"{project.settings.package}/__init__.py imports {chain[0][0]} at module level, which the "
+                        f"settings exclude from the checks but which imports {chain[-1][0]}: {describe_chain(chain)}",
+                        subject=f"{chain[-1][0]} via {chain[0][0]}",
+                    )
                 if targets:
                     yield self.finding(
                         rel, imp.line, imp.column,
@@ -68,3 +79,10 @@ class InitImportsExperimental(Rule):
                         f"{imp.module} at module level; export it lazily from __getattr__",
                         subject=targets[-1],
                     )
+            for call, function, target in calls_importing(project, facts):
+                yield self.finding(
+                    rel, call.line, call.column,
+                    f"{project.settings.package}/__init__.py calls {call.func} ({function}) at module level, "
+                    f"which imports {target}: that is a module-level import; export it lazily from __getattr__",
+                    subject=f"{target} via {function}",
+                )

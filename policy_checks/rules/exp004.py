@@ -21,7 +21,8 @@ class UnmarkedExperimentalChecker(Rule):
     re-exports to the defining function. The marker counts under any alias or
     attribute path (``@experimental_backend``, ``@eb``, ``@fe.experimental_backend``),
     and so does wrapping the value inline in ``experimental_backend(...)``.
-    The finding is reported at the checker's ``def`` line.
+    The finding is reported at the checker's definition statement: its first line, the
+    first decorator's when it has any.
     """
 
     id = "EXP004"
@@ -65,7 +66,7 @@ class UnmarkedExperimentalChecker(Rule):
                 "flashinfer/experimental/feat/support.py": (
                     "from flashinfer.utils import supported_compute_capability\n"
                     "def a(x):\n    return True\n"  # 2
-                    "@supported_compute_capability([90])\ndef b(x):\n    return True\n"  # 5
+                    "@supported_compute_capability([90])\ndef b(x):\n    return True\n"  # 4: its decorator
                     "def c(x):\n    return True\n"  # 7
                 ),
                 "flashinfer/checks.py": "from .experimental.feat.support import c as renamed\n",
@@ -79,7 +80,7 @@ class UnmarkedExperimentalChecker(Rule):
                     "def mm(x, backend='auto'):\n    pass\n"
                 ),
             },
-            expect=tuple(("flashinfer/experimental/feat/support.py", n) for n in (2, 5, 7)),
+            expect=tuple(("flashinfer/experimental/feat/support.py", n) for n in (2, 4, 7)),
             note="module-level dict, spread, subscript assignment, re-export, attribute path",
         ),
         Example(
@@ -133,8 +134,8 @@ class UnmarkedExperimentalChecker(Rule):
                         continue
                     reported.add((def_rel, definition.line))
                     label = f" for backend {key!r}" if key else ""
-                    yield self.finding(
-                        def_rel, definition.line, definition.column,
+                    yield self.finding(  # at the statement's first line: its first decorator's
+                        def_rel, definition.first_line or definition.line, definition.column,
                         f"checker {definition.qualname} is defined under the experimental package "
                         f"and used{label} by {markers.BACKEND_REQUIREMENT} at {rel}:{call.line} but lacks "
                         f"@{EXPERIMENTAL_BACKEND}",

@@ -60,7 +60,9 @@ class FeatureRecordIncomplete(Rule):
     title's "gated attention" names no gate.
 
     A feature is a direct subdirectory of the experimental package holding Python
-    files or a ``FEATURE.toml``; one whose name starts with ``_`` or ``.`` is shared
+    files at any depth (``<feature>/impl/kernel.py`` alone makes one) or a
+    ``FEATURE.toml`` (``policy_checks.lifecycle.records.feature_directories``, the one
+    definition EXP009, the board and ``features init`` share); one whose name starts with ``_`` or ``.`` is shared
     code, not a feature, and so is the shim package a graduated feature leaves for one
     release: its ``__init__`` binds ``__graduated_to__`` to the new home and the
     directory is a pure re-export shim (``policy_checks.markers.is_pure_shim``: Python
@@ -151,6 +153,12 @@ class FeatureRecordIncomplete(Rule):
              "flashinfer/experimental/splitk/FEATURE.toml": _GOOD_TOML},
             expect=(("flashinfer/experimental/splitk/kernels.py", 1),) * 5,
             note="no __init__.py: what is missing (the README and its parts) is reported at the first Python file",
+        ),
+        Example(
+            {"flashinfer/__init__.py": "", "flashinfer/experimental/__init__.py": "",
+             "flashinfer/experimental/splitk/impl/kernel.py": "def run():\n    pass\n"},
+            expect=(("flashinfer/experimental/splitk/impl/kernel.py", 1),) * 15,
+            note="code only one folder down is still a feature: the record, its 9 fields, the README and its 4 parts",
         ),
         Example(
             {**_TREE, "flashinfer/experimental/splitk/__init__.py": _SHIM,

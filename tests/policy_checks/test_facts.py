@@ -68,7 +68,7 @@ def test_dynamic_imports_with_literal_arguments():
 def test_scopes():
     facts = extract(
         (
-            "from typing import TYPE_CHECKING\n"
+            "import typing\nfrom typing import TYPE_CHECKING\n"
             "if TYPE_CHECKING:\n    import t1\nelse:\n    import t2\n"
             "try:\n    import t3\nexcept ImportError:\n    import t4\n"
             "with ctx():\n    import t5\n"

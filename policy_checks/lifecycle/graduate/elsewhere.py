@@ -14,7 +14,7 @@ from ...config import module_under, under
 from ...editing.cst_tools import apply_edits
 from ...editing.target import Refused
 from ...facts import docstring_ids, extract
-from ...project import Project, walk_python_files
+from ...project import Project, module_name, walk_python_files
 from .plan import Graduation
 from .rewrite import parse_file, retarget
 
@@ -64,6 +64,9 @@ def _other_code(graduation: Graduation, project: Project) -> List[str]:
         if under(rel, feature_dir) or under(rel, feature_tests) or s.is_core(source.module):
             continue
         found.append(rel)
+    # links are never modules of the project (EXP000): listed for a person, not written through
+    found += [rel for rel in project.links() if rel.endswith(".py") and not s.is_core(module_name(rel)[0])
+              and not under(rel, feature_dir) and not under(rel, feature_tests)]
     found += project.example_texts()
     found += other_packages(graduation, project)
     return sorted(set(found))
