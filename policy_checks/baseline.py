@@ -130,6 +130,22 @@ def match(counts: dict, prints: list) -> Matched:
     return Matched(new, baselined, fixed)
 
 
+def accept(result, counts: dict, name: str) -> Matched:
+    """Apply the entries `counts` to `result` (a report's result, its findings
+    fingerprinted): keep the findings they do not accept as new, set the accepted ones
+    aside with their fingerprints, and note the entries left over as paid off. Every
+    command that reads a baseline (run, audit, consumer) applies it here."""
+    findings, prints = result.findings, result.fingerprints
+    matched = match(counts, prints)
+    result.findings = [findings[i] for i in matched.new]
+    result.fingerprints = [prints[i] for i in matched.new]
+    result.baselined = [findings[i] for i in matched.baselined]
+    result.baselined_fingerprints = [prints[i] for i in matched.baselined]
+    result.fixed = matched.fixed
+    result.baseline = name
+    return matched
+
+
 # the file ---------------------------------------------------------------------------
 
 

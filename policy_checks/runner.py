@@ -256,23 +256,16 @@ def _fingerprint(project: Project, result: Result, baseline, selected: set, rel_
     result.fingerprints = prints
     if baseline is None:
         return
-    locate = baseline_module.locator(project)
     counts = {fp: n for fp, n in baseline.counts.items() if fp.rule in selected}
-    matched = baseline_module.match(counts, prints)
-    findings = result.findings
-    result.findings = [findings[i] for i in matched.new]
-    result.fingerprints = [prints[i] for i in matched.new]
-    result.baselined = [findings[i] for i in matched.baselined]
-    result.baselined_fingerprints = [prints[i] for i in matched.baselined]
-    result.baseline = baseline.name
+    matched = baseline_module.accept(result, counts, baseline.name)
     if rel_paths:
+        locate = baseline_module.locator(project)
+
         def here(fp) -> bool:
             rel = locate(fp.module)
             return rel is not None and any(under(rel, p) for p in rel_paths)
 
         result.fixed = [(fp, n) for fp, n in matched.fixed if here(fp)]
-    else:
-        result.fixed = matched.fixed
 
 
 def _facts_from_cache(project: Project, needs: Prefilter, facts_cache) -> list:

@@ -119,7 +119,8 @@ def audit(root, output_format, output_file, quiet, select, ignore, jobs, timeout
     result = Result(findings, found.modules, fingerprints=prints)
     result.policy_from = policy_from_pair
     if accepted is not None:
-        _apply_baseline(result, accepted, found.project)
+        baseline_module.accept(result, {fp: n for fp, n in accepted.counts.items() if fp.rule in AUDIT_RULES},
+                               accepted.name)
     names = {i: r.name for i, r in AUDIT_RULES.items()}
     report = FORMATS[output_format](result, names, Options(False, quiet, False))
     if output_format == "json":
@@ -159,20 +160,6 @@ def _name(root: Path, path: Path) -> str:
 
 def _read(path: Path):
     return baseline_module.read(path, str(path))
-
-
-def _apply_baseline(result, accepted, project) -> None:
-    """Keep the findings no AUD entry of `accepted` accepts (as ``run`` does with its own)."""
-    counts = {fp: n for fp, n in accepted.counts.items() if fp.rule in AUDIT_RULES}
-    locate = baseline_module.locator(project)
-    matched = baseline_module.match(counts, result.fingerprints, lambda module: locate(module) is not None)
-    findings, prints = result.findings, result.fingerprints
-    result.findings = [findings[i] for i in matched.new]
-    result.fingerprints = [prints[i] for i in matched.new]
-    result.baselined = [findings[i] for i in matched.baselined]
-    result.baselined_fingerprints = [prints[i] for i in matched.baselined]
-    result.fixed = matched.fixed
-    result.baseline = accepted.name
 
 
 def _update(path: Path, name: str, prints: list) -> None:

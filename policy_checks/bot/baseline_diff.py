@@ -13,8 +13,9 @@ An entry is known by its fingerprint (rule, module, scope, subject). Counts are 
 per fingerprint: what they grew by is debt added, what they fell by is paid off. The same
 rule, scope and subject removed under one module and added under another is a rename,
 neither added nor paid off, when the new module exists at the head commit; when it does
-not, the checker lets the entry accept its finding in any module (``baseline.match``), so
-it is debt (``anywhere``). A line that is neither an entry nor part of the file's frame is
+not, the entry names nothing the checker can match (``baseline.match`` keys on the module),
+and the bot lists it apart (``anywhere``), as debt for a person to look at rather than a
+rename it can vouch for. A line that is neither an entry nor part of the file's frame is
 reported as unreadable (a maintainer must look at it: the checker may read it differently).
 
 The texts are read as the checker reads the file (`policy_checks.baseline.read`: one JSON
@@ -78,8 +79,8 @@ class BaselineChange:
 
     adopted: bool  # the PR adds the file: every entry is new debt
     delta: BaselineDelta | None
-    # Entries the PR moves under a module that does not exist at the head commit: the checker
-    # lets such an entry accept its finding in any module (``baseline.match``), so it is debt.
+    # Entries the PR moves under a module that does not exist at the head commit: no rename
+    # the bot can vouch for (the checker matches such an entry to nothing), listed as debt.
     anywhere: list[BaselineEntry] = field(default_factory=list)
     problem: str | None = None  # why the checker would refuse the file at the head commit
     unread: str | None = None  # why the bot could not read it (``delta`` is None then)
@@ -189,8 +190,8 @@ def baseline_texts_change(base: str | None, head: str | None, exists) -> Baselin
 
     ``exists(module)`` says whether the module (or path) an entry names exists at the head commit
     (None: unknown). An entry moved (the same rule, scope and subject under another module) is a
-    rename only when its new module exists: otherwise the checker lets it accept its finding in
-    any module, and it goes to ``anywhere`` instead, as debt.
+    rename only when its new module exists: otherwise it goes to ``anywhere``, as debt for a
+    person to look at (the checker matches it to nothing).
     """
     delta, problem = texts_delta(base, head)
     anywhere = [entry for entry in delta.moved if exists(entry.module) is not True]

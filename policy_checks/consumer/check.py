@@ -92,14 +92,8 @@ def check(root: Path, paths: List[Path], surface: Surface, staged: bool = False,
     warnings_ = memo.warnings + [f"{rel}: {problem}" for rel, problem in problems]
     result = Result(findings, checked, warnings_, parsed=parsed, fingerprints=prints)
     if accepted is not None:
-        matched = baseline_module.match({fp: n for fp, n in accepted.counts.items() if fp.rule in CONSUMER_RULES},
-                                        prints, lambda rel: (root / rel).exists())
-        result.findings = [findings[i] for i in matched.new]
-        result.fingerprints = [prints[i] for i in matched.new]
-        result.baselined = [findings[i] for i in matched.baselined]
-        result.baselined_fingerprints = [prints[i] for i in matched.baselined]
-        result.fixed = matched.fixed
-        result.baseline = accepted.name
+        baseline_module.accept(result, {fp: n for fp, n in accepted.counts.items() if fp.rule in CONSUMER_RULES},
+                               accepted.name)
     return result
 
 
