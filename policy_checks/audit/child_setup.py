@@ -300,4 +300,11 @@ def requested_from(directory: str, depth: int = 40) -> bool:
     return False
 
 
+def of_the_tree(fullname: str, directory: str) -> bool:
+    """Is `fullname` a submodule of a module loaded from `directory`? Then it is the
+    tree's own, and its absence the tree's error, never a stand-in's case."""
+    origin = getattr(sys.modules.get(fullname.rpartition(".")[0]), "__file__", None)
+    return isinstance(origin, str) and os.path.realpath(origin).startswith(os.path.realpath(directory) + os.sep)
+
+
 _AUDIT_DIR = os.path.dirname(os.path.realpath(__file__))

@@ -84,7 +84,9 @@ def main() -> int:
     recorder = Recorder(config["record"])
     used = set()
     if config.get("stand_ins", True):
-        wanted = lambda name: recorder.standing_in and ISOLATION.requested_from(root)  # noqa: E731
+        def wanted(name: str) -> bool:
+            return recorder.standing_in and not ISOLATION.of_the_tree(name, root) and ISOLATION.requested_from(root)
+
         sys.meta_path.append(ISOLATION.StandInFinder([config["package"]], used, wanted))
     import pytest
 

@@ -91,8 +91,12 @@ def test_the_callers_environment_does_not_leak_in(tmp_path, monkeypatch):
     assert audit(tmp_path) == []
 
 
-def test_a_stable_file_that_fails_to_collect_is_not_audited(tmp_path):
-    write_tree(tmp_path, {**BASE, "tests/test_broken.py": "raise RuntimeError('needs a GPU')\n"})
+@pytest.mark.parametrize("text", [
+    "raise RuntimeError('needs a GPU')\n",
+    "from tests.helpers_gone import helper\n",  # the tree's own module is missing: never a stand-in
+])
+def test_a_stable_file_that_fails_to_collect_is_not_audited(tmp_path, text):
+    write_tree(tmp_path, {**BASE, "tests/__init__.py": "", "tests/test_broken.py": text})
     ((rule, path, _),) = audit(tmp_path)
     assert (rule, path) == ("AUD000", "tests/test_broken.py")
 
