@@ -73,6 +73,8 @@ def main() -> int:
     errors = Counter(_error_type(f["message"]) for f in findings if f["rule"] == "AUD000")
     print("not audited by cause: " + ", ".join(f"{k} {n}" for k, n in errors.most_common()))
     print(f"stand-ins ({len(summary['stand_ins'])}): {', '.join(summary['stand_ins'])}")
+    lane = summary.get("collection_stand_ins", [])
+    print(f"stand-ins in the stable lane's collection ({len(lane)}): {', '.join(lane)}")
     print(f"skipped: {', '.join(s['path'] for s in summary['skipped'])}")
     print("findings by rule: " + ", ".join(f"{k} {n}" for k, n in sorted(Counter(f['rule'] for f in findings).items())))
     for f in findings:

@@ -3,13 +3,18 @@
 EXP008 reads the pytest configuration and the stable tests' imports; what pytest
 actually collects also depends on conftest hooks, links, nested configuration files and
 plugins. This module runs the stable lane's collection for real, the way CI runs it
-(``python -I -m pytest <lane> --collect-only -q -p no:cacheprovider``, with the tree under
-test first on the path), in a subprocess of its own: a scratch home, temporary directory
-and caches, an environment holding only what Python needs (so neither the gate's
-variable nor ``PYTEST_ADDOPTS`` leaks in), sockets refused by an audit hook, and a time
-limit. A small recorder plugin, given to ``pytest.main``, writes what was collected (each
-test's file and node id, each failed collection, the configuration file used) to a file
-in the scratch directory; it observes and changes nothing.
+(``pytest <lane> --collect-only -q -p no:cacheprovider``, with the tree under test first
+on the path), in a child started as the import audit's workers are
+(`policy_checks.audit.sandbox`: ``python -I``, the audit's scratch home, temporary
+directory and caches, an environment holding only what Python needs, so neither the
+gate's variable nor ``PYTEST_ADDOPTS`` leaks in, a network namespace of its own where
+``unshare`` can make one, a time limit) and isolated inside as they are
+(`child_setup.py`: sockets refused by an audit hook, stand-ins for third-party
+packages that are not installed, so a conftest importing one is still collected on a
+CPU-only machine; the report names them). `collector.py`, the child, gives
+``pytest.main`` a recorder plugin that writes what was collected (each test's file and
+node id, each failed collection, the configuration file used, the stand-ins used) to a
+file in the scratch directory; it observes and changes nothing.
 
 Every collected test whose file resolves (links followed) under the experimental test
 directory is an AUD003 finding, located at the file as collected (a link's path when it
@@ -31,63 +36,21 @@ import argparse
 import ast
 import json
 import os
-import signal
-import subprocess
 import sys
-import tempfile
+from contextlib import nullcontext
 from pathlib import Path
-from typing import Iterable, List, Optional
+from typing import Iterable, List, NamedTuple, Optional
 
 from ..config import Settings, load
 from ..rules.base import Finding
 from .rules import NOT_AUDITED, STABLE_LANE_COLLECTS_EXPERIMENTAL
+from .sandbox import Scratch, isolated_command, run_once
 
+COLLECTOR = Path(__file__).with_name("collector.py")
+COLLECTION_SECONDS = 300.0  # the lane's whole collection may take this long
 LANES_FILE = "tests/lanes.py"
 _RECORD_LIMIT = 64 * 1024 * 1024  # bytes of the recorder's file read back
 _TAIL = 2000  # characters of the subprocess's output quoted in an AUD000 message
-
-# Runs in the child as `python -I -c BOOTSTRAP <root> <record> <pytest args...>`: the tree
-# first on the path (as `pip install -e` makes it in CI), sockets refused, then pytest's
-# own `main` with the recorder, which only observes.
-BOOTSTRAP = r"""
-import json, os, sys
-root, record = sys.argv[1], sys.argv[2]
-args = sys.argv[3:]
-sys.argv = [sys.argv[0]] + args
-sys.path.insert(0, root)
-_REFUSED = {"socket.connect", "socket.connect_ex", "socket.sendto", "socket.sendmsg", "socket.getaddrinfo"}
-def _no_network(event, _args):
-    if event in _REFUSED:
-        raise PermissionError("policy-check audit: no network while collecting")
-sys.addaudithook(_no_network)
-
-class _Recorder:
-    def __init__(self):
-        self.out = open(record, "w", encoding="utf-8")
-    def _write(self, **entry):
-        self.out.write(json.dumps(entry) + "\n")
-        self.out.flush()
-    def pytest_collectreport(self, report):
-        if report.failed:
-            text = str(report.longrepr)[-1500:]
-            self._write(kind="error", path=str(getattr(report, "fspath", "") or ""), nodeid=report.nodeid, error=text)
-    def pytest_collection_finish(self, session):
-        config = session.config
-        try:
-            norecurse = list(config.getini("norecursedirs"))
-        except Exception:
-            norecurse = None
-        self._write(kind="config", inipath=str(config.inipath or ""), rootpath=str(config.rootpath),
-                    norecursedirs=norecurse)
-        for item in session.items:
-            location = getattr(item, "location", None) or ("", None, "")
-            self._write(kind="item", path=str(item.path), nodeid=item.nodeid,
-                        line=(location[1] + 1) if isinstance(location[1], int) else 1)
-
-import pytest
-raise SystemExit(pytest.main(args, plugins=[_Recorder()]))
-"""
-
 
 def stable_lane(root: Path, settings: Settings) -> str:
     """The directory the stable lane collects: ``LANES["stable"]`` of ``tests/lanes.py``
@@ -116,60 +79,38 @@ def collect_command(lane: str) -> List[str]:
     return [lane, "--collect-only", "-q", "-p", "no:cacheprovider"]
 
 
-def scratch_environment(scratch: Path) -> dict:
-    """An environment with nothing of the caller's but the executable search path: a
-    scratch home, temporary directory and caches; no gate variable, no PYTEST_ADDOPTS."""
-    for name in ("home", "tmp", "cache"):
-        (scratch / name).mkdir(exist_ok=True)
-    return {
-        "PATH": os.environ.get("PATH", os.defpath),
-        "HOME": str(scratch / "home"),
-        "TMPDIR": str(scratch / "tmp"),
-        "XDG_CACHE_HOME": str(scratch / "cache"),
-        "XDG_CONFIG_HOME": str(scratch / "home" / ".config"),
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "LC_ALL": "C.UTF-8",
-        "LANG": "C.UTF-8",
-        "CUDA_VISIBLE_DEVICES": "",
-    }
+class Collection(NamedTuple):
+    findings: List[Finding]
+    stand_ins: List[str]  # third-party modules the collection replaced by stand-ins
 
 
-def audit_collection(root: Path, settings: Settings, *, timeout: float = 300) -> List[Finding]:
+def audit_collection(root: Path, settings: Settings, *, timeout: float = COLLECTION_SECONDS, preload=(),
+                     stand_ins: bool = True, scratch: Optional[Scratch] = None) -> Collection:
     """AUD003 for every test of the experimental test directory that the stable lane
     collects (module docstring); AUD000 when the lane, or a stable file of it, could
-    not be collected."""
+    not be collected. `preload`: the heavy third-party packages to import first;
+    `scratch`: the audit's scratch directories (default: its own)."""
     root = Path(root).resolve()
     lane = stable_lane(root, settings)
     if not (root / lane).is_dir():
-        return []  # no stable lane (an unpacked wheel ships no tests): nothing to collect
-    with tempfile.TemporaryDirectory(prefix="policy-check-collect-") as directory:
-        scratch = Path(directory)
-        record = scratch / "collected.jsonl"
-        command = [sys.executable, "-I", "-c", BOOTSTRAP, str(root), str(record), *collect_command(lane)]
-        log = scratch / "output.txt"
-        with open(log, "wb") as output:
-            process = subprocess.Popen(
-                command, cwd=root, env=scratch_environment(scratch), stdin=subprocess.DEVNULL,
-                stdout=output, stderr=subprocess.STDOUT, start_new_session=True,
-            )
-            try:
-                status = process.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                _kill_group(process)
-                return [_not_collected(lane, f"collecting the stable lane took longer than {timeout:g} s")]
+        return Collection([], [])  # no stable lane (an unpacked wheel ships no tests): nothing to collect
+    with (nullcontext(scratch) if scratch is not None else Scratch()) as place:
+        record, log = place.path / "collected.jsonl", place.path / "collection-output.txt"
+        config = place.path / "collection-config.json"
+        config.write_text(json.dumps({
+            "root": str(root), "package": settings.package, "record": str(record), "args": collect_command(lane),
+            "preload": list(preload), "stand_ins": stand_ins,
+        }), encoding="utf-8")
+        status = run_once(isolated_command(COLLECTOR, str(config)), place, root, timeout, log)
         entries = list(_entries(record))
         tail = _tail(log)
-    if not any(e.get("kind") == "config" for e in entries) and not entries:
-        return [_not_collected(lane, f"pytest exited with status {status} before collecting: {tail}")]
-    return _findings(root, settings, lane, entries, status, tail)
-
-
-def _kill_group(process: subprocess.Popen) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except OSError:
-        pass
-    process.wait()
+    used = sorted({name for e in entries if e.get("kind") == "stand_ins" for name in e.get("names") or ()})
+    if status is None:
+        return Collection([_not_collected(lane, f"collecting the stable lane took longer than {timeout:g} s")], used)
+    if not any(e.get("kind") in ("config", "item", "error") for e in entries):
+        return Collection([_not_collected(lane, f"pytest exited with status {status} before collecting: {tail}")],
+                          used)
+    return Collection(_findings(root, settings, lane, entries, status, tail), used)
 
 
 def _entries(record: Path) -> Iterable[dict]:
@@ -279,13 +220,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     """The findings of `audit_collection` on ``--root`` (for trying it by hand)."""
     parser = argparse.ArgumentParser(description="Collect the stable lane as CI does; report experimental tests.")
     parser.add_argument("--root", type=Path, default=Path.cwd())
-    parser.add_argument("--timeout", type=float, default=300)
+    parser.add_argument("--timeout", type=float, default=COLLECTION_SECONDS)
     options = parser.parse_args(argv)
     root = options.root.resolve()
-    findings = audit_collection(root, load(root), timeout=options.timeout)
+    findings, stand_ins = audit_collection(root, load(root), timeout=options.timeout)
     for f in findings:
         print(f"{f.path}:{f.line}:{f.column}: {f.rule} {f.message}")
-    print(f"{len(findings)} finding(s)")
+    print(f"{len(findings)} finding(s)" + (f"; stand-ins: {', '.join(stand_ins)}" if stand_ins else ""))
     return 1 if findings else 0
 
 

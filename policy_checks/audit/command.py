@@ -179,7 +179,7 @@ def _update(path: Path, name: str, prints: list) -> None:
 def _summary(found) -> dict:
     return {
         "modules": found.modules, "audited": found.audited, "not_audited": found.not_audited,
-        "stand_ins": found.stand_ins, "skipped": [{"path": p, "why": why} for p, why in found.skipped],
+        "stand_ins": found.stand_ins, "collection_stand_ins": found.collection_stand_ins, "skipped": [{"path": p, "why": why} for p, why in found.skipped],
         "support_modules": sorted(found.support), "notes": found.notes,
         "processes": found.processes, "network_namespace": found.network_namespace,
     }
@@ -190,6 +190,9 @@ def _notes(found) -> list:
     if found.stand_ins:
         lines.append("stand-ins (third-party packages not installed, replaced by permissive stand-ins): "
                      + ", ".join(found.stand_ins))
+    if found.collection_stand_ins:
+        lines.append("stand-ins in the stable lane's collection (asked for by its conftests and tests): "
+                     + ", ".join(found.collection_stand_ins))
     lines += [f"skipped {path}: {why}" for path, why in found.skipped]
     if found.support:
         lines.append("support modules allowed: " + ", ".join(sorted(found.support)))

@@ -1,7 +1,10 @@
-"""The audit's isolated workers: ``python -I`` subprocesses running `tracer.py`, each
-in a scratch home, cache and temporary directory, with a minimal environment, a
-time limit per request and no network (the tracer's audit hook refuses it, and where
-``unshare`` can, the worker runs in a network namespace of its own).
+"""The audit's isolated children: ``python -I`` subprocesses (`isolated_command`) in
+the scratch home, cache and temporary directory of one audit (`Scratch`), with a
+minimal environment, a time limit, and no network (their audit hook refuses it, and
+where ``unshare`` can, they run in a network namespace of its own). Inside, each
+installs `child_setup.py` (the tree first, the network refused, stand-ins). The import
+audit's workers run `tracer.py`; the stable lane's collection runs `collector.py`
+once (`run_once`).
 
 A worker imports the heavy third-party packages the tree uses once (`PRELOAD`, as
 `preloads` finds them), then answers one
@@ -47,7 +50,7 @@ class Outcome(NamedTuple):
 
 
 class Scratch:
-    """The scratch directories every worker of one audit shares, removed afterwards."""
+    """The scratch directories every child of one audit shares, removed afterwards."""
 
     def __init__(self):
         self.path = Path(tempfile.mkdtemp(prefix="policy-check-audit-"))
@@ -66,6 +69,12 @@ class Scratch:
     def remove(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
 
+    def __enter__(self) -> "Scratch":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.remove()
+
 
 @functools.lru_cache(maxsize=1)
 def network_namespace() -> tuple:
@@ -82,15 +91,48 @@ def network_namespace() -> tuple:
     return (unshare, "-rn") if done.returncode == 0 else ()
 
 
+def isolated_command(script: Path, *args: str, python: Optional[str] = None) -> list:
+    """The command line of one child: `script` under ``python -I`` (no user site, no
+    ``PYTHON*`` variables, neither its folder nor the current one on the path), in
+    a network namespace of its own where one can be made."""
+    return [*network_namespace(), python or sys.executable, "-I", str(script), *args]
+
+
+def start(command: list, scratch: Scratch, cwd: Optional[Path] = None, **streams) -> subprocess.Popen:
+    """`command` started in the scratch environment, a process group of its own."""
+    return subprocess.Popen(command, cwd=cwd or scratch.path / "tmp", env=scratch.environment(),
+                            start_new_session=True, **streams)
+
+
+def kill_group(process: subprocess.Popen) -> None:
+    """End `process` and whatever it started in its group; wait for it."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    process.wait()
+
+
+def run_once(command: list, scratch: Scratch, cwd: Path, timeout: float, output: Path) -> Optional[int]:
+    """Run `command` (standard output and error into `output`) to its end: its exit
+    status, or None when it ran past `timeout` seconds. Whatever it started is ended
+    with it."""
+    with open(output, "wb") as log:
+        process = start(command, scratch, cwd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            return process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        finally:
+            kill_group(process)
+
+
 class Worker:
     """One tracer subprocess."""
 
     def __init__(self, config_path: Path, scratch: Scratch, python: str):
-        self.process = subprocess.Popen(
-            [*network_namespace(), python, "-I", str(TRACER), str(config_path)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            cwd=scratch.path / "tmp", env=scratch.environment(), start_new_session=True,
-        )
+        self.process = start(isolated_command(TRACER, str(config_path), python=python), scratch,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         os.set_blocking(self.process.stdout.fileno(), False)
         self.buffer = b""
         self.current: Optional[Request] = None
@@ -117,11 +159,7 @@ class Worker:
         return complete
 
     def kill(self) -> None:
-        try:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        self.process.wait()
+        kill_group(self.process)
         for stream in (self.process.stdin, self.process.stdout):
             try:
                 stream.close()
@@ -159,10 +197,12 @@ class Pool:
         self.python = python or sys.executable
         self.progress = progress
 
-    def run(self, requests: list) -> list:
-        scratch = Scratch()
+    def run(self, requests: list, scratch: Optional[Scratch] = None) -> list:
+        """The outcomes of `requests`, the workers in `scratch` (default: their own)."""
+        own = scratch is None
+        scratch = scratch or Scratch()
         config = dict(self.config)
-        config_path = scratch.path / "config.json"
+        config_path = scratch.path / "worker-config.json"
         config_path.write_text(json.dumps(config), encoding="utf-8")
         pending = deque(requests)
         outcomes = []
@@ -225,7 +265,8 @@ class Pool:
             for worker in workers:
                 worker.kill()
             selector.close()
-            scratch.remove()
+            if own:
+                scratch.remove()
         return outcomes
 
     def _tick(self, done: int, total: int) -> None:

@@ -6,10 +6,12 @@ each, on the file descriptor that was standard output (the process's own standar
 output and input are pointed at ``/dev/null`` first, so the code under test can
 neither forge an answer by printing nor read the requests).
 
-Inside, an audit hook (`sys.addaudithook`, which nothing can remove) does two things:
+It installs the isolation every child of the audit shares (`child_setup.py`: the
+tree first, stand-ins, an end with the parent); then an audit hook
+(`sys.addaudithook`, which nothing can remove) does two things:
 
-- refuses the network (``socket.connect``, ``socket.bind``, name lookups, ...) by
-  raising `PermissionError`, and records each refusal; records each new process;
+- refuses the network (`child_setup.refuses`) by raising `PermissionError`, and
+  records each refusal; records each new process;
 - while a request runs, records every module or file of the experimental package
   that is loaded or executed: the ``import`` event (by name), ``open`` of a code
   file by the import system, ``exec`` of a code object and ``compile`` with a
@@ -19,18 +21,16 @@ Inside, an audit hook (`sys.addaudithook`, which nothing can remove) does two th
   core module (path and line), the loader between it and the event, and the
   experimental frames in between.
 
-Third-party packages that are not installed are replaced by stand-ins (`StandIn`),
-permissive objects, so that a core module importing them can still be run; the
-package under test is never stood in for.
+Third-party packages that are not installed are replaced by stand-ins
+(`child_setup.StandIn`), permissive objects, so that a core module importing them can
+still be run while a request is traced; the package under test is never stood in for.
 
 This file is not imported by the checker: it runs only in the child (``-I``, so
 neither the checker nor the current directory is on its path).
 """
 
 import builtins
-import functools
 import importlib
-import importlib.abc
 import importlib.machinery
 import importlib.util
 import inspect
@@ -41,20 +41,21 @@ import time
 import types
 
 _CODE_SUFFIXES = tuple(importlib.machinery.all_suffixes()) + (".pyc",)
-# audit events refused: the network
-_REFUSED = (
-    "socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg", "socket.getaddrinfo",
-    "socket.gethostbyname", "socket.gethostbyaddr", "socket.getnameinfo",
-)
 # audit events of new processes: allowed (``ptxas --version`` at import is common) and
 # recorded; they run without this hook, so the parent puts the worker in a network
 # namespace of its own where it can (`policy_checks.audit.sandbox`)
 _PROCESSES = ("subprocess.Popen", "os.system", "os.posix_spawn", "os.spawn", "os.exec", "os.startfile", "pty.spawn")
-_ON_A_SOCKET = ("socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg")
 _MAX_FRAMES = 300
 _WRAPPERS = ("traced_import", "traced_import_module")  # this file's frames inside an import
 _MAX_REFUSALS = 20  # a module looping on refused calls reports its first ones
 _HERE = os.path.realpath(__file__)
+
+
+# the isolation shared with the collection's child, loaded by its path (`child_setup.py`)
+ISOLATION = importlib.util.module_from_spec(importlib.util.spec_from_file_location(
+    "_policy_check_child_setup", os.path.join(os.path.dirname(_HERE), "child_setup.py")))
+ISOLATION.__spec__.loader.exec_module(ISOLATION)
+_MACHINERY = (_HERE, os.path.realpath(ISOLATION.__file__))  # the audit's own frames
 
 
 class _State:
@@ -128,7 +129,7 @@ class _State:
         if filename.startswith("<"):
             return "other"
         real = self.real(filename)
-        if real == _HERE:
+        if real in _MACHINERY:
             return "tracer"
         top = self.experimental_dir
         if real.startswith(top + os.sep):
@@ -214,14 +215,6 @@ def chain_at(state, first, event: str) -> dict:
     return found
 
 
-def _loopback_bind(event: str, args) -> bool:
-    """A bind to a loopback address (urllib3 probes IPv6 so at import): no traffic leaves."""
-    if event != "socket.bind" or len(args) < 2 or not isinstance(args[1], tuple) or not args[1]:
-        return False
-    host = args[1][0]
-    return isinstance(host, str) and (host in ("::1", "localhost") or host.startswith("127."))
-
-
 def _record(state, unit: str, event: str, detail: str, frame=None, loader: str = "") -> None:
     """Record `unit` with the chain at `frame` (default: the frame that raised the
     event); the first record of a unit from one core line wins."""
@@ -301,16 +294,16 @@ def _hook(event: str, args) -> None:
     state = STATE
     if state is None or state.busy:
         return
-    if event.startswith(_REFUSED) and not _loopback_bind(event, args):
+    if ISOLATION.refuses(event, args):
         state.busy = True
         try:
             if len(state.refusals) < _MAX_REFUSALS:
                 where = chain_at(state, sys._getframe(1), event)
-                shown = args[1:] if event in _ON_A_SOCKET else args  # the address, not the socket object
+                shown = args[1:] if event in ISOLATION.ON_A_SOCKET else args  # the address, not the socket object
                 state.refusals.append({"event": event, "args": repr(shown)[:200], "core": where["core"]})
         finally:
             state.busy = False
-        raise PermissionError(f"the policy-check audit refuses {event} (no network)")
+        raise ISOLATION.refusal(event)
     if event.startswith(_PROCESSES):
         if len(state.processes) < _MAX_REFUSALS:
             state.busy = True
@@ -366,210 +359,6 @@ def _by_import_system(frame) -> bool:
         frame = frame.f_back
         steps += 1
     return False
-
-
-# stand-ins --------------------------------------------------------------------------
-
-# Python's own special names, and those libraries probe with getattr (typing, inspect,
-# numpy, torch, pickle): a stand-in has none of them, so a probe takes its "no" branch.
-# Any other name, a library's own dunder (``__extract_mlir_values__``) included, is
-# another stand-in.
-_PROBED = frozenset(name for kind in (type, types.FunctionType, types.ModuleType, int, list)
-                    for name in dir(kind) if name.startswith("__")) | {
-    "__wrapped__", "__origin__", "__args__", "__parameters__", "__orig_bases__", "__orig_class__", "__all__",
-    "__path__", "__file__", "__spec__", "__loader__", "__package__", "__builtins__", "__signature__",
-    "__text_signature__", "__self__", "__func__", "__get__", "__set__", "__delete__", "__set_name__",
-    "__class_getitem__", "__mro_entries__", "__getstate__", "__setstate__", "__reduce__", "__reduce_ex__",
-    "__copy__", "__deepcopy__", "__getnewargs__", "__getnewargs_ex__", "__iter__", "__next__", "__aiter__",
-    "__anext__", "__await__", "__enter__", "__exit__", "__aenter__", "__aexit__", "__fspath__", "__array__",
-    "__array_interface__", "__array_struct__", "__array_priority__", "__array_ufunc__", "__array_function__",
-    "__cuda_array_interface__", "__dlpack__", "__dlpack_device__", "__torch_function__", "__torch_dispatch__",
-    "__len__", "__length_hint__", "__contains__", "__bool__", "__index__", "__int__", "__float__", "__complex__",
-    "__bytes__", "__slots__", "__weakref__", "__dataclass_fields__", "__dataclass_params__", "__attrs_attrs__",
-    "__pydantic_core_schema__", "__get_pydantic_core_schema__", "__set__", "__instancecheck__",
-    "__subclasscheck__", "__prepare__", "__abstractmethods__", "__isabstractmethod__", "__match_args__",
-    "__code__", "__defaults__", "__kwdefaults__", "__closure__", "__globals__", "__annotations__",
-    "__type_params__", "__final__", "__protocol_attrs__", "_is_protocol", "__qualname__", "__name__",
-    "__module__", "__doc__", "__dict__", "__class__",
-}
-
-
-class StandIn:
-    """Stands in for anything of a third-party package that is not installed: every
-    attribute and item is another stand-in, a call returns one (or, called with one
-    callable as a decorator, that callable unchanged), it can be a base class, a
-    context manager, iterated (empty), compared and converted without error."""
-
-    def __init__(self, name: str):
-        object.__setattr__(self, "_stand_in_name", name)
-
-    def __getattr__(self, name: str):
-        if name in _PROBED:
-            raise AttributeError(name)
-        return StandIn(f"{self._stand_in_name}.{name}")
-
-    def __call__(self, *args, **kwargs):
-        if len(args) == 1 and not kwargs and inspect.isclass(args[0]):
-            return args[0]
-        if len(args) == 1 and not kwargs and inspect.isroutine(args[0]):
-            return _decorated(args[0], f"{self._stand_in_name}()")
-        return StandIn(f"{self._stand_in_name}()")
-
-    def __getitem__(self, key):
-        return StandIn(f"{self._stand_in_name}[]")
-
-    def __mro_entries__(self, bases):
-        return (_stand_in_class(self._stand_in_name),)
-
-    def __iter__(self):
-        return iter(())
-
-    def __len__(self):
-        return 0
-
-    def __bool__(self):
-        return False
-
-    def __int__(self):
-        return 0
-
-    __index__ = __int__
-
-    def __float__(self):
-        return 0.0
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-    def __repr__(self):
-        return f"<stand-in {self._stand_in_name}>"
-
-    def __hash__(self):
-        return id(self)
-
-    def __eq__(self, other):
-        return self is other
-
-    def __lt__(self, other):
-        return False
-
-    __gt__ = __le__ = __ge__ = __lt__
-
-    def __or__(self, other):
-        return self
-
-    __ror__ = __and__ = __rand__ = __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __or__
-    __truediv__ = __rtruediv__ = __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = __pow__ = __rpow__ = __or__
-    __lshift__ = __rlshift__ = __rshift__ = __rrshift__ = __xor__ = __rxor__ = __matmul__ = __rmatmul__ = __or__
-
-    def __neg__(self):
-        return self
-
-    __pos__ = __invert__ = __abs__ = __neg__
-
-
-def _decorated(function, name: str):
-    """What a stand-in decorator makes of a function: the function, callable as
-    before, whose missing attributes (``kernel.set_name_prefix(...)``) are stand-ins."""
-
-    class StandInFunction:
-        def __init__(self):
-            functools.update_wrapper(self, function)
-
-        def __call__(self, *args, **kwargs):
-            return function(*args, **kwargs)
-
-        def __get__(self, instance, owner=None):
-            return self if instance is None else functools.partial(self, instance)
-
-        def __getattr__(self, attribute):
-            if attribute in _PROBED:
-                raise AttributeError(attribute)
-            return StandIn(f"{name}.{attribute}")
-
-    return StandInFunction()
-
-
-def _stand_in_class(name: str) -> type:
-    """A real class to derive from, for ``class X(missing.Base):``."""
-
-    class StandInBase:
-        def __init__(self, *args, **kwargs):
-            pass
-
-        def __init_subclass__(cls, **kwargs):
-            pass
-
-        def __getattr__(self, attribute):
-            if attribute in _PROBED:
-                raise AttributeError(attribute)
-            return StandIn(f"{name}().{attribute}")
-
-        def __class_getitem__(cls, item):
-            return cls
-
-    StandInBase.__qualname__ = StandInBase.__name__ = name.rpartition(".")[2] or "StandIn"
-    return StandInBase
-
-
-class StandInModule(types.ModuleType):
-    """A module standing in for a package that is not installed."""
-
-    __version__ = "0.0.0"
-
-    def __getattr__(self, name: str):
-        if name in _PROBED:
-            raise AttributeError(name)
-        return StandIn(f"{self.__name__}.{name}")
-
-
-class _StandInLoader(importlib.abc.Loader):
-    def create_module(self, spec):
-        module = StandInModule(spec.name)
-        module.__path__ = []
-        return module
-
-    def exec_module(self, module):
-        pass
-
-
-class StandInFinder(importlib.abc.MetaPathFinder):
-    """Last on the meta path: a third-party module nobody else found (a package not
-    installed, a submodule of one, or a module an installed package lacks) becomes a
-    stand-in. Never the package under test nor its companion distributions
-    (``flashinfer_cubin``: code treats them as optional, and absent is a real
-    configuration), never the standard library."""
-
-    def __init__(self, state):
-        self.state = state
-
-    def find_spec(self, fullname, path=None, target=None):
-        top = fullname.partition(".")[0]
-        if top in sys.stdlib_module_names or not self.state.tracing:
-            return None
-        if any(top == own or top.startswith(own + "_") for own in self.state.protected):
-            return None  # the tree's own package, and its companions (flashinfer_cubin): absent is a real case
-        if "." in fullname and not isinstance(sys.modules.get(fullname.rpartition(".")[0]), StandInModule):
-            self.state.stand_ins.add(fullname)  # a module an installed package lacks (cuda.tile beside cuda)
-        else:
-            self.state.stand_ins.add(top)
-        return importlib.machinery.ModuleSpec(fullname, _StandInLoader(), is_package=True)
-
-
-class _TreeFinder(importlib.abc.MetaPathFinder):
-    """First on the meta path: the package under test comes from the tree, whatever
-    editable install or path hook would find another copy first."""
-
-    def __init__(self, state):
-        self.state = state
-
-    def find_spec(self, fullname, path=None, target=None):
-        if fullname != self.state.package.split(".")[0]:
-            return None
-        return importlib.machinery.PathFinder.find_spec(fullname, [self.state.root])
 
 
 # requests ---------------------------------------------------------------------------
@@ -787,21 +576,6 @@ def _preload(names) -> list:
     return done
 
 
-def _exit_with_parent() -> None:
-    """A thread that ends the worker when the audit that started it is gone (killed
-    mid-request, so nobody closes its input and a hung import would run on)."""
-    import threading
-
-    parent, sleep = os.getppid(), time.sleep  # the AOT listing cuts time.sleep short meanwhile
-
-    def watch():
-        while os.getppid() == parent:
-            sleep(1.0)
-        os._exit(3)
-
-    threading.Thread(target=watch, name="policy-check-audit-watchdog", daemon=True).start()
-
-
 def main() -> None:
     global STATE
     with open(sys.argv[1], encoding="utf-8") as handle:
@@ -813,16 +587,12 @@ def main() -> None:
     os.dup2(null, 1)
     sys.stdin = open(os.devnull, encoding="utf-8")
     sys.stdout = open(os.devnull, "w", encoding="utf-8")
-    # never write into the tree under test (a bytecode prefix would also hide every
-    # installed package's own bytecode, and recompile torch in each worker)
-    sys.dont_write_bytecode = True
     state = _State(config)
-    sys.path[:0] = [state.root]
-    sys.meta_path.insert(0, _TreeFinder(state))
+    ISOLATION.put_tree_first(state.root, state.package)
     if config.get("stand_ins", True):
-        sys.meta_path.append(StandInFinder(state))
+        sys.meta_path.append(ISOLATION.StandInFinder(state.protected, state.stand_ins, lambda name: state.tracing))
     STATE = state
-    _exit_with_parent()
+    ISOLATION.exit_with_parent()
     sys.addaudithook(_hook)
     _wrap_imports(state)
     preloaded = _preload(config.get("preload", ()))

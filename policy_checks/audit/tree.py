@@ -1,9 +1,11 @@
 """One audit of one tree: list the core modules, run the requests in the workers,
-judge the outcomes, and add the stable lane's collection audit where it exists."""
+judge the outcomes, and collect the stable lane (`collection.py`) meanwhile, in the
+same scratch directories."""
 
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
@@ -11,9 +13,10 @@ from typing import Callable, Optional
 from ..config import Settings
 from .aot import aot_requests, judge_aot
 from .chains import keep_first
+from .collection import audit_collection
 from .imports import import_requests, judge_imports
 from .modules import allowed_support, core_modules, preloads
-from .sandbox import PRELOAD, Pool, network_namespace
+from .sandbox import PRELOAD, Pool, Scratch, network_namespace
 
 DEFAULT_TIMEOUT = 60.0  # seconds one import or the AOT listing may take in a worker
 # what an AOT build job sets, so the listing lists every architecture's specs (FlashInfer
@@ -27,13 +30,14 @@ class Audit:
     modules: int  # core modules requested
     audited: int  # imports that completed
     not_audited: int
-    stand_ins: list  # third-party top-level packages replaced by stand-ins
+    stand_ins: list  # third-party top-level packages replaced by stand-ins in the imports
     skipped: list  # (what, why)
     support: dict  # support modules allowed (module -> first core importer)
     notes: list = field(default_factory=list)  # what else the report says (collection audit missing...)
     project: object = None
     processes: list = field(default_factory=list)  # new processes the imports started
     network_namespace: bool = False  # the workers ran without any network interface
+    collection_stand_ins: list = field(default_factory=list)  # the same, in the stable lane's collection
 
 
 def audit_tree(root: Path, settings: Settings, jobs: Optional[int] = None, timeout: float = DEFAULT_TIMEOUT,
@@ -50,25 +54,19 @@ def audit_tree(root: Path, settings: Settings, jobs: Optional[int] = None, timeo
     config = {"root": str(root), "package": settings.package, "experimental_package": settings.experimental_package,
               "stand_ins": stand_ins, "aot_environment": AOT_ENVIRONMENT, "preload": preloads(project, PRELOAD)}
     jobs = jobs or os.cpu_count() or 1
-    # the AOT listing first: the longest request, it overlaps the imports in other workers
-    outcomes = Pool(config, jobs, timeout, progress=progress).run(aot + requests)
+    with Scratch() as scratch, ThreadPoolExecutor(max_workers=1) as beside:
+        # the lane's collection, one more child in the same scratch, runs while the workers import
+        collected = beside.submit(audit_collection, root, settings, preload=config["preload"], stand_ins=stand_ins,
+                                  scratch=scratch) if collection else None
+        # the AOT listing first: the longest request, it overlaps the imports in other workers
+        outcomes = Pool(config, jobs, timeout, progress=progress).run(aot + requests, scratch)
+        lane = collected.result() if collected is not None else None
     import_outcomes = [o for o in outcomes if o.request.op == "import"]
     verdict = judge_imports(import_outcomes, project, support)
     findings = verdict.findings + judge_aot([o for o in outcomes if o.request.op == "aot"], project, support)
-    notes = []
-    if collection:
-        found, note = _collection(root, settings)
-        findings += found
-        notes += [note] if note else []
+    if lane is not None:
+        findings += lane.findings
     return Audit(keep_first(findings), len(listing.modules), verdict.audited, verdict.not_audited,
-                 sorted(verdict.stand_ins), listing.skipped, support, notes, project, verdict.processes,
-                 bool(network_namespace()))
+                 sorted(verdict.stand_ins), listing.skipped, support, [], project, verdict.processes,
+                 bool(network_namespace()), lane.stand_ins if lane is not None else [])
 
-
-def _collection(root: Path, settings: Settings) -> tuple:
-    """AUD003 (and AUD000 for a lane that cannot be collected) from
-    `policy_checks.audit.collection`, the stable lane collected as CI runs it:
-    ``(findings, note)``."""
-    from .collection import audit_collection  # starts pytest: only when asked for
-
-    return list(audit_collection(root, settings)), ""

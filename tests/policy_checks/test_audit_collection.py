@@ -1,15 +1,21 @@
 """AUD003: the stable lane collected for real, in a planted tree (`policy_checks.audit.collection`).
 
 Each route that lets the stable lane collect an experimental test is planted beside a
-harmless twin; each collection is one pytest subprocess of a second or so."""
+harmless twin; each collection is one pytest subprocess of a second or so, isolated as
+the import audit's workers are (`policy_checks.audit.sandbox`): stand-ins, no network."""
 
 from __future__ import annotations
 
+import json
 import os
+import socket
 
 import pytest
+from click.testing import CliRunner
 
 from policy_checks.audit.collection import audit_collection, stable_lane
+from policy_checks.audit.sandbox import network_namespace
+from policy_checks.cli import main
 from policy_checks.config import Settings
 
 from .conftest import write_tree
@@ -22,7 +28,7 @@ BASE = {
 
 
 def audit(root, **kwargs):
-    return [(f.rule, f.path, f.subject) for f in audit_collection(root, Settings(), **kwargs)]
+    return [(f.rule, f.path, f.subject) for f in audit_collection(root, Settings(), **kwargs).findings]
 
 
 def test_a_clean_lane_has_no_finding(tmp_path):
@@ -35,7 +41,7 @@ def test_a_link_to_the_experimental_folder_is_found_and_named(tmp_path):
     os.symlink("experimental/feat", tmp_path / "tests" / "more")
     os.symlink("../examples", tmp_path / "tests" / "examples")  # harmless twin: a link elsewhere
     write_tree(tmp_path, {"examples/test_example.py": "def test_example():\n    pass\n"})
-    (finding,) = audit_collection(tmp_path, Settings())
+    (finding,) = audit_collection(tmp_path, Settings()).findings
     assert (finding.rule, finding.path, finding.subject) == (
         "AUD003", "tests/more/test_feat.py", "tests/more/test_feat.py::test_feat")
     assert "through the link tests/more -> tests/experimental/feat" in finding.message
@@ -53,7 +59,7 @@ def test_an_ignore_collect_hook_that_readmits(tmp_path, returned, found):
 
 def test_a_nested_configuration_in_the_lane_directory(tmp_path):
     write_tree(tmp_path, {**BASE, "tests/pytest.ini": "[pytest]\nnorecursedirs = .git\n"})
-    (finding,) = audit_collection(tmp_path, Settings())
+    (finding,) = audit_collection(tmp_path, Settings()).findings
     assert finding.rule == "AUD003" and "configuration tests/pytest.ini" in finding.message
 
 
@@ -85,15 +91,19 @@ def test_the_callers_environment_does_not_leak_in(tmp_path, monkeypatch):
     assert audit(tmp_path) == []
 
 
-def test_a_stable_file_that_fails_to_collect_is_not_audited(tmp_path):
-    write_tree(tmp_path, {**BASE, "tests/test_broken.py": "import no_such_module_anywhere\n"})
+@pytest.mark.parametrize("text", [
+    "raise RuntimeError('needs a GPU')\n",
+    "from tests.helpers_gone import helper\n",  # the tree's own module is missing: never a stand-in
+])
+def test_a_stable_file_that_fails_to_collect_is_not_audited(tmp_path, text):
+    write_tree(tmp_path, {**BASE, "tests/__init__.py": "", "tests/test_broken.py": text})
     ((rule, path, _),) = audit(tmp_path)
     assert (rule, path) == ("AUD000", "tests/test_broken.py")
 
 
 def test_a_lane_that_never_ends_is_not_audited(tmp_path):
     write_tree(tmp_path, {**BASE, "tests/conftest.py": "import time\ntime.sleep(60)\n"})
-    (finding,) = audit_collection(tmp_path, Settings(), timeout=3)
+    (finding,) = audit_collection(tmp_path, Settings(), timeout=3).findings
     assert finding.rule == "AUD000" and "longer than 3 s" in finding.message
 
 
@@ -107,5 +117,69 @@ def test_the_collection_has_no_network(tmp_path):
     write_tree(tmp_path, {**BASE, "tests/conftest.py": (
         "import socket\nsocket.create_connection(('127.0.0.1', 9), timeout=1)\n"
     )})
-    (finding,) = audit_collection(tmp_path, Settings())
-    assert finding.rule == "AUD000" and "no network while collecting" in finding.message
+    (finding,) = audit_collection(tmp_path, Settings()).findings
+    assert finding.rule == "AUD000" and "PermissionError: the policy-check audit refuses socket." in finding.message
+
+
+@pytest.mark.skipif(not network_namespace(), reason="unshare -rn cannot make a network namespace here")
+def test_the_collections_subprocesses_have_no_network_either(tmp_path):
+    """A process the conftest starts runs without the audit hook: the network namespace
+    the collection runs in (as the import audit's workers do) leaves it no interface."""
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        port = server.getsockname()[1]
+        write_tree(tmp_path, {**BASE, "tests/conftest.py": (
+            "import subprocess, sys\n"
+            "subprocess.run([sys.executable, '-c', 'import socket; "
+            f"socket.create_connection((\"127.0.0.1\", {port}), timeout=2)'], timeout=10)\n"
+        )})
+        assert audit(tmp_path) == []  # the child's failure is its own: the lane is collected
+        server.settimeout(0)
+        with pytest.raises(BlockingIOError):
+            server.accept()  # nobody connected
+
+
+# a conftest importing a package CPU-only CI lacks; a stable test that is a link into
+# the experimental folder
+MISSING = {**BASE, "tests/conftest.py": "import some_missing_pkg\nfrom some_missing_pkg.cuda import stream\n"}
+
+
+@pytest.mark.parametrize("linked", [True, False])
+def test_a_conftest_importing_a_missing_package_is_collected_with_a_stand_in(tmp_path, linked):
+    write_tree(tmp_path, MISSING)
+    if linked:
+        os.symlink("experimental/feat/test_feat.py", tmp_path / "tests" / "test_linked.py")
+    findings, stand_ins = audit_collection(tmp_path, Settings())
+    assert stand_ins == ["some_missing_pkg"]
+    expected = [("AUD003", "tests/test_linked.py", "tests/test_linked.py::test_feat")] if linked else []
+    assert [(f.rule, f.path, f.subject) for f in findings] == expected
+
+
+def test_without_stand_ins_the_missing_package_leaves_the_lane_unaudited(tmp_path):
+    write_tree(tmp_path, MISSING)
+    ((rule, path, _),) = audit(tmp_path, stand_ins=False)
+    assert (rule, path) == ("AUD000", "tests")
+
+
+def test_an_installed_packages_optional_import_is_not_stood_in(tmp_path):
+    """Stand-ins answer the tree's own code only: a package outside the tree that tries
+    an optional import keeps its "not installed" branch."""
+    write_tree(tmp_path / "site", {"optional_user.py": (
+        "try:\n    import some_optional_extra\nexcept ImportError:\n    some_optional_extra = None\n"
+    )})
+    write_tree(tmp_path / "tree", {**BASE, "tests/conftest.py": (
+        f"import sys\nsys.path.append({str(tmp_path / 'site')!r})\n"
+        "import optional_user\nassert optional_user.some_optional_extra is None\n"
+    )})
+    assert audit_collection(tmp_path / "tree", Settings()) == ([], [])
+
+
+def test_the_audit_report_names_the_collections_stand_ins(tmp_path):
+    write_tree(tmp_path, {**MISSING, "flashinfer/__init__.py": ""})
+    os.symlink("experimental/feat", tmp_path / "tests" / "more")
+    result = CliRunner().invoke(main, ["audit", "--root", str(tmp_path), "--format", "json", "-j", "1"])
+    document = json.loads(result.stdout)
+    assert [(f["rule"], f["path"]) for f in document["findings"]] == [("AUD003", "tests/more/test_feat.py")]
+    assert document["audit"]["collection_stand_ins"] == ["some_missing_pkg"]
+    text = CliRunner().invoke(main, ["audit", "--root", str(tmp_path), "-j", "1"]).output
+    assert "note: stand-ins in the stable lane's collection (asked for by its conftests and tests): some_missing_pkg" \
+        in text
