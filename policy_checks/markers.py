@@ -66,7 +66,8 @@ ENTRY_POINT_DECORATORS = frozenset({STABLE_API, EXPERIMENTAL_API, BACKEND_REQUIR
 # The gate: calls that hold an experimental backend back from automatic routing or warn
 # when one is used (flashinfer/api_logging.py). Every ``require_experimental*`` name is a gate.
 GATE_PREFIX = "require_experimental"
-GATE_FUNCTIONS = ("require_experimental_auto_backends", "require_experimental", "warn_experimental_backend_once")
+BACKEND_WARNING = "warn_experimental_backend_once"  # announces an explicit experimental backend
+GATE_FUNCTIONS = ("require_experimental_auto_backends", "require_experimental", BACKEND_WARNING)
 AUTO_BACKENDS_ENV = "FLASHINFER_ALLOW_EXPERIMENTAL_AUTO_BACKENDS"  # the gate's environment variable
 
 # A graduated feature leaves a shim package at its old path for one release; its

@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Iterable, Mapping
 
+from .. import markers
 from ..config import DEFAULT, Settings, under
 from ..rules import exp008, workflows
 from ..rules.conftest_hooks import readmissions
@@ -69,11 +70,10 @@ def _readmitting_lines(text: str | None) -> list[tuple[str, str, str]]:
     adds tests."""
     if not text:
         return []
-    try:
-        found_all = readmissions(text)
-    except (MemoryError, RecursionError):  # nesting deeper than Python's parser takes: cannot be judged
-        return [("unparsed", "", "the bot cannot parse it (nested deeper than Python's parser takes), so it "
-                                 "cannot tell which hooks it defines")]
+    if markers.parse(text) is None:  # not Python, or nested deeper than the parser takes: cannot be judged
+        return [("unparsed", "", "the bot cannot parse it as Python (a syntax error, or nesting deeper than "
+                                 "Python's parser takes), so it cannot tell which hooks it defines")]
+    found_all = readmissions(text)
     lines = text.split("\n")
     return [(found.key, lines[found.line - 1].strip() if 1 <= found.line <= len(lines) else "", found.message)
             for found in found_all]

@@ -37,7 +37,6 @@ VERSION = 1
 MAX_BYTES = 8 * 1024 * 1024  # a surface file larger than this is refused unread
 MAX_SOURCE_BYTES = 16 * 1024 * 1024  # FlashInfer modules larger than this are not read
 UNKNOWN_VERSION = "unknown"
-_BACKEND_WARNING = "warn_experimental_backend_once"
 _VERSION_LITERAL = re.compile(rb"""^__version__\s*(?::\s*str\s*)?=\s*["']([^"'\n]{1,64})["']""", re.M)
 _METADATA_VERSION = re.compile(rb"^Version:\s*(\S{1,64})\s*$", re.M)
 
@@ -184,7 +183,7 @@ def _is_method(project: Project, api: str) -> bool:
 def _texts(project: Project) -> Dict[str, bytes]:
     """The bytes of every module that spells a marker the surface is made of (the rest is
     never parsed: a byte search is far cheaper than a parse)."""
-    words = (markers.EXPERIMENTAL_API.encode(), markers.BACKEND_REQUIREMENT.encode(), _BACKEND_WARNING.encode())
+    words = (markers.EXPERIMENTAL_API.encode(), markers.BACKEND_REQUIREMENT.encode(), markers.BACKEND_WARNING.encode())
     found = {}
     package_dir = project.settings.package.replace(".", "/") + "/"
     for rel in project.files:
@@ -227,7 +226,7 @@ def _experimental_backends(project: Project, texts: Dict[str, bytes]) -> Dict[st
                 for key, where, ref in _mapping(project, facts.module, call.checks, set()):
                     if key is not None and _is_experimental_checker(project, where, ref):
                         found.setdefault(f"{facts.module}.{api}", set()).add(key)
-        if _BACKEND_WARNING.encode() in data:
+        if markers.BACKEND_WARNING.encode() in data:
             module = project.facts(rel).module
             names = {d.qualname.rpartition(".")[2]: d.qualname for d in project.facts(rel).definitions.values()}
             for api, backend in _literal_warnings(data):
@@ -282,7 +281,7 @@ def _literal_warnings(data: bytes) -> Iterable[tuple]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and len(node.args) >= 2:
             name = markers.dotted_name(node.func) or ""
-            if name.rpartition(".")[2] != _BACKEND_WARNING:
+            if name.rpartition(".")[2] != markers.BACKEND_WARNING:
                 continue
             api, backend = node.args[0], node.args[1]
             if all(isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value for a in (api, backend)):

