@@ -38,7 +38,7 @@ from . import markers
 from .markers import dotted_name
 
 # Bump when the shape or meaning of facts changes: it invalidates every cache entry.
-FACTS_VERSION = "9"
+FACTS_VERSION = "10"
 
 # calls that import the module their first argument names (``pytest.importorskip``
 # too: stable tests use it, EXP008); the track's vocabulary lives in `markers`
@@ -77,6 +77,8 @@ class Definition(NamedTuple):
     column: int
     decorators: tuple  # resolved dotted names of the decorators (calls unwrapped)
     end_line: int = 0  # last line of the body: lines line..end_line are inside it
+    # a class whose body sets ``is_experimental = True`` (an entry point: policy_checks/entry_points.py)
+    flagged: bool = False
 
 
 # References: a value expression in a checks mapping or a dict -------------------
@@ -458,7 +460,8 @@ class _Extractor(ast.NodeVisitor):
         replaced = self.facts.definitions.get(qualname)
         if replaced is not None:
             self.facts.shadowed.append(replaced)
-        self.facts.definitions[qualname] = Definition(qualname, kind, line, column, (), node.end_lineno or line)
+        self.facts.definitions[qualname] = Definition(qualname, kind, line, column, (), node.end_lineno or line,
+                                                      kind == "class" and _sets_experimental_flag(node))
         self._bind(node.name, DefBinding("def", qualname))
         if kind == "function":
             args = node.args
@@ -783,6 +786,18 @@ def syntax_only(source: bytes, module: str, is_package: bool) -> FileFacts:
 # IndexError (the cache then recomputes it).
 
 
+def _sets_experimental_flag(node: ast.ClassDef) -> bool:
+    """Does the class body bind ``is_experimental = True`` (`markers.EXPERIMENTAL_FLAG`)?"""
+    for statement in node.body:
+        targets = statement.targets if isinstance(statement, ast.Assign) else (
+            [statement.target] if isinstance(statement, ast.AnnAssign) else [])
+        value = getattr(statement, "value", None)
+        if (isinstance(value, ast.Constant) and value.value is True
+                and any(isinstance(t, ast.Name) and t.id == markers.EXPERIMENTAL_FLAG for t in targets)):
+            return True
+    return False
+
+
 def to_data(facts: FileFacts) -> list:
     """`facts` as JSON-ready data (tuples encode as arrays)."""
     return [
@@ -840,13 +855,13 @@ def from_data(data: list) -> FileFacts:
         ]
     if definitions:
         facts.definitions = {
-            qualname: Definition(qualname, kind, line, column, tuple(decorators), end_line)
-            for qualname, kind, line, column, decorators, end_line in definitions
+            qualname: Definition(qualname, kind, line, column, tuple(decorators), end_line, flagged)
+            for qualname, kind, line, column, decorators, end_line, flagged in definitions
         }
     if shadowed:
         facts.shadowed = [
-            Definition(qualname, kind, line, column, tuple(decorators), end_line)
-            for qualname, kind, line, column, decorators, end_line in shadowed
+            Definition(qualname, kind, line, column, tuple(decorators), end_line, flagged)
+            for qualname, kind, line, column, decorators, end_line, flagged in shadowed
         ]
     if bindings:
         facts.bindings = {name: _binding(b) for name, b in bindings.items()}

@@ -49,6 +49,7 @@ from typing import Dict, Iterator, List, Mapping, Optional, Set, Tuple, Union
 EXPERIMENTAL_API = "flashinfer_experimental_api"  # decorator: an experimental API
 STABLE_API = "flashinfer_api"  # decorator: a public (stable) API
 EXPERIMENTAL_BACKEND = "experimental_backend"  # decorator: an experimental backend's checker
+EXPERIMENTAL_FLAG = "is_experimental"  # a class attribute set True: the class is an experimental API
 BACKEND_REQUIREMENT = "backend_requirement"  # decorator: a dispatching API and its backends
 
 # The kinds of mark, as `Marked.kind` spells them.

@@ -155,6 +155,33 @@ def remove_definition(mod: ModuleEdits, function) -> None:
     remove_statement(mod, function)
 
 
+def remove_named_definition(mod: ModuleEdits, qualname: str) -> None:
+    """The function, method or class `qualname` goes (an experimental API class whole,
+    a helper only the feature's entry points reached)."""
+    node = _definition_node(mod.file, qualname)
+    if node is None:
+        raise Refused(f"{mod.file.module_name}: cannot find {qualname} to remove it")
+    if isinstance(node, cst.ClassDef):
+        if not isinstance(mod.file.parents.get(node), cst.Module):
+            raise Refused(f"line {mod.file.line_of(node)}: {qualname} is nested; remove it by hand")
+        mod.names.add(qualname)
+        remove_statement(mod, node)
+        return
+    remove_definition(mod, node)
+
+
+def _definition_node(file, qualname: str):
+    """The ``def`` or ``class`` statement of `qualname` (the last one, as Python binds it)."""
+    body, node = file.tree.body, None
+    for part in qualname.split("."):
+        found = [s for s in body if isinstance(s, (cst.FunctionDef, cst.ClassDef)) and s.name.value == part]
+        if not found:
+            return None
+        node = found[-1]
+        body = node.body.body if isinstance(node.body, cst.IndentedBlock) else []
+    return node
+
+
 def remove_statement(mod: ModuleEdits, node) -> None:
     """Remove a whole statement with the blank and comment lines above it."""
     mod.removed_nodes.append(node)
