@@ -26,6 +26,8 @@ class Graduation:
     for_a_person: Dict[int, List[str]] = field(default_factory=dict)
     # core file -> qualnames of its functions that hand off to the feature or were swapped
     entry_points: Dict[str, Set[str]] = field(default_factory=dict)
+    # core file -> qualnames of the feature's experimental API functions and classes (step 3 swaps their marks)
+    feature_entry_points: Dict[str, Set[str]] = field(default_factory=dict)
 
     @property
     def old(self) -> str:
