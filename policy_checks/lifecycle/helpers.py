@@ -4,7 +4,8 @@
 The call graph is read with ``ast``, one walk per module, over the core modules that
 spell the helper's name: calls (any use) by name within its module, through imports
 of it elsewhere (``from m import _helper``, ``m._helper``, an import in a function
-body), and methods through ``self.x`` / ``cls.x`` within their class. A use in a
+body), and a method through every ``x.name`` of the core modules that spell its name
+(``self.name()`` in its class, and in a base class whose template method calls it). A use in a
 function that is itself a private helper is followed further, at most `_MAX_HELPERS`
 helpers per feature. Both lifecycle commands read the same walk: ``remove`` takes a
 helper along when only the feature's entry points reach it (and refuses otherwise,
@@ -22,7 +23,6 @@ from ..facts import FUNCTION, ModuleBinding, FromBinding
 from ..project import DefTarget, ModuleTarget
 
 _MAX_HELPERS = 200
-_SELF = ("self", "cls")
 
 
 class Use(NamedTuple):
@@ -54,21 +54,16 @@ class Reached(NamedTuple):
 
 class _Index(ast.NodeVisitor):
     """Every name use of one module: ``name -> [(line, functions)]``; attribute uses
-    ``(base, attr) -> [...]`` with ``self``/``cls`` read as the enclosing class."""
+    ``(base name, attr) -> [...]`` and, whatever the base, ``attr -> [...]``."""
 
     def __init__(self) -> None:
         self.names: Dict[str, list] = {}
         self.attributes: Dict[Tuple[str, str], list] = {}
+        self.any_attribute: Dict[str, list] = {}  # attr -> every ``x.attr``, whatever x is
         self.stack: List[Tuple[str, bool]] = []
 
     def _functions(self) -> tuple:
         return tuple(".".join(n for n, _ in self.stack[:i + 1]) for i, (_, f) in enumerate(self.stack) if f)
-
-    def _class(self) -> Optional[str]:
-        for i in range(len(self.stack) - 1, -1, -1):
-            if not self.stack[i][1]:
-                return ".".join(n for n, _ in self.stack[:i + 1])
-        return None
 
     def _scope(self, node, is_function: bool) -> None:
         for child in (*node.decorator_list, *getattr(node, "bases", ()), *getattr(node, "keywords", ())):
@@ -94,11 +89,9 @@ class _Index(ast.NodeVisitor):
             self.names.setdefault(node.id, []).append((node.lineno, self._functions()))
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
+        self.any_attribute.setdefault(node.attr, []).append((node.lineno, self._functions()))
         if isinstance(node.value, ast.Name):
-            base = node.value.id
-            if base in _SELF and self._class() is not None:
-                base = self._class()
-            self.attributes.setdefault((base, node.attr), []).append((node.lineno, self._functions()))
+            self.attributes.setdefault((node.value.id, node.attr), []).append((node.lineno, self._functions()))
         self.generic_visit(node)
 
 
@@ -130,24 +123,31 @@ class CallGraph:
         found: List[Use] = []
         own = self._index(rel)
         owner, _, name = qualname.rpartition(".")
-        if own is not None:
-            entries = own.attributes.get((owner, name), []) if owner else own.names.get(name, [])
-            found += [Use(rel, line, functions) for line, functions in entries]
-        if not owner:
+        if owner:  # a method: any ``x.name`` may reach it (a base class's ``self.name()``, say)
+            for other in self._core(rel, name, also_own=True):
+                index = self._index(other)
+                if index is not None:
+                    found += [Use(other, line, functions) for line, functions in index.any_attribute.get(name, [])]
+        else:
+            if own is not None:
+                found += [Use(rel, line, functions) for line, functions in own.names.get(name, [])]
             found += self._uses_elsewhere(rel, name)
         return [u for u in found if not (u.rel == rel and u.functions and _within(u.functions[0], qualname))]
+
+    def _core(self, rel: str, name: str, also_own: bool = False) -> List[str]:
+        """The kept core modules (other than `rel`, unless `also_own`) whose text spells `name`."""
+        project = self.project
+        return [other for other in sorted(project.files)
+                if (also_own or other != rel) and project.settings.is_core(project.files[other].module)
+                and self._kept(other) and (other == rel or self._spells(other, name))]
 
     def _uses_elsewhere(self, rel: str, name: str) -> List[Use]:
         """Uses of `name` of module `rel` in the other core modules that import it."""
         project = self.project
         module = project.files[rel].module
         found: List[Use] = []
-        for other in sorted(project.files):
+        for other in self._core(rel, name):
             source = project.files[other]
-            if other == rel or not project.settings.is_core(source.module) or not self._kept(other):
-                continue
-            if not self._spells(other, name):
-                continue
             facts = project.facts(other)
             if facts.syntax_error is not None:
                 continue

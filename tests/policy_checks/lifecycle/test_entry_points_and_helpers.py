@@ -185,3 +185,31 @@ def test_explain_exp007_states_the_shared_definition():
     for shape in ("``is_experimental = True``", "``__init__`` included", "``if backend == \"<name>\":`` branch",
                   "removed or graduated whole", "``remove`` takes it along only when the"):
         assert shape in " ".join(text.split()), shape
+
+
+def test_a_method_helper_a_base_class_calls_refuses(tree):
+    """``self._build()`` in a base class reaches the subclass's ``_build``: removing it
+    would leave the runner calling the base's."""
+    tree.write(
+        {
+            "fxpkg/runners.py": """\
+                class Base:
+                    def setup(self):
+                        self._build()
+
+                    def _build(self):
+                        raise NotImplementedError
+
+
+                class FeatRunner(Base):
+                    def _build(self):
+                        from .experimental.feat import kernels
+
+                        self.kernels = kernels
+                """
+        }
+    )
+    outcome = run_checked(tree.root, ["remove", "feat"])
+    assert outcome.exit_code == 1
+    assert ("fxpkg/runners.py:11: helper `FeatRunner._build` leads to the feature and is also used by `Base.setup` "
+            "(fxpkg/runners.py:3)") in outcome.output
