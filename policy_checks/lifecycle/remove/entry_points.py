@@ -53,8 +53,10 @@ def remove_function_import(mod: ModuleEdits, in_experimental_api: bool, outer: s
 
 
 def not_an_entry_point(where: str, outer: str) -> Refused:
-    return Refused(f"{where}: imports the feature inside {outer}, which is neither an @{EXPERIMENTAL_API} "
-                   'function nor an `if backend == "<name>":` branch')
+    return Refused(f"{where}: imports the feature inside {outer}, a public API, outside an `if backend == "
+                   '"<name>":` branch (the only part of a public API that is the feature\'s): move the import into '
+                   f"such a branch without an else part, or mark {outer} @{EXPERIMENTAL_API} if the whole API is "
+                   "the feature's")
 
 
 def branch_with_else(where: str, name: str) -> Refused:

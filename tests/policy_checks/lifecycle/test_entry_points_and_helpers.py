@@ -213,3 +213,25 @@ def test_a_method_helper_a_base_class_calls_refuses(tree):
     assert outcome.exit_code == 1
     assert ("fxpkg/runners.py:11: helper `FeatRunner._build` leads to the feature and is also used by `Base.setup` "
             "(fxpkg/runners.py:3)") in outcome.output
+
+
+def test_an_import_in_a_public_api_outside_a_branch_refuses_naming_the_edit(tree):
+    tree.write(
+        {
+            "fxpkg/ops.py": """\
+                from .api_logging import flashinfer_api
+
+
+                @flashinfer_api
+                def op(x, backend="auto"):
+                    from .experimental.feat.kernels import run
+
+                    return run(x)
+                """
+        }
+    )
+    outcome = run_checked(tree.root, ["remove", "feat"])
+    assert outcome.exit_code == 1
+    assert ("fxpkg/ops.py:6: imports the feature inside op, a public API, outside an `if backend == \"<name>\":` "
+            "branch") in outcome.output
+    assert "move the import into such a branch without an else part" in outcome.output
