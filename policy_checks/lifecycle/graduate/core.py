@@ -102,6 +102,7 @@ def _drop_guarding_gates(graduation: Graduation, project: Project, rel: str, fil
     elsewhere = {f for imp, _ in reach.experimental_imports(project, project.facts(rel), graduation.old)
                  if imp.scope == FUNCTION for f in imp.functions}
     names = backends | _branch_backends(file, deferred) | {graduation.feature}
+    graduation.gate_names |= names
     removed = _drop_gate_calls(file, graduation.entry_points[rel], elsewhere, names, edits)
     _drop_unused_gate_imports(file, removed, edits)
     return removed

@@ -46,6 +46,30 @@ def check_planned(graduation: Graduation, project: Project) -> None:
         _list_entry_points(graduation, project, rel, functions)
     for rel in sorted(set(graduation.entry_points) | set(graduation.feature_entry_points)):
         _list_marks_left(graduation, project, rel)
+    _list_gates_left(graduation, project)
+
+
+def _list_gates_left(graduation: Graduation, project: Project) -> None:
+    """A gate call naming the feature or one of its backends, anywhere in core, still
+    guards what is now stable: step 3's, with its place."""
+    names = graduation.gate_names | {graduation.feature}
+    settings = graduation.target.settings
+    for rel in sorted(project.files):
+        if not settings.is_core(project.files[rel].module) or rel in graduation.creations:
+            continue
+        data = graduation.planned(rel)
+        if not any(g.encode() in data for g in markers.GATE_FUNCTIONS) or not any(n.encode() in data for n in names):
+            continue
+        try:
+            tree = ast.parse(data)
+        except (SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Call) and markers.is_gate_name(markers.dotted_name(node.func) or "")
+                    and any(isinstance(a, ast.Constant) and a.value in names for a in node.args)
+                    and not any(f"{rel}:{node.lineno}" in item for item in graduation.for_a_person.get(3, ()))):
+                graduation.ask(3, f"{rel}:{node.lineno} still calls {markers.dotted_name(node.func)} for "
+                                  f"{graduation.feature}, which is stable now; drop the call")
 
 
 def _list_marks_left(graduation: Graduation, project: Project, rel: str) -> None:

@@ -28,6 +28,8 @@ class Graduation:
     entry_points: Dict[str, Set[str]] = field(default_factory=dict)
     # core file -> qualnames of the feature's experimental API functions and classes (step 3 swaps their marks)
     feature_entry_points: Dict[str, Set[str]] = field(default_factory=dict)
+    # the feature and its backends: a gate call naming one guarded it (step 3 drops it)
+    gate_names: Set[str] = field(default_factory=set)
 
     @property
     def old(self) -> str:

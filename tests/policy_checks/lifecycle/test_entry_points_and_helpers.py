@@ -235,3 +235,34 @@ def test_an_import_in_a_public_api_outside_a_branch_refuses_naming_the_edit(tree
     assert ("fxpkg/ops.py:6: imports the feature inside op, a public API, outside an `if backend == \"<name>\":` "
             "branch") in outcome.output
     assert "move the import into such a branch without an else part" in outcome.output
+
+
+def test_a_gate_call_for_the_feature_left_elsewhere_keeps_step_3_unticked(tree):
+    tree.write(
+        {
+            "fxpkg/ops.py": """\
+                from .api_logging import flashinfer_experimental_api
+
+
+                @flashinfer_experimental_api(feature="feat")
+                def fancy(x):
+                    from .experimental.feat.kernels import run
+
+                    return run(x)
+                """,
+            "fxpkg/routing.py": """\
+                def require_experimental_auto_backends(feature):
+                    return feature
+
+
+                def pick():
+                    require_experimental_auto_backends("feat")
+                    return "feat"
+                """,
+        }
+    )
+    outcome = run_checked(tree.root, GRADUATE, MOVED)
+    assert outcome.exit_code == 0, outcome.output
+    assert "[ ] 3." in outcome.output
+    assert ("for a person: fxpkg/routing.py:6 still calls require_experimental_auto_backends for feat, which is "
+            "stable now; drop the call") in outcome.output
