@@ -212,6 +212,8 @@ def follow(graph: CallGraph, starts: List[Tuple[str, str, int]], going: Set[Tupl
                 queue.append((use.rel, use.functions[0], use.line))
             else:
                 blocked.append(Blocked(rel, qualname, line, use, "kept"))
+    for rel, qualname, line in queue:  # past the bound: not followed, so not known to go
+        blocked.append(Blocked(rel, qualname, line, Use(rel, line, (qualname,)), "kept"))
     # a use found before its user was known to go is no block
     blocked = [b for b in blocked if b.why == "public" or not (b.use.functions and any(
         r == b.use.rel and _within(b.use.functions[0], q) for r, q in going | entry | helpers))]
