@@ -27,6 +27,7 @@ class Hit(NamedTuple):
     rel: str
     facts: FileFacts
     imports: list
+    going: dict = {}  # an import's line -> the definition that goes whole around it (None: none does)
 
 
 def core_files(project, texts: Texts, removal: Removal, words=(), spelling: Optional[Spelling] = None,
@@ -54,9 +55,11 @@ def find_reach(project, texts: Texts, removal: Removal, feature: Feature,
     hits, starts = [], []
     for rel, _, facts in core_files(project, texts, removal, spelling=spelling):
         imports = [imp for imp in facts.imports if any(module_under(t, feature.module) for t in project.import_targets(imp))]
+        going = {imp.line: _going_with(project, facts, imp, feature.module, texts.tree(rel))
+                 for imp in imports if imp.scope == FUNCTION}
         for imp in imports:
             _refuse_unremovable(f"{rel}:{imp.line}", imp)
-            if imp.scope != FUNCTION or _going_with(project, facts, imp) is not None or _outer(imp) == "__getattr__":
+            if imp.scope != FUNCTION or going[imp.line] is not None or _outer(imp) == "__getattr__":
                 continue
             found = entry_point(project, facts, imp.functions)
             if not _in_a_branch(texts.tree(rel), f"{rel}:{imp.line}", imp):
@@ -64,17 +67,40 @@ def find_reach(project, texts: Texts, removal: Removal, feature: Feature,
                     raise not_an_entry_point(f"{rel}:{imp.line}", _outer(imp))
                 starts.append((rel, _outer(imp), imp.line))
         if imports:
-            hits.append(Hit(rel, facts, imports))
+            hits.append(Hit(rel, facts, imports, going))
     return hits, _follow_helpers(project, texts, removal, hits, starts)
 
 
-def _going_with(project, facts: FileFacts, imp) -> Optional[str]:
+def _going_with(project, facts: FileFacts, imp, feature: str, tree: Optional[ast.Module]) -> Optional[str]:
     """The definition that goes whole with the feature around a function-level import:
-    an ``@flashinfer_experimental_api`` function or an experimental API class."""
+    an ``@flashinfer_experimental_api`` function or an experimental API class. An
+    experimental API that also hands off to another experimental feature keeps
+    serving it: only the feature's ``if backend == "<name>":`` branch goes then."""
     found = entry_point(project, facts, imp.functions)
-    if found is not None and found.kind in (entry_points.EXPERIMENTAL, entry_points.CLASS):
-        return found.qualname
-    return None
+    if found is None or found.kind not in (entry_points.EXPERIMENTAL, entry_points.CLASS):
+        return None
+    if found.kind == entry_points.EXPERIMENTAL and _serves_another(project, facts, found.qualname, feature):
+        try:
+            in_branch = _in_a_branch(tree, "", imp)
+        except Refused:
+            in_branch = False
+        if not in_branch:
+            raise Refused(f"{project.rel_of(facts.module)}:{imp.line}: {found.qualname} also hands off to another experimental "
+                          "feature, so only this feature's part of it may go, but this import is not alone in an "
+                          '`if backend == "<name>":` branch without an else part: move it into such a branch, '
+                          "or split the API")
+        return None
+    return found.qualname
+
+
+def _serves_another(project, facts: FileFacts, qualname: str, feature: str) -> bool:
+    """Does `qualname` import another experimental feature too?"""
+    settings = project.settings
+    return any(
+        imp.functions and imp.functions[0] == qualname and any(
+            settings.is_experimental_module(t) and not module_under(t, feature) and t != settings.experimental_package
+            for t in project.import_targets(imp))
+        for imp in facts.imports)
 
 
 def _follow_helpers(project, texts: Texts, removal: Removal, hits: List[Hit], starts) -> Reached:
@@ -82,8 +108,7 @@ def _follow_helpers(project, texts: Texts, removal: Removal, hits: List[Hit], st
     removal keeps refuses, naming the line and the edit that settles it."""
     if not starts:
         return Reached(set(), set(), [])
-    going = {(hit.rel, q) for hit in hits for imp in hit.imports
-             if imp.scope == FUNCTION for q in [_going_with(project, hit.facts, imp)] if q is not None}
+    going = {(hit.rel, q) for hit in hits for q in hit.going.values() if q is not None}
     graph = CallGraph(project, texts.tree, lambda rel, word: texts.mentions(rel, [word]),
                       lambda rel: not removal.gone(rel))
     reached = follow(graph, starts, going)
@@ -160,12 +185,11 @@ def plan_entry_points(target: FixTarget, project, hits: List[Hit], core: CoreEdi
     """Edit each import of the feature away with what it serves: an experimental API
     (a function, or a class whole), a backend's branch or checks entry, a lazy branch;
     then the helpers only those reach, and the entry points reached through them."""
-    for rel, facts, imports in hits:
+    for rel, facts, imports, going in hits:
         mod = core.of(target, rel)
         for imp in imports:
             where = f"{rel}:{imp.line}"
-            if imp.scope == FUNCTION and (_going_with(project, facts, imp) is not None
-                                          or (rel, _outer(imp)) in reached.helpers):
+            if imp.scope == FUNCTION and (going.get(imp.line) is not None or (rel, _outer(imp)) in reached.helpers):
                 continue  # the whole definition goes, below
             try:
                 statement = import_at(mod.file, At(imp.line, imp.column))
@@ -174,8 +198,8 @@ def plan_entry_points(target: FixTarget, project, hits: List[Hit], core: CoreEdi
             if imp.scope == MODULE:
                 remove_checker_import(mod, statement, core.backends, where)
                 continue
-            remove_function_import(mod, in_experimental_api(project, facts, imp), _outer(imp), statement, core.backends, where)
-    whole = {(hit.rel, q) for hit in hits for imp in hit.imports if imp.scope == FUNCTION
-             for q in [_going_with(project, hit.facts, imp)] if q is not None}
+            # what goes whole was skipped above: here a branch of an API, or a lazy branch
+            remove_function_import(mod, False, _outer(imp), statement, core.backends, where)
+    whole = {(hit.rel, q) for hit in hits for q in hit.going.values() if q is not None}
     for rel, qualname in sorted(whole | reached.entry_points | reached.helpers):
         remove_named_definition(core.of(target, rel), qualname)

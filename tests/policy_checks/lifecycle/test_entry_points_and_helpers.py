@@ -266,3 +266,45 @@ def test_a_gate_call_for_the_feature_left_elsewhere_keeps_step_3_unticked(tree):
     assert "[ ] 3." in outcome.output
     assert ("for a person: fxpkg/routing.py:6 still calls require_experimental_auto_backends for feat, which is "
             "stable now; drop the call") in outcome.output
+
+
+SHARED = {
+    "fxpkg/experimental/other/__init__.py": "",
+    "fxpkg/experimental/other/kernels.py": "def run(x):\n    return x - 1\n",
+    "fxpkg/ops.py": """\
+        from .api_logging import flashinfer_experimental_api
+
+
+        @flashinfer_experimental_api(feature="two features")
+        def fancy(x, backend="other"):
+            if backend == "feat":
+                from .experimental.feat.kernels import run
+
+                return run(x)
+            if backend == "other":
+                from .experimental.other.kernels import run
+
+                return run(x)
+            raise ValueError(backend)
+        """,
+}
+
+
+def test_an_experimental_api_serving_two_features_loses_only_the_removed_ones_branch(tree):
+    tree.write(SHARED)
+    outcome = run_checked(tree.root, ["remove", "feat"])
+    assert outcome.exit_code == 0, outcome.output
+    ops = tree.read("fxpkg/ops.py").decode()
+    assert "def fancy(x, backend=\"other\"):" in ops and "experimental.feat" not in ops
+    assert tree.imported("fxpkg.ops").fancy(5) == 4
+
+
+def test_an_experimental_api_serving_two_features_refuses_an_import_outside_a_branch(tree):
+    files = dict(SHARED)
+    files["fxpkg/ops.py"] = files["fxpkg/ops.py"].replace('if backend == "feat":', 'if backend == "feat" and x:')
+    tree.write(files)
+    outcome = run_checked(tree.root, ["remove", "feat"])
+    assert outcome.exit_code == 1
+    assert ("fxpkg/ops.py:7: fancy also hands off to another experimental feature, so only this feature's part of it "
+            "may go") in outcome.output
+
