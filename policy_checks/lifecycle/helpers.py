@@ -180,17 +180,19 @@ def is_private(qualname: str) -> bool:
     return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
 
 
-def follow(graph: CallGraph, starts: List[Tuple[str, str, int]], going: Set[Tuple[str, str]]) -> Reached:
+def follow(graph: CallGraph, starts: List[Tuple[str, str, int]], going: Set[Tuple[str, str]],
+           first_block: bool = False) -> Reached:
     """From the helpers `starts` (``(rel, qualname, line of the import)``), every use:
     inside a definition that goes anyway (`going`: ``(rel, qualname)``), inside an
     experimental entry point (it is the feature's, reached through the helper), or in
-    another private helper (followed). Any other use blocks the helper."""
+    another private helper (followed). Any other use blocks the helper; with
+    `first_block`, the walk stops at the first (a refusal needs one reason)."""
     project = graph.project
     helpers: Set[Tuple[str, str]] = set()
     entry: Set[Tuple[str, str]] = set()
     blocked: List[Blocked] = []
     queue = list(starts)
-    while queue and len(helpers) < _MAX_HELPERS:
+    while queue and len(helpers) < _MAX_HELPERS and not (first_block and blocked):
         rel, qualname, line = queue.pop(0)
         if (rel, qualname) in helpers:
             continue
@@ -212,7 +214,7 @@ def follow(graph: CallGraph, starts: List[Tuple[str, str, int]], going: Set[Tupl
                 queue.append((use.rel, use.functions[0], use.line))
             else:
                 blocked.append(Blocked(rel, qualname, line, use, "kept"))
-    for rel, qualname, line in queue:  # past the bound: not followed, so not known to go
+    for rel, qualname, line in ([] if blocked else queue):  # past the bound: not followed, so not known to go
         blocked.append(Blocked(rel, qualname, line, Use(rel, line, (qualname,)), "kept"))
     # a use found before its user was known to go is no block
     blocked = [b for b in blocked if b.why == "public" or not (b.use.functions and any(

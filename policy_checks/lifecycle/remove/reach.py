@@ -111,10 +111,9 @@ def _follow_helpers(project, texts: Texts, removal: Removal, hits: List[Hit], st
     going = {(hit.rel, q) for hit in hits for q in hit.going.values() if q is not None}
     graph = CallGraph(project, texts.tree, lambda rel, word: texts.mentions(rel, [word]),
                       lambda rel: not removal.gone(rel))
-    reached = follow(graph, starts, going)
+    reached = follow(graph, starts, going, first_block=True)
     if reached.blocked:
-        raise Refused(_blocked_reason(reached.blocked[0]) + (
-            f" (and {len(reached.blocked) - 1} more such use(s))" if len(reached.blocked) > 1 else ""))
+        raise Refused(_blocked_reason(reached.blocked[0]))
     return reached
 
 
