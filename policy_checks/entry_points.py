@@ -74,17 +74,5 @@ def experimental_class(project, facts, qualname: str) -> Optional[str]:
     return None
 
 
-def is_experimental_api(project, facts, qualname: str) -> bool:
-    """Is `qualname` an ``@flashinfer_experimental_api`` function, or inside an
-    experimental API class? (What goes whole with its feature.)"""
-    found = entry_point(project, facts, _chain(qualname))
-    return found is not None and found.kind in (EXPERIMENTAL, CLASS)
-
-
-def _chain(qualname: str) -> list:
-    parts = qualname.split(".")
-    return [".".join(parts[:i + 1]) for i in range(len(parts))]
-
-
 def _marked(project, facts, definition, wanted) -> bool:
     return any(project.decorated_with(facts.module, definition, m) for m in wanted)

@@ -30,14 +30,12 @@ EXPERIMENTAL_API = markers.EXPERIMENTAL_API
 BACKEND_REQUIREMENT = markers.BACKEND_REQUIREMENT
 
 
-def remove_function_import(mod: ModuleEdits, in_experimental_api: bool, outer: str, statement, backends, where) -> None:
-    """A function-level import: the whole experimental API, or its ``if backend ==``
-    branch, or the lazy branch of a module's ``__getattr__``."""
+def remove_function_import(mod: ModuleEdits, outer: str, statement, backends, where) -> None:
+    """A function-level import in what stays: its ``if backend ==`` branch goes, or
+    the lazy branch of a module's ``__getattr__`` (an experimental API that goes whole
+    is `remove_named_definition`'s)."""
     file = mod.file
     function = enclosing_function(file, statement)
-    if in_experimental_api and function is not None:
-        remove_definition(mod, function)
-        return
     lazy = _lazy_branch(file, statement, function) if outer == "__getattr__" else None
     if lazy is not None:
         _remove_lazy_branch(mod, lazy, where)

@@ -174,12 +174,6 @@ def _outer(imp) -> str:
     return imp.functions[0] if imp.functions else "<module>"
 
 
-def in_experimental_api(project, facts: FileFacts, imp) -> bool:
-    """Is the import in the body of an ``@flashinfer_experimental_api`` function?"""
-    found = entry_point(project, facts, imp.functions)
-    return found is not None and found.kind == entry_points.EXPERIMENTAL
-
-
 def plan_entry_points(target: FixTarget, project, hits: List[Hit], core: CoreEdits, reached: Reached) -> None:
     """Edit each import of the feature away with what it serves: an experimental API
     (a function, or a class whole), a backend's branch or checks entry, a lazy branch;
@@ -198,7 +192,7 @@ def plan_entry_points(target: FixTarget, project, hits: List[Hit], core: CoreEdi
                 remove_checker_import(mod, statement, core.backends, where)
                 continue
             # what goes whole was skipped above: here a branch of an API, or a lazy branch
-            remove_function_import(mod, False, _outer(imp), statement, core.backends, where)
+            remove_function_import(mod, _outer(imp), statement, core.backends, where)
     whole = {(hit.rel, q) for hit in hits for q in hit.going.values() if q is not None}
     for rel, qualname in sorted(whole | reached.entry_points | reached.helpers):
         remove_named_definition(core.of(target, rel), qualname)
