@@ -16,6 +16,7 @@ finds through helpers (the helpers themselves stay in core, retargeted).
 from __future__ import annotations
 
 import ast
+import re
 from typing import Callable, Dict, List, NamedTuple, Optional, Set, Tuple
 
 from .. import entry_points as ep
@@ -97,13 +98,14 @@ class _Index(ast.NodeVisitor):
 
 class CallGraph:
     """Uses of core functions, read on demand: `tree_of(rel)` gives a module's ``ast``
-    (None when it does not parse), `spells(rel, word)` whether its text holds a word."""
+    (None when it does not parse), `read(rel)` its bytes. Only the modules whose text
+    could use the name are parsed (a cheap search first)."""
 
     def __init__(self, project, tree_of: Callable[[str], Optional[ast.Module]],
-                 spells: Callable[[str, str], bool], kept: Callable[[str], bool]):
+                 read: Callable[[str], bytes], kept: Callable[[str], bool]):
         self.project = project
         self._tree_of = tree_of
-        self._spells = spells
+        self._read = read
         self._kept = kept
         self._indexes: Dict[str, Optional[_Index]] = {}
 
@@ -124,7 +126,7 @@ class CallGraph:
         own = self._index(rel)
         owner, _, name = qualname.rpartition(".")
         if owner:  # a method: any ``x.name`` may reach it (a base class's ``self.name()``, say)
-            for other in self._core(rel, name, also_own=True):
+            for other in self._core(rel, [rb"\." + re.escape(name.encode()) + rb"\b"], also_own=True):
                 index = self._index(other)
                 if index is not None:
                     found += [Use(other, line, functions) for line, functions in index.any_attribute.get(name, [])]
@@ -134,19 +136,25 @@ class CallGraph:
             found += self._uses_elsewhere(rel, name)
         return [u for u in found if not (u.rel == rel and u.functions and _within(u.functions[0], qualname))]
 
-    def _core(self, rel: str, name: str, also_own: bool = False) -> List[str]:
-        """The kept core modules (other than `rel`, unless `also_own`) whose text spells `name`."""
+    def _core(self, rel: str, patterns: List[bytes], also_own: bool = False) -> List[str]:
+        """The kept core modules (other than `rel`, unless `also_own`) whose text matches
+        every one of `patterns`."""
         project = self.project
+        compiled = [re.compile(p) for p in patterns]
         return [other for other in sorted(project.files)
                 if (also_own or other != rel) and project.settings.is_core(project.files[other].module)
-                and self._kept(other) and (other == rel or self._spells(other, name))]
+                and self._kept(other)
+                and (other == rel or all(c.search(self._read(other)) for c in compiled))]
 
     def _uses_elsewhere(self, rel: str, name: str) -> List[Use]:
         """Uses of `name` of module `rel` in the other core modules that import it."""
         project = self.project
         module = project.files[rel].module
         found: List[Use] = []
-        for other in self._core(rel, name):
+        # an import of it names its module's last part (``from .m import _x``, ``import a.m``)
+        last = module.rpartition(".")[2]
+        word = rb"\b" + re.escape(name.encode()) + rb"\b"
+        for other in self._core(rel, [word, rb"\b" + re.escape(last.encode()) + rb"\b"]):
             source = project.files[other]
             facts = project.facts(other)
             if facts.syntax_error is not None:

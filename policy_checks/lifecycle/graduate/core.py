@@ -54,7 +54,7 @@ def feature_entry_points(graduation: Graduation, project: Project,
                 starts.append((rel, imp.functions[0], imp.line))
     if starts:
         texts = Texts(graduation.target.root)
-        graph = CallGraph(project, texts.tree, lambda rel, word: texts.mentions(rel, [word]), lambda rel: True)
+        graph = CallGraph(project, texts.tree, texts.read, lambda rel: True)
         for rel, qualname in follow(graph, starts, set()).entry_points:
             owned.setdefault(rel, set()).add(qualname)
     graduation.feature_entry_points = {rel: set(names) for rel, names in owned.items()}

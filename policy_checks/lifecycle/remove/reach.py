@@ -10,7 +10,7 @@ from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 from ...config import module_under
 from ...facts import FUNCTION, MODULE, FileFacts
-from ...editing.cst_tools import Unfixable, import_at
+from ...editing.cst_tools import Unfixable, add_edit, bound_name, drop_small_statement, import_at, with_aliases
 from ...editing.target import FixTarget, Refused
 from ... import entry_points
 from ...entry_points import entry_point
@@ -109,7 +109,7 @@ def _follow_helpers(project, texts: Texts, removal: Removal, hits: List[Hit], st
     if not starts:
         return Reached(set(), set(), [])
     going = {(hit.rel, q) for hit in hits for q in hit.going.values() if q is not None}
-    graph = CallGraph(project, texts.tree, lambda rel, word: texts.mentions(rel, [word]),
+    graph = CallGraph(project, texts.tree, texts.read,
                       lambda rel: not removal.gone(rel))
     reached = follow(graph, starts, going, first_block=True)
     if reached.blocked:
@@ -196,3 +196,37 @@ def plan_entry_points(target: FixTarget, project, hits: List[Hit], core: CoreEdi
     whole = {(hit.rel, q) for hit in hits for q in hit.going.values() if q is not None}
     for rel, qualname in sorted(whole | reached.entry_points | reached.helpers):
         remove_named_definition(core.of(target, rel), qualname)
+    _drop_helper_imports(target, project, core, reached)
+
+
+def _drop_helper_imports(target: FixTarget, project, core: CoreEdits, reached: Reached) -> None:
+    """A module-level ``from m import _helper`` of a removed helper goes (its uses all
+    went with the feature, or the helper would not go)."""
+    gone = {(project.files[rel].module, q) for rel, q in reached.helpers if "." not in q}
+    if not gone:
+        return
+    names = {q for _, q in gone}
+    for rel, source in sorted(project.files.items()):
+        if not project.settings.is_core(source.module):
+            continue
+        data = (target.root / rel).read_bytes()
+        if not any(n.encode() in data for n in names):
+            continue
+        facts = project.facts(rel)
+        for imp in facts.imports:
+            dropped = {bound for name, bound in imp.names if (imp.module, name) in gone}
+            if imp.scope != MODULE or not dropped:
+                continue
+            mod = core.of(target, rel)
+            try:
+                statement = import_at(mod.file, At(imp.line, imp.column))
+            except Unfixable as reason:
+                raise Refused(f"{rel}:{imp.line}: {reason}") from None
+            kept = [a for a in statement.names if bound_name(a, statement) not in dropped]
+            if kept:
+                keep = {bound_name(a, statement) for a in kept}
+                add_edit(mod.edits, statement, lambda updated, keep=keep: with_aliases(
+                    updated, [a for a in updated.names if bound_name(a, updated) in keep]))
+            else:
+                drop_small_statement(mod.file, statement, None, mod.edits)
+                mod.removed_nodes.append(statement)

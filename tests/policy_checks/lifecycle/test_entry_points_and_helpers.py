@@ -308,3 +308,45 @@ def test_an_experimental_api_serving_two_features_refuses_an_import_outside_a_br
     assert ("fxpkg/ops.py:7: fancy also hands off to another experimental feature, so only this feature's part of it "
             "may go") in outcome.output
 
+
+
+def test_a_helper_in_another_module_followed_through_its_import(tree):
+    tree.write(
+        {
+            "fxpkg/_loader.py": """\
+                def _kernels():
+                    from .experimental.feat import kernels
+
+                    return kernels
+
+
+                def stable_default():
+                    return 1
+                """,
+            "fxpkg/ops.py": """\
+                from . import _loader
+                from ._loader import _kernels
+                from .api_logging import flashinfer_experimental_api
+
+
+                @flashinfer_experimental_api(feature="feat")
+                def fancy(x):
+                    return _kernels().run(x)
+
+
+                @flashinfer_experimental_api(feature="feat")
+                def scaled(x):
+                    return _loader._kernels().scale(x)
+
+
+                def plain(x):
+                    return _loader.stable_default() + x
+                """,
+        }
+    )
+    outcome = run_checked(tree.root, ["remove", "feat"])
+    assert outcome.exit_code == 0, outcome.output
+    assert "_kernels" not in tree.read("fxpkg/_loader.py").decode()
+    ops = tree.read("fxpkg/ops.py").decode()
+    assert "fancy" not in ops and "scaled" not in ops and "def plain(x):" in ops
+    assert tree.imported("fxpkg.ops").plain(1) == 2
