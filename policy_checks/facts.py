@@ -39,7 +39,7 @@ from . import markers
 from .markers import dotted_name
 
 # Bump when the shape or meaning of facts changes: it invalidates every cache entry.
-FACTS_VERSION = "13"
+FACTS_VERSION = "14"
 
 # calls that import the module their first argument names (``pytest.importorskip``
 # too: stable tests use it, EXP008); the track's vocabulary lives in `markers`
@@ -113,6 +113,8 @@ class Definition(NamedTuple):
     # the statement's first line: its first decorator's, else `line` (where a finding on
     # the definition points: docs/policy_check.rst, "Running it")
     first_line: int = 0
+    # a class whose body sets ``is_experimental = True`` (an entry point: policy_checks/entry_points.py)
+    flagged: bool = False
 
 
 # References: a value expression in a checks mapping or a dict -------------------
@@ -708,7 +710,8 @@ class _Extractor(ast.NodeVisitor):
         if replaced is not None:
             self.facts.shadowed.append(replaced)
         first = node.decorator_list[0].lineno if node.decorator_list else line
-        self.facts.definitions[qualname] = Definition(qualname, kind, line, column, (), node.end_lineno or line, first)
+        self.facts.definitions[qualname] = Definition(qualname, kind, line, column, (), node.end_lineno or line, first,
+                                                      kind == "class" and _sets_experimental_flag(node))
         self._bind(node.name, DefBinding("def", qualname))
         if kind == "function":
             args = node.args
@@ -1168,6 +1171,18 @@ def syntax_only(source: bytes, module: str, is_package: bool) -> FileFacts:
 # IndexError (the cache then recomputes it).
 
 
+def _sets_experimental_flag(node: ast.ClassDef) -> bool:
+    """Does the class body bind ``is_experimental = True`` (`markers.EXPERIMENTAL_FLAG`)?"""
+    for statement in node.body:
+        targets = statement.targets if isinstance(statement, ast.Assign) else (
+            [statement.target] if isinstance(statement, ast.AnnAssign) else [])
+        value = getattr(statement, "value", None)
+        if (isinstance(value, ast.Constant) and value.value is True
+                and any(isinstance(t, ast.Name) and t.id == markers.EXPERIMENTAL_FLAG for t in targets)):
+            return True
+    return False
+
+
 def to_data(facts: FileFacts) -> list:
     """`facts` as JSON-ready data (tuples encode as arrays)."""
     return [
@@ -1226,13 +1241,13 @@ def from_data(data: list) -> FileFacts:
         ]
     if definitions:
         facts.definitions = {
-            qualname: Definition(qualname, kind, line, column, tuple(decorators), end_line, first_line)
-            for qualname, kind, line, column, decorators, end_line, first_line in definitions
+            qualname: Definition(qualname, kind, line, column, tuple(decorators), end_line, first_line, flagged)
+            for qualname, kind, line, column, decorators, end_line, first_line, flagged in definitions
         }
     if shadowed:
         facts.shadowed = [
-            Definition(qualname, kind, line, column, tuple(decorators), end_line, first_line)
-            for qualname, kind, line, column, decorators, end_line, first_line in shadowed
+            Definition(qualname, kind, line, column, tuple(decorators), end_line, first_line, flagged)
+            for qualname, kind, line, column, decorators, end_line, first_line, flagged in shadowed
         ]
     if bindings:
         facts.bindings = {name: _binding(b) for name, b in bindings.items()}

@@ -49,6 +49,7 @@ from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Set, Tuple
 EXPERIMENTAL_API = "flashinfer_experimental_api"  # decorator: an experimental API
 STABLE_API = "flashinfer_api"  # decorator: a public (stable) API
 EXPERIMENTAL_BACKEND = "experimental_backend"  # decorator: an experimental backend's checker
+EXPERIMENTAL_FLAG = "is_experimental"  # a class attribute set True: the class is an experimental API
 BACKEND_REQUIREMENT = "backend_requirement"  # decorator: a dispatching API and its backends
 # decorator stacked on an experimental API so that type checkers report its calls (PEP 702)
 EXPERIMENTAL_NOTICE = "experimental_notice"

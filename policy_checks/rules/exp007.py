@@ -6,36 +6,15 @@ from .base import (
     BACKEND_REQUIREMENT, EXPERIMENTAL_API, PUBLIC_API, Example, Rule, core_primary,
     experimental_targets, is_aot,
 )
+from ..entry_points import entry_point
 from ..facts import MODULE
 from ..needs import CORE_MODULE, EXPERIMENTAL_NAME, IMPORT_CALLS
 
 
-_MARKERS = (EXPERIMENTAL_API, PUBLIC_API, BACKEND_REQUIREMENT)
-
-
 def sanctioned(project, facts, functions) -> bool:
-    """Is any enclosing def a sanctioned entry point, or a method of an
-    experimental API class (one decorated itself, or with an
-    ``@flashinfer_experimental_api`` method)?"""
-    for qualname in functions:
-        if qualname == "__getattr__" and facts.is_package:
-            return True
-        definition = facts.definitions.get(qualname)
-        if definition is not None and _marked(project, facts, definition, _MARKERS):
-            return True
-        owner = qualname.rpartition(".")[0]
-        cls = facts.definitions.get(owner)
-        if cls is not None and cls.kind == "class":
-            if _marked(project, facts, cls, _MARKERS):
-                return True
-            for name, method in facts.definitions.items():
-                if name.rpartition(".")[0] == owner and _marked(project, facts, method, (EXPERIMENTAL_API,)):
-                    return True
-    return False
-
-
-def _marked(project, facts, definition, markers) -> bool:
-    return any(project.decorated_with(facts.module, definition, m) for m in markers)
+    """Is the import inside an entry point (`policy_checks/entry_points.py`, the one
+    definition the lifecycle commands share)?"""
+    return entry_point(project, facts, functions) is not None
 
 
 class DeferredImportOutsideEntryPoint(Rule):
@@ -44,16 +23,20 @@ class DeferredImportOutsideEntryPoint(Rule):
     Deferred imports are how core hands off to experimental code, and the hand-off
     must happen only in thin entry points (docs/experimental.rst, "Containment"),
     so that deleting a feature means deleting its directory plus its tagged entry
-    points: an ``@flashinfer_experimental_api`` function, a public API
-    (``@flashinfer_api`` or ``@backend_requirement``) selecting an experimental
-    backend, or the module ``__getattr__`` of a package ``__init__.py`` (a lazy
-    export). A helper that imports experimental code spreads the feature through
-    core. A nested function counts as inside its enclosing entry point, and a
-    method as inside its class when the class is an experimental API (decorated
-    itself, or with an ``@flashinfer_experimental_api`` method such as ``run``):
-    the class is then the tagged entry point, removed with the feature. A lambda
-    is a function too: one at module level that imports experimental code is not
-    an entry point.
+    points (one definition, shared with ``policy-check remove`` and ``graduate``):
+    an ``@flashinfer_experimental_api`` function; a public API (``@flashinfer_api``
+    or ``@backend_requirement``) selecting an experimental backend, whose
+    ``if backend == "<name>":`` branch is the feature's; a class that is an
+    experimental API (decorated itself, with an ``@flashinfer_experimental_api``
+    method such as ``run``, or setting ``is_experimental = True``), whose methods,
+    ``__init__`` included, are inside it: the class is then the tagged entry point,
+    removed or graduated whole with the feature; or the module ``__getattr__`` of a
+    package ``__init__.py`` (a lazy export). A helper that imports experimental
+    code spreads the feature through core: ``remove`` takes it along only when the
+    feature's entry points alone call it, and refuses otherwise, naming the callers.
+    A nested function counts as inside its enclosing entry point. A lambda is a
+    function too: one at module level that imports experimental code is not an
+    entry point.
     """
 
     id = "EXP007"
@@ -84,6 +67,8 @@ class DeferredImportOutsideEntryPoint(Rule):
                     "    import importlib\n    return importlib.import_module('flashinfer.experimental.feat')\n"
                     "class Wrapper:\n    def __init__(self):\n        from ..experimental.feat import Planner\n"
                     "    @fea\n    def run(self):\n        pass\n"
+                    "class Flagged:\n    is_experimental = True\n"
+                    "    def __init__(self):\n        from ..experimental.feat import Planner\n"
                     "@fea\ndef lazy(x):\n    load = lambda: importlib.import_module('flashinfer.experimental.feat')\n"
                     "    return load()\n"
                 ),

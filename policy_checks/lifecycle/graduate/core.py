@@ -14,25 +14,58 @@ from ... import markers
 from ...editing.cst_tools import PythonFile, Unfixable, add_edit, apply_edits, backend_branch, dotted_name, import_at
 from ...facts import FUNCTION, Import
 from ...project import Project
+from ... import entry_points
+from ...entry_points import entry_point
+from ..helpers import CallGraph, follow
+from ..remove.texts import Texts
 from . import reach
-from .marks import Qualnames, names_feature, swap_decorators
+from .marks import Qualnames, drop_experimental_flags, names_feature, swap_decorators
 from .plan import Graduation
 from .rewrite import drop_unused_import, parse_file, retarget_or_refuse
 
 
 def swap_core(graduation: Graduation, project: Project, reaching: Dict[str, List[Import]],
               backends: Set[str]) -> List[Tuple[str, str]]:
-    """Rewrite the core files that reach the feature; returns the swapped entry points
-    as ``(module, qualname)``."""
+    """Rewrite the core files that reach the feature (through helpers too); returns the
+    swapped entry points as ``(module, qualname)``."""
     entry_points: List[Tuple[str, str]] = []
-    for rel, hits in sorted(reaching.items()):
-        entry_points += _swap_file(graduation, project, rel, hits, backends)
+    owned = feature_entry_points(graduation, project, reaching)
+    for rel in sorted(set(reaching) | set(owned)):
+        entry_points += _swap_file(graduation, project, rel, reaching.get(rel, []), backends, owned.get(rel, set()))
     return entry_points
 
 
+def feature_entry_points(graduation: Graduation, project: Project,
+                         reaching: Dict[str, List[Import]]) -> Dict[str, Set[str]]:
+    """rel -> qualnames of the feature's entry points (`policy_checks/entry_points.py`):
+    the experimental API functions and classes around its imports, and those that reach
+    it through helpers (`lifecycle/helpers.py`); the helpers stay in core, retargeted."""
+    owned: Dict[str, Set[str]] = {}
+    starts = []
+    for rel, hits in reaching.items():
+        facts = project.facts(rel)
+        for imp in hits:
+            if imp.scope != FUNCTION or not imp.functions:
+                continue
+            found = entry_point(project, facts, imp.functions)
+            if found is not None and found.kind in (entry_points.EXPERIMENTAL, entry_points.CLASS):
+                owned.setdefault(rel, set()).add(found.qualname)
+            elif found is None:
+                starts.append((rel, imp.functions[0], imp.line))
+    if starts:
+        texts = Texts(graduation.target.root)
+        graph = CallGraph(project, texts.tree, texts.read, lambda rel: True)
+        for rel, qualname in follow(graph, starts, set()).entry_points:
+            owned.setdefault(rel, set()).add(qualname)
+    graduation.feature_entry_points = {rel: set(names) for rel, names in owned.items()}
+    return owned
+
+
 def _swap_file(graduation: Graduation, project: Project, rel: str, hits: List[Import],
-               backends: Set[str]) -> List[Tuple[str, str]]:
-    """One core file: retarget, swap its entry points, drop the gates that guarded the feature."""
+               backends: Set[str], owned: Set[str]) -> List[Tuple[str, str]]:
+    """One core file: retarget, swap its entry points (functions and every method of an
+    experimental API class), drop ``is_experimental = True`` and the gates that guarded
+    the feature."""
     feature = graduation.feature
     module = project.files[rel].module
     data = graduation.planned(rel)
@@ -42,16 +75,24 @@ def _swap_file(graduation: Graduation, project: Project, rel: str, hits: List[Im
     deferred = [imp for imp in hits if imp.scope == FUNCTION and imp.functions]
     outermost = {imp.functions[0] for imp in deferred}
     swapped = swap_decorators(file, lambda qualname, decorator: qualname in outermost
+                              or any(_within(qualname, q) for q in owned)
                               or names_feature(decorator, feature), edits)
-    graduation.entry_points[rel] = set(swapped) | {f for imp in deferred for f in imp.functions}
+    flags = drop_experimental_flags(file, owned, edits)
+    methods = {q for q in project.facts(rel).definitions if any(_within(q, o) for o in owned)}
+    graduation.entry_points[rel] = set(swapped) | {f for imp in deferred for f in imp.functions} | methods
     removed = _drop_guarding_gates(graduation, project, rel, file, deferred, backends, edits)
     after = apply_edits(file, edits)
     if after != data:
         graduation.rewrite(rel, after)
         graduation.did(3, f"{rel}: imports point at {graduation.home}" + (
             f"; @{markers.STABLE_API} on {', '.join(swapped)}" if swapped else "") + (
+            f"; `{markers.EXPERIMENTAL_FLAG} = True` dropped from {', '.join(flags)}" if flags else "") + (
             f"; {len(removed)} gate call(s) dropped" if removed else ""))
     return [(module, name) for name in swapped]
+
+
+def _within(qualname: str, outer: str) -> bool:
+    return qualname == outer or qualname.startswith(outer + ".")
 
 
 def _drop_guarding_gates(graduation: Graduation, project: Project, rel: str, file: PythonFile,
@@ -61,6 +102,7 @@ def _drop_guarding_gates(graduation: Graduation, project: Project, rel: str, fil
     elsewhere = {f for imp, _ in reach.experimental_imports(project, project.facts(rel), graduation.old)
                  if imp.scope == FUNCTION for f in imp.functions}
     names = backends | _branch_backends(file, deferred) | {graduation.feature}
+    graduation.gate_names |= names
     removed = _drop_gate_calls(file, graduation.entry_points[rel], elsewhere, names, edits)
     _drop_unused_gate_imports(file, removed, edits)
     return removed

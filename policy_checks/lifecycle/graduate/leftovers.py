@@ -9,10 +9,13 @@ the moved tests' imports of experimental code (EXP008 in the stable lane) under 
 
 from __future__ import annotations
 
+import ast
 from typing import List
 
-from ... import markers
+from ... import entry_points, markers
 from ...config import module_under, under
+from ...entry_points import entry_point
+from ...facts import FUNCTION
 from ...editing.target import Refused
 from ...project import Project
 from . import reach
@@ -41,6 +44,78 @@ def check_planned(graduation: Graduation, project: Project) -> None:
         raise Refused(module_level_refusal(found, graduation.home, settings.experimental_package, graduation.old))
     for rel, functions in sorted(graduation.entry_points.items()):
         _list_entry_points(graduation, project, rel, functions)
+    for rel in sorted(set(graduation.entry_points) | set(graduation.feature_entry_points)):
+        _list_marks_left(graduation, project, rel)
+    _list_gates_left(graduation, project)
+
+
+def _list_gates_left(graduation: Graduation, project: Project) -> None:
+    """A gate call naming the feature or one of its backends, anywhere in core, still
+    guards what is now stable: step 3's, with its place."""
+    names = graduation.gate_names | {graduation.feature}
+    settings = graduation.target.settings
+    for rel in sorted(project.files):
+        if not settings.is_core(project.files[rel].module) or rel in graduation.creations:
+            continue
+        data = graduation.planned(rel)
+        if not any(g.encode() in data for g in markers.GATE_FUNCTIONS) or not any(n.encode() in data for n in names):
+            continue
+        try:
+            tree = ast.parse(data)
+        except (SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Call) and markers.is_gate_name(markers.dotted_name(node.func) or "")
+                    and any(isinstance(a, ast.Constant) and a.value in names for a in node.args)
+                    and not any(f"{rel}:{node.lineno}" in item for item in graduation.for_a_person.get(3, ()))):
+                graduation.ask(3, f"{rel}:{node.lineno} still calls {markers.dotted_name(node.func)} for "
+                                  f"{graduation.feature}, which is stable now; drop the call")
+
+
+def _list_marks_left(graduation: Graduation, project: Project, rel: str) -> None:
+    """The scan after the edit: in the planned bytes, every mark of the track left on
+    an entry point of the feature (found again there, by the definition EXP007 uses:
+    around an import of the feature's new home, or named by the plan) or on a marker
+    naming the feature is step 3's, with its place."""
+    data = graduation.planned(rel)
+    module, is_package = graduation.target.module_of(rel)
+    facts = reach.planned_facts(module, is_package, data)
+    if facts.syntax_error is not None:
+        return
+    owned = set(graduation.feature_entry_points.get(rel, ()))
+    for imp in facts.imports:
+        if imp.scope == FUNCTION and imp.functions and any(
+                module_under(t, graduation.home) or module_under(t, graduation.old) for t in project.import_targets(imp)):
+            found = entry_point(project, facts, imp.functions)
+            if found is not None and found.kind in (entry_points.EXPERIMENTAL, entry_points.CLASS):
+                owned.add(found.qualname)
+    for marked, node in markers.marked_nodes(data) or ():
+        if marked.kind == markers.KIND_EXPERIMENTAL_API and (
+                any(_within(marked.qualname, q) for q in owned) or _names_feature(node, graduation.feature)):
+            graduation.ask(3, f"{rel}:{marked.line}: {marked.qualname} is still marked @{markers.EXPERIMENTAL_API}; "
+                              f"make it @{markers.STABLE_API}")
+    for qualname in sorted(owned):
+        definition = facts.definitions.get(qualname)
+        if definition is not None and definition.kind == "class" and definition.flagged:
+            graduation.ask(3, f"{rel}:{definition.line}: class {qualname} still sets "
+                              f"`{markers.EXPERIMENTAL_FLAG} = True`; drop it")
+
+
+def _within(qualname: str, outer: str) -> bool:
+    return qualname == outer or qualname.startswith(outer + ".")
+
+
+def _names_feature(node, feature: str) -> bool:
+    """Does a call in `node` (a decorated definition, or ``x = marker(...)(f)``) pass
+    ``feature="<feature>"``?"""
+    calls = [d for d in getattr(node, "decorator_list", ())]
+    value = getattr(node, "value", None)
+    while isinstance(value, ast.Call):
+        calls.append(value)
+        value = value.func
+    return any(isinstance(c, ast.Call) and any(
+        k.arg == "feature" and isinstance(k.value, ast.Constant) and k.value.value == feature for k in c.keywords)
+        for c in calls)
 
 
 def _module(graduation: Graduation, rel: str):
@@ -69,6 +144,12 @@ def _list_moved_code(graduation: Graduation, project: Project, rel: str, facts, 
     for marked in markers.marked_definitions(data) or ():
         if marked.kind == markers.KIND_EXPERIMENTAL_API:
             graduation.ask(3, f"{rel}:{marked.line}: {marked.qualname} is still marked @{markers.EXPERIMENTAL_API}")
+        elif marked.kind == markers.KIND_EXPERIMENTAL_BACKEND:
+            graduation.ask(3, f"{rel}:{marked.line}: {marked.qualname} is still marked @{markers.EXPERIMENTAL_BACKEND}")
+    for definition in facts.definitions.values():
+        if definition.kind == "class" and definition.flagged:
+            graduation.ask(3, f"{rel}:{definition.line}: class {definition.qualname} still sets "
+                              f"`{markers.EXPERIMENTAL_FLAG} = True`")
 
 
 def _list_entry_points(graduation: Graduation, project: Project, rel: str, functions) -> None:

@@ -179,3 +179,27 @@ def drop_experimental_marks(file: PythonFile, edits: dict) -> None:
     file.tree.visit(Finder())
     if dropped:
         drop_unused_import(file, markers.EXPERIMENTAL_BACKEND, edits, ignore=dropped)
+
+
+def drop_experimental_flags(file: PythonFile, classes, edits: dict) -> List[str]:
+    """``is_experimental = True`` goes from the body of each class in `classes`
+    (qualnames), with the comment lines above it; returns the classes changed."""
+    dropped: List[str] = []
+
+    class Finder(Qualnames):
+        def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+            owner = ".".join(n for n, _ in self.stack)
+            if not self.stack or self.stack[-1][1] or owner not in classes or len(node.body) != 1:
+                return
+            small = node.body[0]
+            targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else (
+                [small.target] if isinstance(small, cst.AnnAssign) else [])
+            value = getattr(small, "value", None)
+            if (isinstance(value, cst.Name) and value.value == "True"
+                    and len(targets) == 1 and isinstance(targets[0], cst.Name)
+                    and targets[0].value == markers.EXPERIMENTAL_FLAG):
+                dropped.append(owner)
+                add_edit(edits, node, lambda updated: cst.RemovalSentinel.REMOVE)
+
+    file.tree.visit(Finder())
+    return dropped

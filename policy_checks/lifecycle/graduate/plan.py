@@ -26,6 +26,10 @@ class Graduation:
     for_a_person: Dict[int, List[str]] = field(default_factory=dict)
     # core file -> qualnames of its functions that hand off to the feature or were swapped
     entry_points: Dict[str, Set[str]] = field(default_factory=dict)
+    # core file -> qualnames of the feature's experimental API functions and classes (step 3 swaps their marks)
+    feature_entry_points: Dict[str, Set[str]] = field(default_factory=dict)
+    # the feature and its backends: a gate call naming one guarded it (step 3 drops it)
+    gate_names: Set[str] = field(default_factory=set)
 
     @property
     def old(self) -> str:

@@ -30,14 +30,12 @@ EXPERIMENTAL_API = markers.EXPERIMENTAL_API
 BACKEND_REQUIREMENT = markers.BACKEND_REQUIREMENT
 
 
-def remove_function_import(mod: ModuleEdits, in_experimental_api: bool, outer: str, statement, backends, where) -> None:
-    """A function-level import: the whole experimental API, or its ``if backend ==``
-    branch, or the lazy branch of a module's ``__getattr__``."""
+def remove_function_import(mod: ModuleEdits, outer: str, statement, backends, where) -> None:
+    """A function-level import in what stays: its ``if backend ==`` branch goes, or
+    the lazy branch of a module's ``__getattr__`` (an experimental API that goes whole
+    is `remove_named_definition`'s)."""
     file = mod.file
     function = enclosing_function(file, statement)
-    if in_experimental_api and function is not None:
-        remove_definition(mod, function)
-        return
     lazy = _lazy_branch(file, statement, function) if outer == "__getattr__" else None
     if lazy is not None:
         _remove_lazy_branch(mod, lazy, where)
@@ -53,8 +51,10 @@ def remove_function_import(mod: ModuleEdits, in_experimental_api: bool, outer: s
 
 
 def not_an_entry_point(where: str, outer: str) -> Refused:
-    return Refused(f"{where}: imports the feature inside {outer}, which is neither an @{EXPERIMENTAL_API} "
-                   'function nor an `if backend == "<name>":` branch')
+    return Refused(f"{where}: imports the feature inside {outer}, a public API, outside an `if backend == "
+                   '"<name>":` branch (the only part of a public API that is the feature\'s): move the import into '
+                   f"such a branch without an else part, or mark {outer} @{EXPERIMENTAL_API} if the whole API is "
+                   "the feature's")
 
 
 def branch_with_else(where: str, name: str) -> Refused:
@@ -153,6 +153,33 @@ def remove_definition(mod: ModuleEdits, function) -> None:
     else:
         mod.names.add(function.name.value)
     remove_statement(mod, function)
+
+
+def remove_named_definition(mod: ModuleEdits, qualname: str) -> None:
+    """The function, method or class `qualname` goes (an experimental API class whole,
+    a helper only the feature's entry points reached)."""
+    node = _definition_node(mod.file, qualname)
+    if node is None:
+        raise Refused(f"{mod.file.module_name}: cannot find {qualname} to remove it")
+    if isinstance(node, cst.ClassDef):
+        if not isinstance(mod.file.parents.get(node), cst.Module):
+            raise Refused(f"line {mod.file.line_of(node)}: {qualname} is nested; remove it by hand")
+        mod.names.add(qualname)
+        remove_statement(mod, node)
+        return
+    remove_definition(mod, node)
+
+
+def _definition_node(file, qualname: str):
+    """The ``def`` or ``class`` statement of `qualname` (the last one, as Python binds it)."""
+    body, node = file.tree.body, None
+    for part in qualname.split("."):
+        found = [s for s in body if isinstance(s, (cst.FunctionDef, cst.ClassDef)) and s.name.value == part]
+        if not found:
+            return None
+        node = found[-1]
+        body = node.body.body if isinstance(node.body, cst.IndentedBlock) else []
+    return node
 
 
 def remove_statement(mod: ModuleEdits, node) -> None:

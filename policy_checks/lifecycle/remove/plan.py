@@ -29,12 +29,12 @@ def plan_removal(target: FixTarget, name: str) -> Removal:
     _own_directories(removal, feature)
     project, texts = project_model(target), Texts(target.root)
     removal.deletions += own_examples(target, project, feature)
-    hits = find_reach(project, texts, removal, feature, feature_spelling(feature.path_segments))
+    hits, reached = find_reach(project, texts, removal, feature, feature_spelling(feature.path_segments))
     kept = kept_python_files(project, removal)
     early = _feature_lost(project, removal, feature)
     removal.notes += check_kept_files(project, texts, kept, early, skip={hit.rel for hit in hits})
 
-    core = _plan_core(target, project, removal, hits)
+    core = _plan_core(target, project, removal, hits, reached)
     exports = plan_exports(target, project, texts, removal, core)
     edited = apply_core_edits(target, project, removal, core)
 
@@ -69,14 +69,15 @@ def _own_directories(removal: Removal, feature: Feature) -> None:
             removal.deletions.append(directory)
 
 
-def _plan_core(target: FixTarget, project, removal: Removal, hits) -> CoreEdits:
-    """The edits of the core modules that reach the feature: the entry points go,
-    and a removed backend's branches and listed names in the modules declaring it."""
+def _plan_core(target: FixTarget, project, removal: Removal, hits, reached) -> CoreEdits:
+    """The edits of the core modules that reach the feature: the entry points go (with
+    the helpers only they reach), and a removed backend's branches and listed names in
+    the modules declaring it."""
     core = CoreEdits()
-    plan_entry_points(target, project, hits, core)
-    for hit in hits:
-        module = project.files[hit.rel].module
-        removal.removed += [f"{module}.{n}" for n in sorted(core.modules[hit.rel].names)]
+    plan_entry_points(target, project, hits, core, reached)
+    for rel in sorted(core.modules):
+        module = project.files[rel].module
+        removal.removed += [f"{module}.{n}" for n in sorted(core.modules[rel].names)]
     if core.backends:
         for mod in core.modules.values():
             remove_backend_mentions(mod, core.backends)

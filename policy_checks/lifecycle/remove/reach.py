@@ -6,14 +6,17 @@ their modules (`entry_points`)."""
 from __future__ import annotations
 
 import ast
-from typing import Dict, Iterator, List, NamedTuple, Optional
+from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 from ...config import module_under
 from ...facts import FUNCTION, MODULE, FileFacts
-from ...editing.cst_tools import Unfixable, import_at
+from ...editing.cst_tools import Unfixable, add_edit, bound_name, drop_small_statement, import_at, with_aliases
 from ...editing.target import FixTarget, Refused
+from ... import entry_points
+from ...entry_points import entry_point
+from ..helpers import CallGraph, Reached, follow
 from .entry_points import EXPERIMENTAL_API, branch_with_else, not_an_entry_point, remove_checker_import
-from .entry_points import remove_function_import
+from .entry_points import remove_function_import, remove_named_definition
 from .model import At, CoreEdits, Feature, Removal
 from .texts import Spelling, Texts
 
@@ -24,6 +27,7 @@ class Hit(NamedTuple):
     rel: str
     facts: FileFacts
     imports: list
+    going: dict = {}  # an import's line -> the definition that goes whole around it (None: none does)
 
 
 def core_files(project, texts: Texts, removal: Removal, words=(), spelling: Optional[Spelling] = None,
@@ -43,20 +47,88 @@ def core_files(project, texts: Texts, removal: Removal, words=(), spelling: Opti
             yield rel, source, facts
 
 
-def find_reach(project, texts: Texts, removal: Removal, feature: Feature, spelling: Spelling) -> List[Hit]:
+def find_reach(project, texts: Texts, removal: Removal, feature: Feature,
+               spelling: Spelling) -> Tuple[List[Hit], Reached]:
     """The core modules importing the feature (their text has its `spelling`);
     refuses at once an import that no edit removes (under ``TYPE_CHECKING``,
-    ``import_module``, a module-level ``import a.b``)."""
-    hits = []
+    ``import_module``, a module-level ``import a.b``, a helper that stays)."""
+    hits, starts = [], []
     for rel, _, facts in core_files(project, texts, removal, spelling=spelling):
         imports = [imp for imp in facts.imports if any(module_under(t, feature.module) for t in project.import_targets(imp))]
+        going = {imp.line: _going_with(project, facts, imp, feature.module, texts.tree(rel))
+                 for imp in imports if imp.scope == FUNCTION}
         for imp in imports:
             _refuse_unremovable(f"{rel}:{imp.line}", imp)
-            if imp.scope == FUNCTION and not in_experimental_api(project, facts, imp) and _outer(imp) != "__getattr__":
-                _refuse_outside_a_branch(texts.tree(rel), f"{rel}:{imp.line}", imp)
+            if imp.scope != FUNCTION or going[imp.line] is not None or _outer(imp) == "__getattr__":
+                continue
+            found = entry_point(project, facts, imp.functions)
+            if not _in_a_branch(texts.tree(rel), f"{rel}:{imp.line}", imp):
+                if found is not None:  # a public API: only a branch of it is the feature's
+                    raise not_an_entry_point(f"{rel}:{imp.line}", _outer(imp))
+                starts.append((rel, _outer(imp), imp.line))
         if imports:
-            hits.append(Hit(rel, facts, imports))
-    return hits
+            hits.append(Hit(rel, facts, imports, going))
+    return hits, _follow_helpers(project, texts, removal, hits, starts)
+
+
+def _going_with(project, facts: FileFacts, imp, feature: str, tree: Optional[ast.Module]) -> Optional[str]:
+    """The definition that goes whole with the feature around a function-level import:
+    an ``@flashinfer_experimental_api`` function or an experimental API class. An
+    experimental API that also hands off to another experimental feature keeps
+    serving it: only the feature's ``if backend == "<name>":`` branch goes then."""
+    found = entry_point(project, facts, imp.functions)
+    if found is None or found.kind not in (entry_points.EXPERIMENTAL, entry_points.CLASS):
+        return None
+    if found.kind == entry_points.EXPERIMENTAL and _serves_another(project, facts, found.qualname, feature):
+        try:
+            in_branch = _in_a_branch(tree, "", imp)
+        except Refused:
+            in_branch = False
+        if not in_branch:
+            raise Refused(f"{project.rel_of(facts.module)}:{imp.line}: {found.qualname} also hands off to another experimental "
+                          "feature, so only this feature's part of it may go, but this import is not alone in an "
+                          '`if backend == "<name>":` branch without an else part: move it into such a branch, '
+                          "or split the API")
+        return None
+    return found.qualname
+
+
+def _serves_another(project, facts: FileFacts, qualname: str, feature: str) -> bool:
+    """Does `qualname` import another experimental feature too?"""
+    settings = project.settings
+    return any(
+        imp.functions and imp.functions[0] == qualname and any(
+            settings.is_experimental_module(t) and not module_under(t, feature) and t != settings.experimental_package
+            for t in project.import_targets(imp))
+        for imp in facts.imports)
+
+
+def _follow_helpers(project, texts: Texts, removal: Removal, hits: List[Hit], starts) -> Reached:
+    """The helpers that import the feature, followed to what uses them; a use that the
+    removal keeps refuses, naming the line and the edit that settles it."""
+    if not starts:
+        return Reached(set(), set(), [])
+    going = {(hit.rel, q) for hit in hits for q in hit.going.values() if q is not None}
+    graph = CallGraph(project, texts.tree, texts.read,
+                      lambda rel: not removal.gone(rel))
+    reached = follow(graph, starts, going, first_block=True)
+    if reached.blocked:
+        raise Refused(_blocked_reason(reached.blocked[0]))
+    return reached
+
+
+def _blocked_reason(blocked) -> str:
+    """What a person must decide about a helper that stays reachable."""
+    where, name, use = f"{blocked.rel}:{blocked.line}", blocked.qualname, blocked.use
+    mark = f"@{EXPERIMENTAL_API}(feature=...)"
+    if blocked.why == "public":
+        return (f"{where}: `{name}` imports the feature but is a public function and no entry point: mark it {mark} "
+                "if it is part of the feature's API (it then goes with it), or move the import into an entry point")
+    user = f"`{use.functions[0]}`" if use.functions else "module-level code"
+    return (f"{where}: helper `{name}` leads to the feature and is also used by {user} ({use.rel}:{use.line}), "
+            "which the removal keeps: move that use into an entry point of the feature (an `if backend == "
+            f"\"<name>\":` branch, or an {mark} function or class), or mark "
+            + (f"`{use.functions[0]}` {mark} if it belongs to the feature" if use.functions else "it by hand"))
 
 
 def _refuse_unremovable(where: str, imp) -> None:
@@ -70,19 +142,19 @@ def _refuse_unremovable(where: str, imp) -> None:
         raise Refused(f"{where}: a module-level import of the feature that is not `from ... import checker`")
 
 
-def _refuse_outside_a_branch(tree: Optional[ast.Module], where: str, imp) -> None:
-    """An import in a plain function must sit in an ``if <name> == "<literal>":``
-    branch without an else part (`cst_tools.backend_branch`, read here with ``ast``,
-    which costs a fraction of libcst on a 10,000-line module)."""
+def _in_a_branch(tree: Optional[ast.Module], where: str, imp) -> bool:
+    """Does an import in a plain function sit in an ``if <name> == "<literal>":`` branch
+    (`cst_tools.backend_branch`, read here with ``ast``, which costs a fraction of libcst
+    on a 10,000-line module)? One with an else part refuses."""
     parents = _parents(tree) if tree is not None else {}
     node = next((n for n in parents if isinstance(n, (ast.Import, ast.ImportFrom)) and n.lineno == imp.line), None)
     while node is not None and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
         if isinstance(node, ast.If) and _backend_test(node.test) is not None:
             if node.orelse:
                 raise branch_with_else(where, _backend_test(node.test))
-            return
+            return True
         node = parents.get(node)
-    raise not_an_entry_point(where, _outer(imp))
+    return False
 
 
 def _parents(tree: ast.Module) -> Dict[ast.AST, ast.AST]:
@@ -102,19 +174,16 @@ def _outer(imp) -> str:
     return imp.functions[0] if imp.functions else "<module>"
 
 
-def in_experimental_api(project, facts: FileFacts, imp) -> bool:
-    """Is the import in the body of an ``@flashinfer_experimental_api`` function?"""
-    definition = facts.definitions.get(_outer(imp))
-    return definition is not None and project.decorated_with(facts.module, definition, EXPERIMENTAL_API)
-
-
-def plan_entry_points(target: FixTarget, project, hits: List[Hit], core: CoreEdits) -> None:
-    """Edit each import of the feature away with what it serves: an experimental API,
-    a backend's branch or checks entry, a lazy branch."""
-    for rel, facts, imports in hits:
+def plan_entry_points(target: FixTarget, project, hits: List[Hit], core: CoreEdits, reached: Reached) -> None:
+    """Edit each import of the feature away with what it serves: an experimental API
+    (a function, or a class whole), a backend's branch or checks entry, a lazy branch;
+    then the helpers only those reach, and the entry points reached through them."""
+    for rel, facts, imports, going in hits:
         mod = core.of(target, rel)
         for imp in imports:
             where = f"{rel}:{imp.line}"
+            if imp.scope == FUNCTION and (going.get(imp.line) is not None or (rel, _outer(imp)) in reached.helpers):
+                continue  # the whole definition goes, below
             try:
                 statement = import_at(mod.file, At(imp.line, imp.column))
             except Unfixable as reason:
@@ -122,4 +191,42 @@ def plan_entry_points(target: FixTarget, project, hits: List[Hit], core: CoreEdi
             if imp.scope == MODULE:
                 remove_checker_import(mod, statement, core.backends, where)
                 continue
-            remove_function_import(mod, in_experimental_api(project, facts, imp), _outer(imp), statement, core.backends, where)
+            # what goes whole was skipped above: here a branch of an API, or a lazy branch
+            remove_function_import(mod, _outer(imp), statement, core.backends, where)
+    whole = {(hit.rel, q) for hit in hits for q in hit.going.values() if q is not None}
+    for rel, qualname in sorted(whole | reached.entry_points | reached.helpers):
+        remove_named_definition(core.of(target, rel), qualname)
+    _drop_helper_imports(target, project, core, reached)
+
+
+def _drop_helper_imports(target: FixTarget, project, core: CoreEdits, reached: Reached) -> None:
+    """A module-level ``from m import _helper`` of a removed helper goes (its uses all
+    went with the feature, or the helper would not go)."""
+    gone = {(project.files[rel].module, q) for rel, q in reached.helpers if "." not in q}
+    if not gone:
+        return
+    names = {q for _, q in gone}
+    for rel, source in sorted(project.files.items()):
+        if not project.settings.is_core(source.module):
+            continue
+        data = (target.root / rel).read_bytes()
+        if not any(n.encode() in data for n in names):
+            continue
+        facts = project.facts(rel)
+        for imp in facts.imports:
+            dropped = {bound for name, bound in imp.names if (imp.module, name) in gone}
+            if imp.scope != MODULE or not dropped:
+                continue
+            mod = core.of(target, rel)
+            try:
+                statement = import_at(mod.file, At(imp.line, imp.column))
+            except Unfixable as reason:
+                raise Refused(f"{rel}:{imp.line}: {reason}") from None
+            kept = [a for a in statement.names if bound_name(a, statement) not in dropped]
+            if kept:
+                keep = {bound_name(a, statement) for a in kept}
+                add_edit(mod.edits, statement, lambda updated, keep=keep: with_aliases(
+                    updated, [a for a in updated.names if bound_name(a, updated) in keep]))
+            else:
+                drop_small_statement(mod.file, statement, None, mod.edits)
+                mod.removed_nodes.append(statement)

@@ -177,10 +177,14 @@ def test_a_dangling_name_refuses_and_writes_nothing(tree):
     assert (tree.root / "fxpkg/experimental/feat/kernels.py").read_bytes() == before[tree.root / "fxpkg/experimental/feat/kernels.py"]
 
 
-def test_an_import_of_another_shape_refuses(tree):
+def test_a_public_function_importing_the_feature_refuses(tree):
+    """A public function that is no entry point may be called by users: a person
+    decides whether it is part of the feature's API."""
     tree.write({"fxpkg/ops.py": "def helper():\n    from .experimental.feat.kernels import run\n\n    return run\n"})
     result = remove(tree)
-    assert result.exit_code == 1 and "neither an @flashinfer_experimental_api function" in result.output
+    assert result.exit_code == 1, result.output
+    assert ("fxpkg/ops.py:2: `helper` imports the feature but is a public function and no entry point: mark it "
+            "@flashinfer_experimental_api(feature=...)") in result.output
     assert (tree.root / "fxpkg/experimental/feat").is_dir()
 
 
