@@ -7,7 +7,10 @@ promises the commands make:
 - its `ChangeSet.diff` is the patch `ChangeSet.apply` carries out: ``git apply`` on a
   copy of the tree gives the tree the run leaves. Created and deleted files carry git's
   headers (``/dev/null``, file modes), so empty files and modes survive; a file that
-  is not UTF-8 text goes as a git binary patch (with full blob ids, as git requires);
+  is not UTF-8 text goes as a git binary patch (with full blob ids, as git requires).
+  A text file deleted and one created that are at least half the same (git's default
+  rename threshold) are shown as git shows a rename (`Rename`): ``similarity index``,
+  ``rename from``/``rename to``, then only the hunks of what changed;
 - only regular files inside the root are read, written or deleted: a path with
   ``..``, an absolute path, a symlink on the way or at the end, a FIFO or a device is
   `Refused` when it is planned (`lstat`, never following links), and the bytes
@@ -26,6 +29,7 @@ import re
 import stat
 import tempfile
 import zlib
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Callable, Dict, Iterator, List, NamedTuple, Optional
@@ -83,6 +87,81 @@ class Change:
         lines = difflib.unified_diff(_lines(before), _lines(after), old, new)
         body = "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
         return "".join(head) + body
+
+
+@dataclass(frozen=True)
+class Rename:
+    """A deleted file and a created one shown as git shows a move: the headers, then the
+    hunks of the edit (none when the bytes are the same)."""
+
+    old: Change  # deleted
+    new: Change  # created
+    similarity: int  # percent, as git rounds it: down
+
+    def diff(self) -> str:
+        head = [f"diff --git a/{self.old.path} b/{self.new.path}\n"]
+        if _git_mode(self.old.mode) != _git_mode(self.new.mode):
+            head += [f"old mode {_git_mode(self.old.mode)}\n", f"new mode {_git_mode(self.new.mode)}\n"]
+        head += [f"similarity index {self.similarity}%\n", f"rename from {self.old.path}\n",
+                 f"rename to {self.new.path}\n"]
+        lines = difflib.unified_diff(_lines(self.old.before), _lines(self.new.after),
+                                     f"a/{self.old.path}", f"b/{self.new.path}")
+        body = "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
+        return "".join(head) + body
+
+
+RENAME_THRESHOLD = 50  # percent, git's default (``-M50%``)
+_PAIRS_COMPARED = 40_000  # beyond this many deleted x created pairs only same-named files are compared
+
+
+def similarity(before: bytes, after: bytes) -> int:
+    """How much of two files is the same, in percent, as git scores a rename: the bytes
+    of the lines they share over the size of the larger (linear: lines are counted)."""
+    larger = max(len(before), len(after))
+    if larger == 0:
+        return 100
+    old, new = Counter(_LINE.findall(before)), Counter(_LINE.findall(after))
+    shared = sum(len(line) * min(count, new[line]) for line, count in old.items() if line in new)
+    return shared * 100 // larger
+
+
+def find_renames(changes: List[Change]) -> List[Rename]:
+    """Pair deleted and created text files at least `RENAME_THRESHOLD` percent alike,
+    best pairs first, each file in one pair at most; same bytes pair before anything."""
+    deleted = [c for c in changes if c.after is None and c.before is not None and c.shown and _is_text(c.before)]
+    created = [c for c in changes if c.before is None and c.after is not None and c.shown and _is_text(c.after)]
+    if not deleted or not created:
+        return []
+    scored = []
+    compare_all = len(deleted) * len(created) <= _PAIRS_COMPARED
+    by_name: Dict[str, List[Change]] = {}
+    for new in created:
+        by_name.setdefault(PurePosixPath(new.path).name, []).append(new)
+    by_bytes = {new.after: new for new in created}
+    for old in deleted:
+        same = by_bytes.get(old.before)
+        if same is not None:
+            scored.append((101, PurePosixPath(old.path).name == PurePosixPath(same.path).name, old, same))
+        candidates = created if compare_all else by_name.get(PurePosixPath(old.path).name, [])
+        for new in candidates:
+            small, large = sorted((len(old.before), len(new.after)))
+            if new is same or small * 100 < large * RENAME_THRESHOLD:
+                continue  # the shared bytes are at most the smaller file's
+            score = similarity(old.before, new.after)
+            if score >= RENAME_THRESHOLD:
+                scored.append((score, PurePosixPath(old.path).name == PurePosixPath(new.path).name, old, new))
+    scored.sort(key=lambda s: (-s[0], not s[1], s[2].path, s[3].path))
+    taken, renames = set(), []
+    for score, _, old, new in scored:
+        if old.path in taken or new.path in taken:
+            continue
+        taken |= {old.path, new.path}
+        renames.append(Rename(old, new, 100 if old.before == new.after else min(score, 99)))
+    return renames
+
+
+def _is_text(data: bytes) -> bool:
+    return bool(data) and not _is_binary(data)
 
 
 def _git_mode(mode: int) -> str:
@@ -268,8 +347,17 @@ class ChangeSet:
         return any(c.before != c.after for c in self._changes.values()) or bool(self._directories)
 
     def diff(self) -> str:
-        """The patch of the whole set, in path order (what ``--diff`` prints)."""
-        return "".join(change.diff() for change in self.changes if change.shown)
+        """The patch of the whole set, in path order (what ``--diff`` prints); a moved
+        file at its old path, in git's rename form."""
+        changes = self.changes
+        renames = {rename.old.path: rename for rename in find_renames(changes)}
+        moved_to = {rename.new.path for rename in renames.values()}
+        parts = []
+        for change in changes:
+            if not change.shown or change.path in moved_to:
+                continue
+            parts.append(renames[change.path].diff() if change.path in renames else change.diff())
+        return "".join(parts)
 
     # writing ----------------------------------------------------------------------
 
