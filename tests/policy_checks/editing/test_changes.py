@@ -57,7 +57,7 @@ NAMES = st.sampled_from(["a.py", "b.txt", "pkg/c.py", "pkg/d.json", "pkg/sub/e.p
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     before=st.dictionaries(NAMES, CONTENTS, max_size=6),
-    edits=st.lists(st.tuples(st.sampled_from(["rewrite", "delete", "create", "rmdir", "move"]), NAMES, CONTENTS),
+    edits=st.lists(st.tuples(st.sampled_from(["rewrite", "delete", "create", "rmdir", "move", "shim"]), NAMES, CONTENTS),
                    max_size=6),
     executable=st.booleans(),
 )
@@ -67,6 +67,7 @@ NAMES = st.sampled_from(["a.py", "b.txt", "pkg/c.py", "pkg/d.json", "pkg/sub/e.p
          executable=True)  # deleted and made again with another mode: the patch says so
 @example(before={"a.py": b"x = 1\na\na\n", "pkg/c.py": b"a\n"}, edits=[("move", "a.py", b"tail"), ("move", "pkg/c.py", b"")],
          executable=True)  # two moves, one edited, one with a new mode: git's rename form
+@example(before={"a.py": b"x = 1\na\na\n"}, edits=[("shim", "a.py", b"shim\n")], executable=True)
 def test_the_diff_applied_with_git_gives_the_tree_the_apply_leaves(tmp_path_factory, before, edits, executable):
     run_root, patch_root = tmp_path_factory.mktemp("run"), tmp_path_factory.mktemp("patched")
     for root in (run_root, patch_root):
@@ -86,6 +87,10 @@ def test_the_diff_applied_with_git_gives_the_tree_the_apply_leaves(tmp_path_fact
                 moved = changes.read(rel) + data
                 changes.delete(rel)
                 changes.create(f"pkg/moved/{rel.rpartition('/')[2]}", moved, 0o755 if executable else 0o644)
+            elif kind == "shim":  # moved, and the old path rewritten with `data`: a copy to detect
+                moved = changes.read(rel)
+                changes.rewrite(rel, data)
+                changes.create(f"pkg/moved/{rel.rpartition('/')[2]}", moved + b"x\n")
             else:
                 changes.delete(rel.rpartition("/")[0] or rel)
         except Refused:
@@ -116,6 +121,24 @@ def test_a_moved_file_is_shown_in_gits_rename_form_with_only_the_hunks_of_its_ed
     assert "deleted file mode 100644" in patch.split("diff --git a/gone.py")[1]  # nothing alike: a deletion
     assert "new file mode 100644" in patch.split("diff --git a/home/unrelated.py")[1]
     assert patch.count("\n") < 40
+    copy = tmp_path.parent / (tmp_path.name + "-copy")
+    shutil.copytree(tmp_path, copy)
+    changes.apply()
+    git_apply(copy, patch)
+    assert snapshot(copy) == snapshot(tmp_path)
+
+
+@needs_git
+def test_a_module_moved_with_a_shim_left_at_its_old_path_is_shown_as_a_copy(tmp_path):
+    body = b"".join(b"line %d\n" % n for n in range(300))
+    write(tmp_path, {"exp/feat/kernel.py": body})
+    changes = ChangeSet(tmp_path)
+    changes.rewrite("exp/feat/kernel.py", b"from home.kernel import *\n")
+    changes.create("home/kernel.py", body + b"added\n")
+    patch = changes.diff()
+    assert ("diff --git a/exp/feat/kernel.py b/home/kernel.py\nsimilarity index 99%\n"
+            "copy from exp/feat/kernel.py\ncopy to home/kernel.py\n") in patch
+    assert "+line 5\n" not in patch and "+added\n" in patch  # the new file's hunk is its edit only
     copy = tmp_path.parent / (tmp_path.name + "-copy")
     shutil.copytree(tmp_path, copy)
     changes.apply()
