@@ -40,12 +40,17 @@ def clear_debris(target: FixTarget, project, texts: Texts, removal: Removal, aft
         if source is None:
             continue
         after = fix.after
-        stale = stale_all_names(target, removal, rel, fix.before, after)
+        tree_before = texts.tree(rel) if texts.read(rel) == fix.before else _parsed(fix.before)
+        tree_after = _parsed(after)
+        if tree_before is None or tree_after is None:
+            continue
+        stale = stale_all_names(target, removal, rel, tree_before, tree_after)
         if stale:
             after = _edit(rel, after, source, lambda mod: _remove_all_entries(mod, stale))
             removal.removed.append(f"{source.module}.__all__: {', '.join(sorted(stale))}")
+            tree_after = _parsed(after)
         if not source.is_package:
-            unused = made_unused_imports(fix.before, after)
+            unused = made_unused_imports(fix.before, after, tree_before, tree_after)
             unused = [u for u in unused if not _importable_elsewhere(texts, kept_rels, rel, source.module, u[2])]
             if unused:
                 after = _edit(rel, after, source, lambda mod: _drop_aliases(mod, unused, rel))
@@ -64,7 +69,7 @@ def _edit(rel: str, data: bytes, source, plan) -> bytes:
     plan(mod)
     after = apply_edits(mod.file, mod.edits) if mod.edits else data
     try:
-        ast.parse(after)
+        ast.parse(after)  # a safety net, as in `fix`
     except SyntaxError as error:
         raise Refused(f"internal error: the rewrite of {rel} does not parse ({error.msg})") from None
     return after
@@ -73,13 +78,17 @@ def _edit(rel: str, data: bytes, source, plan) -> bytes:
 # imports ------------------------------------------------------------------------------
 
 
-def made_unused_imports(before: bytes, after: bytes) -> List[Tuple[int, int, str]]:
+def _parsed(data: bytes):
+    try:
+        return ast.parse(data)
+    except (SyntaxError, ValueError):
+        return None
+
+
+def made_unused_imports(before: bytes, after: bytes, tree_before: ast.Module,
+                        tree_after: ast.Module) -> List[Tuple[int, int, str]]:
     """``(line, column, bound name)`` of the module-level import aliases of `after`
     whose name the edit made unused (1-based column, as `import_at` reads it)."""
-    try:
-        tree_after, tree_before = ast.parse(after), ast.parse(before)
-    except (SyntaxError, ValueError):
-        return []
     outside_before = _text_outside_imports(before, tree_before)
     outside_after = _text_outside_imports(after, tree_after)
     found = []
@@ -149,13 +158,10 @@ def _drop_aliases(mod: ModuleEdits, unused: List[Tuple[int, int, str]], rel: str
 # __all__ ------------------------------------------------------------------------------
 
 
-def stale_all_names(target: FixTarget, removal: Removal, rel: str, before: bytes, after: bytes) -> Set[str]:
-    """The ``__all__`` names of `after` that the module bound before the edit and no
+def stale_all_names(target: FixTarget, removal: Removal, rel: str, tree_before: ast.Module,
+                    tree_after: ast.Module) -> Set[str]:
+    """The ``__all__`` names of the module after the edit that it bound before and no
     longer binds (a subpackage or submodule that stays counts as bound)."""
-    try:
-        tree_before, tree_after = ast.parse(before), ast.parse(after)
-    except (SyntaxError, ValueError):
-        return set()
     listed = _all_names(tree_after)
     if not listed:
         return set()

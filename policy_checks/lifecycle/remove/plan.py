@@ -30,7 +30,8 @@ def plan_removal(target: FixTarget, name: str) -> Removal:
     feature = _feature(target, name)
     removal = Removal(target, name, ChangeSet(target.root))
     _own_directories(removal, feature)
-    project, texts = project_model(target), Texts(target.root)
+    texts = Texts(target.root)
+    project = project_model(target, texts)  # one read and one parse of each file, shared
     removal.deletions += own_examples(target, project, feature)
     hits = find_reach(project, texts, removal, feature, feature_spelling(feature.path_segments))
     kept = kept_python_files(project, removal)
