@@ -53,7 +53,9 @@ def clear_debris(target: FixTarget, project, texts: Texts, removal: Removal, aft
             unused = made_unused_imports(fix.before, after, tree_before, tree_after)
             unused = [u for u in unused if not _importable_elsewhere(texts, kept_rels, rel, source.module, u[2])]
             if unused:
-                after = _edit(rel, after, source, lambda mod: _drop_aliases(mod, unused, rel))
+                after, unused_left = _drop_whole_statements(after, tree_after, unused)
+                if unused_left:
+                    after = _edit(rel, after, source, lambda mod: _drop_aliases(mod, unused_left, rel))
                 removal.removed.append(f"{source.module}: imports made unused: "
                                        f"{', '.join(sorted({u[2] for u in unused}))}")
         if after != fix.after:
@@ -132,6 +134,46 @@ def _importable_elsewhere(texts: Texts, kept_rels: List[str], rel: str, module: 
             if pattern.search(texts.read(other)):
                 return True
     return False
+
+
+def _drop_whole_statements(data: bytes, tree: ast.Module, unused: List[Tuple[int, int, str]]):
+    """Delete, as lines, each module-level import statement all of whose names go
+    (alone on its lines), with the blank line before it when one follows it, so no
+    gap grows where it stood; return the new bytes and the aliases left for libcst
+    (statements that keep a name), at their lines in the new bytes."""
+    gone = {(line, column) for line, column, _ in unused}
+    body = tree.body
+    whole = []
+    for index, node in enumerate(body):
+        if not isinstance(node, (ast.Import, ast.ImportFrom)) or (node.lineno, node.col_offset + 1) not in gone:
+            continue
+        names = {a.asname or a.name.partition(".")[0] for a in node.names}
+        going = {name for line, column, name in unused if (line, column) == (node.lineno, node.col_offset + 1)}
+        alone = (index == 0 or body[index - 1].end_lineno < node.lineno) and (
+            index + 1 == len(body) or body[index + 1].lineno > node.end_lineno) and node.col_offset == 0
+        if names <= going and alone and _whole_lines(data, node):
+            whole.append(node)
+    if not whole:
+        return data, unused
+    lines = data.splitlines(keepends=True)
+    deleted = []  # 1-based numbers of the deleted lines
+    for node in sorted(whole, key=lambda n: n.lineno, reverse=True):
+        start, end = node.lineno - 1, node.end_lineno  # lines[start:end] is the statement
+        if start > 0 and not lines[start - 1].strip() and (end >= len(lines) or not lines[end].strip()):
+            start -= 1  # the blank line before it: the one after it still separates
+        deleted += range(start + 1, end + 1)
+        del lines[start:end]
+    removed = {(n.lineno, n.col_offset + 1) for n in whole}
+    left = [(line - sum(1 for d in deleted if d < line), column, name)
+            for line, column, name in unused if (line, column) not in removed]  # at their lines now
+    return b"".join(lines), left
+
+
+def _whole_lines(data: bytes, node: ast.stmt) -> bool:
+    """Does the statement fill its lines (nothing but a comment after it)?"""
+    last = data.splitlines()[node.end_lineno - 1]
+    tail = last[node.end_col_offset:].strip()
+    return not tail or tail.startswith(b"#")
 
 
 def _drop_aliases(mod: ModuleEdits, unused: List[Tuple[int, int, str]], rel: str) -> None:

@@ -125,3 +125,36 @@ def test_without_a_tracking_issue_the_note_says_what_to_do(tree):
     tree.write({"fxpkg/ops.py": MODULE})
     outcome = checked(tree)
     assert "names no tracking issue: close the issue that tracked feat by hand" in outcome.output
+
+
+def test_a_statement_that_goes_whole_takes_its_gap_so_none_grows(tree):
+    tree.write({"fxpkg/ops.py": '''\
+from dataclasses import dataclass
+from typing import Any
+
+import os
+
+from .api_logging import flashinfer_experimental_api
+
+
+@dataclass
+class Weights:
+    size: int
+
+
+@flashinfer_experimental_api(feature="feat")
+def fancy(x: Any):
+    from .experimental.feat.kernels import run
+
+    return run(os.sep)
+'''})
+    outcome = checked(tree)
+    assert outcome.exit_code == 0, outcome.output
+    assert tree.read("fxpkg/ops.py").decode() == '''\
+from dataclasses import dataclass
+
+
+@dataclass
+class Weights:
+    size: int
+'''
