@@ -1,6 +1,7 @@
 """The note that closes a removed feature's tracking issue (the guide's removal path
 ends there): which issue, what went, and where the person fills in the change that
-removed it. The command prints it; posting it is a person's step."""
+removed it. The command prints it; ``policy-check bot note`` posts it (the lifecycle
+commands sit below the bot and never talk to GitHub)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,17 @@ from .. import records as feature_records
 from .model import Feature, Removal
 
 CHANGE_PLACEHOLDER = "<commit or PR>"
+
+
+def how_to_post(feature_dir) -> str:
+    """The bot command that posts the note (the checker itself never talks to GitHub)."""
+    record_path = feature_dir / markers.RECORD
+    record = feature_records.read(record_path) if record_path.is_file() else None
+    if record is None or record.tracking is None:
+        return "post it when the change lands"
+    repo = record.tracking.repo or "OWNER/NAME"
+    return (f"fill in {CHANGE_PLACEHOLDER} once the change lands, then post it with `GITHUB_TOKEN=... "
+            f"policy-check bot note --repo {repo} --issue {record.tracking.number} --body-file NOTE`")
 
 
 def closing_note(removal: Removal, feature: Feature, feature_dir) -> str:

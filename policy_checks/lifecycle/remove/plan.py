@@ -12,7 +12,7 @@ from ...editing.changes import ChangeSet
 from ...editing.target import FixTarget, Refused, project_model
 from .attached import own_examples, plan_docs
 from .baseline_entries import prune_baseline
-from .closing import closing_note
+from .closing import closing_note, how_to_post
 from .debris import clear_debris
 from .emptied import Edited, apply_core_edits, refuse_imported_emptied
 from .entry_points import remove_backend_mentions
@@ -50,6 +50,7 @@ def plan_removal(target: FixTarget, name: str) -> Removal:
     plan_docs(target, project, removal, [feature.name, *lost.retired, *exports.public])
     prune_baseline(project, removal, feature, core.names_by_module)
     removal.closing_note = closing_note(removal, feature, target.root / feature.directory)
+    removal.closing_how = how_to_post(target.root / feature.directory)
     removal.changes.add_planned(removal.rewrites, deletions=removal.deletions)
     return removal
 

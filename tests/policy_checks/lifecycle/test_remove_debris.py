@@ -119,6 +119,7 @@ def test_the_closing_note_names_the_tracking_issue(tree):
     assert outcome.exit_code == 0, outcome.output
     assert "Close #12: feature feat removed in <commit or PR>." in outcome.output
     assert "- fxpkg.ops.fancy" in outcome.output
+    assert "policy-check bot note --repo OWNER/NAME --issue 12 --body-file NOTE" in outcome.output
 
 
 def test_without_a_tracking_issue_the_note_says_what_to_do(tree):
