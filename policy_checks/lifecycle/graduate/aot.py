@@ -214,8 +214,11 @@ def _add_to_listing(graduation: Graduation, shape: AotShape, factories: List[Fac
     lines.insert(at_call, calls.encode("utf-8"))
     lines.insert(at_import, imports.encode("utf-8"))
     graduation.rewrite(rel, b"".join(lines))
-    for f in factories:
+    first = at_call + 1 + imports.count(newline)  # the first added call, in the new bytes
+    for number, f in enumerate(factories, first):
         graduation.did(5, f"{rel}: {LISTING_FUNCTION}() adds {f.module}.{f.name}()")
+        graduation.ask(5, f"{rel}:{number}: {f.name}() is added for every build; put it under the architecture "
+                          f"check its kernels need, as {LISTING_FUNCTION}() does for its own")
 
 
 def _docstring_end(tree: ast.Module) -> int:

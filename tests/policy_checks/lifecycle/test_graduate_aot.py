@@ -86,6 +86,9 @@ def test_flashinfers_gen_all_modules_gets_the_factories_before_the_list_is_read(
     assert tree.imported("fxpkg.aot").gen_all_modules(True) == [
         "spdlog", "misc", "cudnn", "feat-sm90", "feat-a", "feat-b"]
     assert "gen_all_modules() adds fxpkg.feat_ops.spec.gen_feat_module()" in outcome.output
+    call = aot.splitlines().index("    jit_specs.append(gen_feat_module())") + 1
+    assert f"fxpkg/aot.py:{call}: gen_feat_module() is added for every build; put it under the architecture" in (
+        outcome.output)
     # the factory that needs an argument: the exact line, for a person
     line = aot.splitlines().index("    jit_specs.extend(gen_feat_variants())") + 2
     assert f"add by hand: fxpkg/aot.py:{line}: jit_specs.append(gen_feat_for(...))" in outcome.output
