@@ -34,6 +34,16 @@ Then, as pass / FAIL / n.a. with the reason:
              are listed for a person to judge: a graduated module's findings move with it
     imports  done: every module of the tree that imported before still imports after
              (below)
+    unused   done: no module-level import the run made unused is left in an edited module
+             (package ``__init__`` files and names other files import from it aside)
+    baseline a removal done: the base's ``policy-check-baseline.json`` (written by
+             ``policy-check baseline`` when the base is made) holds no entry of the feature
+             or of a file the run deleted
+
+Speed: a cold ``policy-check run`` of the base (no cache, default jobs) is timed once in
+every benchmark run, and each trial's ratio to it ("x cold": the slower of its --diff and
+real runs) is printed, with the median and maximum for done and refused trials and how
+many exceed the targets (3x done, 1x refused).
 
 Byte comparisons hash a file only when its stat (size, mtime, ctime, inode, mode)
 differs from the copy's own right after copying: any write changes the ctime, which no
@@ -87,11 +97,13 @@ the record (benchmarks/bench_record.py), rewritten after each trial. The exit st
 from __future__ import annotations
 
 import argparse
+import ast
 import collections
 import concurrent.futures
 import hashlib
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -106,7 +118,9 @@ DEFAULT_TREE = Path("/tmp/fi074/tree")
 DEFAULT_PYTHON = Path("/tmp/fi074/venv/bin/python")
 DEFAULT_HOME = "flashinfer.{feature}"
 COMMANDS = ("remove", "graduate")
-INVARIANTS = ("agree", "pure", "clean", "patch", "outside", "checker", "imports")
+INVARIANTS = ("agree", "pure", "clean", "patch", "outside", "checker", "imports", "unused", "baseline")
+BASE_VERSION = 2  # 2: the base holds the checker's baseline of the release (the "baseline" invariant)
+BASELINE = "policy-check-baseline.json"
 EXPERIMENTAL_DIR = "flashinfer/experimental"
 PYPROJECT = ("# Written by benchmarks/lifecycle_release.py: the checker's settings, all defaults\n"
              "# (FlashInfer's own layout), so that the checker finds this root.\n"
@@ -248,8 +262,11 @@ def make_base(tree: Path, base: Path) -> None:
                        ("core.excludesFile", os.devnull), ("core.checkStat", "minimal"),
                        ("core.trustctime", "false"), ("gc.auto", "0")):
         run("config", key, value)  # copies made with cp -a keep the index valid without a rehash
+    baselined = policy_check(["baseline", "--root", str(base)], base)  # today's findings, as a tree adopting the checker
+    if baselined.exit != 0:
+        raise RuntimeError(f"policy-check baseline failed ({baselined.exit}): {baselined.stderr[-1500:]}")
     run("add", "-A", "-f")
-    run("commit", "-q", "-m", "the release tree, unchanged but for pyproject.toml")
+    run("commit", "-q", "-m", f"the release tree, unchanged but for pyproject.toml and {BASELINE}")
 
 
 @dataclass
@@ -319,12 +336,16 @@ class Run:
     stderr: str
 
 
+CHECKOUT = Path(__file__).resolve().parents[1]  # the policy_checks measured: this checkout's
+
+
 def policy_check(args: list, cwd: Path, timeout: float = 3600) -> Run:
-    """``policy-check ARGS`` as a process of this interpreter (its policy_checks)."""
+    """``policy-check ARGS`` as a process of this interpreter, with this checkout's
+    policy_checks (whatever is installed)."""
     start = time.perf_counter()
     try:
         done = subprocess.run([sys.executable, "-m", "policy_checks", *args], cwd=cwd, capture_output=True,
-                              timeout=timeout, env=_clean_env())
+                              timeout=timeout, env=_clean_env(PYTHONPATH=str(CHECKOUT)))
     except subprocess.TimeoutExpired as expired:
         return Run(-9, time.perf_counter() - start, expired.stdout or b"", f"timed out after {timeout:.0f} s")
     return Run(done.returncode, time.perf_counter() - start, done.stdout, done.stderr.decode("utf-8", "replace"))
@@ -446,6 +467,74 @@ def check_outside(copies: list, base: Path, snapshot: Snapshot) -> Check:
     if changed:
         return Check(FAIL, "changed: " + _few(changed), data)
     return Check(PASS, "parent directories and base untouched", data)
+
+
+def check_unused(base: Path, root: Path, delta: Delta) -> Check:
+    """No module-level import that the run made unused is left in a kept, edited module
+    (not a package ``__init__``, whose imports are what it publishes): a name read
+    before the run (in code, or as a word of a string: ``__all__``, annotations) and
+    nowhere after it, unless another file imports it from the module."""
+    left = []
+    for rel in delta.changed:
+        if not rel.endswith(".py") or rel.endswith("__init__.py"):
+            continue
+        before, after = (base / rel).read_bytes(), (root / rel).read_bytes()
+        used_before, used_after = _used_names(before), _used_names(after)
+        for name in sorted(_module_imports(after)):
+            if name in used_before and name not in used_after and not _imported_from(root, rel, name):
+                left.append(f"{rel}: {name}")
+    if left:
+        return Check(FAIL, f"{len(left)} imports made unused are left: {_few(left)}", {"left": left})
+    return Check(PASS, f"no import made unused in {sum(r.endswith('.py') for r in delta.changed)} edited modules")
+
+
+def _used_names(data: bytes) -> set:
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError):
+        return set()
+    used = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Store):
+            used.add(node.id)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            used.update(re.findall(r"[A-Za-z_]\w*", node.value))
+    return used
+
+
+def _module_imports(data: bytes) -> set:
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError):
+        return set()
+    return {a.asname or a.name.partition(".")[0] for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))
+            and getattr(node, "module", None) != "__future__" for a in node.names if a.name != "*"}
+
+
+def _imported_from(root: Path, rel: str, name: str) -> bool:
+    """Does a file of the tree import `name` from the module at `rel` (``from ...last
+    import ... name``, or ``last.name``)? A ``git grep`` of the copy."""
+    last = rel[:-3].rpartition("/")[2]
+    pattern = rf"\b{last}[[:space:]]+import\b.*\b{name}\b|\b{last}\.{name}\b"
+    found = git(root, "grep", "-q", "-E", pattern, "--", "*.py", f":!{rel}")
+    return found.returncode == 0
+
+
+def check_baseline(root: Path, feature: str, experimental: str, delta: Delta) -> Check:
+    """After a removal, the baseline holds no entry of what went: the feature's modules
+    and directory, and every file the run deleted."""
+    path = root / BASELINE
+    if not path.is_file():
+        return Check(NA, f"no {BASELINE}")
+    gone = set(delta.deleted) | {rel[:-3].replace("/", ".").removesuffix(".__init__")
+                                 for rel in delta.deleted if rel.endswith(".py")}
+    module, folder = f"{experimental}.{feature}", f"{experimental.replace('.', '/')}/{feature}"
+    entries = json.loads(path.read_bytes())["entries"]
+    stale = sorted({e["module"] for e in entries if e["module"] in gone or e["module"] == module
+                    or e["module"].startswith(module + ".") or e["module"].startswith(folder + "/")})
+    if stale:
+        return Check(FAIL, f"{len(stale)} entries of what went are left: {_few(stale)}", {"stale": stale})
+    return Check(PASS, f"{len(entries)} entries, none of {feature}")
 
 
 def finding_keys(report: dict) -> collections.Counter:
@@ -962,6 +1051,7 @@ class Context:
     experimental: str = EXPERIMENTAL_DIR.replace("/", ".")
     linked: tuple = LINKED
     base_changed: str = ""  # set when a trial changed the base (through a linked file)
+    cold_s: float = 0.0  # a cold ``policy-check run`` of the base, measured in this benchmark run
     lock: object = None  # `WorkdirLock`, held for the run
 
     def import_on_base(self, modules: dict, mode: str, progress: bool = False) -> Survey:
@@ -1015,11 +1105,14 @@ def _trial(ctx: Context, feature: str, command: str, label: str, copies: list) -
     delta = compare(b.reference, b_after)
     if real.exit != 0:
         checks["clean"] = check_unchanged(b, f"exit {real.exit}")
-        for name in ("patch", "checker", "imports"):
+        for name in ("patch", "checker", "imports", "unused", "baseline"):
             checks[name] = Check(NA, "not done")
     else:
         checks["clean"] = Check(NA, "done")
         checks["patch"] = check_patch(diff.stdout, ctx.base, delta, b_after, ctx.workdir)
+        checks["unused"] = check_unused(ctx.base, b.root, delta)
+        checks["baseline"] = (check_baseline(b.root, feature, ctx.experimental, delta) if command == "remove"
+                              else Check(NA, "a graduation keeps the baseline's entries (they follow a move)"))
         after = run_checker(b.root, ctx.cache)
         checks["checker"] = check_findings(ctx.findings, finding_keys(after))
         if ctx.survey is None or ctx.python is None:
@@ -1039,6 +1132,7 @@ def _trial(ctx: Context, feature: str, command: str, label: str, copies: list) -
         "feature": feature, "command": command, "args": args,
         "diff_exit": diff.exit, "exit": real.exit,
         "diff_s": round(diff.seconds, 2), "real_s": round(real.seconds, 2),
+        "ratio": round(max(diff.seconds, real.seconds) / ctx.cold_s, 2) if ctx.cold_s else None,
         "reason": _reason(real), "patch_lines": diff.stdout.count(b"\n"),
         "files": {"created": len(delta.created), "changed": len(delta.changed), "deleted": len(delta.deleted)},
         "checks": {name: asdict(checks[name]) for name in INVARIANTS},
@@ -1058,9 +1152,10 @@ def _reason(run: Run) -> str:
 # --- report ------------------------------------------------------------------------------------
 
 def table(rows: list) -> str:
-    head = ["feature", "command", "exit", *INVARIANTS, "diff s", "real s"]
+    head = ["feature", "command", "exit", *INVARIANTS, "diff s", "real s", "x cold"]
     body = [[r["feature"], r["command"], f"{r['diff_exit']}/{r['exit']}",
-             *(r["checks"][name]["status"] for name in INVARIANTS), f"{r['diff_s']:.1f}", f"{r['real_s']:.1f}"]
+             *(r["checks"][name]["status"] for name in INVARIANTS), f"{r['diff_s']:.1f}", f"{r['real_s']:.1f}",
+             "-" if r.get("ratio") is None else f"{r['ratio']:.2f}"]
             for r in rows]
     widths = [max(len(str(cell)) for cell in column) for column in zip(head, *body)]
     line = lambda cells: "  ".join(str(c).ljust(w) for c, w in zip(cells, widths)).rstrip()  # noqa: E731
@@ -1072,6 +1167,13 @@ def summary(rows: list) -> dict:
     result = {"trials": len(rows), "done": sum(r["exit"] == 0 for r in rows),
               "refused": sum(r["exit"] == 1 for r in rows), "errors": sum(r["exit"] not in (0, 1) for r in rows),
               "invariants": {name: dict(counts[name]) for name in INVARIANTS}}
+    for what, wanted, limit in (("done", 0, 3.0), ("refused", 1, 1.0)):
+        ratios = sorted(r["ratio"] for r in rows if r["exit"] == wanted and r.get("ratio") is not None)
+        if ratios:
+            result[f"ratio_{what}"] = {"median": ratios[len(ratios) // 2] if len(ratios) % 2 else
+                                       round((ratios[len(ratios) // 2 - 1] + ratios[len(ratios) // 2]) / 2, 2),
+                                       "max": ratios[-1], "limit": limit,
+                                       "over": sum(ratio > limit for ratio in ratios), "of": len(ratios)}
     for what, wanted in (("slowest_refusal", 1), ("slowest_success", 0)):
         runs = [r for r in rows if r["exit"] == wanted]
         if runs:
@@ -1096,6 +1198,14 @@ def print_report(rows: list, figures: dict) -> None:
     print(f"\n{s['trials']} trials: {s['done']} done, {s['refused']} refused, {s['errors']} errors")
     for name in INVARIANTS:
         print(f"  {name:<8} " + ", ".join(f"{status} {n}" for status, n in sorted(s["invariants"][name].items())))
+    if figures.get("cold_run_s"):
+        print(f"  cold policy-check run of the base: {figures['cold_run_s']:.1f} s (this run); "
+              "x cold = the slower of --diff and the real run over it")
+    for what in ("done", "refused"):
+        ratio = s.get(f"ratio_{what}")
+        if ratio:
+            print(f"  x cold, {what}: median {ratio['median']:.2f}, max {ratio['max']:.2f}; "
+                  f"{ratio['over']} of {ratio['of']} over {ratio['limit']:.0f}x")
     for what in ("slowest_refusal", "slowest_success"):
         if what in s:
             print(f"  {what.replace('_', ' ')}: {s[what]['command']} {s[what]['feature']} {s[what]['seconds']:.1f} s")
@@ -1123,7 +1233,7 @@ def prepare(options) -> Context:
     workdir.mkdir(parents=True, exist_ok=True)
     lock = WorkdirLock(workdir)
     base, stamp_path = workdir / "base", workdir / "base.json"
-    fingerprint = tree_fingerprint(options.tree)
+    fingerprint = f"{tree_fingerprint(options.tree)}-base{BASE_VERSION}"
     stamp = json.loads(stamp_path.read_text()) if stamp_path.exists() else {}
     status = git(base, "--no-optional-locks", "status", "--porcelain", "-uall") if base.is_dir() else None
     reuse = stamp.get("fingerprint") == fingerprint and status is not None and not status.stdout.strip()
@@ -1141,12 +1251,17 @@ def prepare(options) -> Context:
         cache.mkdir(mode=0o700, exist_ok=True)
     log("policy-check run on the base")
     findings = finding_keys(run_checker(base, cache))
+    log("a cold policy-check run of the base (no cache, default jobs): the yardstick of every trial")
+    cold = policy_check(["run", "--root", str(base), "--format", "json", "--exit-zero", "--no-baseline", "--no-cache"],
+                        base)
+    if cold.exit != 0:
+        raise RuntimeError(f"policy-check run failed ({cold.exit}): {cold.stderr[-1500:]}")
     python = options.python
     if not python.is_file():
         log(f"no {python}: the import invariant is skipped")
         python = None
     ctx = Context(base, snapshot, workdir, options.home, findings, None, python, cache, options.keep,
-                  linked=() if options.copy_all else LINKED)
+                  linked=() if options.copy_all else LINKED, cold_s=cold.seconds)
     if python is not None:
         survey_path = workdir / "import-survey.json"
         key = {"fingerprint": fingerprint, "python": str(python), "probe": PROBE_VERSION}
@@ -1243,6 +1358,7 @@ def main(argv=None) -> None:
                "home": options.home, "jobs": options.jobs, "checker_cache": ctx.cache is not None,
                "python": str(options.python), "linked": list(ctx.linked),
                "base_findings": sum(ctx.findings.values()), "setup_s": round(time.perf_counter() - started, 1),
+               "cold_run_s": round(ctx.cold_s, 2),
                "import_survey": survey and {"modules": len(survey.modules), "modules_ok": len(survey.ok()),
                                             "seconds": round(survey.seconds, 1), "reused": survey.reused}}
     rows, lock = [], threading.Lock()

@@ -986,14 +986,16 @@ def type_checking_guards(tree: ast.AST, source: Optional[bytes] = None) -> tuple
     return names, modules
 
 
-def extract(source: bytes, module: str, is_package: bool, aliases=frozenset()) -> FileFacts:
+def extract(source: bytes, module: str, is_package: bool, aliases=frozenset(), tree=None) -> FileFacts:
     """Facts of one file. A file that does not parse gets only `syntax_error` set.
 
     `aliases` are absolute names other modules bind to ``backend_requirement``
     (``flashinfer.dispatch.requires``); calls through them count as its calls.
+    `tree`: the ``ast`` of `source` where the caller has parsed it already (it is
+    only read), so that no file is parsed twice.
     """
     facts = FileFacts(module, is_package)
-    tree = _parse(source, facts)
+    tree = _parse(source, facts) if tree is None else tree
     if tree is not None:
         extractor = _Extractor(facts, _Columns(source), frozenset(aliases), [])
         extractor.token_lines = _token_lines(source, extractor.call_names)

@@ -1,4 +1,4 @@
-"""``policy-check bot pr`` and ``policy-check bot review``.
+"""``policy-check bot pr``, ``policy-check bot review`` and ``policy-check bot note``.
 
 The token comes from ``GITHUB_TOKEN`` only (never an option, so it never lands in a shell
 history or a process list) and is never printed. Exit status: 0 fine, 1 the PR check
@@ -177,3 +177,27 @@ def review(repo, dry_run, api_url, bot_login, tracking_repos, retry_budget, time
     click.echo(json.dumps(result.as_json(), indent=2) if as_json else markdown)
     _write_step_summary(markdown)
     raise SystemExit(1 if writes.of(FAILED) else 0)
+
+
+@bot.command(epilog=_EPILOG.format(failed="the note was not posted"))
+@_common
+@click.option("--issue", "number", type=click.IntRange(1), required=True, metavar="N", help="The tracking issue.")
+@click.option("--body-file", type=click.File("r", encoding="utf-8"), required=True, metavar="FILE",
+              help="The note, as `policy-check remove` printed it with the change filled in ('-': stdin).")
+def note(repo, dry_run, api_url, bot_login, tracking_repos, retry_budget, timeout, write_interval, number,
+         body_file) -> None:
+    """Post a removed feature's closing note on its tracking issue (one comment; the issue stays open)."""
+    from .closing_note import MAX_BODY
+
+    body = body_file.read(MAX_BODY + 1).strip()
+    if not body or len(body) > MAX_BODY:
+        raise click.UsageError(f"the note must hold 1 to {MAX_BODY} characters")
+    if "<commit or PR>" in body:
+        raise click.UsageError("the note still says <commit or PR>: name the change that removed the feature")
+    if dry_run:
+        click.echo(f"would comment on {repo}#{number}:\n{body}")
+        raise SystemExit(0)
+    gh, _ = _session(api_url, retry_budget, timeout, write_interval, bot_login)
+    from .closing_note import post_note
+
+    click.echo(f"posted: {_reported(post_note, gh, repo, number, body)}")

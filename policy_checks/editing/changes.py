@@ -7,7 +7,12 @@ promises the commands make:
 - its `ChangeSet.diff` is the patch `ChangeSet.apply` carries out: ``git apply`` on a
   copy of the tree gives the tree the run leaves. Created and deleted files carry git's
   headers (``/dev/null``, file modes), so empty files and modes survive; a file that
-  is not UTF-8 text goes as a git binary patch (with full blob ids, as git requires);
+  is not UTF-8 text goes as a git binary patch (with full blob ids, as git requires).
+  A text file created that is at least half the same (git's default rename threshold)
+  as one deleted, or as the old bytes of one rewritten into something else (a moved
+  module's shim), is shown as git shows a rename or a copy (`Rename`): ``similarity
+  index``, ``rename from``/``rename to`` (``copy ...``), then only the hunks of what
+  changed;
 - only regular files inside the root are read, written or deleted: a path with
   ``..``, an absolute path, a symlink on the way or at the end, a FIFO or a device is
   `Refused` when it is planned (`lstat`, never following links), and the bytes
@@ -26,6 +31,7 @@ import re
 import stat
 import tempfile
 import zlib
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Callable, Dict, Iterator, List, NamedTuple, Optional
@@ -83,6 +89,110 @@ class Change:
         lines = difflib.unified_diff(_lines(before), _lines(after), old, new)
         body = "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
         return "".join(head) + body
+
+
+@dataclass(frozen=True)
+class Rename:
+    """A created file shown as git shows a move (its source deleted) or a copy (its
+    source rewritten into something else, such as a shim): the headers, then the hunks
+    of the edit (none when the bytes are the same)."""
+
+    old: Change  # the source: deleted, or rewritten beyond recognition
+    new: Change  # created
+    similarity: int  # percent, as git rounds it: down
+
+    @property
+    def kind(self) -> str:
+        return "rename" if self.old.after is None else "copy"
+
+    def diff(self) -> str:
+        head = [f"diff --git a/{self.old.path} b/{self.new.path}\n"]
+        if _git_mode(self.old.mode if self.kind == "rename" else _mode_before(self.old)) != _git_mode(self.new.mode):
+            old_mode = self.old.mode if self.kind == "rename" else _mode_before(self.old)
+            head += [f"old mode {_git_mode(old_mode)}\n", f"new mode {_git_mode(self.new.mode)}\n"]
+        head += [f"similarity index {self.similarity}%\n", f"{self.kind} from {self.old.path}\n",
+                 f"{self.kind} to {self.new.path}\n"]
+        lines = difflib.unified_diff(_lines(self.old.before), _lines(self.new.after),
+                                     f"a/{self.old.path}", f"b/{self.new.path}")
+        body = "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
+        return "".join(head) + body
+
+
+def _mode_before(change: Change) -> int:
+    return change.old_mode if change.old_mode is not None else change.mode
+
+
+RENAME_THRESHOLD = 50  # percent, git's default (``-M50%``)
+_PAIRS_COMPARED = 40_000  # beyond this many source x created pairs only same-named files are compared
+
+
+def similarity(before: bytes, after: bytes) -> int:
+    """How much of two files is the same, in percent, as git scores a rename: the bytes
+    of the lines they share over the size of the larger (linear: lines are counted)."""
+    larger = max(len(before), len(after))
+    if larger == 0:
+        return 100
+    old, new = Counter(_LINE.findall(before)), Counter(_LINE.findall(after))
+    shared = sum(len(line) * min(count, new[line]) for line, count in old.items() if line in new)
+    return shared * 100 // larger
+
+
+def find_renames(changes: List[Change]) -> List[Rename]:
+    """Pair created text files with sources at least `RENAME_THRESHOLD` percent alike,
+    best pairs first, each file in one pair at most; same bytes pair before anything.
+    A source is a deleted file (a rename) or one rewritten into something less than
+    half alike, as git's ``-B`` breaks it (a copy: a moved module whose old path now
+    holds a shim)."""
+    created = [c for c in changes if c.before is None and c.after is not None and c.shown and _is_text(c.after)]
+    if not created:
+        return []
+    sources = [c for c in changes if c.shown and c.before is not None and _is_text(c.before)
+               and (c.after is None or _broken(c))]
+    if not sources:
+        return []
+    scored = []
+    compare_all = len(sources) * len(created) <= _PAIRS_COMPARED
+    by_name: Dict[str, List[Change]] = {}
+    for new in created:
+        by_name.setdefault(_name(new.path), []).append(new)
+    by_bytes = {new.after: new for new in created}
+    for old in sources:
+        same = by_bytes.get(old.before)
+        if same is not None:
+            scored.append((101, _name(old.path) == _name(same.path), old, same))
+        candidates = created if compare_all else by_name.get(_name(old.path), [])
+        for new in candidates:
+            small, large = sorted((len(old.before), len(new.after)))
+            if new is same or small * 100 < large * RENAME_THRESHOLD:
+                continue  # the shared bytes are at most the smaller file's
+            score = similarity(old.before, new.after)
+            if score >= RENAME_THRESHOLD:
+                scored.append((score, _name(old.path) == _name(new.path), old, new))
+    scored.sort(key=lambda s: (-s[0], not s[1], s[2].path, s[3].path))
+    taken, renames = set(), []
+    for score, _, old, new in scored:
+        if old.path in taken or new.path in taken:
+            continue
+        taken |= {old.path, new.path}
+        renames.append(Rename(old, new, 100 if old.before == new.after else min(score, 99)))
+    return renames
+
+
+def _broken(change: Change) -> bool:
+    """A rewrite that keeps less than half of the file (git's ``-B``): its old bytes
+    may be the source of a copy. Checked by size first, which usually settles it."""
+    small, large = sorted((len(change.before), len(change.after)))
+    if small * 100 < large * RENAME_THRESHOLD:
+        return True
+    return similarity(change.before, change.after) < RENAME_THRESHOLD
+
+
+def _name(path: str) -> str:
+    return PurePosixPath(path).name
+
+
+def _is_text(data: bytes) -> bool:
+    return bool(data) and not _is_binary(data)
 
 
 def _git_mode(mode: int) -> str:
@@ -268,8 +378,23 @@ class ChangeSet:
         return any(c.before != c.after for c in self._changes.values()) or bool(self._directories)
 
     def diff(self) -> str:
-        """The patch of the whole set, in path order (what ``--diff`` prints)."""
-        return "".join(change.diff() for change in self.changes if change.shown)
+        """The patch of the whole set, in path order (what ``--diff`` prints); a moved
+        file at its old path, in git's rename form."""
+        changes = self.changes
+        pairs = {rename.old.path: rename for rename in find_renames(changes)}
+        made = {rename.new.path for rename in pairs.values()}
+        parts = []
+        for change in changes:
+            if not change.shown or change.path in made:
+                continue
+            pair = pairs.get(change.path)
+            if pair is None:
+                parts.append(change.diff())
+            elif pair.kind == "rename":
+                parts.append(pair.diff())
+            else:  # the source's own rewrite, then the copy read from its old bytes
+                parts += [change.diff(), pair.diff()]
+        return "".join(parts)
 
     # writing ----------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Callable, Dict, Iterator, List, Optional, Sequence, Union
 
 import libcst as cst
@@ -36,10 +37,19 @@ class PythonFile:
     module_name: str
     is_package: bool
 
-    def __post_init__(self) -> None:
-        self.positions = self.wrapper.resolve(PositionProvider)
-        self.parents = self.wrapper.resolve(ParentNodeProvider)
-        self.scopes = self.wrapper.resolve(ScopeProvider)
+    # Each kind of metadata is resolved when first asked for: every one walks the whole
+    # tree, and scopes cost most, which a rewrite of imports alone never needs.
+    @cached_property
+    def positions(self):
+        return self.wrapper.resolve(PositionProvider)
+
+    @cached_property
+    def parents(self):
+        return self.wrapper.resolve(ParentNodeProvider)
+
+    @cached_property
+    def scopes(self):
+        return self.wrapper.resolve(ScopeProvider)
 
     @property
     def tree(self) -> cst.Module:

@@ -88,12 +88,18 @@ def load_project(root: Optional[Path], start: Optional[Path] = None) -> FixTarge
     return FixTarget(root, settings)
 
 
-def project_model(target: FixTarget) -> checker_project.Project:
+def project_model(target: FixTarget, sources=None) -> checker_project.Project:
     """The checker's project model of the tree, each file's facts extracted when first
     asked for. ``remove`` and ``graduate`` read the facts of the few files that spell
-    the feature, so they need no cache."""
+    the feature, so they need no cache. `sources`: the command's reader of the tree's
+    files (``read(rel)`` for the bytes, ``tree(rel)`` for their ``ast`` or None), which
+    the model then shares, so that a file is read and parsed once per command."""
 
     def load(source: checker_project.SourceFile):
+        if sources is not None:
+            tree = sources.tree(source.rel)
+            return extract(sources.read(source.rel), source.module, source.is_package,
+                           tree=tree if tree is not None else None)
         return extract((target.root / source.rel).read_bytes(), source.module, source.is_package)
 
     return checker_project.Project(target.root, target.settings, load)

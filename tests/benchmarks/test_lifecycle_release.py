@@ -7,6 +7,7 @@ probe gets past a module that hangs or kills its process."""
 from __future__ import annotations
 
 import collections
+import json
 import dataclasses
 import importlib.util
 import sys
@@ -227,3 +228,33 @@ def test_a_workdir_in_use_is_read_not_rewritten(tmp_path):
     second = lr.WorkdirLock(tmp_path)
     with pytest.raises(SystemExit, match="is in use by another run and it has no base: pass another --workdir"):
         second.writing("it has no base")
+
+
+def test_an_import_made_unused_and_a_stale_baseline_entry_are_caught(tmp_path):
+    base, root = tmp_path / "base", tmp_path / "copy"
+    for tree, ops in ((base, "import os\nimport sys\n\ndef f():\n    return os.sep\n"), (root, "import os\nimport sys\n")):
+        (tree / "pkg").mkdir(parents=True)
+        (tree / "pkg/ops.py").write_text(ops)
+    lr.git(root, "init", "-q")
+    delta = lr.Delta(created=[], changed=["pkg/ops.py"], deleted=["pkg/experimental/feat/k.py"])
+    check = lr.check_unused(base, root, delta)
+    assert check.status == lr.FAIL and check.data["left"] == ["pkg/ops.py: os"]  # sys was unused before: not judged
+    (root / "pkg/user.py").write_text("from .ops import os\n")
+    lr.git(root, "add", "-A")
+    assert lr.check_unused(base, root, delta).status == lr.PASS  # another file imports it from there
+    entries = [{"rule": "EXP004", "module": "pkg.experimental.feat.k", "scope": "", "subject": "", "count": 1},
+               {"rule": "EXP004", "module": "pkg.ops", "scope": "", "subject": "", "count": 1}]
+    (root / lr.BASELINE).write_text(json.dumps({"policy-check-baseline": 1, "entries": entries}))
+    check = lr.check_baseline(root, "feat", "pkg.experimental", delta)
+    assert check.status == lr.FAIL and check.data["stale"] == ["pkg.experimental.feat.k"]
+    (root / lr.BASELINE).write_text(json.dumps({"policy-check-baseline": 1, "entries": entries[1:]}))
+    assert lr.check_baseline(root, "feat", "pkg.experimental", delta).status == lr.PASS
+
+
+def test_each_trial_is_measured_against_a_cold_run_with_median_and_maximum():
+    rows = [{"feature": f, "command": "remove", "exit": e, "ratio": r, "real_s": 1.0,
+             "checks": {name: {"status": lr.PASS} for name in lr.INVARIANTS}}
+            for f, e, r in (("a", 0, 1.0), ("b", 0, 4.0), ("c", 0, 2.0), ("d", 1, 0.5), ("e", 1, 1.5))]
+    s = lr.summary(rows)
+    assert s["ratio_done"] == {"median": 2.0, "max": 4.0, "limit": 3.0, "over": 1, "of": 3}
+    assert s["ratio_refused"] == {"median": 1.0, "max": 1.5, "limit": 1.0, "over": 1, "of": 2}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from typing import Iterator, List
 
 from ...config import module_under, under
@@ -22,9 +23,10 @@ from .rewrite import parse_file, retarget
 def retarget_elsewhere(graduation: Graduation, project: Project) -> None:
     """Point every other import of the old path at the new home, or list it (step 2)."""
     touched = {fix.path for fix in graduation.rewrites}
+    spelt = names_the_feature(graduation.feature)
     for rel in _other_code(graduation, project):
         data = _read(graduation.target.root, rel)
-        if rel in touched or data is None or graduation.feature.encode() not in data:
+        if rel in touched or data is None or not spelt(data):
             continue
         if _imports_old_path(graduation, rel, data):
             try:
@@ -32,6 +34,14 @@ def retarget_elsewhere(graduation: Graduation, project: Project) -> None:
             except Refused as why:  # a link, or what libcst cannot print back: not rewritten
                 graduation.ask(2, f"{rel} imports {graduation.old} but is not rewritten ({why}); "
                                   f"point it at {graduation.home} by hand")
+
+
+def names_the_feature(feature: str):
+    """A byte test: does a file spell `feature` as a whole word (``cake``, not only
+    ``cake_dsa``)? An import of the feature, absolute or relative, must. Feature names
+    are often the prefix of others', so this spares the parse of most files."""
+    word = re.compile(rb"(?<![A-Za-z0-9_])" + re.escape(feature.encode("utf-8")) + rb"(?![A-Za-z0-9_])")
+    return lambda data: feature.encode("utf-8") in data and word.search(data) is not None
 
 
 def _retarget_file(graduation: Graduation, rel: str, data: bytes) -> None:
@@ -100,6 +110,7 @@ def strings_naming_the_old_path(graduation: Graduation, project: Project) -> Non
     for one release; each is listed for a person (step 2)."""
     target, old = graduation.target, graduation.old
     relative = "." + old.partition(".")[2]  # ".experimental.<feature>", as a relative import_module spells it
+    spelling = relative.encode("utf-8")  # in both spellings
     new_bytes = {**{fix.path: fix.after for fix in graduation.rewrites}, **graduation.creations}
     feature_dir = f"{target.settings.experimental_dir}/{graduation.feature}"
     shims = {fix.path for fix in graduation.rewrites if under(fix.path, feature_dir)}
@@ -108,8 +119,8 @@ def strings_naming_the_old_path(graduation: Graduation, project: Project) -> Non
         if not rel.endswith(".py") or any(under(rel, d) for d in graduation.deletions):
             continue
         data = new_bytes[rel] if rel in new_bytes else _read(target.root, rel)
-        if data is None or graduation.feature.encode() not in data:
-            continue
+        if data is None or spelling not in data:
+            continue  # a string holding the old path holds these bytes (escapes and split literals aside)
         for line, text in _strings_naming(data, (old, relative)):
             graduation.ask(2, f"a string still names the experimental path: {rel}:{line}: {text[:80]!r}")
 

@@ -210,10 +210,14 @@ def _string(node: ast.AST) -> Optional[str]:
 
 
 def free_name(project: Project, parent: str, last: str, exported: Dict[str, str]) -> str:
-    """A name beside `last` that `parent` neither serves nor holds, to suggest instead."""
+    """A public name beside `last` that `parent` neither serves nor holds, to suggest
+    instead: a graduated API lives in a public module, never one starting with ``_``."""
     folder = project.root.joinpath(*parent.split("."))
-    for candidate in (f"_{last}", f"{last}_impl", f"{last}_kernels", f"{last}_ops"):
+    base = last.lstrip("_") or "graduated"
+    candidates = [f"{base}_api", f"{base}_impl", f"{base}_kernels", f"{base}_ops"]
+    candidates += [f"{base}_api{n}" for n in range(2, 100)]
+    for candidate in candidates:
         taken = os.path.lexists(folder / candidate) or os.path.lexists(folder / f"{candidate}.py")
         if candidate not in exported and not taken:
             return f"{parent}.{candidate}"
-    return f"{parent}._{last}_graduated"
+    return f"{parent}.{base}_graduated"

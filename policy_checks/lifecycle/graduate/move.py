@@ -13,6 +13,7 @@ from ...editing.cst_tools import apply_edits
 from .marks import drop_experimental_marks, swap_decorators
 from .plan import Graduation
 from .rewrite import parse_file, retarget_or_refuse
+from .untouched import keeps_its_bytes
 
 
 def move_feature(graduation: Graduation, feature_dir: Path) -> None:
@@ -44,6 +45,10 @@ def move_feature(graduation: Graduation, feature_dir: Path) -> None:
 
 def _moved_module(graduation: Graduation, rel: str, new_rel: str, data: bytes) -> bytes:
     """A module's bytes at its new path: imports of the feature retargeted, marks dropped."""
+    target = graduation.target
+    module, is_package = target.module_of(rel)
+    if keeps_its_bytes(data, graduation.old, graduation.home, module, target.module_of(new_rel)[0], is_package):
+        return data  # nothing to retarget or swap: never handed to libcst
     file = parse_file(graduation.target, rel, data)
     edits: dict = {}
     retarget_or_refuse(file, graduation.old, graduation.home, graduation.target.module_of(new_rel)[0], edits)

@@ -11,7 +11,7 @@ from ...editing.changes import ChangeSet
 from ...editing.target import FixTarget, project_model
 from .. import records as feature_records
 from . import refusals
-from .aot import register_aot
+from .aot import check_shape, register_aot
 from .core import swap_core
 from .elsewhere import retarget_elsewhere, strings_naming_the_old_path
 from .leftovers import check_planned
@@ -28,6 +28,7 @@ def plan_graduation(target: FixTarget, feature: str, home: str, aot: bool = Fals
     """The whole graduation, or `Refused`; reads the tree, writes nothing."""
     changes = ChangeSet(target.root)
     feature_dir = refusals.check_feature(target, changes, feature)
+    aot_shape = check_shape(target) if aot else None  # a tree of neither shape refuses before any other work
     project = project_model(target)
     refusals.check_home(target, project, feature, home)
     reaching = refusals.reaching_core(target, project, feature)
@@ -42,7 +43,7 @@ def plan_graduation(target: FixTarget, feature: str, home: str, aot: bool = Fals
     list_in_docs(graduation, project, entry_points)
     export_top_level(graduation, project, entry_points)
     if aot:
-        register_aot(graduation, project)
+        register_aot(graduation, aot_shape)
     else:
         graduation.ask(5, "if the kernels ship prebuilt, run again with --aot or register their specs by hand")
     strings_naming_the_old_path(graduation, project)

@@ -18,6 +18,7 @@ from ...facts import Import, extract
 from ...project import Project
 from .. import records as feature_records
 from . import reach
+from .elsewhere import names_the_feature
 from .exports import exported_names, free_name
 from .stable_lane import stable_tests_dir
 
@@ -80,13 +81,14 @@ def reaching_core(target: FixTarget, project: Project, feature: str) -> Dict[str
     s = target.settings
     old = f"{s.experimental_package}.{feature}"
     found: Dict[str, List[Import]] = {}
+    spelt = names_the_feature(feature)
     for rel in sorted(project.files):
         source = project.files[rel]
         if not s.is_core(source.module):
             continue
         data = (target.root / rel).read_bytes()
-        if feature.encode() not in data or b"experimental" not in data:
-            continue  # an import of the feature, and a marker naming it, spell both
+        if b"experimental" not in data or not spelt(data):
+            continue  # an import of the feature, and a marker naming it, spell both (the name as a word)
         facts = project.facts(rel)
         if facts.syntax_error is not None:
             continue

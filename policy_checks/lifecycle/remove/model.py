@@ -40,6 +40,8 @@ class Removal:
     deletions: List[str] = field(default_factory=list)  # root-relative files and directories
     removed: List[str] = field(default_factory=list)  # what went, for the report
     notes: List[str] = field(default_factory=list)  # "file:line: text" left for a person
+    closing_note: Optional[str] = None  # for the tracking issue (`closing.closing_note`)
+    closing_how: str = "post it when the change lands"  # how (`closing.how_to_post`)
 
     def gone(self, rel: str) -> bool:
         """Does the file `rel` go (deleted, or below a deleted directory)?"""
@@ -50,7 +52,10 @@ class Removal:
         lines = [f"{verb}: {item}" for item in self.removed]
         lines += [f"{verb}: {rel}" for rel in self.deletions]
         lines += [f"{'rewrote' if applied else 'would rewrite'}: {path}" for path, _, _ in self.rewrites]
-        return lines + [f"left for a person: {note}" for note in self.notes]
+        lines += [f"left for a person: {note}" for note in self.notes]
+        if self.closing_note:
+            lines += [f"closing note for the tracking issue ({self.closing_how}):", self.closing_note]
+        return lines
 
 
 @dataclass

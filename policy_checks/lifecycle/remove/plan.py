@@ -11,6 +11,9 @@ import os
 from ...editing.changes import ChangeSet
 from ...editing.target import FixTarget, Refused, project_model
 from .attached import own_examples, plan_docs
+from .baseline_entries import prune_baseline
+from .closing import closing_note, how_to_post
+from .debris import clear_debris
 from .emptied import Edited, apply_core_edits, refuse_imported_emptied
 from .entry_points import remove_backend_mentions
 from .exports import Exports, plan_exports
@@ -27,7 +30,8 @@ def plan_removal(target: FixTarget, name: str) -> Removal:
     feature = _feature(target, name)
     removal = Removal(target, name, ChangeSet(target.root))
     _own_directories(removal, feature)
-    project, texts = project_model(target), Texts(target.root)
+    texts = Texts(target.root)
+    project = project_model(target, texts)  # one read and one parse of each file, shared
     removal.deletions += own_examples(target, project, feature)
     hits, reached = find_reach(project, texts, removal, feature, feature_spelling(feature.path_segments))
     kept = kept_python_files(project, removal)
@@ -37,12 +41,16 @@ def plan_removal(target: FixTarget, name: str) -> Removal:
     core = _plan_core(target, project, removal, hits, reached)
     exports = plan_exports(target, project, texts, removal, core)
     edited = apply_core_edits(target, project, removal, core)
+    clear_debris(target, project, texts, removal, edited.after_of, kept)
 
     lost = _lost(project, texts, removal, feature, core, exports, edited)
     kept = [file for file in kept if not removal.gone(file.rel)]
     removal.notes += [n for n in check_kept_files(project, texts, kept, lost, edited.after_of) if n not in removal.notes]
     refuse_imported_emptied(project, texts, removal, edited)
     plan_docs(target, project, removal, [feature.name, *lost.retired, *exports.public])
+    prune_baseline(project, removal, feature, core.names_by_module)
+    removal.closing_note = closing_note(removal, feature, target.root / feature.directory)
+    removal.closing_how = how_to_post(target.root / feature.directory)
     removal.changes.add_planned(removal.rewrites, deletions=removal.deletions)
     return removal
 

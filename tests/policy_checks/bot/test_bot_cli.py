@@ -58,7 +58,7 @@ def test_pygithub_is_imported_only_by_the_bot_commands():
         "from policy_checks.cli import main\n"
         "main.get_command(None, 'run')\n"
         "assert 'github' not in sys.modules, 'loading `policy-check run` imported PyGithub'\n"
-        "assert sorted(main.get_command(None, 'bot').commands) == ['pr', 'review']\n"
+        "assert sorted(main.get_command(None, 'bot').commands) == ['note', 'pr', 'review']\n"
         "assert not {'github', 'requests'} & set(sys.modules), 'loading `policy-check bot` imported PyGithub'\n"
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,

@@ -57,13 +57,17 @@ NAMES = st.sampled_from(["a.py", "b.txt", "pkg/c.py", "pkg/d.json", "pkg/sub/e.p
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     before=st.dictionaries(NAMES, CONTENTS, max_size=6),
-    edits=st.lists(st.tuples(st.sampled_from(["rewrite", "delete", "create", "rmdir"]), NAMES, CONTENTS), max_size=6),
+    edits=st.lists(st.tuples(st.sampled_from(["rewrite", "delete", "create", "rmdir", "move", "shim"]), NAMES, CONTENTS),
+                   max_size=6),
     executable=st.booleans(),
 )
 @example(before={"a.py": b"", "pkg/d.json": b""}, edits=[("rmdir", "pkg/c.py", b""), ("create", "pkg/c.py", b"")],
          executable=False)  # a folder deleted, then a file made in it: the folder stays
 @example(before={"a.py": b"", "b.txt": b""}, edits=[("delete", "b.txt", b""), ("create", "b.txt", b"")],
          executable=True)  # deleted and made again with another mode: the patch says so
+@example(before={"a.py": b"x = 1\na\na\n", "pkg/c.py": b"a\n"}, edits=[("move", "a.py", b"tail"), ("move", "pkg/c.py", b"")],
+         executable=True)  # two moves, one edited, one with a new mode: git's rename form
+@example(before={"a.py": b"x = 1\na\na\n"}, edits=[("shim", "a.py", b"shim\n")], executable=True)
 def test_the_diff_applied_with_git_gives_the_tree_the_apply_leaves(tmp_path_factory, before, edits, executable):
     run_root, patch_root = tmp_path_factory.mktemp("run"), tmp_path_factory.mktemp("patched")
     for root in (run_root, patch_root):
@@ -79,6 +83,14 @@ def test_the_diff_applied_with_git_gives_the_tree_the_apply_leaves(tmp_path_fact
                 changes.delete(rel)
             elif kind == "create":
                 changes.create(rel, data, 0o755 if executable else 0o644)
+            elif kind == "move":  # the file moves to pkg/moved/, the data appended: a rename to detect
+                moved = changes.read(rel) + data
+                changes.delete(rel)
+                changes.create(f"pkg/moved/{rel.rpartition('/')[2]}", moved, 0o755 if executable else 0o644)
+            elif kind == "shim":  # moved, and the old path rewritten with `data`: a copy to detect
+                moved = changes.read(rel)
+                changes.rewrite(rel, data)
+                changes.create(f"pkg/moved/{rel.rpartition('/')[2]}", moved + b"x\n")
             else:
                 changes.delete(rel.rpartition("/")[0] or rel)
         except Refused:
@@ -88,6 +100,62 @@ def test_the_diff_applied_with_git_gives_the_tree_the_apply_leaves(tmp_path_fact
     if patch:
         git_apply(patch_root, patch)
     assert snapshot(patch_root) == snapshot(run_root)
+
+
+@needs_git
+def test_a_moved_file_is_shown_in_gits_rename_form_with_only_the_hunks_of_its_edit(tmp_path):
+    body = b"".join(b"line %d\n" % n for n in range(300))
+    write(tmp_path, {"feat/kernel.py": body, "feat/same.json": b"{}\n", "gone.py": b"other\n"})
+    changes = ChangeSet(tmp_path)
+    changes.delete("feat")
+    changes.delete("gone.py")
+    changes.create("home/kernel.py", body.replace(b"line 7\n", b"line seven\n"))
+    changes.create("home/same.json", b"{}\n")
+    changes.create("home/unrelated.py", b"something else\n")
+    patch = changes.diff()
+    assert ("diff --git a/feat/kernel.py b/home/kernel.py\nsimilarity index 99%\n"
+            "rename from feat/kernel.py\nrename to home/kernel.py\n--- a/feat/kernel.py\n+++ b/home/kernel.py\n") in patch
+    assert "-line 7\n+line seven\n" in patch and "+line 200" not in patch  # the hunk, not the whole file
+    assert ("diff --git a/feat/same.json b/home/same.json\nsimilarity index 100%\n"
+            "rename from feat/same.json\nrename to home/same.json\n") in patch
+    assert "deleted file mode 100644" in patch.split("diff --git a/gone.py")[1]  # nothing alike: a deletion
+    assert "new file mode 100644" in patch.split("diff --git a/home/unrelated.py")[1]
+    assert patch.count("\n") < 40
+    copy = tmp_path.parent / (tmp_path.name + "-copy")
+    shutil.copytree(tmp_path, copy)
+    changes.apply()
+    git_apply(copy, patch)
+    assert snapshot(copy) == snapshot(tmp_path)
+
+
+@needs_git
+def test_a_module_moved_with_a_shim_left_at_its_old_path_is_shown_as_a_copy(tmp_path):
+    body = b"".join(b"line %d\n" % n for n in range(300))
+    write(tmp_path, {"exp/feat/kernel.py": body})
+    changes = ChangeSet(tmp_path)
+    changes.rewrite("exp/feat/kernel.py", b"from home.kernel import *\n")
+    changes.create("home/kernel.py", body + b"added\n")
+    patch = changes.diff()
+    assert ("diff --git a/exp/feat/kernel.py b/home/kernel.py\nsimilarity index 99%\n"
+            "copy from exp/feat/kernel.py\ncopy to home/kernel.py\n") in patch
+    assert "+line 5\n" not in patch and "+added\n" in patch  # the new file's hunk is its edit only
+    copy = tmp_path.parent / (tmp_path.name + "-copy")
+    shutil.copytree(tmp_path, copy)
+    changes.apply()
+    git_apply(copy, patch)
+    assert snapshot(copy) == snapshot(tmp_path)
+
+
+def test_renames_pair_each_file_once_and_below_half_alike_stay_apart(tmp_path):
+    write(tmp_path, {"a.py": b"a\nb\nc\nd\n", "b.py": b"a\nb\nc\nd\n"})
+    changes = ChangeSet(tmp_path)
+    changes.delete("a.py")
+    changes.delete("b.py")
+    changes.create("x/a.py", b"a\nb\nc\nd\n")
+    changes.create("x/far.py", b"a\nq\nr\ns\n")  # 2 bytes of 8 alike: 25%
+    patch = changes.diff()
+    assert patch.count("rename from") == 1 and "rename from a.py\nrename to x/a.py" in patch
+    assert "deleted file mode" in patch and "new file mode" in patch
 
 
 @needs_git

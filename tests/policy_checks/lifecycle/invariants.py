@@ -8,13 +8,21 @@ asserts the invariants of docs/lifecycle.rst:
   tree as it was, gives exactly the tree the run leaves;
 - every module of the tree that imported before still imports (fresh interpreter);
 - the checker reports no finding that was not there before;
-- nothing outside the tree changed (its parent folder is watched).
+- nothing outside the tree changed (its parent folder is watched);
+- every ``__all__`` name of every module still exists: ``from module import *``
+  works after the run wherever it worked before;
+- no module-level import that the edit made unused is left (its name was used
+  before, in code or a string, and is used nowhere after; package ``__init__``
+  files aside, whose imports are what they publish);
+- the baseline holds no entry of what went (a removed feature's directory).
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -33,20 +41,27 @@ from ..conftest import write_tree
 
 _IMPORT_ALL = """
 import importlib, json, pkgutil, sys
-ok = []
+ok, star_fails = [], []
+def star(name):
+    try:
+        exec(f"from {name} import *", {})
+    except Exception:
+        star_fails.append(name)
 for top in sys.argv[1:]:
     try:
         package = importlib.import_module(top)
     except Exception:
         continue
     ok.append(top)
+    star(top)
     for info in pkgutil.walk_packages(getattr(package, "__path__", []), top + "."):
         try:
             importlib.import_module(info.name)
         except Exception:
             continue
         ok.append(info.name)
-print(json.dumps(sorted(ok)))
+        star(info.name)
+print(json.dumps([sorted(ok), sorted(star_fails)]))
 """
 
 
@@ -71,11 +86,98 @@ def snapshot(root: Path) -> Dict[str, bytes]:
 
 def importable(root: Path) -> Set[str]:
     """The modules of the tree's top-level packages that import, in a fresh interpreter."""
+    return import_survey(root)[0]
+
+
+def import_survey(root: Path) -> Tuple[Set[str], Set[str]]:
+    """The modules that import, and those of them whose ``from module import *``
+    raises (an ``__all__`` name that does not exist), in a fresh interpreter."""
     tops = sorted(p.name for p in root.iterdir() if (p / "__init__.py").is_file())
     done = subprocess.run([sys.executable, "-c", _IMPORT_ALL, *tops], cwd=root, capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(root), "PYTHONDONTWRITEBYTECODE": "1"})
     assert done.returncode == 0, done.stderr
-    return set(json.loads(done.stdout))
+    ok, star_fails = json.loads(done.stdout)
+    return set(ok), set(star_fails)
+
+
+def _used_names(data: bytes) -> Set[str]:
+    """Every name the module reads (a Name, the root of an attribute chain) and every
+    identifier inside a string constant (``__all__``, string annotations, tables)."""
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError):
+        return set()
+    used = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Store):
+            used.add(node.id)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            used.update(re.findall(r"[A-Za-z_]\w*", node.value))
+    return used
+
+
+def _module_imports(data: bytes) -> Set[str]:
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError):
+        return set()
+    bound = set()
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module == "__future__":
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound |= {a.asname or a.name.partition(".")[0] for a in node.names if a.name != "*"}
+    return bound
+
+
+def baseline_entries_of_gone(root: Path, before: Dict[str, bytes], after: Dict[str, bytes]) -> List[str]:
+    """The baseline's entries (module or path) naming a file the run deleted."""
+    path = root / "policy-check-baseline.json"
+    if not path.is_file():
+        return []
+    gone = {rel for rel in before if rel not in after}
+    gone |= {rel[:-3].replace("/", ".").removesuffix(".__init__") for rel in gone if rel.endswith(".py")}
+    entries = json.loads(path.read_text())["entries"]
+    return sorted({e["module"] for e in entries if e["module"] in gone})
+
+
+def imports_made_unused(before: Dict[str, bytes], after: Dict[str, bytes]) -> List[str]:
+    """``path: name`` of each module-level import of a kept, edited module (not a
+    package ``__init__``) whose name was used before the run and is used nowhere after."""
+    left = []
+    taken = None
+    for rel, data in sorted(after.items()):
+        if not rel.endswith(".py") or rel.endswith("__init__.py") or before.get(rel) in (None, data):
+            continue
+        used_before, used_after = _used_names(before[rel]), _used_names(data)
+        taken = _imported_from(after) if taken is None else taken
+        used_after |= taken.get(_module_of(rel), set())  # a kept file imports it from here
+        left += [f"{rel}: {name}" for name in sorted(_module_imports(data))
+                 if name in used_before and name not in used_after]
+    return left
+
+
+def _module_of(rel: str) -> str:
+    return rel[:-3].replace("/", ".").removesuffix(".__init__")
+
+
+def _imported_from(files: Dict[str, bytes]) -> Dict[str, Set[str]]:
+    """module -> the names the tree's files import from it (``from module import name``)."""
+    taken: Dict[str, Set[str]] = {}
+    for rel, data in files.items():
+        if not rel.endswith(".py"):
+            continue
+        try:
+            tree = ast.parse(data)
+        except (SyntaxError, ValueError):
+            continue
+        package = _module_of(rel) if rel.endswith("__init__.py") else _module_of(rel).rpartition(".")[0]
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+                module = ".".join([*base, *([node.module] if node.module else [])])
+                taken.setdefault(module, set()).update(a.name for a in node.names)
+    return taken
 
 
 def findings(root: Path) -> Set[Tuple[str, str, str]]:
@@ -100,7 +202,7 @@ def run_checked(root: Path, argv: List[str], moved: Dict[str, str] = None) -> Ou
     watch = root.parent
     outside_before = {p.name for p in watch.iterdir()}
     before = snapshot(root)
-    imported_before = importable(root)
+    imported_before, star_before = import_survey(root)
     findings_before = findings(root)
     runner = CliRunner()
     shown = runner.invoke(main, [*argv, "--diff", "--root", str(root)])
@@ -124,7 +226,13 @@ def run_checked(root: Path, argv: List[str], moved: Dict[str, str] = None) -> Ou
         assert snapshot(copy) == snapshot(root), "the --diff is not the patch the run applied"
     finally:
         shutil.rmtree(copy, ignore_errors=True)
-    imported_after = importable(root)
+    after = snapshot(root)
+    assert imports_made_unused(before, after) == [], "imports the run made unused are left"
+    if argv[0] == "remove":
+        assert baseline_entries_of_gone(root, before, after) == [], "the baseline keeps entries of what went"
+    imported_after, star_after = import_survey(root)
+    broken_star = sorted((star_after - star_before) & imported_after)
+    assert broken_star == [], f"`from module import *` raises after the run: {broken_star}"
     lost = [module for module in imported_before if module not in imported_after and _still_exists(root, module)]
     lost += [new for m in imported_before if (new := _renamed(m, moved or {})) != m and new not in imported_after]
     new = findings(root) - {(r, _renamed_path(p, moved or {}), m) for r, p, m in findings_before} - findings_before

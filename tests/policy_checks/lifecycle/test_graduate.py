@@ -303,7 +303,7 @@ def test_diff_writes_nothing_and_a_graduated_feature_refuses_a_second_time(tree)
     result = graduate(tree, "feat", "--to", "fxpkg.fancy_ops", "--diff")
     assert result.exit_code == 0, result.output
     assert "--- a/fxpkg/ops.py\n+++ b/fxpkg/ops.py\n" in result.output
-    assert "+++ b/fxpkg/fancy_ops/kernels.py\n" in result.output and "would: moved" in result.output
+    assert "copy to fxpkg/fancy_ops/kernels.py\n" in result.output and "would: moved" in result.output
     assert {p: p.read_bytes() for p in tree.root.rglob("*") if p.is_file()} == before
     assert graduate(tree, "feat", "--to", "fxpkg.fancy_ops").exit_code == 0
     again = graduate(tree, "feat", "--to", "fxpkg.elsewhere")

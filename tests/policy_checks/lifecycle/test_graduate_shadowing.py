@@ -64,7 +64,18 @@ def test_a_name_served_by_a_lazy_table_of_any_type_refuses(tree, table, read):
     result = graduate_checked(tree, "feat", "--to", "fxpkg.mla.decode")
     assert result.exit_code == 1
     assert "fxpkg.mla exports a name 'decode' (served lazily by its __getattr__)" in result.output
-    assert "e.g. --to fxpkg.mla._decode" in result.output
+    assert "e.g. --to fxpkg.mla.decode_api" in result.output
+
+
+def test_the_suggested_home_is_public_and_free(tree):
+    """A graduated API gets a public home: never a name starting with ``_``, never one taken."""
+    init = TABLES["tuple"] + GETATTR.format(read=READS["in"])
+    tree.write({**ENTRY, "fxpkg/mla/__init__.py": init, "fxpkg/mla/decode_api.py": "X = 1\n"})
+    result = graduate_checked(tree, "feat", "--to", "fxpkg.mla.decode")
+    assert result.exit_code == 1
+    suggested = result.output.split("e.g. --to ")[1].split()[0]
+    assert suggested == "fxpkg.mla.decode_impl"
+    assert not any(part.startswith("_") for part in suggested.split("."))
 
 
 @pytest.mark.parametrize("compare", ['if name == "decode":', 'if name in ("decode", "encode"):'])

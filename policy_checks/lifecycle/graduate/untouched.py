@@ -1,0 +1,68 @@
+"""Which moved files keep their bytes, decided with ``ast`` (fast) before ``libcst``
+(slow: minutes for the megabyte modules some features hold) is asked to parse them.
+
+A moved module is rewritten only for an import the move changes (of the feature
+by its absolute name, or a relative one whose text changes at the new depth) or for
+a mark of the track (every marker, gate and keyword the graduation swaps or drops
+is spelt with ``experimental`` in an identifier: ``flashinfer_experimental_api``,
+``experimental_backend``, ``is_experimental``, ``require_experimental...``,
+``experimental=``). A file with neither moves as it is; any doubt (a file ``ast``
+cannot read) goes the slow way.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ...config import module_under
+from ...editing.cst_tools import relative_import
+from ...facts import resolve_relative
+
+_MARK_WORD = "experimental"
+
+
+def keeps_its_bytes(data: bytes, old: str, home: str, module: str, new_module: str, is_package: bool) -> bool:
+    """Does moving this file (module `module` -> `new_module`, the feature `old` ->
+    `home`) leave its bytes as they are?"""
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError):
+        return False
+    old_package = module if is_package else module.rpartition(".")[0]
+    new_package = new_module if is_package else new_module.rpartition(".")[0]
+    parent, _, last = old.rpartition(".")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            if any(module_under(alias.name, old) for alias in node.names):
+                return False
+        elif isinstance(node, ast.ImportFrom):
+            source = resolve_relative(old_package, node.level, node.module) if node.level else node.module
+            if source is None:
+                return False
+            if source == parent and any(alias.name == last for alias in node.names):
+                return False
+            target = home + source[len(old):] if module_under(source, old) else source
+            if node.level:
+                if relative_import(new_package, target) != "." * node.level + (node.module or ""):
+                    return False
+            elif target != source:
+                return False
+        elif _spells_a_mark(node):
+            return False
+    return True
+
+
+def _spells_a_mark(node: ast.AST) -> bool:
+    if isinstance(node, ast.Name):
+        return _MARK_WORD in node.id
+    if isinstance(node, ast.Attribute):
+        return _MARK_WORD in node.attr
+    if isinstance(node, ast.keyword):
+        return node.arg is not None and _MARK_WORD in node.arg
+    if isinstance(node, ast.alias):
+        return _MARK_WORD in node.name or _MARK_WORD in (node.asname or "")
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return _MARK_WORD in node.name
+    if isinstance(node, ast.arg):
+        return _MARK_WORD in node.arg
+    return False

@@ -1,0 +1,258 @@
+"""What the removal's edits leave behind in a kept core module, cleared in the same
+change: the module-level imports that only the removed code used, and the ``__all__``
+names that the edit left unbound (``from pkg import *`` would raise AttributeError).
+
+Only what the edit caused goes. An import goes when its name was spelt outside import
+statements before the edit and is spelt nowhere outside them after it, not in code,
+a string (``__all__``, a string annotation, a lazy ``__getattr__`` table), nor a
+comment; never in a package's ``__init__`` (whose imports are what it publishes),
+never ``from __future__``, ``*`` or ``import a as a`` (an explicit re-export), and
+never one that a kept file could import from the module (``from <module> import
+name``, ``<module>.name``). An ``__all__`` name goes when the module bound it before
+the edit (a definition, an assignment, an import, a subpackage) and binds it no more.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Dict, List, Set, Tuple
+
+from ...editing.changes import Rewrite
+from ...editing.cst_tools import Unfixable, add_edit, apply_edits, bound_name, drop_small_statement, import_at
+from ...editing.cst_tools import parse, with_aliases
+from ...editing.target import FixTarget, Refused
+from .exports import _remove_all_entries
+from .model import At, ModuleEdits, Removal
+from .texts import Texts
+
+
+def clear_debris(target: FixTarget, project, texts: Texts, removal: Removal, after_of: Dict[str, bytes],
+                 kept) -> None:
+    """Rewrite each edited core module without the debris of the edit; `after_of` and
+    the removal's rewrites get the new bytes."""
+    kept_rels = [file.rel for file in kept if not removal.gone(file.rel)]
+    for index, fix in enumerate(list(removal.rewrites)):
+        rel = fix.path
+        if rel not in after_of or not rel.endswith(".py"):
+            continue
+        source = project.files.get(rel)
+        if source is None:
+            continue
+        after = fix.after
+        tree_before = texts.tree(rel) if texts.read(rel) == fix.before else _parsed(fix.before)
+        tree_after = _parsed(after)
+        if tree_before is None or tree_after is None:
+            continue
+        stale = stale_all_names(target, removal, rel, tree_before, tree_after)
+        if stale:
+            after = _edit(rel, after, source, lambda mod: _remove_all_entries(mod, stale))
+            removal.removed.append(f"{source.module}.__all__: {', '.join(sorted(stale))}")
+            tree_after = _parsed(after)
+        if not source.is_package:
+            unused = made_unused_imports(fix.before, after, tree_before, tree_after)
+            unused = [u for u in unused if not _importable_elsewhere(texts, kept_rels, rel, source.module, u[2])]
+            if unused:
+                after, unused_left = _drop_whole_statements(after, tree_after, unused)
+                if unused_left:
+                    after = _edit(rel, after, source, lambda mod: _drop_aliases(mod, unused_left, rel))
+                removal.removed.append(f"{source.module}: imports made unused: "
+                                       f"{', '.join(sorted({u[2] for u in unused}))}")
+        if after != fix.after:
+            removal.rewrites[index] = Rewrite(rel, fix.before, after)
+            after_of[rel] = after
+
+
+def _edit(rel: str, data: bytes, source, plan) -> bytes:
+    try:
+        mod = ModuleEdits(parse(data, source.module, source.is_package))
+    except Unfixable as reason:
+        raise Refused(f"{rel}: {reason}") from None
+    plan(mod)
+    after = apply_edits(mod.file, mod.edits) if mod.edits else data
+    try:
+        ast.parse(after)  # a safety net, as in `fix`
+    except SyntaxError as error:
+        raise Refused(f"internal error: the rewrite of {rel} does not parse ({error.msg})") from None
+    return after
+
+
+# imports ------------------------------------------------------------------------------
+
+
+def _parsed(data: bytes):
+    try:
+        return ast.parse(data)
+    except (SyntaxError, ValueError):
+        return None
+
+
+def made_unused_imports(before: bytes, after: bytes, tree_before: ast.Module,
+                        tree_after: ast.Module) -> List[Tuple[int, int, str]]:
+    """``(line, column, bound name)`` of the module-level import aliases of `after`
+    whose name the edit made unused (1-based column, as `import_at` reads it)."""
+    outside_before = _text_outside_imports(before, tree_before)
+    outside_after = _text_outside_imports(after, tree_after)
+    found = []
+    for node in tree_after.body:
+        if not isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module == "__future__":
+            continue
+        for alias in node.names:
+            if alias.name == "*" or (alias.asname is not None and alias.asname == alias.name.rpartition(".")[2]
+                                     and isinstance(node, ast.ImportFrom)):
+                continue  # ``from m import x as x``: a re-export said out loud
+            bound = alias.asname or alias.name.partition(".")[0]
+            word = re.compile(rb"\b" + re.escape(bound.encode("utf-8")) + rb"\b")
+            if word.search(outside_before) and not word.search(outside_after):
+                found.append((node.lineno, node.col_offset + 1, bound))
+    return found
+
+
+def _text_outside_imports(data: bytes, tree: ast.Module) -> bytes:
+    """The file's bytes with every line of its module-level import statements blanked."""
+    lines = data.splitlines(keepends=True)
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for number in range(node.lineno, (node.end_lineno or node.lineno) + 1):
+                if number <= len(lines):
+                    lines[number - 1] = b"\n"
+    return b"".join(lines)
+
+
+def _importable_elsewhere(texts: Texts, kept_rels: List[str], rel: str, module: str, name: str) -> bool:
+    """Could a kept file take `name` from `module` (an import of it from the module, or
+    an attribute of the module)? Only files spelling both are searched."""
+    last = module.rpartition(".")[2]
+    spelt_name, spelt_last = re.escape(name.encode("utf-8")), re.escape(last.encode("utf-8"))
+    pattern = re.compile(rb"\b" + spelt_last + rb"\s+import\b[^\n]*\b" + spelt_name + rb"\b"
+                         + rb"|\b" + spelt_last + rb"\s+import\s*\([^)]*\b" + spelt_name + rb"\b"
+                         + rb"|\b" + spelt_last + rb"\s*\.\s*" + spelt_name + rb"\b")
+    for other in kept_rels:
+        if other != rel and texts.mentions(other, [name]) and texts.mentions(other, [last]):
+            if pattern.search(texts.read(other)):
+                return True
+    return False
+
+
+def _drop_whole_statements(data: bytes, tree: ast.Module, unused: List[Tuple[int, int, str]]):
+    """Delete, as lines, each module-level import statement all of whose names go
+    (alone on its lines), with the blank line before it when one follows it, so no
+    gap grows where it stood; return the new bytes and the aliases left for libcst
+    (statements that keep a name), at their lines in the new bytes."""
+    gone = {(line, column) for line, column, _ in unused}
+    body = tree.body
+    whole = []
+    for index, node in enumerate(body):
+        if not isinstance(node, (ast.Import, ast.ImportFrom)) or (node.lineno, node.col_offset + 1) not in gone:
+            continue
+        names = {a.asname or a.name.partition(".")[0] for a in node.names}
+        going = {name for line, column, name in unused if (line, column) == (node.lineno, node.col_offset + 1)}
+        alone = (index == 0 or body[index - 1].end_lineno < node.lineno) and (
+            index + 1 == len(body) or body[index + 1].lineno > node.end_lineno) and node.col_offset == 0
+        if names <= going and alone and _whole_lines(data, node):
+            whole.append(node)
+    if not whole:
+        return data, unused
+    lines = data.splitlines(keepends=True)
+    deleted = []  # 1-based numbers of the deleted lines
+    for node in sorted(whole, key=lambda n: n.lineno, reverse=True):
+        start, end = node.lineno - 1, node.end_lineno  # lines[start:end] is the statement
+        if start > 0 and not lines[start - 1].strip() and (end >= len(lines) or not lines[end].strip()):
+            start -= 1  # the blank line before it: the one after it still separates
+        deleted += range(start + 1, end + 1)
+        del lines[start:end]
+    removed = {(n.lineno, n.col_offset + 1) for n in whole}
+    left = [(line - sum(1 for d in deleted if d < line), column, name)
+            for line, column, name in unused if (line, column) not in removed]  # at their lines now
+    return b"".join(lines), left
+
+
+def _whole_lines(data: bytes, node: ast.stmt) -> bool:
+    """Does the statement fill its lines (nothing but a comment after it)?"""
+    last = data.splitlines()[node.end_lineno - 1]
+    tail = last[node.end_col_offset:].strip()
+    return not tail or tail.startswith(b"#")
+
+
+def _drop_aliases(mod: ModuleEdits, unused: List[Tuple[int, int, str]], rel: str) -> None:
+    """Drop the unused aliases from their statements (a statement left importing
+    nothing goes)."""
+    by_statement: Dict[int, tuple] = {}
+    for line, column, bound in unused:
+        try:
+            statement = import_at(mod.file, At(line, column))
+        except Unfixable as reason:
+            raise Refused(f"{rel}:{line}: {reason}") from None
+        by_statement.setdefault(id(statement), (statement, set()))[1].add(bound)
+    for statement, bounds in by_statement.values():
+        kept = [a for a in statement.names if bound_name(a, statement) not in bounds]
+        if kept:
+            keep = {bound_name(a, statement) for a in kept}
+            add_edit(mod.edits, statement, lambda updated, keep=keep: with_aliases(
+                updated, [a for a in updated.names if bound_name(a, updated) in keep]))
+        else:
+            drop_small_statement(mod.file, statement, None, mod.edits)
+            mod.removed_nodes.append(statement)
+
+
+# __all__ ------------------------------------------------------------------------------
+
+
+def stale_all_names(target: FixTarget, removal: Removal, rel: str, tree_before: ast.Module,
+                    tree_after: ast.Module) -> Set[str]:
+    """The ``__all__`` names of the module after the edit that it bound before and no
+    longer binds (a subpackage or submodule that stays counts as bound)."""
+    listed = _all_names(tree_after)
+    if not listed:
+        return set()
+    lost = (bound_names(tree_before) - bound_names(tree_after)) & listed
+    folder = rel.rpartition("/")[0] if rel.endswith("/__init__.py") else None
+    if folder is not None:
+        lost = {n for n in lost if not _submodule_stays(target, removal, folder, n)}
+    return lost
+
+
+def _submodule_stays(target: FixTarget, removal: Removal, folder: str, name: str) -> bool:
+    for candidate in (f"{folder}/{name}.py", f"{folder}/{name}/__init__.py"):
+        if (target.root / candidate).is_file() and not removal.gone(candidate):
+            return True
+    return False
+
+
+def _all_names(tree: ast.Module) -> Set[str]:
+    names: Set[str] = set()
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+            node, (ast.AnnAssign, ast.AugAssign)) else []
+        if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets) and node.value is not None:
+            value = node.value
+            if isinstance(value, (ast.List, ast.Tuple)):
+                names |= {e.value for e in value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+    return names
+
+
+def bound_names(tree: ast.Module) -> Set[str]:
+    """The names the module's top level binds, inside ``if``/``try``/``with`` blocks too
+    (not inside functions or classes)."""
+    names: Set[str] = set()
+    pending = list(tree.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name != "*":
+                    names.add(alias.asname or alias.name.partition(".")[0])
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor, ast.With,
+                               ast.AsyncWith, ast.If, ast.Try, ast.While)) or type(node).__name__ == "TryStar":
+            for child in ast.walk(node):
+                if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
+                    names.add(child.id)
+                elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    names.add(child.name)
+                elif isinstance(child, (ast.Import, ast.ImportFrom)):
+                    names |= {a.asname or a.name.partition(".")[0] for a in child.names if a.name != "*"}
+    return names
