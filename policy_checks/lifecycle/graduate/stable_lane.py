@@ -18,7 +18,7 @@ from .rewrite import parse_file, retarget_or_refuse
 
 # What a test asserting the experimental contract mentions; such tests do not hold for a
 # stable API and are dropped (and listed) when the tests move.
-_MARKER_ATTRIBUTES = {"is_experimental", "experimental_feature", "experimental"}
+_MARKER_ATTRIBUTES = {markers.EXPERIMENTAL_FLAG, "experimental_feature", "experimental"}
 # Names that only a test of the experimental contract reads: the AOT refusal, the gate.
 _CONTRACT_NAMES = {"AotRefusedError", "EXPERIMENTAL_AUTO_ENV_VAR", "experimental_auto_backends_allowed",
                    "dropped_experimental_backends", "gate_on"}
