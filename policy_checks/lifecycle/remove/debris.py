@@ -19,11 +19,11 @@ import re
 from typing import Dict, List, Set, Tuple
 
 from ...editing.changes import Rewrite
-from ...editing.cst_tools import Unfixable, add_edit, apply_edits, bound_name, drop_small_statement, import_at
-from ...editing.cst_tools import parse, with_aliases
+from ...editing.cst_tools import Unfixable, apply_edits, parse
 from ...editing.target import FixTarget, Refused
+from .entry_points import drop_imported_names
 from .exports import _remove_all_entries
-from .model import At, ModuleEdits, Removal
+from .model import ModuleEdits, Removal
 from .texts import Texts
 
 
@@ -179,22 +179,7 @@ def _whole_lines(data: bytes, node: ast.stmt) -> bool:
 def _drop_aliases(mod: ModuleEdits, unused: List[Tuple[int, int, str]], rel: str) -> None:
     """Drop the unused aliases from their statements (a statement left importing
     nothing goes)."""
-    by_statement: Dict[int, tuple] = {}
-    for line, column, bound in unused:
-        try:
-            statement = import_at(mod.file, At(line, column))
-        except Unfixable as reason:
-            raise Refused(f"{rel}:{line}: {reason}") from None
-        by_statement.setdefault(id(statement), (statement, set()))[1].add(bound)
-    for statement, bounds in by_statement.values():
-        kept = [a for a in statement.names if bound_name(a, statement) not in bounds]
-        if kept:
-            keep = {bound_name(a, statement) for a in kept}
-            add_edit(mod.edits, statement, lambda updated, keep=keep: with_aliases(
-                updated, [a for a in updated.names if bound_name(a, updated) in keep]))
-        else:
-            drop_small_statement(mod.file, statement, None, mod.edits)
-            mod.removed_nodes.append(statement)
+    drop_imported_names(mod, rel, unused)
 
 
 # __all__ ------------------------------------------------------------------------------

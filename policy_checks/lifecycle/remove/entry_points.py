@@ -21,13 +21,38 @@ from ...editing.cst_tools import (
     dotted_name,
     drop_small_statement,
     enclosing_function,
+    import_at,
     module_small_statements,
+    Unfixable,
+    with_aliases,
 )
 from ...editing.target import Refused
-from .model import ModuleEdits
+from .model import At, ModuleEdits
 
 EXPERIMENTAL_API = markers.EXPERIMENTAL_API
 BACKEND_REQUIREMENT = markers.BACKEND_REQUIREMENT
+
+
+def drop_imported_names(mod: ModuleEdits, rel: str, places) -> None:
+    """Drop from the import statements at `places` (``(line, column, bound name)``) the
+    aliases binding those names; a statement left importing nothing goes whole. Debris,
+    re-exports and removed helpers all leave their imports through here."""
+    by_statement: dict = {}
+    for line, column, bound in places:
+        try:
+            statement = import_at(mod.file, At(line, column))
+        except Unfixable as reason:
+            raise Refused(f"{rel}:{line}: {reason}") from None
+        by_statement.setdefault(id(statement), (statement, set()))[1].add(bound)
+    for statement, bounds in by_statement.values():
+        kept = [a for a in statement.names if bound_name(a, statement) not in bounds]
+        if kept:
+            keep = {bound_name(a, statement) for a in kept}
+            add_edit(mod.edits, statement, lambda updated, keep=keep: with_aliases(
+                updated, [a for a in updated.names if bound_name(a, updated) in keep]))
+        else:
+            drop_small_statement(mod.file, statement, None, mod.edits)
+            mod.removed_nodes.append(statement)
 
 
 def remove_function_import(mod: ModuleEdits, outer: str, statement, backends, where) -> None:

@@ -4,17 +4,16 @@ the name; nothing else in the module changes."""
 
 from __future__ import annotations
 
-from typing import Dict, NamedTuple, Set
+from typing import NamedTuple, Set
 
 import libcst as cst
 
 from ...facts import MODULE, StrRef
 from ...project import DictBinding
-from ...editing.cst_tools import Unfixable, add_edit, all_assignments, bound_name, drop_small_statement
-from ...editing.cst_tools import import_at, module_small_statements, with_aliases
-from ...editing.target import FixTarget, Refused
-from .entry_points import remove_element
-from .model import At, CoreEdits, ModuleEdits, Removal
+from ...editing.cst_tools import all_assignments, module_small_statements
+from ...editing.target import FixTarget
+from .entry_points import drop_imported_names, remove_element
+from .model import CoreEdits, ModuleEdits, Removal
 from .reach import core_files
 from .texts import Texts, uses_pattern
 
@@ -85,23 +84,7 @@ def _reexports(facts, names_by_module) -> list:
 def _remove_reexports(mod: ModuleEdits, reexports, rel: str) -> None:
     """Drop the re-exported names from their import statements (a statement left
     importing nothing goes)."""
-    file = mod.file
-    by_statement: Dict[int, tuple] = {}
-    for imp, _, bound in reexports:
-        try:
-            statement = import_at(file, At(imp.line, imp.column))
-        except Unfixable as reason:
-            raise Refused(f"{rel}:{imp.line}: {reason}") from None
-        by_statement.setdefault(id(statement), (statement, set()))[1].add(bound)
-    for statement, bounds in by_statement.values():
-        kept = [a for a in statement.names if bound_name(a, statement) not in bounds]
-        if kept:
-            keep = {bound_name(a, statement) for a in kept}
-            add_edit(mod.edits, statement, lambda updated, keep=keep: with_aliases(
-                updated, [a for a in updated.names if bound_name(a, updated) in keep]))
-        else:
-            drop_small_statement(file, statement, None, mod.edits)
-            mod.removed_nodes.append(statement)
+    drop_imported_names(mod, rel, [(imp.line, imp.column, bound) for imp, _, bound in reexports])
 
 
 def _remove_dict_keys(mod: ModuleEdits, keys) -> None:

@@ -10,13 +10,13 @@ from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 from ...config import module_under
 from ...facts import FUNCTION, MODULE, FileFacts
-from ...editing.cst_tools import Unfixable, add_edit, bound_name, drop_small_statement, import_at, with_aliases
+from ...editing.cst_tools import Unfixable, import_at
 from ...editing.target import FixTarget, Refused
 from ... import entry_points
 from ...entry_points import entry_point
 from ..helpers import CallGraph, Reached, follow
 from .entry_points import EXPERIMENTAL_API, branch_with_else, not_an_entry_point, remove_checker_import
-from .entry_points import remove_function_import, remove_named_definition
+from .entry_points import drop_imported_names, remove_function_import, remove_named_definition
 from .model import At, CoreEdits, Feature, Removal
 from .texts import Spelling, Texts
 
@@ -217,16 +217,4 @@ def _drop_helper_imports(target: FixTarget, project, core: CoreEdits, reached: R
             dropped = {bound for name, bound in imp.names if (imp.module, name) in gone}
             if imp.scope != MODULE or not dropped:
                 continue
-            mod = core.of(target, rel)
-            try:
-                statement = import_at(mod.file, At(imp.line, imp.column))
-            except Unfixable as reason:
-                raise Refused(f"{rel}:{imp.line}: {reason}") from None
-            kept = [a for a in statement.names if bound_name(a, statement) not in dropped]
-            if kept:
-                keep = {bound_name(a, statement) for a in kept}
-                add_edit(mod.edits, statement, lambda updated, keep=keep: with_aliases(
-                    updated, [a for a in updated.names if bound_name(a, updated) in keep]))
-            else:
-                drop_small_statement(mod.file, statement, None, mod.edits)
-                mod.removed_nodes.append(statement)
+            drop_imported_names(core.of(target, rel), rel, [(imp.line, imp.column, bound) for bound in dropped])
