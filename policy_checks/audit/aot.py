@@ -12,7 +12,7 @@ says it is experimental.
 from __future__ import annotations
 
 from ..rules.base import Finding
-from .chains import chain_words, located, refusal_finding, reported
+from .chains import loaded_findings
 from .imports import module_file, not_audited
 from .rules import AOT_LISTS_EXPERIMENTAL
 from .sandbox import Request
@@ -39,13 +39,8 @@ def judge_aot(outcomes: list, project, support: dict) -> list:
             error = answer["error"]
             findings.append(not_audited(place, f"aot {module}", f"the AOT listing of {module} not audited: "
                                                                 f"it raised {error['type']}: {error['message']}"))
-        findings += [refusal_finding(r, place, f"the AOT listing of {module}") for r in answer.get("refusals", ())]
-        records = answer.get("records", ())
-        for record in reported(records, support, settings):
-            path, line = located(record.get("core"), place)
-            findings.append(Finding(path, line, 1, AOT_LISTS_EXPERIMENTAL.id,
-                                    f"the AOT listing loads experimental {record['unit']}: {chain_words(record, settings)}",
-                                    record["unit"]))
+        findings += loaded_findings(answer, place, support, settings, AOT_LISTS_EXPERIMENTAL.id,
+                                    f"the AOT listing of {module}", "the AOT listing")
         value = answer.get("value") or {}
         at = tuple(value.get("at") or place)
         for spec in value.get("specs", ()):

@@ -92,3 +92,17 @@ def refusal_finding(refusal: dict, fallback: tuple, what: str) -> Finding:
     return Finding(path, line, 1, "AUD000",
                    f"{what}: the audit refused {refusal['event']} {refusal.get('args', '')}; what the code does "
                    "with the network is not audited", f"refused {refusal['event']}")
+
+
+def loaded_findings(answer: dict, place: tuple, support: dict, settings: Settings, rule: str, what: str,
+                    loader: str) -> list:
+    """A worker's answer as findings: each network or process refusal it met (`what`
+    was run: "importing flashinfer.x"), and each experimental unit `loader` ("core
+    code", "the AOT listing") loaded beyond the support modules, as `rule`, at its
+    innermost core line (else at `place`)."""
+    findings = [refusal_finding(r, place, what) for r in answer.get("refusals", ())]
+    for record in reported(answer.get("records", ()), support, settings):
+        path, line = located(record.get("core"), place)
+        findings.append(Finding(path, line, 1, rule, f"{loader} loads experimental {record['unit']}: "
+                                                     f"{chain_words(record, settings)}", record["unit"]))
+    return findings

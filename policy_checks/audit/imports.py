@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ..rules.base import Finding
-from .chains import chain_words, located, refusal_finding, reported
+from .chains import loaded_findings
 from .rules import CORE_LOADS_EXPERIMENTAL, NOT_AUDITED
 from .sandbox import Request
 
@@ -52,13 +52,8 @@ def judge_imports(outcomes: list, project, support: dict) -> Verdict:
             where = f" (at {error['at'][0]}:{error['at'][1]})" if error.get("at") else ""
             findings.append(not_audited(place, module, f"{module} not audited: importing it raised "
                                                        f"{error['type']}: {error['message']}{where}"))
-        findings += [refusal_finding(r, place, f"importing {module}") for r in answer.get("refusals", ())]
-        records = answer.get("records", ())
-        for record in reported(records, support, settings):
-            path, line = located(record.get("core"), place)
-            findings.append(Finding(path, line, 1, CORE_LOADS_EXPERIMENTAL.id,
-                                    f"core code loads experimental {record['unit']}: {chain_words(record, settings)}",
-                                    record["unit"]))
+        findings += loaded_findings(answer, place, support, settings, CORE_LOADS_EXPERIMENTAL.id,
+                                    f"importing {module}", "core code")
     return Verdict(findings, stand_ins, sorted(set(processes)), audited, failed)
 
 
