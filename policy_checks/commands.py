@@ -15,7 +15,8 @@ from pathlib import Path
 import click
 
 from . import gitfiles
-from .config import ConfigError, find_root, load
+from .config import ConfigError
+from .context import Context, baseline_name
 from .report import FORMATS, Options
 from .output import emit
 from .report.rule_help import explanation, rule_table
@@ -82,12 +83,13 @@ Exit status:
 def run(paths, output_format, output_file, quiet, select, ignore, jobs, no_cache, cache_dir, exit_zero, statistics,
         root, baseline_file, no_baseline, sarif_suppressed, policy_from, approved_policy_change, staged):
     """Check the project (or only report findings under PATHS)."""
-    from .runner import run as run_checks
+    from .runner import check
 
     try:
         with gitfiles.selecting(gitfiles.STAGED if staged else gitfiles.mode()):
-            result = _checked(run_checks, paths, select, ignore, jobs, no_cache, cache_dir, root, baseline_file,
-                              no_baseline, output_format, sarif_suppressed, policy_from, approved_policy_change)
+            result = _checked(check, paths, select, ignore, jobs, no_cache, cache_dir, root, baseline_file,
+                              no_baseline, output_format, sarif_suppressed, policy_from, approved_policy_change,
+                              staged)
     except (ConfigError, ValueError) as error:
         click.echo(f"policy-check: error: {error}", err=True)
         sys.exit(EXIT_ERROR)
@@ -104,11 +106,12 @@ def run(paths, output_format, output_file, quiet, select, ignore, jobs, no_cache
     sys.exit(EXIT_FINDINGS if failing and not exit_zero else EXIT_CLEAN)
 
 
-def _checked(run_checks, paths, select, ignore, jobs, no_cache, cache_dir, root, baseline_file, no_baseline,
-             output_format, sarif_suppressed, policy_from, approved_policy_change):
+def _checked(check, paths, select, ignore, jobs, no_cache, cache_dir, root, baseline_file, no_baseline,
+             output_format, sarif_suppressed, policy_from, approved_policy_change, staged=False):
     """The checker's result for `run`'s options; ConfigError or ValueError for bad ones."""
-    root = root.resolve() if root else find_root(Path(paths[0]) if paths else Path.cwd())
-    settings = load(root)
+    context = Context.build(root, start=Path(paths[0]) if paths else None, baseline_file=baseline_file,
+                            no_baseline=no_baseline, read=False, use_cache=not no_cache, cache_dir=cache_dir,
+                            staged=staged)
     unknown = unknown_rule(_ids(select) + _ids(ignore))
     if unknown is not None:
         raise ConfigError(f"--select/--ignore: unknown rule id {unknown!r}")
@@ -122,39 +125,13 @@ def _checked(run_checks, paths, select, ignore, jobs, no_cache, cache_dir, root,
         raise ConfigError("--approved-policy-change goes with --policy-from")
     if sarif_suppressed and output_format != "sarif":
         raise ConfigError("--sarif-suppressed goes with --format sarif")
-    accepted = None if no_baseline else _read_baseline(root, baseline_file)
-    options = dict(paths=paths, select=_ids(select), ignore=_ids(ignore), jobs=jobs, use_cache=not no_cache,
-                   cache_dir=cache_dir, baseline=accepted)
+    context = context.reading_baseline(baseline_file)
+    options = dict(paths=paths, select=_ids(select), ignore=_ids(ignore), jobs=jobs)
     if policy_from is None:
-        result = run_checks(root, settings, **options)
-    else:
-        from .baseline import default_path
-        from .policy_change import judge
+        return check(context, **options)
+    from .policy_change import judge
 
-        read_from = None if no_baseline else (baseline_file or default_path(root))
-        result = judge(root, settings, policy_from, approved=approved_policy_change, baseline_path=read_from,
-                       **options)
-    return result
-
-
-def _baseline_name(root: Path, path: Path) -> str:
-    """How reports name the baseline file: relative to the root when inside it."""
-    try:
-        return (path.parent.resolve() / path.name).relative_to(root).as_posix()  # the link, not its target
-    except (ValueError, OSError):
-        return str(path)
-
-
-def _read_baseline(root: Path, path):
-    """The baseline to apply: `path`, else the root's baseline file when something
-    is there (a FIFO or a dangling link there is an error, not "no baseline")."""
-    from . import baseline
-
-    if path is None:
-        path = baseline.default_path(root)
-        if not os.path.lexists(path):
-            return None
-    return baseline.read(path, _baseline_name(root, Path(path)))
+    return judge(context, policy_from, approved=approved_policy_change, **options)
 
 
 @click.command("baseline")
@@ -171,13 +148,13 @@ def baseline_command(root, baseline_file, prune, jobs, no_cache, cache_dir):
     Prints how many entries it wrote, and what it added and removed (the entries
     themselves when there are few)."""
     from . import baseline
-    from .runner import run as run_checks
+    from .runner import check
 
     try:
-        root = root.resolve() if root else find_root(Path.cwd())
-        settings = load(root)
-        path = baseline_file or baseline.default_path(root)
-        name = _baseline_name(root, path)
+        context = Context.build(root, baseline_file=baseline_file, read=False, use_cache=not no_cache,
+                                cache_dir=cache_dir)
+        path = context.baseline_path
+        name = baseline_name(context.root, path)
         previous, unreadable = None, None
         if prune:
             previous = baseline.read(path, name)
@@ -186,8 +163,8 @@ def baseline_command(root, baseline_file, prune, jobs, no_cache, cache_dir):
                 previous = baseline.read(path, name)
             except baseline.BaselineError as error:  # replaced: say so, and what it was
                 unreadable = error.problem
-        result = run_checks(root, settings, jobs=jobs, use_cache=not no_cache, cache_dir=cache_dir,
-                            baseline=previous if prune else None, fingerprints=True)
+        result = check(context.with_policy(context.settings, previous if prune else None), jobs=jobs,
+                       fingerprints=True)
         if prune:
             counts = baseline.pruned(previous.counts, result.fixed)
             removed = sum(n for _, n in result.fixed)

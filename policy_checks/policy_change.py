@@ -52,13 +52,14 @@ from pathlib import Path
 from typing import NamedTuple, Optional
 
 from . import baseline as baseline_module
-from .cache import FactsCache, read_bounded
+from .cache import read_bounded
 from .config import ConfigError, Settings, from_table, under
+from .context import Context
 from .project import excluder
 from .rules.base import Finding
 from .rules.exp008 import CONFIG_FILES, pytest_config_in
 from .rules.registry import check_settings, matches
-from .runner import Result, run
+from .runner import Result, check
 
 try:
     import tomllib
@@ -496,25 +497,25 @@ def baseline_at_base(root: Path, path: Optional[Path]) -> tuple:
     return rel, None
 
 
-def evaluate(root: Path, settings: Settings, revision: str, *, baseline=None, baseline_path=None, paths=(),
-             select=(), ignore=(), jobs=None, use_cache=True, cache_dir=None, progress=True) -> Comparison:
-    """The tree at `root` under its own policy (`settings`, the baseline `baseline`
-    read from `baseline_path`, every suppression comment) and under `revision`'s,
-    and what the first hides of the second's findings."""
-    root = Path(root).resolve()
+def evaluate(context: Context, revision: str, *, paths=(), select=(), ignore=(), jobs=None,
+             progress=True) -> Comparison:
+    """The tree of `context` under its own policy (its settings, its baseline read
+    from its baseline file, every suppression comment) and under `revision`'s, and
+    what the first hides of the second's findings."""
+    root, baseline = context.root, context.baseline
     at = Revision(root, revision)
-    rel, outside = baseline_at_base(root, baseline_path)
+    rel, outside = baseline_at_base(root, context.baseline_path)
     base_policy = read_policy(at, rel)
     if outside:
         base_policy = base_policy._replace(baseline=baseline)
-    head_policy = tree_policy(root, settings, baseline)
-    shared = FactsCache(root, enabled=use_cache, directory=cache_dir)
+    head_policy = tree_policy(root, context.settings, baseline)
+    shared = context.facts_cache()
     common = dict(paths=paths, select=select, ignore=ignore, jobs=jobs, facts_cache=shared)
-    head = run(root, settings, baseline=baseline, progress=progress, **common)
+    head = check(context, progress=progress, **common)
     comments = SuppressionJudge(root, at)
     try:
-        base = run(root, base_policy.settings, baseline=base_policy.baseline, fingerprints=True, progress=False,
-                   suppressions=comments, **common)
+        base = check(context.with_policy(base_policy.settings, base_policy.baseline), fingerprints=True,
+                     progress=False, suppressions=comments, **common)
     except PolicyChangeError:
         raise
     except ValueError as error:
@@ -524,11 +525,11 @@ def evaluate(root: Path, settings: Settings, revision: str, *, baseline=None, ba
     return Comparison(head, base, hidden, at)
 
 
-def judge(root: Path, settings: Settings, revision: str, approved: bool = False, **options) -> Result:
+def judge(context: Context, revision: str, approved: bool = False, **options) -> Result:
     """`evaluate`, as one result to report: the tree's findings as usual, plus
     those the policy change hides (`Result.hidden`), which fail the check unless
     `approved`."""
-    comparison = evaluate(root, settings, revision, **options)
+    comparison = evaluate(context, revision, **options)
     result = comparison.head
     result.hidden = comparison.hidden
     result.policy_from = (revision, comparison.revision.commit)

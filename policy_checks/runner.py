@@ -34,6 +34,7 @@ from . import baseline as baseline_module
 from . import markers
 from . import cache as cache_module
 from .config import Settings, under
+from .context import Context
 from .facts import FileFacts, SyntaxProblem, extract, syntax_only, text_suppressions
 from .needs import BACKEND_REQUIREMENT, CORE_MODULE, EXPERIMENTAL_MODULE, Prefilter, Scanner, is_primary
 from .project import Project, SourceFile, excluder, printable
@@ -167,10 +168,31 @@ def run(
     facts_cache=None,
     suppressions=None,
 ) -> Result:
-    """`cache_dir`: where to keep the facts cache (default: `cache.location`'s).
-    `prefilter` False gives every file complete facts (what the prefilter must not
-    change the findings of). `baseline` (a `baseline.Baseline`): report only the
-    findings it does not accept (`Result.baselined`, `Result.fixed`).
+    """`check` of the project at `root` under `settings`, for a caller that has no
+    `context.Context`: `cache_dir` (default: `cache.location`'s) and `use_cache` say
+    how the facts cache is kept, `baseline` is the one applied."""
+    context = Context(Path(root).resolve(), settings, baseline=baseline, use_cache=use_cache, cache_dir=cache_dir)
+    return check(context, paths=paths, select=select, ignore=ignore, jobs=jobs, prefilter=prefilter,
+                 progress=progress, fingerprints=fingerprints, facts_cache=facts_cache, suppressions=suppressions)
+
+
+def check(
+    context: Context,
+    paths=(),
+    select=None,
+    ignore=(),
+    jobs: Optional[int] = None,
+    prefilter: bool = True,
+    progress: bool = True,
+    fingerprints: bool = True,
+    facts_cache=None,
+    suppressions=None,
+) -> Result:
+    """One run over the project of `context` (its root, settings, file selection,
+    baseline and facts cache). `prefilter` False gives every file complete facts
+    (what the prefilter must not change the findings of). With the context's
+    baseline (a `baseline.Baseline`): report only the findings it does not accept
+    (`Result.baselined`, `Result.fixed`).
     `fingerprints`: also give each finding's fingerprint (`Result.fingerprints`:
     SARIF's ``partialFingerprints``; cheap, from facts the run has). `paths` must
     each name something the run checks (`check_paths`), else ValueError says why.
@@ -180,7 +202,7 @@ def run(
     keeps what it learns in memory even when it is not persisted, and is saved by
     its owner, not here. `suppressions`: a function from the suppression comments
     found (path -> [`facts.Suppression`]) to those this evaluation applies."""
-    root = Path(root).resolve()
+    root, settings, baseline = context.root, context.settings, context.baseline
     check_settings(settings)
     package_dir = root / settings.package.replace(".", "/")
     if not package_dir.is_dir():
@@ -194,7 +216,7 @@ def run(
     if shared:
         facts_cache.vocabulary = needs.scanner.key  # the trigger scans this run reads and stores
     else:
-        facts_cache = cache_module.FactsCache(root, enabled=use_cache, directory=cache_dir, vocabulary=needs.scanner.key)
+        facts_cache = context.facts_cache(needs.scanner.key)
     parsed = [0]
 
     def load(source: SourceFile) -> FileFacts:
@@ -213,7 +235,7 @@ def run(
             parsed[0] += 1
         return facts
 
-    project = Project(root, settings, load)
+    project = context.project(load)
     if rel_paths:
         check_paths(project, given)
     tasks = _facts_from_cache(project, needs, facts_cache)

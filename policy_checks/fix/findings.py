@@ -9,13 +9,12 @@ reaches them only through this module and `policy_checks.editing`.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, List, Optional, Sequence
 
 from .. import baseline as baseline_module
-from .. import config
+from .. import config, context
 from .. import runner
 from ..editing.target import FixError, FixTarget, load_project
 from ..rules.base import Finding
@@ -39,17 +38,8 @@ def read_baseline(root: Path, path: Optional[Path] = None) -> Optional[baseline_
     ``policy-check-baseline.json`` when something is there (a FIFO or a dangling link
     there is an error, not "no baseline"). Raises `FixError` for a file that cannot be
     used, naming it and saying how to restore it."""
-    if path is None:
-        path = baseline_module.default_path(root)
-        if not os.path.lexists(path):
-            return None
-    path = Path(path)
     try:
-        name = (path.parent.resolve() / path.name).relative_to(root).as_posix()
-    except (ValueError, OSError):
-        name = str(path)
-    try:
-        return baseline_module.read(path, name)
+        return context.read_baseline(root, path)
     except baseline_module.BaselineError as error:
         raise FixError(str(error)) from error
 
@@ -61,10 +51,10 @@ def check(target: FixTarget, paths: Sequence[str], rules: Iterable[str], *, use_
     False: neither read nor written) and, given one, the baseline, whose findings are
     left out."""
     try:
-        result = runner.run(
-            target.root, target.settings, paths=tuple(paths), select=tuple(rules), use_cache=use_cache,
-            progress=False, cache_dir=cache_dir, baseline=baseline, fingerprints=baseline is not None,
-        )
+        checking = context.Context(target.root, target.settings, baseline=baseline, use_cache=use_cache,
+                                   cache_dir=cache_dir)
+        result = runner.check(checking, paths=tuple(paths), select=tuple(rules), progress=False,
+                              fingerprints=baseline is not None)
     except (config.ConfigError, ValueError) as error:
         raise FixError(str(error)) from error
     return Checked(list(result.findings), len(result.baselined), result.baseline)

@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from policy_checks import policy_change
 from policy_checks.cli import main
 from policy_checks.config import load
+from policy_checks.context import Context
 
 from .conftest import write_tree
 from .test_commands import TREE
@@ -283,12 +284,12 @@ def test_a_new_finding_under_an_unchanged_policy_is_reported_as_usual(repo, base
 def test_the_second_evaluation_parses_nothing(repo, base, tmp_path):
     head_with(repo, ROUTES["suppression"][0])
     for use_cache in (False, True):
-        comparison = policy_change.evaluate(repo, load(repo), base, use_cache=use_cache,
-                                            cache_dir=tmp_path / "cache", progress=False)
+        context = Context(repo.resolve(), load(repo), use_cache=use_cache, cache_dir=tmp_path / "cache")
+        comparison = policy_change.evaluate(context, base, progress=False)
         assert comparison.base.parsed == 0 and len(comparison.hidden) == 1
     # another experimental package at the base makes other files worth a parse: still right
     head_with(repo, ROUTES["experimental-package"][0])
-    comparison = policy_change.evaluate(repo, load(repo), base, use_cache=False, progress=False)
+    comparison = policy_change.evaluate(Context(repo.resolve(), load(repo), use_cache=False), base, progress=False)
     assert [h.causes for h in comparison.hidden] == [("setting:experimental-package",)]
     assert comparison.base.parsed > 0  # gemm.py spells no "other": the head did not parse it whole
 
