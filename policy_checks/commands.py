@@ -2,7 +2,8 @@
 
 `policy_checks/cli.py` imports this module only when one of them is invoked. Rule
 metadata comes from the rule table (`rules.registry`); only ``run`` and
-``baseline`` import the runner.
+``baseline`` import the runner; they build the project's `context.Context` once
+(root, settings, file selection, baseline, facts cache) and hand it down.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import click
 
 from . import gitfiles
 from .config import ConfigError
-from .context import Context, baseline_name
 from .report import FORMATS, Options
 from .output import emit
 from .report.rule_help import explanation, rule_table
@@ -109,6 +109,8 @@ def run(paths, output_format, output_file, quiet, select, ignore, jobs, no_cache
 def _checked(check, paths, select, ignore, jobs, no_cache, cache_dir, root, baseline_file, no_baseline,
              output_format, sarif_suppressed, policy_from, approved_policy_change, staged=False):
     """The checker's result for `run`'s options; ConfigError or ValueError for bad ones."""
+    from .context import Context
+
     context = Context.build(root, start=Path(paths[0]) if paths else None, baseline_file=baseline_file,
                             no_baseline=no_baseline, read=False, use_cache=not no_cache, cache_dir=cache_dir,
                             staged=staged)
@@ -148,6 +150,7 @@ def baseline_command(root, baseline_file, prune, jobs, no_cache, cache_dir):
     Prints how many entries it wrote, and what it added and removed (the entries
     themselves when there are few)."""
     from . import baseline
+    from .context import Context, baseline_name
     from .runner import check
 
     try:

@@ -19,7 +19,8 @@ from pathlib import Path
 import click
 
 from .. import baseline as baseline_module
-from ..config import ConfigError, find_root, load
+from ..config import ConfigError
+from ..context import Context, baseline_name
 from ..output import emit
 from ..report import FORMATS, Options
 from ..rules.registry import matches
@@ -77,15 +78,14 @@ def audit(root, output_format, output_file, quiet, select, ignore, jobs, timeout
     from .tree import audit_tree
 
     try:
-        root = root.resolve() if root else find_root(Path.cwd())
-        settings = load(root)
+        context = Context.build(root, baseline_file=baseline_file, read=False)  # its baseline: AUD entries only
+        root, settings, path = context.root, context.settings, context.baseline_path
         for value in _ids(select) + _ids(ignore):
             if not any(rule_id.startswith(value) for rule_id in AUDIT_RULES):
                 raise ConfigError(f"--select/--ignore: {value!r} names no audit rule (AUD000-AUD003)")
         if baseline_file is not None and no_baseline:
             raise ConfigError("--baseline and --no-baseline exclude each other")
-        path = baseline_file or baseline_module.default_path(root)
-        name = _name(root, path)
+        name = baseline_name(root, path)
         accepted, policy_from_pair, judge = None, None, None
         if policy_from is not None:
             from ..policy_change import Revision, SuppressionJudge, baseline_at_base, read_policy
@@ -149,13 +149,6 @@ def _unsuppressed(findings: list, project, judge) -> list:
     if judge is not None:
         found = judge(found)
     return [f for f in apply(findings, found, set(ALL_IDS), set()) if f.rule in AUDIT_RULES]
-
-
-def _name(root: Path, path: Path) -> str:
-    try:
-        return (path.parent.resolve() / path.name).relative_to(root).as_posix()
-    except (ValueError, OSError):
-        return str(path)
 
 
 def _read(path: Path):
