@@ -101,8 +101,8 @@ def audit(root, output_format, output_file, quiet, select, ignore, jobs, timeout
             accepted = _read(path) if (baseline_file is not None or os.path.lexists(path)) else None
         if excluded:
             settings = dataclasses.replace(settings, exclude=settings.exclude + tuple(excluded))
-        found = audit_tree(root, settings, jobs=jobs, timeout=timeout, stand_ins=not no_stand_ins,
-                           progress=None if quiet else _progress)
+        found = audit_tree(context.with_policy(settings, accepted), jobs=jobs, timeout=timeout,
+                           stand_ins=not no_stand_ins, progress=None if quiet else _progress)
     except (ConfigError, ValueError) as error:
         click.echo(f"policy-check: error: {error}", err=True)
         sys.exit(EXIT_ERROR)

@@ -7,10 +7,9 @@ from __future__ import annotations
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable, Optional
 
-from ..config import Settings
+from ..context import Context
 from .aot import aot_requests, judge_aot
 from .chains import keep_first
 from .collection import audit_collection
@@ -40,12 +39,12 @@ class Audit:
     collection_stand_ins: list = field(default_factory=list)  # the same, in the stable lane's collection
 
 
-def audit_tree(root: Path, settings: Settings, jobs: Optional[int] = None, timeout: float = DEFAULT_TIMEOUT,
+def audit_tree(context: Context, jobs: Optional[int] = None, timeout: float = DEFAULT_TIMEOUT,
                progress: Optional[Callable[[int, int], None]] = None, stand_ins: bool = True,
                collection: bool = True) -> Audit:
-    """Audit the tree at `root` under `settings` (AUD000-AUD002, and AUD003 when the
-    collection audit is there)."""
-    root = Path(root).resolve()
+    """Audit the tree of `context` under its settings (AUD000-AUD002, and AUD003 when
+    the collection audit is there)."""
+    root, settings = context.root, context.settings
     listing = core_modules(root, settings)
     project = listing.project
     support = allowed_support(project)

@@ -14,6 +14,7 @@ import pytest
 
 from policy_checks.audit.tree import audit_tree
 from policy_checks.config import Settings
+from policy_checks.context import Context
 
 from ..conftest import write_tree
 
@@ -159,7 +160,7 @@ def _plant(root: Path) -> Path:
 @pytest.fixture(scope="module")
 def audit(tmp_path_factory):
     root = _plant(tmp_path_factory.mktemp("audit") / "tree")
-    return audit_tree(root, Settings(), jobs=2, timeout=4)
+    return audit_tree(Context(root.resolve(), Settings()), jobs=2, timeout=4)
 
 
 def _at(audit, rule: str, path: str) -> list:
@@ -315,7 +316,7 @@ def test_aot_listing_in_flashinfers_gen_all_modules_shape(tmp_path):
                 return specs
             """),
     })
-    found = audit_tree(root, Settings(), jobs=1, timeout=20, collection=False)
+    found = audit_tree(Context(root.resolve(), Settings()), jobs=1, timeout=20, collection=False)
     (spec,) = found.findings
     assert spec.rule == "AUD002" and "gen_all_modules" in spec.message and "'moe_experimental'" in spec.message
     assert spec.path == "flashinfer/aot.py" and spec.line == 13
