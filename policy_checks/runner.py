@@ -448,8 +448,16 @@ def _follow_deferring_calls(project: Project) -> None:
                         data = (project.root / rel).read_bytes()
                     except OSError:
                         data = b""
-                    named = {name for name in named if name.encode() in data
-                             and any(home.encode() in data for home in pending[name] - {top})}
+                    spelled = {}  # word -> does the text spell it (many names share a home)
+
+                    def spells(word: str) -> bool:
+                        found = spelled.get(word)
+                        if found is None:
+                            found = spelled[word] = word.encode() in data
+                        return found
+
+                    named = {name for name in named
+                             if any(spells(home) for home in pending[name] - {top}) and spells(name)}
                 if not named:
                     continue
             facts = project.facts(rel)
