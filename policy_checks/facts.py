@@ -1011,17 +1011,37 @@ def extract(source: bytes, module: str, is_package: bool, aliases=frozenset(), t
 
 
 CALL_TOKENS = tuple(f.encode() for f in LOADERS)
+_NAME_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
 
 def _token_lines(source: bytes, names) -> list:
-    """Sorted numbers of the lines naming a call the facts record."""
-    lines = set()
-    for token in CALL_TOKENS + tuple(n.encode() for n in names):
+    """Sorted numbers of the lines naming a call the facts record.
+
+    A loader's call is recognised by its last name (``exec``, ``importlib.import_module``),
+    so it spells that name whole: an occurrence inside a longer name (``execute``,
+    ``evaluate``, ``compiled``: an ASCII name character on either side) names no such
+    call, and its line is not kept. `names` (``backend_requirement`` and its aliases)
+    count wherever they are spelt. Lines are counted once, in order of the occurrences."""
+    offsets = []
+    for token in CALL_TOKENS:
         at = source.find(token)
         while at >= 0:
-            lines.add(source.count(b"\n", 0, at) + 1)
+            end = at + len(token)
+            if (at == 0 or source[at - 1] not in _NAME_BYTES) and (end == len(source) or source[end] not in _NAME_BYTES):
+                offsets.append(at)
+            at = source.find(token, end)
+    for token in (n.encode() for n in names):
+        at = source.find(token)
+        while at >= 0:
+            offsets.append(at)
             at = source.find(token, at + len(token))
-    return sorted(lines)
+    lines, line, counted = [], 1, 0
+    for at in sorted(offsets):
+        line += source.count(b"\n", counted, at)
+        counted = at
+        if not lines or lines[-1] != line:
+            lines.append(line)
+    return lines
 
 
 def _parse(source: bytes, facts: FileFacts) -> Optional[ast.AST]:
