@@ -30,7 +30,7 @@ import bisect
 import builtins
 import io
 import re
-import symtable
+import _symtable  # the raw tables `symtable` wraps (`_module_level_names`)
 import tokenize
 from dataclasses import dataclass, field
 from typing import NamedTuple, Optional, Union
@@ -1011,17 +1011,37 @@ def extract(source: bytes, module: str, is_package: bool, aliases=frozenset(), t
 
 
 CALL_TOKENS = tuple(f.encode() for f in LOADERS)
+_NAME_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
 
 def _token_lines(source: bytes, names) -> list:
-    """Sorted numbers of the lines naming a call the facts record."""
-    lines = set()
-    for token in CALL_TOKENS + tuple(n.encode() for n in names):
+    """Sorted numbers of the lines naming a call the facts record.
+
+    A loader's call is recognised by its last name (``exec``, ``importlib.import_module``),
+    so it spells that name whole: an occurrence inside a longer name (``execute``,
+    ``evaluate``, ``compiled``: an ASCII name character on either side) names no such
+    call, and its line is not kept. `names` (``backend_requirement`` and its aliases)
+    count wherever they are spelt. Lines are counted once, in order of the occurrences."""
+    offsets = []
+    for token in CALL_TOKENS:
         at = source.find(token)
         while at >= 0:
-            lines.add(source.count(b"\n", 0, at) + 1)
+            end = at + len(token)
+            if (at == 0 or source[at - 1] not in _NAME_BYTES) and (end == len(source) or source[end] not in _NAME_BYTES):
+                offsets.append(at)
+            at = source.find(token, end)
+    for token in (n.encode() for n in names):
+        at = source.find(token)
+        while at >= 0:
+            offsets.append(at)
             at = source.find(token, at + len(token))
-    return sorted(lines)
+    lines, line, counted = [], 1, 0
+    for at in sorted(offsets):
+        line += source.count(b"\n", counted, at)
+        counted = at
+        if not lines or lines[-1] != line:
+            lines.append(line)
+    return lines
 
 
 def _parse(source: bytes, facts: FileFacts) -> Optional[ast.AST]:
@@ -1047,7 +1067,7 @@ def _checked(source: bytes) -> tuple:
     """``(syntax error or None, `_module_level_names` or None)`` of `source`, from one
     run of the parser and the symbol table."""
     try:
-        table = symtable.symtable(source, "<checked>", "exec")
+        table = _symtable.symtable(source, "<checked>", "exec")
     except SyntaxError as error:
         return _error_position(error), None
     except (ValueError, UnicodeDecodeError, RecursionError, MemoryError) as error:
@@ -1134,6 +1154,7 @@ def text_suppressions(text: str, markers: tuple) -> list:
 
 
 _COMPREHENSIONS = frozenset({"listcomp", "setcomp", "dictcomp", "genexpr"})
+_CLASS_TABLE = _symtable.TYPE_CLASS
 
 
 def _module_level_names(table) -> str:
@@ -1141,14 +1162,18 @@ def _module_level_names(table) -> str:
     symbol table, and of class bodies and comprehensions there (not of function or
     lambda bodies). An attribute (``entry.fast``) gives its first name only, an import
     the name it binds (``import a.b as c``: ``c``). Sorted, as one string separated by
-    spaces: the warm cache reads one JSON string per file, not a list of them."""
+    spaces: the warm cache reads one JSON string per file, not a list of them.
+
+    `table` is the raw table `_symtable.symtable` gives (what `symtable.SymbolTable`
+    wraps: ``symbols``, ``children``, ``type``, ``name``): wrapping every function's
+    table only to skip it cost a tenth of a cold run's syntax checks."""
     names = set()
     stack = [table]
     while stack:
         current = stack.pop()
-        names.update(current.get_identifiers())
-        for child in current.get_children():
-            if child.get_type() == "class" or child.get_name() in _COMPREHENSIONS:
+        names.update(current.symbols)
+        for child in current.children:
+            if child.type == _CLASS_TABLE or child.name in _COMPREHENSIONS:
                 stack.append(child)
     return " ".join(sorted(names))
 

@@ -429,6 +429,29 @@ def _names_used(facts: FileFacts) -> Optional[frozenset]:
     return frozenset(names)
 
 
+def _spelled_with_home(path: Path, named: set, pending: dict, used: frozenset, top: str) -> set:
+    """The names of `named` that the file at `path` spells, each with one of the
+    modules it comes from (`pending`: name -> module last names) other than `top`.
+    A word among the identifiers the file's import-time code uses (`used`) is spelt
+    there; any other is looked for in the text, read only then, once per word."""
+    spelled = dict.fromkeys(used, True)  # word -> does the file spell it
+    data = None
+
+    def spells(word: str) -> bool:
+        nonlocal data
+        found = spelled.get(word)
+        if found is None:
+            if data is None:
+                try:
+                    data = path.read_bytes()
+                except OSError:
+                    data = b""
+            found = spelled[word] = word.encode() in data
+        return found
+
+    return {name for name in named if any(spells(home) for home in pending[name] - {top}) and spells(name)}
+
+
 def _follow_deferring_calls(project: Project) -> None:
     """Make primary every core module that may call, at import, a function of
     `Project.deferring_names`: its module-level calls may import experimental code
@@ -449,6 +472,7 @@ def _follow_deferring_calls(project: Project) -> None:
     would see aliases, at three quarters more than the symbol table costs."""
     pending = project.deferring_names()
     top = project.settings.package.partition(".")[0]
+    uses: dict = {}  # rel -> `_names_used` (the same in every round)
     for _ in range(MAX_REEXPORT_ROUNDS):
         if not pending:
             return
@@ -457,8 +481,11 @@ def _follow_deferring_calls(project: Project) -> None:
         for rel, source in project.files.items():
             if project.is_primary(rel) or not project.is_module_file(rel) or not project.settings.is_core(source.module):
                 continue
-            known = project.known_facts(rel)
-            used = _names_used(known) if known is not None else None
+            if rel in uses:
+                used = uses[rel]
+            else:
+                known = project.known_facts(rel)
+                used = uses[rel] = _names_used(known) if known is not None else None
             if used is None:  # not compiled: read it whole
                 named = set(pending)
             elif used.isdisjoint(words):
@@ -466,12 +493,7 @@ def _follow_deferring_calls(project: Project) -> None:
             else:
                 named = {name for name in pending if name in used or not pending[name].isdisjoint(used)}
                 if named:  # the identifiers point at it: does its text name the function and its module?
-                    try:
-                        data = (project.root / rel).read_bytes()
-                    except OSError:
-                        data = b""
-                    named = {name for name in named if name.encode() in data
-                             and any(home.encode() in data for home in pending[name] - {top})}
+                    named = _spelled_with_home(project.root / rel, named, pending, used, top)
                 if not named:
                     continue
             facts = project.facts(rel)
