@@ -2,8 +2,10 @@
 
 libcst parses a big module in seconds; a feature of hundreds of files that import
 one another by absolute name spends minutes there for edits of a few bytes each.
-When ``ast`` shows that a moved file spells no mark of the track (`untouched`) and that
-each import the move changes has a plain form, the import's module text is replaced
+When a moved file cannot hold a mark the move swaps or drops (its text spells neither
+``flashinfer_experimental_api`` nor ``experimental_backend``: every name the markers
+reader resolves to one comes from the text, `policy_checks.markers`; and no call passes
+``experimental=``) and ``ast`` shows that each import the move changes has a plain form, the import's module text is replaced
 in place, byte for byte what the libcst rewrite (`rewrite.retarget`) writes:
 
 * ``from <module> import ...`` (absolute, or relative at the new depth): the module's
@@ -29,8 +31,13 @@ from typing import List, Optional, Tuple
 from ...config import module_under
 from ...editing.cst_tools import relative_import
 from ...facts import resolve_relative
+from ... import markers
 from .rewrite import moved
-from .untouched import spells_a_mark
+
+#: What the move's mark edits (`marks.swap_decorators`, `marks.drop_experimental_marks`)
+#: look for: a file whose text spells none of these words has none of those marks.
+_MARK_WORDS = (markers.EXPERIMENTAL_API.encode(), markers.EXPERIMENTAL_BACKEND.encode())
+_MARK_KEYWORD = "experimental"  # JitSpec(..., experimental=True)
 
 _Edit = Tuple[int, int, bytes]  # byte offsets [start, end) and the new bytes
 
@@ -38,7 +45,7 @@ _Edit = Tuple[int, int, bytes]  # byte offsets [start, end) and the new bytes
 def retargeted_text(data: bytes, old: str, home: str, module: str, new_module: str, is_package: bool) -> Optional[bytes]:
     """`data` with its imports of `old` pointed at `home`, for a module `module` that moves
     to `new_module`; None when a text edit cannot be trusted (libcst's turn)."""
-    if data.startswith(codecs.BOM_UTF8) or not _utf8(data):
+    if data.startswith(codecs.BOM_UTF8) or any(word in data for word in _MARK_WORDS) or not _utf8(data):
         return None
     try:
         tree = ast.parse(data)
@@ -53,10 +60,8 @@ def retargeted_text(data: bytes, old: str, home: str, module: str, new_module: s
             edit = _import_edit(data, starts, node, old, home)
         elif isinstance(node, ast.ImportFrom):
             edit = _from_edit(data, starts, node, old, home, old_package, new_package)
-        elif isinstance(node, ast.alias):
-            continue  # read with its statement
         else:
-            edit = False if spells_a_mark(node) else None
+            edit = False if isinstance(node, ast.keyword) and node.arg == _MARK_KEYWORD else None
         if edit is False:
             return None
         if edit is not None:
@@ -96,8 +101,6 @@ def _span(starts: List[int], node: ast.stmt) -> Tuple[int, int]:
 
 def _import_edit(data: bytes, starts, node: ast.Import, old: str, home: str):
     """None: no alias of the feature; False: not a plain form; else the edit."""
-    if any(_alias_marks(a, old) for a in node.names):
-        return False
     if not any(module_under(a.name, old) for a in node.names):
         return None
     if any(module_under(a.name, old) and not a.asname for a in node.names):
@@ -110,17 +113,11 @@ def _import_edit(data: bytes, starts, node: ast.Import, old: str, home: str):
     return start, end, spelt(lambda name: moved(name, old, home)).encode()
 
 
-def _alias_marks(alias: ast.alias, old: str) -> bool:
-    """Does an alias of ``import`` spell a mark (the feature's own path, which spells
-    ``experimental``, aside)?"""
-    return spells_a_mark(ast.alias(name="" if module_under(alias.name, old) else alias.name, asname=alias.asname))
-
-
 def _from_edit(data: bytes, starts, node: ast.ImportFrom, old: str, home: str, old_package: str, new_package: str):
     """None: nothing to change; False: not a plain form, or an import of the feature by
     its name; else the edit of the module's text."""
     source = resolve_relative(old_package, node.level, node.module) if node.level else node.module
-    if source is None or any(spells_a_mark(a) for a in node.names):
+    if source is None:
         return False
     parent, _, last = old.rpartition(".")
     if source == parent and any(a.name == last for a in node.names):

@@ -47,12 +47,12 @@ def keeps_its_bytes(data: bytes, old: str, home: str, module: str, new_module: s
                     return False
             elif target != source:
                 return False
-        elif spells_a_mark(node):
+        elif _spells_a_mark(node):
             return False
     return True
 
 
-def spells_a_mark(node: ast.AST) -> bool:
+def _spells_a_mark(node: ast.AST) -> bool:
     if isinstance(node, ast.Name):
         return _MARK_WORD in node.id
     if isinstance(node, ast.Attribute):

@@ -25,6 +25,9 @@ TEXT_EDITED = {
     "import as, beside another": "import fxpkg.experimental.feat.k as k, os\n",
     "two on one line, non-ASCII text": ("NAME = 'réseau'\nfrom fxpkg.experimental.feat.k import run; "
                                         "import fxpkg.experimental.feat.j as j\n"),
+    "names that spell experimental but no mark": ("from ._experimental_warnings import warn_experimental_api_once\n"
+                                                  "from fxpkg.experimental.feat.k import z\n\n\nclass Op:\n"
+                                                  "    def run(self):\n        self._warn_experimental_api()\n"),
     "another feature's path stays": "from fxpkg.experimental.other import y\nfrom fxpkg.experimental.feat.k import z\n",
 }
 
@@ -33,6 +36,8 @@ LEFT_TO_LIBCST = {
     "the feature by its name": "from fxpkg.experimental import feat\n",
     "import without as": "import fxpkg.experimental.feat.k\n",
     "a marker": "from fxpkg.experimental.feat.k import run\n\n@flashinfer_experimental_api\ndef f():\n    pass\n",
+    "a JitSpec keyword": "from fxpkg.experimental.feat.k import z\nspec = JitSpec(name='x', experimental=True)\n",
+    "a backend marker": "from fxpkg.experimental.feat.k import z\n\n@experimental_backend\ndef check():\n    pass\n",
     "a marker imported": "from fxpkg.experimental.feat.k import run\nfrom fxpkg.api_logging import flashinfer_experimental_api\n",
     "a blank inside the name": "from fxpkg .experimental.feat.k import run\n",
     "a continuation line": "from \\\n    fxpkg.experimental.feat.k import run\n",
