@@ -55,7 +55,9 @@ def retargeted_text(data: bytes, old: str, home: str, module: str, new_module: s
     new_package = new_module if is_package else new_module.rpartition(".")[0]
     starts = _line_starts(data)
     edits: List[_Edit] = []
+    nodes = 0
     for node in ast.walk(tree):
+        nodes += 1
         if isinstance(node, ast.Import):
             edit = _import_edit(data, starts, node, old, home)
         elif isinstance(node, ast.ImportFrom):
@@ -71,7 +73,8 @@ def retargeted_text(data: bytes, old: str, home: str, module: str, new_module: s
     after = bytearray(data)
     for start, end, text in sorted(edits, reverse=True):
         after[start:end] = text
-    return bytes(after) if _same_but_imports(tree, bytes(after), old, home, old_package, new_package) else None
+    expected = _imports_moved(tree, old, home, old_package, new_package)
+    return bytes(after) if _same_but_imports(bytes(after), nodes, expected) else None
 
 
 def _utf8(data: bytes) -> bool:
@@ -134,23 +137,39 @@ def _from_edit(data: bytes, starts, node: ast.ImportFrom, old: str, home: str, o
     return start + found.start(1), start + found.end(1), text.encode()
 
 
-def _same_but_imports(tree: ast.Module, after: bytes, old: str, home: str, old_package: str, new_package: str) -> bool:
-    """Is `after` the tree of the original with only the retargeted module names changed?"""
+def _imports_moved(tree: ast.Module, old: str, home: str, old_package: str, new_package: str) -> list:
+    """Every import statement of `tree` as the move should leave it: (line, kind, level,
+    module, aliases)."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.append((node.lineno, "import", 0, None,
+                          [(moved(a.name, old, home), a.asname) for a in node.names]))
+        elif isinstance(node, ast.ImportFrom):
+            source = resolve_relative(old_package, node.level, node.module) if node.level else node.module
+            target = moved(source, old, home)
+            level, module = 0, target
+            if node.level:
+                text = relative_import(new_package, target)
+                level = len(text) - len(text.lstrip("."))
+                module = text[level:] or None
+            found.append((node.lineno, "from", level, module, [(a.name, a.asname) for a in node.names]))
+    return sorted(found, key=repr)
+
+
+def _same_but_imports(after: bytes, nodes: int, expected: list) -> bool:
+    """Does `after` parse, with as many nodes as the original and its imports exactly
+    `expected`? The edits replace bytes inside import statements only and keep every
+    line break, so the rest of the tree is the original's."""
     try:
         new_tree = ast.parse(after)
     except (SyntaxError, ValueError):
         return False
-    for node in ast.walk(tree):
+    count, found = 0, []
+    for node in ast.walk(new_tree):
+        count += 1
         if isinstance(node, ast.Import):
-            for alias in node.names:
-                alias.name = moved(alias.name, old, home)
+            found.append((node.lineno, "import", 0, None, [(a.name, a.asname) for a in node.names]))
         elif isinstance(node, ast.ImportFrom):
-            source = resolve_relative(old_package, node.level, node.module) if node.level else node.module
-            target = moved(source, old, home)
-            if node.level:
-                text = relative_import(new_package, target)
-                dots = len(text) - len(text.lstrip("."))
-                node.level, node.module = dots, text[dots:] or None
-            else:
-                node.module = target
-    return ast.dump(tree) == ast.dump(new_tree)
+            found.append((node.lineno, "from", node.level, node.module, [(a.name, a.asname) for a in node.names]))
+    return count == nodes and sorted(found, key=repr) == expected

@@ -5,10 +5,13 @@ to libcst."""
 
 from __future__ import annotations
 
+import ast
+
 import pytest
 
 from policy_checks.editing import cst_tools
 from policy_checks.lifecycle.graduate.rewrite import retarget_or_refuse
+from policy_checks.lifecycle.graduate import text_retarget
 from policy_checks.lifecycle.graduate.text_retarget import retargeted_text
 
 from .test_graduate_invariants import graduate_checked
@@ -94,3 +97,14 @@ def test_a_graduation_parses_with_libcst_only_the_files_a_text_edit_cannot_do(tr
     assert outcome.exit_code == 0, outcome.output
     assert tree.read("fxpkg/feat_ops/user.py") == b"from fxpkg.feat_ops.kernels import run\n\nVALUE = run\n"
     assert f"{OLD}.user" not in parsed and "fxpkg.ops" in parsed
+
+
+def test_the_reparse_catches_an_edit_that_went_wrong():
+    data = b"from fxpkg.experimental.feat.k import z\nX = [1]\n"
+    tree = ast.parse(data)
+    nodes = sum(1 for _ in ast.walk(tree))
+    expected = text_retarget._imports_moved(tree, OLD, HOME, f"{OLD}.sub", f"{HOME}.sub")
+    assert text_retarget._same_but_imports(b"from fxpkg.feat_ops.k import z\nX = [1]\n", nodes, expected)
+    assert not text_retarget._same_but_imports(b"from fxpkg.feat_ops.j import z\nX = [1]\n", nodes, expected)
+    assert not text_retarget._same_but_imports(b"from fxpkg.feat_ops.k import z\nX = [1, 2]\n", nodes, expected)
+    assert not text_retarget._same_but_imports(b"from fxpkg.feat_ops.k import (z\nX = [1]\n", nodes, expected)
