@@ -604,10 +604,11 @@ def _says_feature(node, feature: str) -> bool:
 
 
 def _gate_names(data: bytes, line: int, feature: str) -> bool:
-    """Does a gate call on `line` pass a string naming the feature?"""
+    """Does a gate call on `line` pass the feature's name (exactly: ``cake_stepfun`` is
+    another feature than ``cake``)?"""
     tree = ast.parse(data)
     return any(isinstance(node, ast.Call) and node.lineno == line and any(
-        isinstance(a, ast.Constant) and isinstance(a.value, str) and feature in a.value
+        isinstance(a, ast.Constant) and a.value == feature
         for a in (*node.args, *(k.value for k in node.keywords))) for node in ast.walk(tree))
 
 

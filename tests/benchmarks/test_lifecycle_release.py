@@ -290,6 +290,11 @@ def test_a_marker_left_after_graduate_is_caught_unless_step_3_names_it(ctx, grad
         assert check("[ ] 3. Replace ...\n").status == lr.FAIL  # left and not named
         named = check(f"[ ] 3. Replace ...\n      for a person: fxpkg/ops.py:{line}: fancy is still marked\n")
         assert named.status == lr.PASS and named.data["left"]
+        ops.write_text(swapped + '\n\ndef other(x):\n    require_experimental_auto_backends("feat_other")\n'
+                                 '    require_experimental_auto_backends("feat")\n')
+        delta = lr.compare(ctx.snapshot, lr.Snapshot.take(root))
+        gate = check("[x] 3. Replace ...\n")  # the call naming feat_other is another feature's
+        assert gate.status == lr.FAIL and len(gate.data["left"]) == 1 and "a gate call in other" in gate.detail
         ops.write_text(swapped)
         moved = root / "fxpkg/feat/kernels.py"
         moved.write_text(moved.read_text() + "\n\nclass Runner:\n    is_experimental = True\n")
