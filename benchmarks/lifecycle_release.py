@@ -39,6 +39,13 @@ Then, as pass / FAIL / n.a. with the reason:
     baseline a removal done: the base's ``policy-check-baseline.json`` (written by
              ``policy-check baseline`` when the base is made) holds no entry of the feature
              or of a file the run deleted
+    markers  a graduation done: no marker of the feature is left (``@flashinfer_experimental_api``
+             or ``@experimental_backend`` on a definition, a class setting ``is_experimental
+             = True``, a ``require_experimental*`` gate call) in the moved code or on the
+             feature's entry points (core definitions around an import of the feature's old
+             path or new home, or whose marker says ``feature="FEATURE"``), read with the
+             checker's own readers (policy_checks/markers.py, facts.py); one left passes only
+             when the printed checklist leaves step 3 unticked and names its place
 
 Speed: a cold ``policy-check run`` of the base (no cache, default jobs) is timed once in
 every benchmark run, and each trial's ratio to it ("x cold": the slower of its --diff and
@@ -118,7 +125,7 @@ DEFAULT_TREE = Path("/tmp/fi074/tree")
 DEFAULT_PYTHON = Path("/tmp/fi074/venv/bin/python")
 DEFAULT_HOME = "flashinfer.{feature}"
 COMMANDS = ("remove", "graduate")
-INVARIANTS = ("agree", "pure", "clean", "patch", "outside", "checker", "imports", "unused", "baseline")
+INVARIANTS = ("agree", "pure", "clean", "patch", "outside", "checker", "imports", "unused", "baseline", "markers")
 BASE_VERSION = 2  # 2: the base holds the checker's baseline of the release (the "baseline" invariant)
 BASELINE = "policy-check-baseline.json"
 EXPERIMENTAL_DIR = "flashinfer/experimental"
@@ -518,6 +525,91 @@ def _imported_from(root: Path, rel: str, name: str) -> bool:
     pattern = rf"\b{last}[[:space:]]+import\b.*\b{name}\b|\b{last}\.{name}\b"
     found = git(root, "grep", "-q", "-E", pattern, "--", "*.py", f":!{rel}")
     return found.returncode == 0
+
+
+def _checker():
+    """The checker's own readers (this checkout's), for the marker invariant."""
+    if str(CHECKOUT) not in sys.path:
+        sys.path.insert(0, str(CHECKOUT))
+    from policy_checks import facts, markers
+
+    return facts, markers
+
+
+def check_markers(root: Path, feature: str, experimental: str, home: str, delta: Delta, output: str) -> Check:
+    """After a graduation, no marker of the feature is left in the moved code (the files
+    created under the home's folder) or on the feature's entry points in the other
+    ``.py`` files that name the feature (``git grep``); one that is left must be named
+    under an unticked step 3 of the printed checklist (`output`)."""
+    facts_mod, markers = _checker()
+    old, home_dir = f"{experimental}.{feature}", home.replace(".", "/")
+    moved = {rel for rel in delta.created if rel.endswith(".py") and (rel + "/").startswith(home_dir + "/")
+             or rel == home_dir + ".py"}
+    named = git(root, "grep", "-l", "--untracked", "-F", feature, "--", "*.py", f":!{experimental.replace('.', '/')}/")
+    files = moved | set(named.stdout.decode("utf-8", "surrogateescape").splitlines())
+    left = []
+    for rel in sorted(files):
+        data = (root / rel).read_bytes()
+        parts = rel[:-3].split("/")
+        package = parts[-1] == "__init__"
+        facts = facts_mod.extract(data, ".".join(parts[:-1] if package else parts), package)
+        if facts.syntax_error is not None:
+            continue
+        if rel in moved:
+            owned = None  # everything in the moved code is the feature's
+        else:
+            owned = {imp.functions[0] for imp in facts.imports
+                     if imp.scope == facts_mod.FUNCTION and imp.functions and imp.module
+                     and any(_module_under(m, target) for target in (old, home)
+                             for m in (imp.module, *(f"{imp.module}.{n}" for n, _ in imp.names)))}
+            owned |= {q.rpartition(".")[0] for q in owned if "." in q}  # a method's class goes whole
+        mine = lambda qualname: owned is None or any(  # noqa: E731
+            qualname == q or qualname.startswith(q + ".") for q in owned)
+        for marked, node in markers.marked_nodes(data) or ():
+            if marked.kind in markers.EXPERIMENTAL_KINDS and (mine(marked.qualname) or _says_feature(node, feature)):
+                left.append((rel, marked.line, f"{marked.qualname} marked {marked.kind}"))
+        for definition in facts.definitions.values():
+            if definition.kind == "class" and definition.flagged and mine(definition.qualname):
+                left.append((rel, definition.line, f"class {definition.qualname} sets {markers.EXPERIMENTAL_FLAG}"))
+        for scope, line in markers.gate_calls(data) or ():
+            if (scope and mine(scope)) or owned is None or _gate_names(data, line, feature):
+                left.append((rel, line, f"a gate call in {scope or 'the module'}"))
+    places = [f"{rel}:{line}: {what}" for rel, line, what in left]
+    if not left:
+        return Check(PASS, f"no marker of {feature} left in {len(files)} files", {"files": len(files)})
+    ticked = re.search(r"^\[x\] 3\.", output, re.M) is not None
+    person = [line for line in output.splitlines() if "for a person:" in line]
+    unnamed = [p for (rel, line, _), p in zip(left, places) if not any(f"{rel}:{line}" in item for item in person)]
+    data = {"left": places, "step3_ticked": ticked, "unnamed": unnamed}
+    if ticked:
+        return Check(FAIL, f"step 3 ticked but {len(left)} markers left: {_few(places)}", data)
+    if unnamed:
+        return Check(FAIL, f"{len(unnamed)} markers left and not named by the checklist: {_few(unnamed)}", data)
+    return Check(PASS, f"{len(left)} markers left, step 3 unticked and each named", data)
+
+
+def _module_under(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def _says_feature(node, feature: str) -> bool:
+    """Does a decorator (or ``x = marker(...)(f)``) of `node` pass ``feature="FEATURE"``?"""
+    calls = list(getattr(node, "decorator_list", ()))
+    value = getattr(node, "value", None)
+    while isinstance(value, ast.Call):
+        calls.append(value)
+        value = value.func
+    return any(isinstance(c, ast.Call) and any(k.arg == "feature" and isinstance(k.value, ast.Constant)
+                                               and k.value.value == feature for k in c.keywords) for c in calls)
+
+
+def _gate_names(data: bytes, line: int, feature: str) -> bool:
+    """Does a gate call on `line` pass the feature's name (exactly: ``cake_stepfun`` is
+    another feature than ``cake``)?"""
+    tree = ast.parse(data)
+    return any(isinstance(node, ast.Call) and node.lineno == line and any(
+        isinstance(a, ast.Constant) and a.value == feature
+        for a in (*node.args, *(k.value for k in node.keywords))) for node in ast.walk(tree))
 
 
 def check_baseline(root: Path, feature: str, experimental: str, delta: Delta) -> Check:
@@ -1105,7 +1197,7 @@ def _trial(ctx: Context, feature: str, command: str, label: str, copies: list) -
     delta = compare(b.reference, b_after)
     if real.exit != 0:
         checks["clean"] = check_unchanged(b, f"exit {real.exit}")
-        for name in ("patch", "checker", "imports", "unused", "baseline"):
+        for name in ("patch", "checker", "imports", "unused", "baseline", "markers"):
             checks[name] = Check(NA, "not done")
     else:
         checks["clean"] = Check(NA, "done")
@@ -1113,6 +1205,9 @@ def _trial(ctx: Context, feature: str, command: str, label: str, copies: list) -
         checks["unused"] = check_unused(ctx.base, b.root, delta)
         checks["baseline"] = (check_baseline(b.root, feature, ctx.experimental, delta) if command == "remove"
                               else Check(NA, "a graduation keeps the baseline's entries (they follow a move)"))
+        checks["markers"] = (check_markers(b.root, feature, ctx.experimental, ctx.home.format(feature=feature), delta,
+                                           real.stdout.decode("utf-8", "replace") + real.stderr)
+                             if command == "graduate" else Check(NA, "a removal leaves no marker to swap"))
         after = run_checker(b.root, ctx.cache)
         checks["checker"] = check_findings(ctx.findings, finding_keys(after))
         if ctx.survey is None or ctx.python is None:

@@ -130,7 +130,7 @@ def test_a_real_removal_keeps_every_promise(removal):
     row, patch, _, _ = removal
     assert (row["diff_exit"], row["exit"]) == (0, 0), row["reason"]
     statuses = {name: check["status"] for name, check in row["checks"].items()}
-    assert statuses == {**dict.fromkeys(lr.INVARIANTS, lr.PASS), "clean": lr.NA}, row["checks"]
+    assert statuses == {**dict.fromkeys(lr.INVARIANTS, lr.PASS), "clean": lr.NA, "markers": lr.NA}, row["checks"]
     assert row["files"]["deleted"] >= 2 and b"+++ /dev/null" in patch  # the feature's package
     assert row["checks"]["imports"]["data"]["imported_again"] >= 3  # the modules that reach fxpkg/ops.py
 
@@ -258,3 +258,48 @@ def test_each_trial_is_measured_against_a_cold_run_with_median_and_maximum():
     s = lr.summary(rows)
     assert s["ratio_done"] == {"median": 2.0, "max": 4.0, "limit": 3.0, "over": 1, "of": 3}
     assert s["ratio_refused"] == {"median": 1.0, "max": 1.5, "limit": 1.0, "over": 1, "of": 2}
+
+
+@pytest.fixture(scope="module")
+def graduation(ctx):
+    """`graduate feat --to fxpkg.feat` on the fixture, as the driver runs it: its row and
+    the kept copy of the real run."""
+    row = lr.run_trial(dataclasses.replace(ctx, keep=True), "feat", "graduate")
+    return row, Path(row["copies"][-1]) / lr.COPY
+
+
+def test_a_real_graduation_leaves_no_marker(graduation):
+    row, root = graduation
+    assert (row["diff_exit"], row["exit"]) == (0, 0), row["reason"]
+    assert row["checks"]["markers"]["status"] == lr.PASS, row["checks"]["markers"]
+    assert "@flashinfer_api" in (root / "fxpkg/ops.py").read_text()  # the entry point was swapped
+
+
+def test_a_marker_left_after_graduate_is_caught_unless_step_3_names_it(ctx, graduation):
+    _, root = graduation
+    ops = root / "fxpkg/ops.py"
+    swapped = ops.read_text()
+    try:
+        ops.write_text(swapped.replace("@flashinfer_api\ndef fancy", "@flashinfer_experimental_api\ndef fancy"))
+        assert ops.read_text() != swapped
+        line = next(n for n, text in enumerate(ops.read_text().splitlines(), 1) if text.startswith("def fancy"))
+        delta = lr.compare(ctx.snapshot, lr.Snapshot.take(root))
+        check = lambda output: lr.check_markers(root, "feat", "fxpkg.experimental", "fxpkg.feat", delta, output)  # noqa: E731
+        ticked = check("[x] 3. Replace ...\n")
+        assert ticked.status == lr.FAIL and f"fxpkg/ops.py:{line}: fancy" in ticked.detail
+        assert check("[ ] 3. Replace ...\n").status == lr.FAIL  # left and not named
+        named = check(f"[ ] 3. Replace ...\n      for a person: fxpkg/ops.py:{line}: fancy is still marked\n")
+        assert named.status == lr.PASS and named.data["left"]
+        ops.write_text(swapped + '\n\ndef other(x):\n    require_experimental_auto_backends("feat_other")\n'
+                                 '    require_experimental_auto_backends("feat")\n')
+        delta = lr.compare(ctx.snapshot, lr.Snapshot.take(root))
+        gate = check("[x] 3. Replace ...\n")  # the call naming feat_other is another feature's
+        assert gate.status == lr.FAIL and len(gate.data["left"]) == 1 and "a gate call in other" in gate.detail
+        ops.write_text(swapped)
+        moved = root / "fxpkg/feat/kernels.py"
+        moved.write_text(moved.read_text() + "\n\nclass Runner:\n    is_experimental = True\n")
+        delta = lr.compare(ctx.snapshot, lr.Snapshot.take(root))
+        flagged = check("[x] 3. Replace ...\n")
+        assert flagged.status == lr.FAIL and "class Runner sets is_experimental" in flagged.detail
+    finally:
+        ops.write_text(swapped)

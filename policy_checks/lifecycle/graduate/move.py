@@ -13,6 +13,7 @@ from ...editing.cst_tools import apply_edits
 from .marks import drop_experimental_marks, swap_decorators
 from .plan import Graduation
 from .rewrite import parse_file, retarget_or_refuse
+from .text_retarget import retargeted_text
 from .untouched import keeps_its_bytes
 
 
@@ -49,6 +50,9 @@ def _moved_module(graduation: Graduation, rel: str, new_rel: str, data: bytes) -
     module, is_package = target.module_of(rel)
     if keeps_its_bytes(data, graduation.old, graduation.home, module, target.module_of(new_rel)[0], is_package):
         return data  # nothing to retarget or swap: never handed to libcst
+    text = retargeted_text(data, graduation.old, graduation.home, module, target.module_of(new_rel)[0], is_package)
+    if text is not None:
+        return text  # only imports of the feature change: edited as text, checked with ast
     file = parse_file(graduation.target, rel, data)
     edits: dict = {}
     retarget_or_refuse(file, graduation.old, graduation.home, graduation.target.module_of(new_rel)[0], edits)

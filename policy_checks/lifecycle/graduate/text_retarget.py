@@ -1,0 +1,175 @@
+"""A moved module whose only change is its imports of the feature, rewritten as text.
+
+libcst parses a big module in seconds; a feature of hundreds of files that import
+one another by absolute name spends minutes there for edits of a few bytes each.
+When a moved file cannot hold a mark the move swaps or drops (its text spells neither
+``flashinfer_experimental_api`` nor ``experimental_backend``: every name the markers
+reader resolves to one comes from the text, `policy_checks.markers`; and no call passes
+``experimental=``) and ``ast`` shows that each import the move changes has a plain form, the import's module text is replaced
+in place, byte for byte what the libcst rewrite (`rewrite.retarget`) writes:
+
+* ``from <module> import ...`` (absolute, or relative at the new depth): the module's
+  text, when the statement starts ``from``, blanks, exactly that text, blanks, ``import``;
+* ``import a.b as c, ...``: each alias of the feature has an ``as``, and the statement
+  is written ``import a as b, c as d`` with single blanks.
+
+Anything else (``from <parent> import <feature>``, ``import <feature>`` without ``as``,
+a continuation line, a comment inside the statement, a coding other than UTF-8) is
+left to libcst. The result is parsed again and must be the original tree with only
+those module names changed; otherwise libcst does it.
+"""
+
+from __future__ import annotations
+
+import ast
+import codecs
+import io
+import re
+import tokenize
+from typing import List, Optional, Tuple
+
+from ...config import module_under
+from ...editing.cst_tools import relative_import
+from ...facts import resolve_relative
+from ... import markers
+from .rewrite import moved
+
+#: What the move's mark edits (`marks.swap_decorators`, `marks.drop_experimental_marks`)
+#: look for: a file whose text spells none of these words has none of those marks.
+_MARK_WORDS = (markers.EXPERIMENTAL_API.encode(), markers.EXPERIMENTAL_BACKEND.encode())
+_MARK_KEYWORD = "experimental"  # JitSpec(..., experimental=True)
+
+_Edit = Tuple[int, int, bytes]  # byte offsets [start, end) and the new bytes
+
+
+def retargeted_text(data: bytes, old: str, home: str, module: str, new_module: str, is_package: bool) -> Optional[bytes]:
+    """`data` with its imports of `old` pointed at `home`, for a module `module` that moves
+    to `new_module`; None when a text edit cannot be trusted (libcst's turn)."""
+    if data.startswith(codecs.BOM_UTF8) or any(word in data for word in _MARK_WORDS) or not _utf8(data):
+        return None
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError):
+        return None
+    old_package = module if is_package else module.rpartition(".")[0]
+    new_package = new_module if is_package else new_module.rpartition(".")[0]
+    starts = _line_starts(data)
+    edits: List[_Edit] = []
+    nodes = 0
+    for node in ast.walk(tree):
+        nodes += 1
+        if isinstance(node, ast.Import):
+            edit = _import_edit(data, starts, node, old, home)
+        elif isinstance(node, ast.ImportFrom):
+            edit = _from_edit(data, starts, node, old, home, old_package, new_package)
+        else:
+            edit = False if isinstance(node, ast.keyword) and node.arg == _MARK_KEYWORD else None
+        if edit is False:
+            return None
+        if edit is not None:
+            edits.append(edit)
+    if not edits:
+        return None  # nothing to retarget: `keeps_its_bytes` decides such files
+    after = bytearray(data)
+    for start, end, text in sorted(edits, reverse=True):
+        after[start:end] = text
+    expected = _imports_moved(tree, old, home, old_package, new_package)
+    return bytes(after) if _same_but_imports(bytes(after), nodes, expected) else None
+
+
+def _utf8(data: bytes) -> bool:
+    """``ast`` column offsets are UTF-8 byte offsets of the text as decoded: only a UTF-8
+    file (or an ASCII one) has them on its own bytes."""
+    if data.isascii():
+        return True
+    try:
+        encoding = tokenize.detect_encoding(io.BytesIO(data).readline)[0]
+        data.decode("utf-8")
+    except (SyntaxError, UnicodeDecodeError, LookupError):
+        return False
+    return encoding == "utf-8"
+
+
+def _line_starts(data: bytes) -> List[int]:
+    starts, offset = [0, 0], 0  # line numbers start at 1
+    for line in data.splitlines(keepends=True):
+        offset += len(line)
+        starts.append(offset)
+    return starts
+
+
+def _span(starts: List[int], node: ast.stmt) -> Tuple[int, int]:
+    return starts[node.lineno] + node.col_offset, starts[node.end_lineno] + node.end_col_offset
+
+
+def _import_edit(data: bytes, starts, node: ast.Import, old: str, home: str):
+    """None: no alias of the feature; False: not a plain form; else the edit."""
+    if not any(module_under(a.name, old) for a in node.names):
+        return None
+    if any(module_under(a.name, old) and not a.asname for a in node.names):
+        return False  # `import <old>...` binds the top package: libcst looks at its uses
+    start, end = _span(starts, node)
+    spelt = lambda name_of: "import " + ", ".join(  # noqa: E731
+        name_of(a.name) + (f" as {a.asname}" if a.asname else "") for a in node.names)
+    if data[start:end] != spelt(str).encode():
+        return False
+    return start, end, spelt(lambda name: moved(name, old, home)).encode()
+
+
+def _from_edit(data: bytes, starts, node: ast.ImportFrom, old: str, home: str, old_package: str, new_package: str):
+    """None: nothing to change; False: not a plain form, or an import of the feature by
+    its name; else the edit of the module's text."""
+    source = resolve_relative(old_package, node.level, node.module) if node.level else node.module
+    if source is None:
+        return False
+    parent, _, last = old.rpartition(".")
+    if source == parent and any(a.name == last for a in node.names):
+        return False
+    target = moved(source, old, home)
+    original = "." * node.level + (node.module or "")
+    text = relative_import(new_package, target) if node.level else target
+    if text == original:
+        return None
+    start, end = _span(starts, node)
+    found = re.match(rb"from[ \t]+(" + re.escape(original.encode()) + rb")[ \t]+import\b", data[start:end])
+    if found is None:
+        return False
+    return start + found.start(1), start + found.end(1), text.encode()
+
+
+def _imports_moved(tree: ast.Module, old: str, home: str, old_package: str, new_package: str) -> list:
+    """Every import statement of `tree` as the move should leave it: (line, kind, level,
+    module, aliases)."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.append((node.lineno, "import", 0, None,
+                          [(moved(a.name, old, home), a.asname) for a in node.names]))
+        elif isinstance(node, ast.ImportFrom):
+            source = resolve_relative(old_package, node.level, node.module) if node.level else node.module
+            target = moved(source, old, home)
+            level, module = 0, target
+            if node.level:
+                text = relative_import(new_package, target)
+                level = len(text) - len(text.lstrip("."))
+                module = text[level:] or None
+            found.append((node.lineno, "from", level, module, [(a.name, a.asname) for a in node.names]))
+    return sorted(found, key=repr)
+
+
+def _same_but_imports(after: bytes, nodes: int, expected: list) -> bool:
+    """Does `after` parse, with as many nodes as the original and its imports exactly
+    `expected`? The edits replace bytes inside import statements only and keep every
+    line break, so the rest of the tree is the original's."""
+    try:
+        new_tree = ast.parse(after)
+    except (SyntaxError, ValueError):
+        return False
+    count, found = 0, []
+    for node in ast.walk(new_tree):
+        count += 1
+        if isinstance(node, ast.Import):
+            found.append((node.lineno, "import", 0, None, [(a.name, a.asname) for a in node.names]))
+        elif isinstance(node, ast.ImportFrom):
+            found.append((node.lineno, "from", node.level, node.module, [(a.name, a.asname) for a in node.names]))
+    return count == nodes and sorted(found, key=repr) == expected
