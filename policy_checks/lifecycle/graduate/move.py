@@ -11,6 +11,7 @@ from pathlib import Path
 from ... import markers
 from ...editing.cst_tools import apply_edits
 from .marks import drop_experimental_marks, swap_decorators
+from .module_strings import retarget_module_strings
 from .plan import Graduation
 from .rewrite import parse_file, retarget_or_refuse
 from .text_retarget import retargeted_text
@@ -34,7 +35,8 @@ def move_feature(graduation: Graduation, feature_dir: Path) -> None:
             graduation.creations[new_rel] = data
             graduation.deletions.append(rel)
             continue
-        graduation.creations[new_rel] = _moved_module(graduation, rel, new_rel, data)
+        moved = _moved_module(graduation, rel, new_rel, data)
+        graduation.creations[new_rel] = retarget_module_strings(moved, graduation.old, graduation.home)
         module, is_package = target.module_of(rel)
         marks_package = rel == f"{old_dir}/__init__.py"
         graduation.rewrite(rel, shim(graduation.feature, module, target.module_of(new_rel)[0], marks_package,
