@@ -35,7 +35,7 @@ import tokenize
 from dataclasses import dataclass, field
 from typing import NamedTuple, Optional, Union
 
-from . import markers
+from . import markers, parsed
 from .markers import dotted_name
 
 # Bump when the shape or meaning of facts changes: it invalidates every cache entry.
@@ -1046,7 +1046,7 @@ def _token_lines(source: bytes, names) -> list:
 
 def _parse(source: bytes, facts: FileFacts) -> Optional[ast.AST]:
     try:
-        return ast.parse(source)
+        return parsed.tree(source)
     except SyntaxError as error:
         facts.syntax_error = _error_position(error)
     except (ValueError, UnicodeDecodeError, RecursionError, MemoryError) as error:

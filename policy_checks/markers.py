@@ -44,6 +44,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Set, Tuple, Union
 
+from . import parsed
+
 # --- the vocabulary ------------------------------------------------------------------
 
 EXPERIMENTAL_API = "flashinfer_experimental_api"  # decorator: an experimental API
@@ -393,6 +395,8 @@ def parse(source: Union[str, bytes]) -> Optional[ast.Module]:
     The parser's own warnings about the text (an invalid escape sequence) are not ours to
     print: the text is someone else's, judged, not run."""
     try:
+        if isinstance(source, bytes):
+            return parsed.tree(source)  # shared within a lifecycle command
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             return ast.parse(source)

@@ -11,6 +11,7 @@ import os
 import re
 from typing import Iterator, List
 
+from ... import parsed
 from ...config import module_under, under
 from ...editing.cst_tools import apply_edits
 from ...editing.target import Refused
@@ -18,6 +19,7 @@ from ...facts import docstring_ids, extract
 from ...project import Project, module_name, walk_python_files
 from .plan import Graduation
 from .rewrite import parse_file, retarget
+from .text_retarget import retargeted_text
 
 
 def retarget_elsewhere(graduation: Graduation, project: Project) -> None:
@@ -45,7 +47,14 @@ def names_the_feature(feature: str):
 
 
 def _retarget_file(graduation: Graduation, rel: str, data: bytes) -> None:
-    """Rewrite one file's imports of the old path; list those a rewrite cannot move."""
+    """Rewrite one file's imports of the old path; list those a rewrite cannot move.
+    Plain import statements are edited as text (`text_retarget`); libcst does the rest."""
+    module, is_package = graduation.target.module_of(rel)
+    text = retargeted_text(data, graduation.old, graduation.home, module, module, is_package, marks_move=False)
+    if text is not None:
+        graduation.rewrite(rel, text)
+        graduation.did(2, f"{rel}: imports point at {graduation.home}")
+        return
     file = parse_file(graduation.target, rel, data)
     edits: dict = {}
     changed, stuck = retarget(file, graduation.old, graduation.home, file.module_name, edits)
@@ -111,29 +120,35 @@ def strings_naming_the_old_path(graduation: Graduation, project: Project) -> Non
     target, old = graduation.target, graduation.old
     relative = "." + old.partition(".")[2]  # ".experimental.<feature>", as a relative import_module spells it
     spelling = relative.encode("utf-8")  # in both spellings
+    # ... followed by a dot, a quote or the end: not the spelling of a longer feature name
+    whole = re.compile(re.escape(spelling) + rb"(?![A-Za-z0-9_])")
     new_bytes = {**{fix.path: fix.after for fix in graduation.rewrites}, **graduation.creations}
     feature_dir = f"{target.settings.experimental_dir}/{graduation.feature}"
     shims = {fix.path for fix in graduation.rewrites if under(fix.path, feature_dir)}
     paths = {*project.files, *project.example_texts(), *other_packages(graduation, project), *new_bytes} - shims
     for rel in sorted(paths):
-        if not rel.endswith(".py") or any(under(rel, d) for d in graduation.deletions):
+        if not rel.endswith(".py"):
             continue
         data = new_bytes[rel] if rel in new_bytes else _read(target.root, rel)
-        if data is None or spelling not in data:
+        if data is None or spelling not in data or whole.search(data) is None:
             continue  # a string holding the old path holds these bytes (escapes and split literals aside)
+        if any(under(rel, d) for d in graduation.deletions):
+            continue
         for line, text in _strings_naming(data, (old, relative)):
             graduation.ask(2, f"a string still names the experimental path: {rel}:{line}: {text[:80]!r}")
 
 
 def _strings_naming(data: bytes, spellings) -> Iterator[tuple]:
-    """``(line, text)`` of each string constant (docstrings aside) holding one of `spellings`."""
+    """``(line, text)`` of each string constant (docstrings aside) holding one of `spellings`
+    as a whole name (``...experimental.cake`` names neither ``cake_dsa`` nor its folder)."""
     try:
-        tree = ast.parse(data)
+        tree = parsed.tree(data)
     except (SyntaxError, ValueError):
         return
     nodes = list(ast.walk(tree))
     prose = docstring_ids(nodes)
+    named = re.compile("(?:" + "|".join(re.escape(s) for s in spellings) + r")(?![A-Za-z0-9_])")
     for node in nodes:
         if id(node) not in prose and isinstance(node, ast.Constant) and isinstance(node.value, str) \
-                and any(s in node.value for s in spellings):
+                and named.search(node.value):
             yield node.lineno, node.value

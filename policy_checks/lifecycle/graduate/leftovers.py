@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 from typing import List
 
+from ... import parsed
 from ... import entry_points, markers
 from ...config import module_under, under
 from ...entry_points import entry_point
@@ -61,7 +62,7 @@ def _list_gates_left(graduation: Graduation, project: Project) -> None:
         if not any(g.encode() in data for g in markers.GATE_FUNCTIONS) or not any(n.encode() in data for n in names):
             continue
         try:
-            tree = ast.parse(data)
+            tree = parsed.tree(data)
         except (SyntaxError, ValueError):
             continue
         for node in ast.walk(tree):

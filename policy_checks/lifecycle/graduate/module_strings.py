@@ -16,6 +16,7 @@ import ast
 import re
 from typing import List
 
+from ... import parsed
 from .text_retarget import _line_starts, _span
 
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*\Z", re.ASCII)
@@ -27,7 +28,7 @@ def retarget_module_strings(data: bytes, old: str, home: str) -> bytes:
     if old.encode() not in data:
         return data
     try:
-        tree = ast.parse(data)
+        tree = parsed.tree(data)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return data
     starts = _line_starts(data)
@@ -57,7 +58,7 @@ def _only_those_strings(after: bytes, before: List, old: str, home: str) -> bool
     """Does `after` parse to the same nodes, with only the edited constants changed, each
     to its path under `home`?"""
     try:
-        tree = ast.parse(after)
+        tree = parsed.tree(after)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return False
     now = [node.value if isinstance(node, ast.Constant) else None for node in ast.walk(tree)]

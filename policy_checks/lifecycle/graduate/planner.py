@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Set
 
+from ... import parsed
 from ... import markers
 from ...editing import docs_tree
 from ...editing.changes import ChangeSet
@@ -24,6 +25,7 @@ from .stable_lane import move_tests
 RECORD = markers.RECORD
 
 
+@parsed.shared
 def plan_graduation(target: FixTarget, feature: str, home: str, aot: bool = False) -> Graduation:
     """The whole graduation, or `Refused`; reads the tree, writes nothing."""
     changes = ChangeSet(target.root)

@@ -3,11 +3,11 @@ at the new home, dropping an import nothing uses any more."""
 
 from __future__ import annotations
 
-import ast
 from typing import List, Optional, Tuple
 
 import libcst as cst
 
+from ... import parsed
 from ...config import module_under
 from ...editing.cst_tools import (
     PythonFile, Unfixable, add_edit, bound_name, dotted_name, drop_small_statement, imported_module, inside, parse,
@@ -28,7 +28,7 @@ def parse_file(target: FixTarget, rel: str, data: Optional[bytes] = None) -> Pyt
 def must_parse(rel: str, data: bytes) -> None:
     """A safety net, as in `fix`: a rewrite that does not parse refuses the whole plan."""
     try:
-        ast.parse(data)
+        parsed.tree(data)
     except SyntaxError as error:
         raise Refused(f"internal error: the rewrite of {rel} does not parse ({error.msg})") from None
 

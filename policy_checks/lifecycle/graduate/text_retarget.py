@@ -28,6 +28,7 @@ import re
 import tokenize
 from typing import List, Optional, Tuple
 
+from ... import parsed
 from ...config import module_under
 from ...editing.cst_tools import relative_import
 from ...facts import resolve_relative
@@ -42,13 +43,17 @@ _MARK_KEYWORD = "experimental"  # JitSpec(..., experimental=True)
 _Edit = Tuple[int, int, bytes]  # byte offsets [start, end) and the new bytes
 
 
-def retargeted_text(data: bytes, old: str, home: str, module: str, new_module: str, is_package: bool) -> Optional[bytes]:
+def retargeted_text(data: bytes, old: str, home: str, module: str, new_module: str, is_package: bool,
+                    marks_move: bool = True) -> Optional[bytes]:
     """`data` with its imports of `old` pointed at `home`, for a module `module` that moves
-    to `new_module`; None when a text edit cannot be trusted (libcst's turn)."""
-    if data.startswith(codecs.BOM_UTF8) or any(word in data for word in _MARK_WORDS) or not _utf8(data):
+    to `new_module`; None when a text edit cannot be trusted (libcst's turn). A file that
+    stays where it is (another feature's, a test) keeps its own marks: `marks_move` False
+    lets a file that spells them be edited as text too."""
+    marked = marks_move and any(word in data for word in _MARK_WORDS)
+    if data.startswith(codecs.BOM_UTF8) or marked or not _utf8(data):
         return None
     try:
-        tree = ast.parse(data)
+        tree = parsed.tree(data)
     except (SyntaxError, ValueError):
         return None
     old_package = module if is_package else module.rpartition(".")[0]
@@ -63,7 +68,7 @@ def retargeted_text(data: bytes, old: str, home: str, module: str, new_module: s
         elif isinstance(node, ast.ImportFrom):
             edit = _from_edit(data, starts, node, old, home, old_package, new_package)
         else:
-            edit = False if isinstance(node, ast.keyword) and node.arg == _MARK_KEYWORD else None
+            edit = False if marks_move and isinstance(node, ast.keyword) and node.arg == _MARK_KEYWORD else None
         if edit is False:
             return None
         if edit is not None:
@@ -162,7 +167,7 @@ def _same_but_imports(after: bytes, nodes: int, expected: list) -> bool:
     `expected`? The edits replace bytes inside import statements only and keep every
     line break, so the rest of the tree is the original's."""
     try:
-        new_tree = ast.parse(after)
+        new_tree = parsed.tree(after)
     except (SyntaxError, ValueError):
         return False
     count, found = 0, []

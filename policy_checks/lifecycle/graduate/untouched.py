@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 
+from ... import parsed
 from ...config import module_under
 from ...editing.cst_tools import relative_import
 from ...facts import resolve_relative
@@ -25,7 +26,7 @@ def keeps_its_bytes(data: bytes, old: str, home: str, module: str, new_module: s
     """Does moving this file (module `module` -> `new_module`, the feature `old` ->
     `home`) leave its bytes as they are?"""
     try:
-        tree = ast.parse(data)
+        tree = parsed.tree(data)
     except (SyntaxError, ValueError):
         return False
     old_package = module if is_package else module.rpartition(".")[0]

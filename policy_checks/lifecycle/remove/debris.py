@@ -18,6 +18,7 @@ import ast
 import re
 from typing import Dict, List, Set, Tuple
 
+from ... import parsed
 from ...editing.changes import Rewrite
 from ...editing.cst_tools import Unfixable, apply_edits, parse
 from ...editing.target import FixTarget, Refused
@@ -71,7 +72,7 @@ def _edit(rel: str, data: bytes, source, plan) -> bytes:
     plan(mod)
     after = apply_edits(mod.file, mod.edits) if mod.edits else data
     try:
-        ast.parse(after)  # a safety net, as in `fix`
+        parsed.tree(after)  # a safety net, as in `fix`
     except SyntaxError as error:
         raise Refused(f"internal error: the rewrite of {rel} does not parse ({error.msg})") from None
     return after
@@ -82,7 +83,7 @@ def _edit(rel: str, data: bytes, source, plan) -> bytes:
 
 def _parsed(data: bytes):
     try:
-        return ast.parse(data)
+        return parsed.tree(data)
     except (SyntaxError, ValueError):
         return None
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 from typing import Dict, List, NamedTuple, Set
 
+from ... import parsed
 from ... import markers
 from ...editing.changes import Rewrite
 from ...facts import extract
@@ -35,7 +36,7 @@ def apply_core_edits(target: FixTarget, project, removal: Removal, core: CoreEdi
         before = (target.root / rel).read_bytes()
         after = apply_edits(mod.file, mod.edits) if mod.edits else before
         try:
-            tree = ast.parse(after)
+            tree = parsed.tree(after)
         except SyntaxError as error:  # a safety net, as in `fix`
             raise Refused(f"internal error: the rewrite of {rel} does not parse ({error.msg})") from None
         if holds_nothing(tree) and not project.files[rel].is_package:

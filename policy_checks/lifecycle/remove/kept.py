@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Dict, List, Optional, Set
 
+from ... import parsed
 from ... import markers
 from ...config import module_under
 from ...facts import docstring_ids, resolve_relative
@@ -34,12 +35,27 @@ class Lost:
     retired: Set[str]  # removed backends that no kept core module declares any more
     words: Set[str]  # identifiers a file must spell to use any of it
     files: GoneFiles  # how code names the modules and the directory that go
-    plain: Set[str]  # the words a file that uses what goes spells, but the removed names
+    plain: Set[str]  # words a file that uses what goes spells (not the removed names, nor served backends)
     name_uses: Optional[Spelling] = None  # where a use of a removed function or class spells it
 
     @cached_property
     def dotted(self) -> Set[str]:
         return {f"{module}.{name}" for module, name in self.defs}
+
+    @cached_property
+    def _served(self) -> List[tuple]:
+        """(backend, the last names of the APIs that lose it) for each backend other
+        kept APIs still serve."""
+        return [(b.encode(), [api.rpartition(".")[2].encode() for api in apis])
+                for b, apis in sorted(self.backends.items()) if b not in self.retired]
+
+    def may_use(self, texts: Texts, rel: str) -> bool:
+        """Could the file use what goes? It spells a plain word, a removed name where a
+        use would, or a served backend beside an API that loses it."""
+        if texts.mentions(rel, self.plain) or texts.matches(rel, self.name_uses):
+            return True
+        data = texts.read(rel)
+        return any(b in data and any(api in data for api in apis) for b, apis in self._served)
 
 
 def check_kept_files(project, texts: Texts, kept: List[KeptFile], lost: Lost, after_of=None, skip=()) -> List[str]:
@@ -53,7 +69,7 @@ def check_kept_files(project, texts: Texts, kept: List[KeptFile], lost: Lost, af
     notes: List[str] = []
     for file in kept:
         rel = file.rel
-        if rel in skip or not (rel in after_of or texts.mentions(rel, lost.plain) or texts.matches(rel, lost.name_uses)):
+        if rel in skip or not (rel in after_of or lost.may_use(texts, rel)):
             continue
         data = after_of.get(rel) or texts.read(rel)
         tree = _parse(data) if rel in after_of else texts.tree(rel)
@@ -70,7 +86,7 @@ def check_kept_files(project, texts: Texts, kept: List[KeptFile], lost: Lost, af
 
 def _parse(data: bytes) -> Optional[ast.Module]:
     try:
-        return ast.parse(data)
+        return parsed.tree(data)
     except (SyntaxError, ValueError):
         return None
 

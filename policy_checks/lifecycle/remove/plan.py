@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 
+from ... import parsed
 from ...editing.changes import ChangeSet
 from ...editing.target import FixTarget, Refused, project_model
 from .attached import own_examples, plan_docs
@@ -25,6 +26,7 @@ from .repository import kept_python_files
 from .texts import Texts, uses_pattern
 
 
+@parsed.shared
 def plan_removal(target: FixTarget, name: str) -> Removal:
     """The whole removal, or `Refused`; reads the tree, writes nothing."""
     feature = _feature(target, name)
@@ -113,15 +115,18 @@ def _lost(project, texts: Texts, removal: Removal, feature: Feature, core: CoreE
     name); one that imports the feature was refused before (`_feature_lost`)."""
     names_by_module = core.names_by_module
     emptied = {project.files[rel].module.rpartition(".")[2] for rel in edited.emptied}
-    plain = {*core.backends, *exports.served, *emptied}
+    retired = retired_backends(project, texts, removal, core.backends, edited.after_of)
+    # a backend other APIs still serve is only wrong in a call of an API that loses it:
+    # such a file spells that API too (`Lost.may_use`), not only the backend's name
+    plain = {*retired, *exports.served, *emptied}
     names = {n.rpartition(".")[2] for names in names_by_module.values() for n in names} - plain
     names = {n for n in names if not (n.startswith("__") and n.endswith("__"))}  # called implicitly, never spelt
     files = _gone_files(project, removal, feature)
     return Lost(
         defs={(m, n) for m, names in names_by_module.items() for n in names},
         backends=core.backends,
-        retired=retired_backends(project, texts, removal, core.backends, edited.after_of),
-        words=plain | names | {feature.name},
+        retired=retired,
+        words=plain | set(core.backends) | names | {feature.name},
         files=files,
         plain=plain,
         name_uses=uses_pattern(names),

@@ -8,6 +8,8 @@ import re
 from pathlib import Path
 from typing import Dict, Iterable, NamedTuple, Optional
 
+from ... import parsed
+
 
 class Spelling(NamedTuple):
     """Where a use of some names must spell them: `pattern` is searched only in the
@@ -42,7 +44,7 @@ class Texts:
         """The file's ``ast`` as it is on disk, or None when it does not parse."""
         if rel not in self._trees:
             try:
-                self._trees[rel] = ast.parse(self.read(rel))
+                self._trees[rel] = parsed.tree(self.read(rel))
             except (SyntaxError, ValueError):
                 self._trees[rel] = None
         return self._trees[rel]

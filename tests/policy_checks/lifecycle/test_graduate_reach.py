@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import os
+import textwrap
 import warnings
 
 import pytest
@@ -357,3 +358,39 @@ def test_a_module_level_import_of_its_own_old_path_by_a_string_refuses(tree):
     assert result.exit_code == 1
     assert ("fxpkg/experimental/feat/loader.py:3 would import fxpkg.experimental.feat.kernels at module level" in
             result.output and "A string names that old path" in result.output)
+
+
+def test_another_features_marked_module_keeps_its_marks_and_is_edited_as_text(tree, monkeypatch):
+    """A module of a feature that stays experimental carries its own marks: its imports of
+    the old path point at the new home as text, never through libcst, and the marks stay."""
+    marked = """\
+        from fxpkg.api_logging import flashinfer_experimental_api
+        from fxpkg.experimental.feat.kernels import run
+
+
+        @flashinfer_experimental_api(feature="other")
+        def twice(x):
+            return run(run(x))
+        """
+    parsed = []
+    monkeypatch.setattr("policy_checks.lifecycle.graduate.elsewhere.parse_file",
+                        lambda target, rel, data=None: parsed.append(rel))
+    tree.write({**ENTRY, **OTHER, "fxpkg/experimental/other/marked.py": marked})
+    result = graduate_checked(tree, "feat", "--to", "fxpkg.fancy_ops")
+    assert result.exit_code == 0, result.output
+    assert parsed == []
+    after = tree.read("fxpkg/experimental/other/marked.py").decode()
+    assert after == textwrap.dedent(marked).replace("fxpkg.experimental.feat.kernels", "fxpkg.fancy_ops.kernels")
+    assert tree.imported("fxpkg.experimental.other.marked").twice(1) == 3
+
+
+def test_a_string_naming_a_longer_feature_name_is_not_listed(tree):
+    """``fxpkg.experimental.feat_two`` is another feature's path, not ``feat``'s."""
+    tree.write({**ENTRY, "fxpkg/paths.py": (
+        "OTHER = 'fxpkg.experimental.feat_two.kernels'\n"
+        "MINE = 'fxpkg.experimental.feat.kernels'\n"
+        "RELATIVE = '.experimental.feat_two'\n")})
+    result = graduate_checked(tree, "feat", "--to", "fxpkg.fancy_ops")
+    assert result.exit_code == 0, result.output
+    listed = [line for line in result.output.splitlines() if "a string still names the experimental path" in line]
+    assert len(listed) == 1 and "fxpkg/paths.py:2" in listed[0], listed

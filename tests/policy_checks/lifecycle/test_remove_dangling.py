@@ -174,3 +174,45 @@ def test_a_backend_name_another_api_keeps_is_checked_per_api(tree):
     result = CliRunner().invoke(main, ["remove", "feat", "--root", str(tree.root)])
     assert result.exit_code == 0, result.output
     assert '"feat": _check' in tree.read("fxpkg/other.py").decode()
+
+
+def test_a_served_backend_is_looked_for_only_beside_an_api_that_loses_it(tree):
+    """A backend other APIs still serve is wrong only in a call of an API that loses it;
+    such a call spells that API, and an alias's import does too."""
+    other = """\
+        from .utils import backend_requirement
+
+
+        def _check(x, backend="auto"):
+            return True
+
+
+        @backend_requirement({"feat": _check})
+        def other_op(x, backend="auto"):
+            return x
+        """
+    aliased = """\
+        from fxpkg.ops import op as run_it
+
+
+        def test_it():
+            assert run_it(1, backend="feat") == 1
+        """
+    result = remove(tree, {"fxpkg/other.py": other, "tests/test_alias.py": aliased})
+    assert result.exit_code == 1
+    assert "tests/test_alias.py:5: calls fxpkg.ops.op with backend='feat', a backend the removal deletes" in result.output
+
+
+def test_a_file_spelling_a_served_backend_but_no_api_losing_it_is_not_read(tmp_path):
+    from policy_checks.lifecycle.remove.kept import Lost
+    from policy_checks.lifecycle.remove.naming import GoneFiles
+    from policy_checks.lifecycle.remove.texts import Texts
+
+    files = {"both.py": 'op(1, backend="cake")\n', "backend.py": 'x = "cake"\n', "api.py": "op(1)\n",
+             "retired.py": 'y = "gone"\n'}
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    lost = Lost(set(), {"cake": {"pkg.ops.op"}, "gone": {"pkg.ops.op"}}, {"gone"}, set(),
+                GoneFiles(frozenset(), ("pkg", "experimental", "feat"), "pkg/experimental/feat"), {"gone"})
+    texts = Texts(tmp_path)
+    assert {name for name in files if lost.may_use(texts, name)} == {"both.py", "retired.py"}
