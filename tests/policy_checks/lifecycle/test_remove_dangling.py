@@ -143,19 +143,21 @@ def test_other_mentions_of_a_retired_backend_are_left_for_a_person(tree):
     assert "test_labels.py:2" not in result.output
 
 
+OTHER_SERVING = """\
+from .utils import backend_requirement
+
+
+def _check(x, backend="auto"):
+    return True
+
+
+@backend_requirement({"feat": _check})
+def other_op(x, backend="auto"):
+    return x
+"""  # another API that keeps serving the backend "feat"
+
+
 def test_a_backend_name_another_api_keeps_is_checked_per_api(tree):
-    other = """\
-        from .utils import backend_requirement
-
-
-        def _check(x, backend="auto"):
-            return True
-
-
-        @backend_requirement({"feat": _check})
-        def other_op(x, backend="auto"):
-            return x
-        """
     test = """\
         from fxpkg.other import other_op
         from fxpkg.ops import op
@@ -166,7 +168,7 @@ def test_a_backend_name_another_api_keeps_is_checked_per_api(tree):
             assert "feat" in other_op.backend_checks
             assert op(1, backend="feat") == 1
         """
-    result = remove(tree, {"fxpkg/other.py": other, "tests/test_ops.py": test})
+    result = remove(tree, {"fxpkg/other.py": OTHER_SERVING, "tests/test_ops.py": test})
     assert result.exit_code == 1
     reasons = [line.strip() for line in result.output.splitlines()[1:]]
     assert reasons == ["tests/test_ops.py:8: calls fxpkg.ops.op with backend='feat', a backend the removal deletes"]
@@ -179,18 +181,6 @@ def test_a_backend_name_another_api_keeps_is_checked_per_api(tree):
 def test_a_served_backend_is_looked_for_only_beside_an_api_that_loses_it(tree):
     """A backend other APIs still serve is wrong only in a call of an API that loses it;
     such a call spells that API, and an alias's import does too."""
-    other = """\
-        from .utils import backend_requirement
-
-
-        def _check(x, backend="auto"):
-            return True
-
-
-        @backend_requirement({"feat": _check})
-        def other_op(x, backend="auto"):
-            return x
-        """
     aliased = """\
         from fxpkg.ops import op as run_it
 
@@ -198,7 +188,7 @@ def test_a_served_backend_is_looked_for_only_beside_an_api_that_loses_it(tree):
         def test_it():
             assert run_it(1, backend="feat") == 1
         """
-    result = remove(tree, {"fxpkg/other.py": other, "tests/test_alias.py": aliased})
+    result = remove(tree, {"fxpkg/other.py": OTHER_SERVING, "tests/test_alias.py": aliased})
     assert result.exit_code == 1
     assert "tests/test_alias.py:5: calls fxpkg.ops.op with backend='feat', a backend the removal deletes" in result.output
 
