@@ -13,6 +13,7 @@ The trees are shared: a caller reads them and never changes a node.
 from __future__ import annotations
 
 import ast
+import hashlib
 import warnings
 from collections import OrderedDict
 from contextlib import contextmanager
@@ -30,6 +31,7 @@ _FAILURES = (SyntaxError, ValueError, TypeError, RecursionError, MemoryError, Ov
 _kept: "OrderedDict[bytes, Union[ast.Module, BaseException]]" = OrderedDict()
 _size = [0]
 _sharing = [0]
+_valid: set = set()  # digests of the texts that parsed, kept or not: `parses` needs no tree
 
 
 @contextmanager
@@ -67,6 +69,8 @@ def tree(data: bytes) -> ast.Module:
             found = error
         if _sharing[0]:
             _keep(data, found)
+            if not isinstance(found, BaseException):
+                _valid.add(_digest(data))
     else:
         _kept.move_to_end(data)
     if isinstance(found, BaseException):
@@ -80,6 +84,18 @@ def tree_or_none(data: bytes) -> "ast.Module | None":
         return tree(data)
     except _FAILURES:
         return None
+
+
+def parses(data: bytes) -> bool:
+    """Is `data` Python? Answered without a parse for a text parsed before in the block
+    (a safety net re-checking the bytes a plan writes)."""
+    if _sharing[0] and _digest(data) in _valid:
+        return True
+    return tree_or_none(data) is not None
+
+
+def _digest(data: bytes) -> bytes:
+    return hashlib.blake2b(data, digest_size=16).digest()
 
 
 def _keep(data: bytes, found) -> None:
@@ -99,4 +115,5 @@ def stats() -> Tuple[int, int]:
 
 def clear() -> None:
     _kept.clear()
+    _valid.clear()
     _size[0] = 0

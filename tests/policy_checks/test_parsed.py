@@ -64,3 +64,12 @@ def test_a_shared_planner_keeps_trees_only_while_it_runs():
 
     assert planner() == "plan"
     assert seen == [(1, 6)] and parsed.stats() == (0, 0)
+
+
+def test_parses_answers_from_memory_for_a_text_parsed_in_the_block(monkeypatch):
+    with parsed.sharing():
+        parsed.tree(b"w = 1\n")
+        monkeypatch.setattr(parsed.ast, "parse", lambda *a, **k: pytest.fail("parsed again"))
+        assert parsed.parses(b"w = 1\n")
+    monkeypatch.undo()
+    assert not parsed.parses(b"def (:\n") and parsed.parses(b"v = 2\n")

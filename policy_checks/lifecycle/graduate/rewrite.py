@@ -27,6 +27,8 @@ def parse_file(target: FixTarget, rel: str, data: Optional[bytes] = None) -> Pyt
 
 def must_parse(rel: str, data: bytes) -> None:
     """A safety net, as in `fix`: a rewrite that does not parse refuses the whole plan."""
+    if parsed.parses(data):
+        return
     try:
         parsed.tree(data)
     except SyntaxError as error:
