@@ -70,20 +70,21 @@ def remove_function_import(mod: ModuleEdits, outer: str, statement, backends, wh
         raise not_an_entry_point(where, outer)
     node, name = branch
     if node.orelse is not None:
-        raise branch_with_else(where, name)
+        raise branch_with_else(where, file.tree.code_for_node(node.test).strip())
     backends.setdefault(name, set()).add(f"{file.module_name}.{outer}")
     remove_statement(mod, node)
 
 
 def not_an_entry_point(where: str, outer: str) -> Refused:
     return Refused(f"{where}: imports the feature inside {outer}, a public API, outside an `if backend == "
-                   '"<name>":` branch (the only part of a public API that is the feature\'s): move the import into '
-                   f"such a branch without an else part, or mark {outer} @{EXPERIMENTAL_API} if the whole API is "
-                   "the feature's")
+                   '"<name>":` branch (or `if list(backends) == ["<name>"]:`; the only part of a public API that is '
+                   "the feature's): move the import into such a branch without an else part, "
+                   f"or mark {outer} @{EXPERIMENTAL_API} if the whole API is the feature's")
 
 
-def branch_with_else(where: str, name: str) -> Refused:
-    return Refused(f"{where}: the `if backend == {name!r}:` branch has an else part; remove it by hand")
+def branch_with_else(where: str, test: str) -> Refused:
+    """The refusal of a backend branch (its test's source, `test`) with an else part."""
+    return Refused(f"{where}: the `if {test}:` branch has an else part; remove it by hand")
 
 
 def _remove_lazy_branch(mod: ModuleEdits, lazy, where: str) -> None:
