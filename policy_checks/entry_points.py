@@ -5,8 +5,9 @@ Core may hand off to experimental code only in an entry point:
 
 - a *function* marked ``@flashinfer_experimental_api`` (kind ``experimental``), or a
   public API, ``@flashinfer_api`` / ``@backend_requirement``, selecting an experimental
-  backend (kind ``public``: only its *backend branch*, an ``if`` without an else part
-  whose test selects that one backend (`branch_backend`), belongs to the feature);
+  backend (kind ``public``: only its *backend branch* belongs to the feature: an arm
+  of an ``if``/``elif`` chain whose test selects that one backend (`branch_backend`)
+  and that can go alone (`arm_goes_alone`));
 - a *class* that is an experimental API (kind ``class``): one decorated with one of
   those markers, one with an ``@flashinfer_experimental_api`` method, or one whose body
   sets ``is_experimental = True``. Its methods, ``__init__`` included, are inside it,
@@ -117,3 +118,23 @@ def _one_string(node: ast.AST, displays) -> Optional[str]:
     if isinstance(node, displays) and len(node.elts) == 1:
         return _string(node.elts[0])
     return None
+
+
+def arm_goes_alone(arm: ast.If, parent: Optional[ast.AST]) -> bool:
+    """Can the ``if``/``elif`` arm `arm` (`parent`: the node holding it) be deleted
+    leaving every other backend's path as it was? Yes when it has no else part, when
+    an ``elif`` follows it (that becomes the ``if``), or when it is an ``elif`` itself
+    (what follows it moves up); not for an ``if`` whose ``else:`` would have to take
+    its place."""
+    if not arm.orelse:
+        return True
+    if is_elif(arm, parent):
+        return True
+    return len(arm.orelse) == 1 and is_elif(arm.orelse[0], arm)
+
+
+def is_elif(node: ast.AST, parent: Optional[ast.AST]) -> bool:
+    """Is `node` written ``elif`` (not ``else:`` holding an ``if``)? ``ast`` places
+    both in the parent's else part; an ``elif`` starts in the parent's column."""
+    return (isinstance(node, ast.If) and isinstance(parent, ast.If) and parent.orelse == [node]
+            and node.col_offset == parent.col_offset and node.lineno > parent.lineno)

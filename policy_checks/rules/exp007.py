@@ -26,9 +26,9 @@ class DeferredImportOutsideEntryPoint(Rule):
     points (one definition, shared with ``policy-check remove`` and ``graduate``):
     an ``@flashinfer_experimental_api`` function; a public API (``@flashinfer_api``
     or ``@backend_requirement``) selecting an experimental backend, whose backend
-    branch (an ``if`` without an else part selecting that one backend: ``if backend
-    == "<name>":``, ``if list(backends) == ["<name>"]:``; never ``"<name>" in
-    backends``) is the feature's; a class that is an
+    branch (an ``if``/``elif`` arm selecting that one backend, that can go alone:
+    ``if backend == "<name>":``, ``if list(backends) == ["<name>"]:``; never
+    ``"<name>" in backends``) is the feature's; a class that is an
     experimental API (decorated itself, with an ``@flashinfer_experimental_api``
     method such as ``run``, or setting ``is_experimental = True``), whose methods,
     ``__init__`` included, are inside it: the class is then the tagged entry point,

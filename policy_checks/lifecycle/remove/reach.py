@@ -13,7 +13,7 @@ from ...facts import FUNCTION, MODULE, FileFacts
 from ...editing.cst_tools import Unfixable, import_at
 from ...editing.target import FixTarget, Refused
 from ... import entry_points
-from ...entry_points import branch_backend, entry_point
+from ...entry_points import arm_goes_alone, branch_backend, entry_point
 from ..helpers import CallGraph, Reached, follow
 from .entry_points import EXPERIMENTAL_API, branch_with_else, not_an_entry_point, remove_checker_import
 from .entry_points import drop_imported_names, remove_function_import, remove_named_definition
@@ -146,12 +146,13 @@ def _in_a_branch(tree: Optional[ast.Module], where: str, imp, source: bytes = b"
     """Does an import in a plain function sit in a backend branch (``if backend ==
     "<name>":``, ``if list(backends) == ["<name>"]:``: `entry_points.branch_backend`;
     `cst_tools.backend_branch`, read here with ``ast``, which costs a fraction of libcst
-    on a 10,000-line module)? One with an else part refuses."""
+    on a 10,000-line module)? One whose ``else:`` would have to take its place refuses
+    (`entry_points.arm_goes_alone`)."""
     parents = _parents(tree) if tree is not None else {}
     node = next((n for n in parents if isinstance(n, (ast.Import, ast.ImportFrom)) and n.lineno == imp.line), None)
     while node is not None and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
         if isinstance(node, ast.If) and branch_backend(node.test) is not None:
-            if node.orelse:
+            if not arm_goes_alone(node, parents.get(node)):
                 text = ast.get_source_segment(source.decode("utf-8", "replace"), node.test) if source else None
                 raise branch_with_else(where, " ".join((text or ast.unparse(node.test)).split()))
             return True

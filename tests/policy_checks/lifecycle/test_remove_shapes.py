@@ -289,4 +289,81 @@ def test_a_membership_test_is_no_backend_branch_and_an_else_part_is_named(tree):
     tree.write({"fxpkg/ops.py": LIST_BRANCH.replace("        if tuple(", "        else:\n            pass\n        if tuple(")})
     outcome = checked(tree)
     assert outcome.exit_code == 1
-    assert "fxpkg/ops.py:7: the `if list(backends) == [\"feat\"]:` branch has an else part; remove it by hand" in outcome.output
+    assert "fxpkg/ops.py:7: the `if list(backends) == [\"feat\"]:` branch has an else part that would take its place; remove it by hand" in outcome.output
+
+
+ELIF_ARMS = """\
+    from .api_logging import flashinfer_api
+
+
+    @flashinfer_api
+    def middle(x, backend="auto"):
+        if backend == "plain":
+            return x
+        # the feature's arm
+        elif backend == "feat":
+            from .experimental.feat.kernels import run
+
+            return run(x)
+        else:
+            raise ValueError(backend)
+
+
+    @flashinfer_api
+    def first(x, backend="auto"):
+        if backend == "feat":
+            from .experimental.feat.kernels import scale
+
+            return scale(x)
+        elif backend == "plain":
+            return x
+        raise ValueError(backend)
+    """
+
+
+def test_an_elif_arm_goes_alone_and_the_chain_keeps_its_other_arms(tree):
+    tree.write({"fxpkg/ops.py": ELIF_ARMS})
+    outcome = checked(tree)
+    assert outcome.exit_code == 0, outcome.output
+    ops = tree.read("fxpkg/ops.py").decode()
+    assert ('    if backend == "plain":\n        return x\n    else:\n        raise ValueError(backend)\n' in ops)
+    assert ('    if backend == "plain":\n        return x\n    raise ValueError(backend)\n' in ops)
+    assert "feat" not in ops
+    module = tree.imported("fxpkg.ops")
+    assert module.middle(3, "plain") == 3 and module.first(4, "plain") == 4
+
+
+SHARED_BACKEND = """\
+    from typing import Literal
+
+    from .api_logging import flashinfer_api
+
+    _TARGETS = {("feat", 10): "a", ("plain", 10): "b"}
+
+
+    @flashinfer_api
+    def op(x, backend: Literal["plain", "feat"] = "plain"):
+        if backend == "feat":
+            from .experimental.feat.kernels import run
+
+            return run(x)
+        return x
+
+
+    @flashinfer_api
+    def other(x, backend: Literal["plain", "feat"] = "feat"):
+        if backend == "feat":  # its own backend of that name, not the feature
+            return -x
+        return x
+    """
+
+
+def test_a_backend_name_another_api_still_serves_is_edited_only_in_the_api_that_loses_it(tree):
+    tree.write({"fxpkg/ops.py": SHARED_BACKEND})
+    outcome = checked(tree)
+    assert outcome.exit_code == 0, outcome.output
+    ops = tree.read("fxpkg/ops.py").decode()
+    assert 'def op(x, backend: Literal["plain"] = "plain"):\n    return x\n' in ops
+    assert 'def other(x, backend: Literal["plain", "feat"] = "feat"):\n    if backend == "feat":' in ops
+    assert '_TARGETS = {("feat", 10): "a", ("plain", 10): "b"}' in ops  # a key, not a list of names
+    assert tree.imported("fxpkg.ops").other(2) == -2
