@@ -1,6 +1,7 @@
 """Where a package publishes what the removal deletes: a lazy-export table entry, a
-top-level ``from .module import name`` re-export, an ``__all__`` entry. Each goes with
-the name; nothing else in the module changes."""
+top-level ``from .module import name`` re-export, an ``__all__`` entry, and the same
+of the packages re-exporting those, to any depth. Each goes with the name; nothing
+else in the module changes."""
 
 from __future__ import annotations
 

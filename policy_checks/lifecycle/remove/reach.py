@@ -87,7 +87,8 @@ def _going_with(project, facts: FileFacts, imp, feature: str, tree: Optional[ast
         if not in_branch:
             raise Refused(f"{project.rel_of(facts.module)}:{imp.line}: {found.qualname} also hands off to another experimental "
                           "feature, so only this feature's part of it may go, but this import is not alone in an "
-                          '`if backend == "<name>":` branch without an else part: move it into such a branch, '
+                          '`if backend == "<name>":` branch without an else part (or an `elif` arm): move it '
+                          "into such a branch, "
                           "or split the API")
         return None
     return found.qualname
