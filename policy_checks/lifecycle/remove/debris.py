@@ -157,7 +157,8 @@ def made_unused_local_imports(before: bytes, after: bytes, tree_before: ast.Modu
                 if word.search(text_before) and not word.search(text_after):
                     going.setdefault(id(node), []).append((node.lineno, node.col_offset + 1, bound))
         for node, block, in_body in imports:
-            emptied = all(len(going.get(id(s), ())) == len(getattr(s, "names", ())) for s in block)
+            emptied = all(isinstance(s, (ast.Import, ast.ImportFrom)) and len(going.get(id(s), ())) == len(s.names)
+                          for s in block)
             if id(node) in going and not (emptied and not in_body):  # a block left empty keeps its imports
                 found.setdefault(qualname, []).extend(going[id(node)])
     return found
