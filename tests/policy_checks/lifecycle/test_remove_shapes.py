@@ -1,7 +1,10 @@
 """``policy-check remove``: entry-point shapes found in FlashInfer 0.7.4's tree
 (see docs/fix.rst): a backend listed in a ``Literal[...]``
 annotation, a feature served by a module's PEP 562 ``__getattr__``, and a module
-left with only private tables and hooks, and a top-level re-export by import."""
+left with only private tables and hooks, a top-level re-export by import and chains
+of them (0.7.4's ``FP8MQATopKWrapper``), a backend branch written as a one-backend
+list comparison (``if list(backends) == ["cake"]:``) or as an ``elif`` arm, and a
+backend name another API of the module still serves."""
 
 from __future__ import annotations
 
