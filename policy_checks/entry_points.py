@@ -5,8 +5,9 @@ Core may hand off to experimental code only in an entry point:
 
 - a *function* marked ``@flashinfer_experimental_api`` (kind ``experimental``), or a
   public API, ``@flashinfer_api`` / ``@backend_requirement``, selecting an experimental
-  backend (kind ``public``: only its ``if backend == "<name>":`` branch belongs to the
-  feature);
+  backend (kind ``public``: only its *backend branch* belongs to the feature: an arm
+  of an ``if``/``elif`` chain whose test selects that one backend (`branch_backend`)
+  and that can go alone (`arm_goes_alone`));
 - a *class* that is an experimental API (kind ``class``): one decorated with one of
   those markers, one with an ``@flashinfer_experimental_api`` method, or one whose body
   sets ``is_experimental = True``. Its methods, ``__init__`` included, are inside it,
@@ -20,6 +21,7 @@ follow it to the entry points that call it (`policy_checks/lifecycle/helpers.py`
 
 from __future__ import annotations
 
+import ast
 from typing import NamedTuple, Optional, Sequence
 
 from . import markers
@@ -76,3 +78,63 @@ def experimental_class(project, facts, qualname: str) -> Optional[str]:
 
 def _marked(project, facts, definition, wanted) -> bool:
     return any(project.decorated_with(facts.module, definition, m) for m in wanted)
+
+
+def branch_backend(test: ast.AST) -> Optional[str]:
+    """``"x"`` when the ``if`` test `test` selects the one backend ``"x"`` (the branch
+    that hands off to it), else None. A selection compares a name with ``"x"``
+    (``backend == "x"``, ``"x" == backend``), or a name, ``list(name)`` or
+    ``tuple(name)`` with a one-element list or tuple of ``"x"`` (``list(backends) ==
+    ["x"]``, ``backends == ("x",)``); ``list(...)`` only equals a list, ``tuple(...)``
+    a tuple. ``"x" in backends`` selects no branch: other backends may run too."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return None
+    for subject, value in ((test.left, test.comparators[0]), (test.comparators[0], test.left)):
+        if isinstance(subject, ast.Name):
+            found = _string(value) or _one_string(value, (ast.List, ast.Tuple))
+        elif _converted(subject) is not None:
+            found = _one_string(value, _converted(subject))
+        else:
+            found = None
+        if found is not None:
+            return found
+    return None
+
+
+def _converted(node: ast.AST):
+    """The display type ``list(name)`` / ``tuple(name)`` can equal, else None."""
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("list", "tuple")
+            and len(node.args) == 1 and not node.keywords and isinstance(node.args[0], ast.Name)):
+        return ast.List if node.func.id == "list" else ast.Tuple
+    return None
+
+
+def _string(node: ast.AST) -> Optional[str]:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def _one_string(node: ast.AST, displays) -> Optional[str]:
+    """The string of a one-element display of one of the types `displays`."""
+    if isinstance(node, displays) and len(node.elts) == 1:
+        return _string(node.elts[0])
+    return None
+
+
+def arm_goes_alone(arm: ast.If, parent: Optional[ast.AST]) -> bool:
+    """Can the ``if``/``elif`` arm `arm` (`parent`: the node holding it) be deleted
+    leaving every other backend's path as it was? Yes when it has no else part, when
+    an ``elif`` follows it (that becomes the ``if``), or when it is an ``elif`` itself
+    (what follows it moves up); not for an ``if`` whose ``else:`` would have to take
+    its place."""
+    if not arm.orelse:
+        return True
+    if is_elif(arm, parent):
+        return True
+    return len(arm.orelse) == 1 and is_elif(arm.orelse[0], arm)
+
+
+def is_elif(node: ast.AST, parent: Optional[ast.AST]) -> bool:
+    """Is `node` written ``elif`` (not ``else:`` holding an ``if``)? ``ast`` places
+    both in the parent's else part; an ``elif`` starts in the parent's column."""
+    return (isinstance(node, ast.If) and isinstance(parent, ast.If) and parent.orelse == [node]
+            and node.col_offset == parent.col_offset and node.lineno > parent.lineno)

@@ -16,6 +16,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider, ScopeProvider
 
 from .. import markers
+from ..entry_points import branch_backend
 from .target import FixTarget
 
 Edit = Callable[[cst.CSTNode], cst.CSTNode]
@@ -286,16 +287,17 @@ def backend_branch(file: PythonFile, node: cst.CSTNode):
 
 
 def backend_test(test: cst.BaseExpression) -> Optional[str]:
-    """``"x"`` for a test ``name == "x"`` (how an entry point hands a backend off), else None."""
-    if (
-        isinstance(test, cst.Comparison)
-        and isinstance(test.left, cst.Name)
-        and len(test.comparisons) == 1
-        and isinstance(test.comparisons[0].operator, cst.Equal)
-        and isinstance(test.comparisons[0].comparator, cst.SimpleString)
-    ):
-        return test.comparisons[0].comparator.evaluated_value
-    return None
+    """``"x"`` for a test selecting the one backend ``"x"`` (``backend == "x"``,
+    ``list(backends) == ["x"]``: how an entry point hands a backend off, as
+    `policy_checks.entry_points.branch_backend` reads it), else None."""
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
+            and isinstance(test.comparisons[0].operator, cst.Equal)):
+        return None
+    try:
+        expression = ast.parse(cst.Module([]).code_for_node(test).strip(), mode="eval").body
+    except (SyntaxError, ValueError):
+        return None
+    return branch_backend(expression)
 
 
 def in_module_scope(file: PythonFile, node: cst.CSTNode) -> bool:

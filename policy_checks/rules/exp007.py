@@ -25,8 +25,10 @@ class DeferredImportOutsideEntryPoint(Rule):
     so that deleting a feature means deleting its directory plus its tagged entry
     points (one definition, shared with ``policy-check remove`` and ``graduate``):
     an ``@flashinfer_experimental_api`` function; a public API (``@flashinfer_api``
-    or ``@backend_requirement``) selecting an experimental backend, whose
-    ``if backend == "<name>":`` branch is the feature's; a class that is an
+    or ``@backend_requirement``) selecting an experimental backend, whose backend
+    branch (an ``if``/``elif`` arm selecting that one backend, that can go alone:
+    ``if backend == "<name>":``, ``if list(backends) == ["<name>"]:``; never
+    ``"<name>" in backends``) is the feature's; a class that is an
     experimental API (decorated itself, with an ``@flashinfer_experimental_api``
     method such as ``run``, or setting ``is_experimental = True``), whose methods,
     ``__init__`` included, are inside it: the class is then the tagged entry point,

@@ -1,15 +1,20 @@
 """What the removal's edits leave behind in a kept core module, cleared in the same
-change: the module-level imports that only the removed code used, and the ``__all__``
-names that the edit left unbound (``from pkg import *`` would raise AttributeError).
+change: the imports that only the removed code used (module-level ones, and those
+in a kept function or method body), and the ``__all__`` names that the edit left
+unbound (``from pkg import *`` would raise AttributeError).
 
-Only what the edit caused goes. An import goes when its name was spelt outside import
-statements before the edit and is spelt nowhere outside them after it, not in code,
-a string (``__all__``, a string annotation, a lazy ``__getattr__`` table), nor a
-comment; never in a package's ``__init__`` (whose imports are what it publishes),
-never ``from __future__``, ``*`` or ``import a as a`` (an explicit re-export), and
-never one that a kept file could import from the module (``from <module> import
-name``, ``<module>.name``). An ``__all__`` name goes when the module bound it before
-the edit (a definition, an assignment, an import, a subpackage) and binds it no more.
+Only what the edit caused goes. A module-level import goes when its name was spelt
+outside import statements before the edit and is spelt nowhere outside them after
+it, not in code, a string (``__all__``, a string annotation, a lazy ``__getattr__``
+table), nor a comment; never in a package's ``__init__`` (whose imports are what it
+publishes), never ``from __future__``, ``*`` or ``import a as a`` (an explicit
+re-export), and never one that a kept file could import from the module (``from
+<module> import name``, ``<module>.name``). An import in a function or method body
+goes by the same reading of that body (nested functions, lambdas and strings
+included; `made_unused_local_imports`); a function body it leaves empty gets
+``pass``, and one that would leave an ``if``/``for``/``with``/``try`` block empty
+stays. An ``__all__`` name goes when the module bound it before the edit (a
+definition, an assignment, an import, a subpackage) and binds it no more.
 """
 
 from __future__ import annotations
@@ -59,6 +64,13 @@ def clear_debris(target: FixTarget, project, texts: Texts, removal: Removal, aft
                     after = _edit(rel, after, source, lambda mod: _drop_aliases(mod, unused_left, rel))
                 removal.removed.append(f"{source.module}: imports made unused: "
                                        f"{', '.join(sorted({u[2] for u in unused}))}")
+                tree_after = _parsed(after)
+        local = made_unused_local_imports(fix.before, after, tree_before, tree_after) if tree_after else {}
+        if local:
+            places = [place for found in local.values() for place in found]
+            after = _edit(rel, after, source, lambda mod: _drop_aliases(mod, places, rel))
+            removal.removed += [f"{source.module}.{qualname}: imports made unused: "
+                                f"{', '.join(sorted({u[2] for u in found}))}" for qualname, found in sorted(local.items())]
         if after != fix.after:
             removal.rewrites[index] = Rewrite(rel, fix.before, after)
             after_of[rel] = after
@@ -109,6 +121,109 @@ def made_unused_imports(before: bytes, after: bytes, tree_before: ast.Module,
             if word.search(outside_before) and not word.search(outside_after):
                 found.append((node.lineno, node.col_offset + 1, bound))
     return found
+
+
+def made_unused_local_imports(before: bytes, after: bytes, tree_before: ast.Module,
+                              tree_after: ast.Module) -> Dict[str, List[Tuple[int, int, str]]]:
+    """qualname -> ``(line, column, bound name)`` of the import aliases in a function or
+    method body of `after` (its own scope: not a nested function's or class's) whose
+    name was spelt in that body before the edit, outside its own import statements,
+    and is spelt there no more (in code, a nested function or lambda, a string, a
+    comment). A function is matched by its qualname (one ``def`` per qualname on both
+    sides); an import that is the only statement of an ``if``/``for``/``with``/``try``
+    block stays, so no block is left holding ``pass`` alone, and so does a name the
+    function declares ``global`` or ``nonlocal``."""
+    olds, news = _functions(tree_before), _functions(tree_after)
+    old_lines, new_lines = before.splitlines(keepends=True), after.splitlines(keepends=True)
+    found: Dict[str, List[Tuple[int, int, str]]] = {}
+    for qualname, defs in news.items():
+        if len(defs) != 1 or len(olds.get(qualname, ())) != 1:
+            continue
+        new, old = defs[0], olds[qualname][0]
+        imports = list(_own_imports(new))
+        if not imports:
+            continue
+        text_before = _body_text(old_lines, old, [i for i, _, _ in _own_imports(old)])
+        text_after = _body_text(new_lines, new, [i for i, _, _ in imports])
+        if text_before == text_after:
+            continue
+        declared = {n for node in _own_nodes(new) if isinstance(node, (ast.Global, ast.Nonlocal)) for n in node.names}
+        going = {}  # id(import) -> its aliases that go
+        for node, _, _ in imports:
+            for alias in node.names:
+                bound = alias.asname or alias.name.partition(".")[0]
+                if alias.name == "*" or bound in declared:
+                    continue
+                word = re.compile(rb"\b" + re.escape(bound.encode("utf-8")) + rb"\b")
+                if word.search(text_before) and not word.search(text_after):
+                    going.setdefault(id(node), []).append((node.lineno, node.col_offset + 1, bound))
+        for node, block, in_body in imports:
+            emptied = all(isinstance(s, (ast.Import, ast.ImportFrom)) and len(going.get(id(s), ())) == len(s.names)
+                          for s in block)
+            if id(node) in going and not (emptied and not in_body):  # a block left empty keeps its imports
+                found.setdefault(qualname, []).extend(going[id(node)])
+    return found
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
+def _functions(tree: ast.Module) -> Dict[str, list]:
+    """qualname -> the ``def`` statements of that qualname (methods as ``Class.name``)."""
+    found: Dict[str, list] = {}
+    pending = [(node, "") for node in ast.iter_child_nodes(tree)]
+    while pending:
+        node, prefix = pending.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            qualname = prefix + node.name
+            if not isinstance(node, ast.ClassDef):
+                found.setdefault(qualname, []).append(node)
+            pending += [(child, qualname + ".") for child in ast.iter_child_nodes(node)]
+        elif isinstance(node, ast.stmt):
+            pending += [(child, prefix) for child in ast.iter_child_nodes(node)]
+    return found
+
+
+def _own_nodes(function):
+    """The nodes of `function`'s body in its own scope (not inside a nested def,
+    class or lambda)."""
+    pending = list(function.body)
+    while pending:
+        node = pending.pop()
+        yield node
+        if not isinstance(node, _SCOPES):
+            pending += list(ast.iter_child_nodes(node))
+
+
+def _own_imports(function):
+    """``(import, the statement list holding it, held by the function body itself?)``
+    of each import statement in `function`'s own scope."""
+    blocks = [(function.body, True)]
+    while blocks:
+        block, in_body = blocks.pop()
+        for node in block:
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                yield node, block, in_body
+            elif not isinstance(node, _SCOPES):
+                for field in ("body", "orelse", "finalbody"):
+                    if isinstance(getattr(node, field, None), list) and getattr(node, field):
+                        blocks.append((getattr(node, field), False))
+                blocks += [(h.body, False) for h in getattr(node, "handlers", ())]
+                blocks += [(c.body, False) for c in getattr(node, "cases", ())]
+
+
+def _body_text(lines: List[bytes], function, imports) -> bytes:
+    """The bytes of `function`'s body, each of `imports` blanked where it stands (the
+    rest of its line kept: ``import x; x.run()`` still uses ``x``)."""
+    first, last = function.body[0].lineno, function.end_lineno or function.body[-1].lineno
+    chunk = [bytearray(line) for line in lines[first - 1:last]]
+    for node in imports:
+        for number in range(node.lineno, (node.end_lineno or node.lineno) + 1):
+            row = chunk[number - first]
+            start = node.col_offset if number == node.lineno else 0
+            end = node.end_col_offset if number == node.end_lineno else len(row)
+            row[start:end] = b" " * (end - start)
+    return b"".join(bytes(row) for row in chunk)
 
 
 def _text_outside_imports(data: bytes, tree: ast.Module) -> bytes:

@@ -18,6 +18,7 @@ from ...editing.cst_tools import (
     backend_branch,
     backend_test,
     bound_name,
+    decorator_name,
     dotted_name,
     drop_small_statement,
     enclosing_function,
@@ -69,21 +70,62 @@ def remove_function_import(mod: ModuleEdits, outer: str, statement, backends, wh
     if branch is None:
         raise not_an_entry_point(where, outer)
     node, name = branch
-    if node.orelse is not None:
-        raise branch_with_else(where, name)
+    if not arm_goes_alone(file, node):
+        raise branch_with_else(where, file.tree.code_for_node(node.test).strip())
     backends.setdefault(name, set()).add(f"{file.module_name}.{outer}")
-    remove_statement(mod, node)
+    remove_arm(mod, node)
+
+
+def arm_goes_alone(file, node: cst.If) -> bool:
+    """`policy_checks.entry_points.arm_goes_alone`, read on libcst's tree: no else part,
+    an ``elif`` after it, or an ``elif`` itself."""
+    return node.orelse is None or isinstance(node.orelse, cst.If) or _is_elif(file, node)
+
+
+def _is_elif(file, node: cst.If) -> bool:
+    parent = file.parents.get(node)
+    return isinstance(parent, cst.If) and parent.orelse is node
+
+
+def remove_arm(mod: ModuleEdits, node: cst.If) -> None:
+    """A backend's ``if``/``elif`` arm goes, and only it: an ``elif`` hands its place
+    in the chain to what follows it; a first arm followed by an ``elif`` hands it the
+    ``if``; an arm alone goes as a statement, with the comment lines above it."""
+    file = mod.file
+    if any(removed is node or removed is node.test for removed in mod.removed_nodes):
+        return  # planned already (an import in it, then the backend's other mentions)
+    if not _is_elif(file, node) and node.orelse is None:
+        remove_statement(mod, node)
+        return
+    mod.removed_nodes += [node.test, node.body]
+    if _is_elif(file, node):
+        add_edit(mod.edits, node, lambda updated: cst.RemovalSentinel.REMOVE if updated.orelse is None else updated.orelse)
+    else:
+        add_edit(mod.edits, node, _promote_next_arm)
+
+
+def _promote_next_arm(updated: cst.If):
+    """The first arm's place goes to what follows it: the ``elif`` (now the ``if``), an
+    ``else:`` left by removed arms (its statements), or nothing."""
+    following = updated.orelse
+    if following is None:
+        return cst.RemovalSentinel.REMOVE
+    if isinstance(following, cst.Else):
+        return cst.FlattenSentinel(following.body.body)
+    return following.with_changes(leading_lines=updated.leading_lines)
 
 
 def not_an_entry_point(where: str, outer: str) -> Refused:
     return Refused(f"{where}: imports the feature inside {outer}, a public API, outside an `if backend == "
-                   '"<name>":` branch (the only part of a public API that is the feature\'s): move the import into '
-                   f"such a branch without an else part, or mark {outer} @{EXPERIMENTAL_API} if the whole API is "
-                   "the feature's")
+                   '"<name>":` branch (or `if list(backends) == ["<name>"]:`; the only part of a public API that is '
+                   "the feature's): move the import into such a branch without an else part, "
+                   f"or mark {outer} @{EXPERIMENTAL_API} if the whole API is the feature's")
 
 
-def branch_with_else(where: str, name: str) -> Refused:
-    return Refused(f"{where}: the `if backend == {name!r}:` branch has an else part; remove it by hand")
+def branch_with_else(where: str, test: str) -> Refused:
+    """The refusal of a backend branch (its test's source, `test`) with an else part."""
+    return Refused(f"{where}: the `if {test}:` branch has an else part that would take its place; "
+                   "remove it by hand")
 
 
 def _remove_lazy_branch(mod: ModuleEdits, lazy, where: str) -> None:
@@ -318,32 +360,92 @@ def _items(container) -> tuple:
 
 
 def remove_backend_mentions(mod: ModuleEdits, backends) -> None:
-    """``if backend == "<name>":`` branches and ``"<name>"`` items of displays and of
-    ``Literal[...]`` annotations, in a module that dispatched on a removed backend."""
+    """Backend branches (`arm_goes_alone`) and ``"<name>"`` items of displays of names
+    and of ``Literal[...]`` annotations, in a module that dispatched on a removed
+    backend. A backend name another public API of the module still serves (its own
+    branch or ``backend_checks`` entry: FlashInfer 0.7.4's ``bmm_bf16`` keeps its
+    ``"cake"`` while ``mm_fp4`` loses its) is edited only inside the APIs that lose it.
+    Only a display all of whose items are strings lists names: ``("cake", 10, 0)`` is
+    a key, and stays whole."""
     file = mod.file
     done = {id(n) for n in mod.removed_nodes}
+    prefix = file.module_name + "."
+    losing = {name: {api[len(prefix):] for api in apis if api.startswith(prefix)} for name, apis in backends.items()}
+    shared = {name for name in backends if _served_elsewhere(file, name, losing[name])}
 
-    def removable(value) -> bool:
-        return isinstance(value, cst.SimpleString) and value.evaluated_value in backends
+    def removable(value, scope: Optional[str]) -> bool:
+        if not isinstance(value, cst.SimpleString) or value.evaluated_value not in backends:
+            return False
+        name = value.evaluated_value
+        return name not in shared or (scope is not None and scope in losing[name])
 
     class Finder(cst.CSTVisitor):
+        def __init__(self) -> None:
+            super().__init__()
+            self.scopes: List[Optional[str]] = [None]  # the outermost def around a node, as a qualname
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+            self.scopes.append(self.scopes[-1] or _qualname(file, node))
+
+        def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+            self.scopes.pop()
+
         def visit_If(self, node: cst.If) -> None:
-            if id(node) not in done and backend_test(node.test) in backends and node.orelse is None:
+            name = backend_test(node.test)
+            if (id(node) not in done and name in backends and arm_goes_alone(file, node)
+                    and (name not in shared or self.scopes[-1] in losing[name])):
                 done.add(id(node))
-                remove_statement(mod, node)
+                remove_arm(mod, node)
 
         def visit_Element(self, node: cst.Element) -> None:
             container = file.parents[node]
-            if removable(node.value) and id(node) not in done and isinstance(container, (cst.Tuple, cst.List, cst.Set)):
-                if len(container.elements) > 1:
+            if removable(node.value, self.scopes[-1]) and id(node) not in done and isinstance(container, (cst.Tuple, cst.List, cst.Set)):
+                if len(container.elements) > 1 and all(isinstance(e.value, cst.SimpleString) for e in container.elements):
                     done.add(id(node))
                     remove_element(mod, node)
 
         def visit_SubscriptElement(self, node: cst.SubscriptElement) -> None:
             container = file.parents[node]
-            if removable(getattr(node.slice, "value", None)) and id(node) not in done:
+            if removable(getattr(node.slice, "value", None), self.scopes[-1]) and id(node) not in done:
                 if dotted_name(container.value).rpartition(".")[2] == "Literal" and len(container.slice) > 1:
                     done.add(id(node))
                     remove_element(mod, node)
 
     file.tree.visit(Finder())
+
+
+def _served_elsewhere(file, name: str, losing: Set[str]) -> bool:
+    """Does a public API of the module other than those in `losing` (qualnames) still
+    serve the backend `name`: a ``backend_checks`` key of its ``@backend_requirement``,
+    or a backend branch for it in its body?"""
+    found = False
+
+    class Finder(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            nonlocal found
+            kinds = {decorator_name(d) for d in node.decorators}
+            if kinds & {markers.STABLE_API, BACKEND_REQUIREMENT} and _qualname(file, node) not in losing:
+                found = found or _serves(node, name)
+            return not found
+
+    file.tree.visit(Finder())
+    return found
+
+
+def _serves(function: cst.FunctionDef, name: str) -> bool:
+    served = False
+
+    class Finder(cst.CSTVisitor):
+        def visit_If(self, node: cst.If) -> None:
+            nonlocal served
+            served = served or backend_test(node.test) == name
+
+        def visit_DictElement(self, node: cst.DictElement) -> None:
+            nonlocal served
+            served = served or (isinstance(node.key, cst.SimpleString) and node.key.evaluated_value == name)
+
+    for decorator in function.decorators:
+        if decorator_name(decorator) == BACKEND_REQUIREMENT:
+            decorator.visit(Finder())
+    function.body.visit(Finder())
+    return served

@@ -1,14 +1,17 @@
 """Where a package publishes what the removal deletes: a lazy-export table entry, a
-top-level ``from .module import name`` re-export, an ``__all__`` entry. Each goes with
-the name; nothing else in the module changes."""
+top-level ``from .module import name`` re-export, an ``__all__`` entry, and the same
+of the packages re-exporting those, to any depth. Each goes with the name; nothing
+else in the module changes."""
 
 from __future__ import annotations
 
-from typing import NamedTuple, Set
+import ast
+import re
+from typing import Dict, NamedTuple, Set
 
 import libcst as cst
 
-from ...facts import MODULE, StrRef
+from ...facts import MODULE, DefBinding, FromBinding, NamesBinding, StrRef
 from ...project import DictBinding
 from ...editing.cst_tools import all_assignments, module_small_statements
 from ...editing.target import FixTarget
@@ -21,26 +24,24 @@ from .texts import Texts, uses_pattern
 class Exports(NamedTuple):
     """What the packages published of the removed code."""
 
-    public: Set[str]  # "module.name" of each removed API and each lazy export of one (for the docs)
+    public: Set[str]  # "module.name" of each removed API, lazy export and re-export of one (for the docs)
     served: Set[str]  # names a package served lazily from a module that loses them
 
 
 def plan_exports(target: FixTarget, project, texts: Texts, removal: Removal, core: CoreEdits) -> Exports:
-    """Drop the removed names from lazy tables, re-exports and ``__all__``. A module
-    that lists a removed name quotes it (``__all__``, a lazy table) or imports it, so
-    only the core modules spelling one are read."""
-    names_by_module = core.names_by_module
-    removed = sorted({n.partition(".")[0] for names in names_by_module.values() for n in names})
+    """Drop the removed names from lazy tables, re-exports and ``__all__``, along chains
+    of re-exports of any depth: a package that re-exported a removed name no longer
+    binds it, so a re-export of it from that package goes too (`_follow_reexports`). A
+    module that lists a removed name quotes it (``__all__``, a lazy table) or imports
+    it, so only the core modules spelling one are read."""
+    lost = {module: set(names) for module, names in core.names_by_module.items()}
     public, served = core.removed_names(), set()
-    edited = set(core.modules)
-    for rel, source, facts in core_files(project, texts, removal, spelling=uses_pattern(removed, quoted=True), also=edited):
-        lazy = _lazy_entries(facts, names_by_module)
-        reexports = _reexports(facts, names_by_module) if source.is_package else []
+    publishing = _follow_reexports(project, texts, removal, lost, also=set(core.modules))
+    for rel, (source, lazy, reexports) in sorted(publishing.items()):
         public.update(f"{source.module}.{key}" for key, _ in lazy)
+        public.update(f"{source.module}.{bound}" for _, _, bound in reexports)
         served.update(key for key, _ in lazy)
-        listed = names_by_module.get(source.module, set())
-        if source.is_package:
-            listed = listed | {key for key, _ in lazy} | {bound for _, _, bound in reexports}
+        listed = core.names_by_module.get(source.module, set()) | publishing[rel].names()
         if not lazy and not listed:
             continue
         mod = core.of(target, rel)
@@ -48,6 +49,96 @@ def plan_exports(target: FixTarget, project, texts: Texts, removal: Removal, cor
         _remove_reexports(mod, reexports, rel)
         _remove_all_entries(mod, listed)
     return Exports(public, served)
+
+
+def _follow_reexports(project, texts: Texts, removal: Removal, lost: Dict[str, Set[str]], also) -> Dict[str, "_Published"]:
+    """The kept core modules publishing a name that goes, by rel. `lost` (module -> the
+    names it no longer binds) grows with each module whose re-export or lazy entry goes
+    and that binds the name no other way, until nothing changes: each round reads only
+    the modules spelling a name new to it, and a (module, name) is added once, so a
+    cycle of re-exports ends."""
+    found: Dict[str, tuple] = {}
+    words = {n.partition(".")[0] for names in lost.values() for n in names}
+    while words:
+        for rel, source, facts in core_files(project, texts, removal, spelling=uses_pattern(sorted(words), quoted=True),
+                                             also=also):
+            found[rel] = (source, facts)
+        also, words = (), set()
+        for rel, (source, facts) in found.items():
+            for name in _published(texts, rel, source, facts, lost).names():
+                if name not in lost.setdefault(source.module, set()) and not _bound_otherwise(facts, name, lost):
+                    lost[source.module].add(name)
+                    words.add(name)
+    return {rel: _published(texts, rel, source, facts, lost) for rel, (source, facts) in found.items()}
+
+
+class _Published(NamedTuple):
+    """One kept core module's lazy entries and re-exports of names that go."""
+
+    source: object
+    lazy: list  # (key, module)
+    reexports: list  # (import, name, bound)
+
+    def names(self) -> Set[str]:
+        """The names the module stops publishing: lazy keys, re-exported names."""
+        return {key for key, _ in self.lazy} | {bound for _, _, bound in self.reexports}
+
+
+def _published(texts: Texts, rel: str, source, facts, lost) -> _Published:
+    """What the module publishes of the lost names: a package ``__init__`` every
+    module-level import of one; another module only one it says it re-exports (``from
+    m import name as name``, or the name listed in its ``__all__``) and does not use."""
+    lazy = _lazy_entries(facts, lost)
+    reexports = _reexports(facts, lost)
+    if not source.is_package and reexports:
+        tree = texts.tree(rel)
+        reexports = [r for r in reexports if _said_reexported(tree, facts, *r) and not _used_here(tree, r[2])]
+    return _Published(source, lazy, reexports)
+
+
+def _said_reexported(tree, facts, imp, name: str, bound: str) -> bool:
+    """``from m import name as name`` at the import's line, or `bound` in ``__all__``."""
+    listed = facts.bindings.get("__all__")
+    if isinstance(listed, NamesBinding) and bound in listed.names:
+        return True
+    for node in tree.body if tree is not None else ():
+        if isinstance(node, ast.ImportFrom) and node.lineno == imp.line:
+            return any(a.name == name and a.asname == name for a in node.names)
+    return False
+
+
+def _bound_otherwise(facts, name: str, lost: Dict[str, Set[str]]) -> bool:
+    """Does the module still bind `name` once its imports of lost names go (a
+    definition, an assignment, an import of a name that stays)?"""
+    binding = facts.bindings.get(name)
+    if binding is None:
+        return False
+    if isinstance(binding, FromBinding):
+        return binding.name not in lost.get(binding.module, ())
+    if isinstance(binding, DefBinding):
+        return binding.qualname not in lost.get(facts.module, ())
+    return True
+
+
+def _used_here(tree, name: str) -> bool:
+    """Is `name` read by the module's own code (a name, or a word of a string other
+    than an ``__all__`` entry)? Then its import is no mere re-export, and stays (the
+    check of kept files refuses the import of a name that goes)."""
+    if tree is None:
+        return True
+    listed = set()
+    for node in tree.body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets) and node.value is not None:
+                listed |= {id(n) for n in ast.walk(node.value)}
+    word = re.compile(r"\b" + re.escape(name) + r"\b")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id == name:
+            return True
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in listed and word.search(node.value):
+            return True
+    return False
 
 
 def _lazy_entries(facts, names_by_module) -> list:
@@ -69,8 +160,8 @@ def _lazy_entries(facts, names_by_module) -> list:
 
 
 def _reexports(facts, names_by_module) -> list:
-    """``(import, name, bound)`` of a package ``__init__``'s module-level ``from .module
-    import name [as bound]`` of a name its module loses (FlashInfer's top-level exports)."""
+    """``(import, name, bound)`` of a module's module-level ``from module import name
+    [as bound]`` of a name that module loses (FlashInfer's top-level exports)."""
     found = []
     for imp in facts.imports:
         if imp.scope != MODULE or imp.module is None:

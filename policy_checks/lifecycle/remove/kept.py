@@ -336,6 +336,9 @@ def _last_name(node: ast.AST) -> str:
 
 
 def _names_a_backend(node: ast.AST) -> bool:
+    """``backend``, ``self.backends``, ``list(backends)``: a name of the backend(s) chosen."""
+    if isinstance(node, ast.Call) and _last_name(node.func) in ("list", "tuple") and len(node.args) == 1:
+        node = node.args[0]
     return "backend" in _last_name(node).lower()
 
 

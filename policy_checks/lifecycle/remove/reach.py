@@ -13,7 +13,7 @@ from ...facts import FUNCTION, MODULE, FileFacts
 from ...editing.cst_tools import Unfixable, import_at
 from ...editing.target import FixTarget, Refused
 from ... import entry_points
-from ...entry_points import entry_point
+from ...entry_points import arm_goes_alone, branch_backend, entry_point
 from ..helpers import CallGraph, Reached, follow
 from .entry_points import EXPERIMENTAL_API, branch_with_else, not_an_entry_point, remove_checker_import
 from .entry_points import drop_imported_names, remove_function_import, remove_named_definition
@@ -62,7 +62,7 @@ def find_reach(project, texts: Texts, removal: Removal, feature: Feature,
             if imp.scope != FUNCTION or going[imp.line] is not None or _outer(imp) == "__getattr__":
                 continue
             found = entry_point(project, facts, imp.functions)
-            if not _in_a_branch(texts.tree(rel), f"{rel}:{imp.line}", imp):
+            if not _in_a_branch(texts.tree(rel), f"{rel}:{imp.line}", imp, texts.read(rel)):
                 if found is not None:  # a public API: only a branch of it is the feature's
                     raise not_an_entry_point(f"{rel}:{imp.line}", _outer(imp))
                 starts.append((rel, _outer(imp), imp.line))
@@ -87,7 +87,8 @@ def _going_with(project, facts: FileFacts, imp, feature: str, tree: Optional[ast
         if not in_branch:
             raise Refused(f"{project.rel_of(facts.module)}:{imp.line}: {found.qualname} also hands off to another experimental "
                           "feature, so only this feature's part of it may go, but this import is not alone in an "
-                          '`if backend == "<name>":` branch without an else part: move it into such a branch, '
+                          '`if backend == "<name>":` branch without an else part (or an `elif` arm): move it '
+                          "into such a branch, "
                           "or split the API")
         return None
     return found.qualname
@@ -142,16 +143,19 @@ def _refuse_unremovable(where: str, imp) -> None:
         raise Refused(f"{where}: a module-level import of the feature that is not `from ... import checker`")
 
 
-def _in_a_branch(tree: Optional[ast.Module], where: str, imp) -> bool:
-    """Does an import in a plain function sit in an ``if <name> == "<literal>":`` branch
-    (`cst_tools.backend_branch`, read here with ``ast``, which costs a fraction of libcst
-    on a 10,000-line module)? One with an else part refuses."""
+def _in_a_branch(tree: Optional[ast.Module], where: str, imp, source: bytes = b"") -> bool:
+    """Does an import in a plain function sit in a backend branch (``if backend ==
+    "<name>":``, ``if list(backends) == ["<name>"]:``: `entry_points.branch_backend`;
+    `cst_tools.backend_branch`, read here with ``ast``, which costs a fraction of libcst
+    on a 10,000-line module)? One whose ``else:`` would have to take its place refuses
+    (`entry_points.arm_goes_alone`)."""
     parents = _parents(tree) if tree is not None else {}
     node = next((n for n in parents if isinstance(n, (ast.Import, ast.ImportFrom)) and n.lineno == imp.line), None)
     while node is not None and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-        if isinstance(node, ast.If) and _backend_test(node.test) is not None:
-            if node.orelse:
-                raise branch_with_else(where, _backend_test(node.test))
+        if isinstance(node, ast.If) and branch_backend(node.test) is not None:
+            if not arm_goes_alone(node, parents.get(node)):
+                text = ast.get_source_segment(source.decode("utf-8", "replace"), node.test) if source else None
+                raise branch_with_else(where, " ".join((text or ast.unparse(node.test)).split()))
             return True
         node = parents.get(node)
     return False
@@ -159,15 +163,6 @@ def _in_a_branch(tree: Optional[ast.Module], where: str, imp) -> bool:
 
 def _parents(tree: ast.Module) -> Dict[ast.AST, ast.AST]:
     return {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
-
-
-def _backend_test(test: ast.AST) -> Optional[str]:
-    """``"x"`` for ``name == "x"``, else None."""
-    if (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and len(test.ops) == 1
-            and isinstance(test.ops[0], ast.Eq) and isinstance(test.comparators[0], ast.Constant)
-            and isinstance(test.comparators[0].value, str)):
-        return test.comparators[0].value
-    return None
 
 
 def _outer(imp) -> str:

@@ -11,9 +11,11 @@ asserts the invariants of docs/lifecycle.rst:
 - nothing outside the tree changed (its parent folder is watched);
 - every ``__all__`` name of every module still exists: ``from module import *``
   works after the run wherever it worked before;
-- no module-level import that the edit made unused is left (its name was used
+- no import that the edit made unused is left: module-level (its name was used
   before, in code or a string, and is used nowhere after; package ``__init__``
-  files aside, whose imports are what they publish);
+  files aside, whose imports are what they publish) or in a function body (its
+  name was used in that function before and is not after, unless the import is
+  alone in an ``if``/``for``/``with``/``try`` block it would leave empty);
 - the baseline holds no entry of what went (a removed feature's directory).
 """
 
@@ -143,11 +145,17 @@ def baseline_entries_of_gone(root: Path, before: Dict[str, bytes], after: Dict[s
 
 def imports_made_unused(before: Dict[str, bytes], after: Dict[str, bytes]) -> List[str]:
     """``path: name`` of each module-level import of a kept, edited module (not a
-    package ``__init__``) whose name was used before the run and is used nowhere after."""
+    package ``__init__``) whose name was used before the run and is used nowhere after;
+    ``path: function: name`` of each import in a function body (its own scope) whose
+    name that function used before and no longer uses (an import left alone in an
+    ``if``/``for``/``with``/``try`` block aside: removing it would empty the block)."""
     left = []
     taken = None
     for rel, data in sorted(after.items()):
-        if not rel.endswith(".py") or rel.endswith("__init__.py") or before.get(rel) in (None, data):
+        if not rel.endswith(".py") or before.get(rel) in (None, data):
+            continue
+        left += _local_imports_made_unused(rel, before[rel], data)
+        if rel.endswith("__init__.py"):
             continue
         used_before, used_after = _used_names(before[rel]), _used_names(data)
         taken = _imported_from(after) if taken is None else taken
@@ -155,6 +163,85 @@ def imports_made_unused(before: Dict[str, bytes], after: Dict[str, bytes]) -> Li
         left += [f"{rel}: {name}" for name in sorted(_module_imports(data))
                  if name in used_before and name not in used_after]
     return left
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
+def _local_imports_made_unused(rel: str, before: bytes, after: bytes) -> List[str]:
+    functions_before, functions_after = _functions(before), _functions(after)
+    left = []
+    for qualname, new in functions_after.items():
+        old = functions_before.get(qualname)
+        if old is None:
+            continue
+        imports = _own_imports(new)
+        used_before, used_after = _used_in(old), _used_in(new)
+        for node, alone in imports:
+            if alone:
+                continue
+            for alias in node.names:
+                name = alias.asname or alias.name.partition(".")[0]
+                if alias.name != "*" and name in used_before and name not in used_after:
+                    left.append(f"{rel}: {qualname}: {name}")
+    return left
+
+
+def _functions(data: bytes) -> Dict[str, ast.AST]:
+    """qualname -> the function or method (qualnames bound once only)."""
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError):
+        return {}
+    found, twice = {}, set()
+
+    def visit(node, prefix):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = prefix + child.name
+                if not isinstance(child, ast.ClassDef):
+                    (twice.add(name) if name in found else found.__setitem__(name, child))
+                visit(child, name + ".")
+            elif not isinstance(child, ast.Lambda):
+                visit(child, prefix)
+
+    visit(tree, "")
+    return {name: node for name, node in found.items() if name not in twice}
+
+
+def _own_imports(function) -> List[Tuple[ast.AST, bool]]:
+    """``(import, alone in a block that is not the function body)`` of the imports in
+    `function`'s own scope."""
+    found = []
+
+    def block(statements, is_body):
+        alone = not is_body and all(isinstance(s, (ast.Import, ast.ImportFrom)) for s in statements)
+        for statement in statements:
+            if isinstance(statement, (ast.Import, ast.ImportFrom)):
+                found.append((statement, alone))
+            elif not isinstance(statement, _SCOPES):
+                for field in ("body", "orelse", "finalbody"):
+                    inner = getattr(statement, field, None)
+                    if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
+                        block(inner, False)
+                for part in (*getattr(statement, "handlers", ()), *getattr(statement, "cases", ())):
+                    block(part.body, False)
+
+    block(function.body, True)
+    return found
+
+
+def _used_in(function) -> Set[str]:
+    """The names `function`'s body reads, nested functions and lambdas included, and
+    the words of its strings."""
+    used = set()
+    for statement in function.body:
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Store):
+                used.add(node.id)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                used.update(re.findall(r"[A-Za-z_]\w*", node.value))
+    return used
 
 
 def _module_of(rel: str) -> str:

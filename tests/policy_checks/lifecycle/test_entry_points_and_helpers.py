@@ -182,7 +182,8 @@ def test_a_mark_graduate_cannot_swap_keeps_step_3_unticked_and_names_its_place(t
 
 def test_explain_exp007_states_the_shared_definition():
     text = CliRunner().invoke(main, ["explain", "EXP007"]).output
-    for shape in ("``is_experimental = True``", "``__init__`` included", "``if backend == \"<name>\":`` branch",
+    for shape in ("``is_experimental = True``", "``__init__`` included", "``if backend == \"<name>\":``",
+                  "``if list(backends) == [\"<name>\"]:``", "never ``\"<name>\" in backends``",
                   "removed or graduated whole", "``remove`` takes it along only when the"):
         assert shape in " ".join(text.split()), shape
 

@@ -121,3 +121,17 @@ def test_links_and_special_files_refuse_with_the_tree_untouched(tree, tmp_path_f
     outcome = run_checked(tree.root, COMMANDS[command][0], COMMANDS[command][1])
     assert outcome.exit_code == 1 and "refused, nothing written" in outcome.output
     assert snapshot(outside) == outside_before
+
+
+def test_the_unused_import_check_reads_function_bodies():
+    """A function-local import whose last use the run deleted is reported; one still
+    used by a nested function, one alone in an ``if`` block and one unused before are
+    not."""
+    from .invariants import imports_made_unused
+
+    before = (b"def f(x):\n    import os\n    import json\n    import re\n    if x:\n        import math\n"
+              b"    def g():\n        return json\n    return os.sep, math.pi, g\n\n\ndef h():\n    import sys\n")
+    after = (b"def f(x):\n    import os\n    import json\n    import re\n    if x:\n        import math\n"
+             b"    def g():\n        return json\n    return g\n\n\ndef h():\n    import sys\n")
+    assert imports_made_unused({"m.py": before}, {"m.py": after}) == ["m.py: f: os"]
+    assert imports_made_unused({"p/__init__.py": before}, {"p/__init__.py": after}) == ["p/__init__.py: f: os"]

@@ -159,3 +159,67 @@ from dataclasses import dataclass
 class Weights:
     size: int
 '''
+
+
+LOCAL_IMPORTS = '''\
+"""Ops."""
+
+from .api_logging import flashinfer_api
+
+
+@flashinfer_api
+def op(x, backend="auto"):
+    import json
+    import os, sys
+    from .utils import experimental_backend, supported_compute_capability as scc
+    import typing
+
+    def inner() -> "typing.Any":
+        return json.dumps(x)
+
+    if x:
+        import math
+    if not x:
+        import re
+        y = 1
+    if backend == "feat":
+        from .experimental.feat.kernels import run
+
+        experimental_backend(run)
+        return run(os.sep + str(math.pi) + str(sys.maxsize) + re.escape("."))
+    return inner(), (lambda: scc)()
+
+
+class Runner:
+    @flashinfer_api
+    def only(self, backend="feat"):
+        from .utils import backend_requirement
+
+        if backend == "feat":
+            from .experimental.feat.kernels import scale
+
+            return scale(backend_requirement)
+
+
+def untouched():
+    import os
+'''
+
+
+def test_imports_made_unused_in_a_kept_function_go_and_no_other(tree):
+    tree.write({"fxpkg/ops.py": LOCAL_IMPORTS})
+    outcome = checked(tree)  # the invariants check function-local imports too
+    assert outcome.exit_code == 0, outcome.output
+    ops = tree.read("fxpkg/ops.py").decode()
+    assert "    import json\n" in ops and "    import typing\n" in ops  # a nested function, a string annotation
+    assert "    import os, sys\n" not in ops and "import sys" not in ops
+    assert "    from .utils import supported_compute_capability as scc\n" in ops  # a lambda uses it
+    assert "    if x:\n        import math\n" in ops  # the if body would be empty: it stays
+    assert "    if not x:\n        y = 1\n" in ops  # not here
+    assert "    def only(self, backend=\"feat\"):\n        pass\n" in ops  # a body left empty gets pass
+    assert "def untouched():\n    import os\n" in ops  # unused before the edit: not its debris
+    assert "fxpkg.ops.op: imports made unused: experimental_backend, os, re, sys" in outcome.output
+    assert "fxpkg.ops.Runner.only: imports made unused: backend_requirement" in outcome.output
+    module = tree.imported("fxpkg.ops")
+    assert module.op(0)[0] == "0" and module.op(0)[1].__name__ == "supported_compute_capability"
+    assert module.Runner().only() is None
