@@ -557,7 +557,7 @@ class _ShimReader:
                     self.importlib.add(bound)
                 elif alias.name == "warnings":
                     self.warnings.add(bound)
-                else:
+                elif not _under(alias.name, self.home):  # the new home itself: a lazy module's shim
                     return f"imports {alias.name}"
             return None
         if isinstance(node, ast.ImportFrom):
@@ -637,8 +637,8 @@ def shim_problem(sources: Mapping[str, Union[str, bytes, None]], outside: Option
     ``__graduated_to__`` to the new home (a dotted module name outside the experimental
     package is the caller's check), and every file a Python module whose body, after an
     optional docstring, holds only ``import importlib``/``import warnings`` (any alias),
-    ``from __future__ import ...``, absolute ``from <home...> import *`` or ``import
-    names`` re-exports, ``__graduated_to__ = "<home>"``, ``__all__ = [<strings>]``,
+    ``import <home...>`` (any alias), ``from __future__ import ...``, absolute
+    ``from <home...> import *`` or ``import names`` re-exports, ``__graduated_to__ = "<home>"``, ``__all__ = [<strings>]``,
     ``warnings.warn("<text>", DeprecationWarning[, stacklevel=N])`` and the forwarder
     ``def __getattr__(name): return getattr(importlib.import_module("<home...>"), name)``:
     what ``policy-check graduate`` writes, comments and layout aside. No other file.

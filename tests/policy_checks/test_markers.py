@@ -226,7 +226,8 @@ OLD = f"flashinfer.experimental.{FEATURE}"
 INIT = _shim(FEATURE, OLD, HOME, True, HOME).decode()
 KERNEL = _shim(FEATURE, f"{OLD}.kernel", f"{HOME}.kernel", False, HOME).decode()
 SUB = _shim(FEATURE, f"{OLD}.sub", f"{HOME}.sub", False, HOME).decode()
-WRITTEN = {"__init__.py": INIT, "kernel.py": KERNEL, "sub/__init__.py": SUB,
+LAZY = _shim(FEATURE, f"{OLD}.lazy", f"{HOME}.lazy", False, HOME, ["Plan", "run"]).decode()
+WRITTEN = {"__init__.py": INIT, "kernel.py": KERNEL, "sub/__init__.py": SUB, "lazy.py": LAZY,
            "__pycache__/kernel.cpython-311.pyc": None}
 
 
@@ -254,6 +255,8 @@ def test_what_graduate_writes_is_a_pure_shim():
      "holds code other than a re-export (FunctionDef)"),
     ({"kernel.py": "from . import secret\n"}, "imports from ., not from the new home"),
     ({"kernel.py": "import os\n"}, "imports os"),
+    ({"lazy.py": LAZY.replace(f"import {HOME}.lazy as", "import flashinfer.experimental.x as")},
+     "lazy.py line 9: imports flashinfer.experimental.x"),
     ({"kernel.py": "exec('import os')\n"}, "holds code other than a re-export (Expr)"),
     ({"kernel.py": "def (\n"}, "kernel.py is not Python"),
     ({"kernel.py": None}, "kernel.py could not be read as a file"),

@@ -22,6 +22,7 @@ from . import reach
 from .marks import Qualnames, drop_experimental_flags, names_feature, swap_decorators
 from .plan import Graduation
 from .rewrite import drop_unused_import, parse_file, retarget_or_refuse
+from .wrapped import unwrap_swapped
 
 
 def swap_core(graduation: Graduation, project: Project, reaching: Dict[str, List[Import]],
@@ -81,7 +82,7 @@ def _swap_file(graduation: Graduation, project: Project, rel: str, hits: List[Im
     methods = {q for q in project.facts(rel).definitions if any(_within(q, o) for o in owned)}
     graduation.entry_points[rel] = set(swapped) | {f for imp in deferred for f in imp.functions} | methods
     removed = _drop_guarding_gates(graduation, project, rel, file, deferred, backends, edits)
-    after = apply_edits(file, edits)
+    after = unwrap_swapped(graduation, rel, apply_edits(file, edits), swapped)
     if after != data:
         graduation.rewrite(rel, after)
         graduation.did(3, f"{rel}: imports point at {graduation.home}" + (

@@ -17,7 +17,7 @@ import re
 from typing import List
 
 from ... import parsed
-from .text_retarget import _line_starts, _span
+from .text_retarget import line_starts, span
 
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*\Z", re.ASCII)
 
@@ -31,13 +31,13 @@ def retarget_module_strings(data: bytes, old: str, home: str) -> bytes:
         tree = parsed.tree(data)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return data
-    starts = _line_starts(data)
+    starts = line_starts(data)
     edits, values = [], []
     for node in ast.walk(tree):
         values.append(node.value if isinstance(node, ast.Constant) else None)
         if not (isinstance(node, ast.Constant) and isinstance(node.value, str) and _names(node.value, old)):
             continue
-        start, end = _span(starts, node)
+        start, end = span(starts, node)
         literal = node.value.encode()
         if data[start:end] in (b"'" + literal + b"'", b'"' + literal + b'"'):
             quote = data[start:start + 1]

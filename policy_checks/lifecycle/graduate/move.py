@@ -4,17 +4,20 @@ old module path a shim re-exports the new one."""
 
 from __future__ import annotations
 
+import ast
 import os
 import stat
 from pathlib import Path
+from typing import List, Optional
 
-from ... import markers
+from ... import markers, parsed
 from ...editing.cst_tools import apply_edits
 from .marks import drop_experimental_marks, swap_decorators
 from .module_strings import retarget_module_strings
 from .plan import Graduation
 from .rewrite import parse_file, retarget_or_refuse
 from .text_retarget import retargeted_text
+from .wrapped import unwrap_swapped
 from .untouched import keeps_its_bytes
 
 
@@ -40,7 +43,7 @@ def move_feature(graduation: Graduation, feature_dir: Path) -> None:
         module, is_package = target.module_of(rel)
         marks_package = rel == f"{old_dir}/__init__.py"
         graduation.rewrite(rel, shim(graduation.feature, module, target.module_of(new_rel)[0], marks_package,
-                                           graduation.home))
+                                     graduation.home, lazy_exports(moved)))
     graduation.did(2, f"moved {old_dir}/ to {home_dir}/ ({len(files)} files), shims left at the old module paths")
     if (feature_dir / markers.RECORD).is_file():
         graduation.did(2, f"deleted {old_dir}/{markers.RECORD}")
@@ -62,20 +65,48 @@ def _moved_module(graduation: Graduation, rel: str, new_rel: str, data: bytes) -
     if swapped:
         graduation.did(3, f"{new_rel}: @{markers.STABLE_API} on {', '.join(swapped)}")
     drop_experimental_marks(file, edits)
-    return apply_edits(file, edits) if edits else data
+    return unwrap_swapped(graduation, new_rel, apply_edits(file, edits) if edits else data, swapped)
 
 
-def shim(feature: str, module: str, new_module: str, marks_package: bool, home: str) -> bytes:
+def lazy_exports(data: bytes) -> Optional[List[str]]:
+    """For a module that serves names lazily (a module-level ``__getattr__`` beside an
+    ``__all__``), the names of its ``__all__`` (empty when it is not a list of plain
+    names); None for any other module. ``from <it> import *`` would load every lazy name
+    at once, modules that the original never loads on import among them."""
+    tree = parsed.tree_or_none(data)
+    if tree is None or not any(isinstance(n, ast.FunctionDef) and n.name == "__getattr__" for n in tree.body):
+        return None
+    listed = [n.value for n in tree.body if isinstance(n, ast.Assign)
+              and [getattr(t, "id", None) for t in n.targets] == ["__all__"]]
+    if not listed:
+        return None
+    value = listed[-1]
+    if isinstance(value, (ast.List, ast.Tuple)) and all(
+            isinstance(e, ast.Constant) and isinstance(e.value, str) and e.value.isidentifier() for e in value.elts):
+        return [e.value for e in value.elts]
+    return []
+
+
+def shim(feature: str, module: str, new_module: str, marks_package: bool, home: str,
+         lazy: Optional[List[str]] = None) -> bytes:
     """A module at the old path that re-exports the new one and says where it went.
-    Module names are dotted identifiers, so they need no escaping in a string."""
+    Module names are dotted identifiers, so they need no escaping in a string. The new
+    module's names come through a star import, or, where it serves names lazily (`lazy`:
+    its ``__all__``), only through the forwarding ``__getattr__``, as lazily as there
+    (the new module is still imported with the shim, as its original was).
+    """
     marker = f'{markers.SHIM_MARKER} = "{home}"\n\n' if marks_package else ""
+    if lazy is None:
+        exports = f"from {new_module} import *  # noqa: F401,F403\n\n"
+    else:
+        exports = f"import {new_module} as _module  # noqa: F401\n\n" + (f"__all__ = {lazy!r}\n\n" if lazy else "")
     return (
         f'"""Moved to `{new_module}` when {feature} graduated from the experimental track.\n\n'
         f"This re-export stays for one release; import `{new_module}` instead.\n"
         f'"""\n\n'
         f"import importlib as _importlib\n"
         f"import warnings as _warnings\n\n"
-        f"from {new_module} import *  # noqa: F401,F403\n\n"
+        f"{exports}"
         f"{marker}"
         f"_warnings.warn(\n"
         f'    "{module} moved to {new_module} when "\n'

@@ -50,7 +50,7 @@ def retargeted_text(data: bytes, old: str, home: str, module: str, new_module: s
     stays where it is (another feature's, a test) keeps its own marks: `marks_move` False
     lets a file that spells them be edited as text too."""
     marked = marks_move and any(word in data for word in _MARK_WORDS)
-    if data.startswith(codecs.BOM_UTF8) or marked or not _utf8(data):
+    if data.startswith(codecs.BOM_UTF8) or marked or not is_utf8(data):
         return None
     try:
         tree = parsed.tree(data)
@@ -58,7 +58,7 @@ def retargeted_text(data: bytes, old: str, home: str, module: str, new_module: s
         return None
     old_package = module if is_package else module.rpartition(".")[0]
     new_package = new_module if is_package else new_module.rpartition(".")[0]
-    starts = _line_starts(data)
+    starts = line_starts(data)
     edits: List[_Edit] = []
     nodes = 0
     for node in ast.walk(tree):
@@ -82,7 +82,7 @@ def retargeted_text(data: bytes, old: str, home: str, module: str, new_module: s
     return bytes(after) if _same_but_imports(bytes(after), nodes, expected) else None
 
 
-def _utf8(data: bytes) -> bool:
+def is_utf8(data: bytes) -> bool:
     """``ast`` column offsets are UTF-8 byte offsets of the text as decoded: only a UTF-8
     file (or an ASCII one) has them on its own bytes."""
     if data.isascii():
@@ -95,7 +95,7 @@ def _utf8(data: bytes) -> bool:
     return encoding == "utf-8"
 
 
-def _line_starts(data: bytes) -> List[int]:
+def line_starts(data: bytes) -> List[int]:
     starts, offset = [0, 0], 0  # line numbers start at 1
     for line in data.splitlines(keepends=True):
         offset += len(line)
@@ -103,7 +103,7 @@ def _line_starts(data: bytes) -> List[int]:
     return starts
 
 
-def _span(starts: List[int], node: ast.stmt) -> Tuple[int, int]:
+def span(starts: List[int], node: ast.stmt) -> Tuple[int, int]:
     return starts[node.lineno] + node.col_offset, starts[node.end_lineno] + node.end_col_offset
 
 
@@ -113,7 +113,7 @@ def _import_edit(data: bytes, starts, node: ast.Import, old: str, home: str):
         return None
     if any(module_under(a.name, old) and not a.asname for a in node.names):
         return False  # `import <old>...` binds the top package: libcst looks at its uses
-    start, end = _span(starts, node)
+    start, end = span(starts, node)
     spelt = lambda name_of: "import " + ", ".join(  # noqa: E731
         name_of(a.name) + (f" as {a.asname}" if a.asname else "") for a in node.names)
     if data[start:end] != spelt(str).encode():
@@ -135,7 +135,7 @@ def _from_edit(data: bytes, starts, node: ast.ImportFrom, old: str, home: str, o
     text = relative_import(new_package, target) if node.level else target
     if text == original:
         return None
-    start, end = _span(starts, node)
+    start, end = span(starts, node)
     found = re.match(rb"from[ \t]+(" + re.escape(original.encode()) + rb")[ \t]+import\b", data[start:end])
     if found is None:
         return False
