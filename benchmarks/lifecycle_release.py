@@ -34,8 +34,9 @@ Then, as pass / FAIL / n.a. with the reason:
              are listed for a person to judge: a graduated module's findings move with it
     imports  done: every module of the tree that imported before still imports after
              (below)
-    unused   done: no module-level import the run made unused is left in an edited module
-             (package ``__init__`` files and names other files import from it aside)
+    unused   done: no import the run made unused is left in an edited module, at module
+             level (package ``__init__`` files and names other files import from it aside)
+             or in a function body (benchmarks/unused_imports.py)
     baseline a removal done: the base's ``policy-check-baseline.json`` (written by
              ``policy-check baseline`` when the base is made) holds no entry of the feature
              or of a file the run deleted
@@ -120,6 +121,9 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # its sibling modules, however it is loaded
+import unused_imports  # noqa: E402
 
 DEFAULT_TREE = Path("/tmp/fi074/tree")
 DEFAULT_PYTHON = Path("/tmp/fi074/venv/bin/python")
@@ -477,45 +481,16 @@ def check_outside(copies: list, base: Path, snapshot: Snapshot) -> Check:
 
 
 def check_unused(base: Path, root: Path, delta: Delta) -> Check:
-    """No module-level import that the run made unused is left in a kept, edited module
-    (not a package ``__init__``, whose imports are what it publishes): a name read
-    before the run (in code, or as a word of a string: ``__all__``, annotations) and
-    nowhere after it, unless another file imports it from the module."""
+    """No import that the run made unused is left in a kept, edited module
+    (benchmarks/unused_imports.py: module level and in function bodies)."""
     left = []
     for rel in delta.changed:
-        if not rel.endswith(".py") or rel.endswith("__init__.py"):
-            continue
-        before, after = (base / rel).read_bytes(), (root / rel).read_bytes()
-        used_before, used_after = _used_names(before), _used_names(after)
-        for name in sorted(_module_imports(after)):
-            if name in used_before and name not in used_after and not _imported_from(root, rel, name):
-                left.append(f"{rel}: {name}")
+        if rel.endswith(".py"):
+            left += unused_imports.made_unused(rel, (base / rel).read_bytes(), (root / rel).read_bytes(),
+                                               lambda name, rel=rel: _imported_from(root, rel, name))
     if left:
         return Check(FAIL, f"{len(left)} imports made unused are left: {_few(left)}", {"left": left})
     return Check(PASS, f"no import made unused in {sum(r.endswith('.py') for r in delta.changed)} edited modules")
-
-
-def _used_names(data: bytes) -> set:
-    try:
-        tree = ast.parse(data)
-    except (SyntaxError, ValueError):
-        return set()
-    used = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Store):
-            used.add(node.id)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            used.update(re.findall(r"[A-Za-z_]\w*", node.value))
-    return used
-
-
-def _module_imports(data: bytes) -> set:
-    try:
-        tree = ast.parse(data)
-    except (SyntaxError, ValueError):
-        return set()
-    return {a.asname or a.name.partition(".")[0] for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))
-            and getattr(node, "module", None) != "__future__" for a in node.names if a.name != "*"}
 
 
 def _imported_from(root: Path, rel: str, name: str) -> bool:

@@ -9,26 +9,18 @@ from __future__ import annotations
 import collections
 import json
 import dataclasses
-import importlib.util
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
 
+from ..benchmark_modules import load_benchmark
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _load(name: str):
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-    module = sys.modules[name] = importlib.util.module_from_spec(spec)  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
-
-lr = _load("lifecycle_release")
+lr = load_benchmark("lifecycle_release")
 
 FILES = {
     "pyproject.toml": """\
@@ -249,6 +241,21 @@ def test_an_import_made_unused_and_a_stale_baseline_entry_are_caught(tmp_path):
     assert check.status == lr.FAIL and check.data["stale"] == ["pkg.experimental.feat.k"]
     (root / lr.BASELINE).write_text(json.dumps({"policy-check-baseline": 1, "entries": entries[1:]}))
     assert lr.check_baseline(root, "feat", "pkg.experimental", delta).status == lr.PASS
+
+
+def test_an_import_made_unused_in_a_function_body_is_caught(tmp_path):
+    base, root = tmp_path / "base", tmp_path / "copy"
+    before = "def f(backend):\n    import os\n    if backend == 'x':\n        return os.sep\n    return None\n"
+    after = "def f(backend):\n    import os\n    return None\n"
+    for tree, ops in ((base, before), (root, after)):
+        (tree / "pkg").mkdir(parents=True)
+        (tree / "pkg/ops.py").write_text(ops)
+    lr.git(root, "init", "-q")
+    delta = lr.Delta(created=[], changed=["pkg/ops.py"], deleted=[])
+    check = lr.check_unused(base, root, delta)
+    assert check.status == lr.FAIL and check.data["left"] == ["pkg/ops.py: f: os"]
+    (root / "pkg/ops.py").write_text("def f(backend):\n    return None\n")
+    assert lr.check_unused(base, root, delta).status == lr.PASS
 
 
 def test_each_trial_is_measured_against_a_cold_run_with_median_and_maximum():

@@ -24,7 +24,6 @@ from __future__ import annotations
 import ast
 import json
 import os
-import re
 import shutil
 import stat
 import subprocess
@@ -36,6 +35,10 @@ from typing import Dict, List, Set, Tuple
 from click.testing import CliRunner
 
 from policy_checks.cli import main
+
+from ...benchmark_modules import load_benchmark
+
+unused_imports = load_benchmark("unused_imports")
 from policy_checks.config import load
 from policy_checks.runner import run
 
@@ -102,36 +105,6 @@ def import_survey(root: Path) -> Tuple[Set[str], Set[str]]:
     return set(ok), set(star_fails)
 
 
-def _used_names(data: bytes) -> Set[str]:
-    """Every name the module reads (a Name, the root of an attribute chain) and every
-    identifier inside a string constant (``__all__``, string annotations, tables)."""
-    try:
-        tree = ast.parse(data)
-    except (SyntaxError, ValueError):
-        return set()
-    used = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Store):
-            used.add(node.id)
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            used.update(re.findall(r"[A-Za-z_]\w*", node.value))
-    return used
-
-
-def _module_imports(data: bytes) -> Set[str]:
-    try:
-        tree = ast.parse(data)
-    except (SyntaxError, ValueError):
-        return set()
-    bound = set()
-    for node in tree.body:
-        if isinstance(node, ast.ImportFrom) and node.module == "__future__":
-            continue
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            bound |= {a.asname or a.name.partition(".")[0] for a in node.names if a.name != "*"}
-    return bound
-
-
 def baseline_entries_of_gone(root: Path, before: Dict[str, bytes], after: Dict[str, bytes]) -> List[str]:
     """The baseline's entries (module or path) naming a file the run deleted."""
     path = root / "policy-check-baseline.json"
@@ -144,108 +117,17 @@ def baseline_entries_of_gone(root: Path, before: Dict[str, bytes], after: Dict[s
 
 
 def imports_made_unused(before: Dict[str, bytes], after: Dict[str, bytes]) -> List[str]:
-    """``path: name`` of each module-level import of a kept, edited module (not a
-    package ``__init__``) whose name was used before the run and is used nowhere after;
-    ``path: function: name`` of each import in a function body (its own scope) whose
-    name that function used before and no longer uses (an import left alone in an
-    ``if``/``for``/``with``/``try`` block aside: removing it would empty the block)."""
+    """Each import of a kept, edited module that the run made unused
+    (``benchmarks/unused_imports.py``)."""
     left = []
     taken = None
     for rel, data in sorted(after.items()):
         if not rel.endswith(".py") or before.get(rel) in (None, data):
             continue
-        left += _local_imports_made_unused(rel, before[rel], data)
-        if rel.endswith("__init__.py"):
-            continue
-        used_before, used_after = _used_names(before[rel]), _used_names(data)
         taken = _imported_from(after) if taken is None else taken
-        used_after |= taken.get(_module_of(rel), set())  # a kept file imports it from here
-        left += [f"{rel}: {name}" for name in sorted(_module_imports(data))
-                 if name in used_before and name not in used_after]
+        imported = taken.get(unused_imports.module_of(rel), set())
+        left += unused_imports.made_unused(rel, before[rel], data, imported.__contains__)
     return left
-
-
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
-
-
-def _local_imports_made_unused(rel: str, before: bytes, after: bytes) -> List[str]:
-    functions_before, functions_after = _functions(before), _functions(after)
-    left = []
-    for qualname, new in functions_after.items():
-        old = functions_before.get(qualname)
-        if old is None:
-            continue
-        imports = _own_imports(new)
-        used_before, used_after = _used_in(old), _used_in(new)
-        for node, alone in imports:
-            if alone:
-                continue
-            for alias in node.names:
-                name = alias.asname or alias.name.partition(".")[0]
-                if alias.name != "*" and name in used_before and name not in used_after:
-                    left.append(f"{rel}: {qualname}: {name}")
-    return left
-
-
-def _functions(data: bytes) -> Dict[str, ast.AST]:
-    """qualname -> the function or method (qualnames bound once only)."""
-    try:
-        tree = ast.parse(data)
-    except (SyntaxError, ValueError):
-        return {}
-    found, twice = {}, set()
-
-    def visit(node, prefix):
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                name = prefix + child.name
-                if not isinstance(child, ast.ClassDef):
-                    (twice.add(name) if name in found else found.__setitem__(name, child))
-                visit(child, name + ".")
-            elif not isinstance(child, ast.Lambda):
-                visit(child, prefix)
-
-    visit(tree, "")
-    return {name: node for name, node in found.items() if name not in twice}
-
-
-def _own_imports(function) -> List[Tuple[ast.AST, bool]]:
-    """``(import, alone in a block that is not the function body)`` of the imports in
-    `function`'s own scope."""
-    found = []
-
-    def block(statements, is_body):
-        alone = not is_body and all(isinstance(s, (ast.Import, ast.ImportFrom)) for s in statements)
-        for statement in statements:
-            if isinstance(statement, (ast.Import, ast.ImportFrom)):
-                found.append((statement, alone))
-            elif not isinstance(statement, _SCOPES):
-                for field in ("body", "orelse", "finalbody"):
-                    inner = getattr(statement, field, None)
-                    if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
-                        block(inner, False)
-                for part in (*getattr(statement, "handlers", ()), *getattr(statement, "cases", ())):
-                    block(part.body, False)
-
-    block(function.body, True)
-    return found
-
-
-def _used_in(function) -> Set[str]:
-    """The names `function`'s body reads, nested functions and lambdas included, and
-    the words of its strings."""
-    used = set()
-    for statement in function.body:
-        for node in ast.walk(statement):
-            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Store):
-                used.add(node.id)
-            elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-                used.update(re.findall(r"[A-Za-z_]\w*", node.value))
-    return used
-
-
-def _module_of(rel: str) -> str:
-    return rel[:-3].replace("/", ".").removesuffix(".__init__")
 
 
 def _imported_from(files: Dict[str, bytes]) -> Dict[str, Set[str]]:
@@ -258,7 +140,7 @@ def _imported_from(files: Dict[str, bytes]) -> Dict[str, Set[str]]:
             tree = ast.parse(data)
         except (SyntaxError, ValueError):
             continue
-        package = _module_of(rel) if rel.endswith("__init__.py") else _module_of(rel).rpartition(".")[0]
+        package = unused_imports.module_of(rel) if rel.endswith("__init__.py") else unused_imports.module_of(rel).rpartition(".")[0]
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom):
                 base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
