@@ -68,7 +68,10 @@ the other in a forked child; a module past the timeout, or whose import kills it
 fails and a new child goes on after it. While the child imports, each file opened (an
 audit hook on ``open``) and each tree module named by an import statement or
 ``importlib.import_module`` is recorded against the tree module whose code ran it: an
-edge from its file. On this CPU-only machine many modules fail; they are left out.
+edge from its file. Where torch has no CUDA, its device queries answer for one
+stand-in GPU (`stand_in_device`: sm_100, 148 SMs; ``is_available()`` stays False), so
+that modules reading the device at import (FlashInfer 0.7.0's ``import flashinfer``
+does) are judged too. On this CPU-only machine many modules still fail; they are left out.
 
 After a command, in the changed copy once the other checks are done, the imports that
 the touched (changed or deleted) files may break are tried again: each top-level package
@@ -838,6 +841,33 @@ def check_imports(survey: Survey, python: Path, copy_root: Path, delta: Delta, l
 
 # --- the import probe: runs under --python, standard library only ------------------------------
 
+#: What a CPU-only torch answers for "the" GPU in the probe (`stand_in_device`).
+STAND_IN_DEVICE = {"name": "lifecycle_release stand-in (sm_100)", "major": 10, "minor": 0,
+                   "multi_processor_count": 148, "total_memory": 180 << 30, "L2_cache_size": 126 << 20,
+                   "warp_size": 32, "max_threads_per_multi_processor": 2048, "max_threads_per_block": 1024,
+                   "regs_per_multiprocessor": 65536, "shared_memory_per_block": 48 << 10,
+                   "shared_memory_per_block_optin": 227 << 10, "shared_memory_per_multiprocessor": 228 << 10,
+                   "is_integrated": 0, "is_multi_gpu_board": 0}
+
+
+def stand_in_device(torch) -> bool:
+    """Where torch has no CUDA, its device queries (properties, capability, name) answer
+    for one stand-in GPU, so that a module reading them at import (FlashInfer 0.7.0's
+    gdn_kernels, which ``import flashinfer`` loads) imports on the CPU, before and after
+    a command alike. ``is_available()`` still says False: code that would run on a GPU
+    at import still fails, and is left out as before. True when the stand-in is in place."""
+    cuda = getattr(torch, "cuda", None)
+    if cuda is None or cuda.is_available():
+        return False
+    import types
+
+    properties = types.SimpleNamespace(**STAND_IN_DEVICE)
+    cuda.get_device_properties = lambda device=None: properties
+    cuda.get_device_capability = lambda device=None: (properties.major, properties.minor)
+    cuda.get_device_name = lambda device=None: properties.name
+    return True
+
+
 class _Probe:
     """The probing interpreter's state (see `probe`): what the audit hook saw opened, and,
     while recording, which tree module reached which file or module."""
@@ -912,6 +942,7 @@ class _Probe:
                 pass
         if "torch" in sys.modules:
             sys.modules["torch"].set_num_threads(1)  # no thread pool to leave locked behind a fork
+            stand_in_device(sys.modules["torch"])
         self.builtins.__import__ = self.recording_import
         self.importlib.import_module = self.recording_import_module
 

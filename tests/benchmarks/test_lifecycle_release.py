@@ -11,6 +11,7 @@ import json
 import dataclasses
 import sys
 import textwrap
+import types
 from pathlib import Path
 
 import pytest
@@ -310,3 +311,16 @@ def test_a_marker_left_after_graduate_is_caught_unless_step_3_names_it(ctx, grad
         assert flagged.status == lr.FAIL and "class Runner sets is_experimental" in flagged.detail
     finally:
         ops.write_text(swapped)
+
+
+def test_a_cpu_torch_answers_device_queries_for_a_stand_in_and_stays_unavailable():
+    def refuse(device=None):
+        raise AssertionError("Torch not compiled with CUDA enabled")
+
+    cpu = types.SimpleNamespace(cuda=types.SimpleNamespace(is_available=lambda: False, get_device_properties=refuse,
+                                                           get_device_capability=refuse, get_device_name=refuse))
+    assert lr.stand_in_device(cpu)
+    assert cpu.cuda.get_device_properties(0).multi_processor_count == lr.STAND_IN_DEVICE["multi_processor_count"]
+    assert cpu.cuda.get_device_capability(0) == (10, 0) and not cpu.cuda.is_available()
+    gpu = types.SimpleNamespace(cuda=types.SimpleNamespace(is_available=lambda: True, get_device_properties=refuse))
+    assert not lr.stand_in_device(gpu) and gpu.cuda.get_device_properties is refuse
