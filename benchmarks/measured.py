@@ -16,7 +16,10 @@ DIR is FlashInfer 0.7.4's wheel unpacked outside this repository
 benchmarks that read it are skipped, with a note, when ``--flashinfer-root`` is not given,
 and their stored records stay. The GPU benchmarks run only with ``--gpu`` (on a CUDA
 machine); their stored records may come from the commit that measured them
-(``"source": "commit <sha>"``). ``--only NAME,...`` runs some benchmarks only.
+(``"source": "commit <sha>"``). The slow ones (every feature of the tree through
+``remove`` and ``graduate``: about half an hour, and an interpreter holding FlashInfer's
+dependencies, see lifecycle_release.py) run only with ``--slow``. ``--only NAME,...``
+runs some benchmarks only.
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ class Benchmark:
     rows: Callable  # record -> [(what, figure, target)]
     needs_tree: bool = False
     gpu: bool = False
+    slow: bool = False  # run only with --slow (minutes, and an interpreter of its own)
 
 
 def _version(record: dict) -> str:
@@ -125,6 +129,26 @@ def _lifecycle_rows(record: dict) -> list:
     ]
 
 
+def _release_rows(record: dict) -> list:
+    f = record["figures"]
+    s = f["summary"]
+
+    def outcomes(command: str) -> str:
+        trials = [t for t in f["trials"] if t["command"] == command]
+        done = sum(t["exit"] == 0 for t in trials)
+        return f"{command} {done} done, {sum(t['exit'] == 1 for t in trials)} refused"
+
+    failures = sum(1 for t in f["trials"] for c in t["checks"].values() if c["status"] not in ("pass", "n.a."))
+    done, refused = s["ratio_done"], s["ratio_refused"]
+    features = len({t["feature"] for t in f["trials"]})
+    return [(f"`policy-check remove` and `graduate` on every feature of {_version(record)} ({features}), "
+             "`--diff` then for real, against a cold `policy-check run` of the same tree",
+             f"{outcomes('remove')}, {outcomes('graduate')}; x cold done: median {done['median']:.2f}, max "
+             f"{done['max']:.2f}; refused: max {refused['max']:.2f}; {failures} invariant failures "
+             f"({len(f['trials'][0]['checks'])} checks a trial)",
+             f"{done['limit']:g}x done, {refused['limit']:g}x refused")]
+
+
 def _jit_rows(record: dict) -> list:
     f = record["figures"]
     return [("JIT cache, cached spec found and read",
@@ -179,6 +203,11 @@ BENCHMARKS = (
     Benchmark("lifecycle_speed", "lifecycle_speed.py",
               lambda tree: [str(tree), "--repeat", "1"] + [a for f in LIFECYCLE_FEATURES for a in ("--feature", f)],
               ("features", "features_s", "repeat", "python_files_read", "commands"), _lifecycle_rows, needs_tree=True),
+    Benchmark("lifecycle_release", "lifecycle_release.py",
+              lambda tree: ["--tree", str(tree), "--jobs", "2", "--home", "flashinfer.{feature}_api"],
+              ("summary.ratio_done.median", "summary.ratio_done.max", "summary.ratio_done.limit",
+               "summary.ratio_refused.max", "summary.ratio_refused.limit", "trials"), _release_rows,
+              needs_tree=True, slow=True),
     Benchmark("kernel_sweep", "kernel_sweep.py", lambda tree: ["--sections", "sm90"],
               ("default_gemm.variant", "default_gemm.tflops.4096", "default_gemm.tflops.8192",
                "default_gemm.cublas_tflops.4096", "default_gemm.cublas_tflops.8192"), _sweep_rows, gpu=True),
@@ -376,6 +405,9 @@ def main(argv: list | None = None) -> int:
                              "without it the benchmarks that read it are skipped")
     parser.add_argument("--only", default="", help=f"comma-separated, of: {', '.join(BY_NAME)}")
     parser.add_argument("--gpu", action="store_true", help="also run the GPU benchmarks (a CUDA device is needed)")
+    parser.add_argument("--slow", action="store_true",
+                        help="also run the slow ones (lifecycle_release: every feature of the tree, about "
+                             "half an hour, with FlashInfer's dependencies in /tmp/fi074/venv)")
     parser.add_argument("--table-only", action="store_true",
                         help="run nothing: rewrite the table from the stored records")
     parser.add_argument("--check", action="store_true",
@@ -396,6 +428,9 @@ def main(argv: list | None = None) -> int:
                 continue
             if benchmark.gpu and not args.gpu:
                 summary.append(f"{benchmark.name}: GPU benchmark, not run without --gpu (the stored record stays)")
+                continue
+            if benchmark.slow and not args.slow:
+                summary.append(f"{benchmark.name}: slow, not run without --slow (the stored record stays)")
                 continue
             summary.append(run(benchmark, tree))
     try:

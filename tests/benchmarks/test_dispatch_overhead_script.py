@@ -8,22 +8,9 @@ taken in fresh interpreters of their own."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
-BENCHMARKS = ROOT / "benchmarks"
-
-
-def _load(name: str):
-    """benchmarks/<name>.py as module `name` (a dataclass looks its module up in sys.modules)."""
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
-        sys.modules[name] = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(sys.modules[name])
-    return sys.modules[name]
+from ..benchmark_modules import BENCHMARKS, load_benchmark
 
 
 def test_dispatch_overhead_benchmark_prints_every_case(tmp_path, monkeypatch, capsys):
@@ -33,7 +20,7 @@ def test_dispatch_overhead_benchmark_prints_every_case(tmp_path, monkeypatch, ca
     arguments = ["--number", "200", "--repeat", "2", "--import-runs", "1",
                  "--flashinfer-src", str(tmp_path / "absent"), "--json", str(tmp_path / "record.json")]
     monkeypatch.setattr(sys, "argv", [str(BENCHMARKS / "dispatch_overhead.py"), *arguments])
-    _load("dispatch_overhead").main()
+    load_benchmark("dispatch_overhead").main()
     out = capsys.readouterr().out
     for label in [
         "plain function call",
@@ -52,7 +39,7 @@ def test_dispatch_overhead_benchmark_prints_every_case(tmp_path, monkeypatch, ca
     assert record["command"] == "python benchmarks/dispatch_overhead.py --number 200 --repeat 2 --import-runs 1 " \
         f"--flashinfer-src {tmp_path / 'absent'}"
     assert record["figures"]["flashinfer"] is None and record["figures"]["torch_loaded_by_import_flashinfer"] is False
-    measured = _load("measured")
+    measured = load_benchmark("measured")
     benchmark = measured.BY_NAME["dispatch_overhead"]
     rows = benchmark.rows(measured.check_record(record, benchmark, "record.json"))
     assert [row[0].split(" (")[0] for row in rows] == ["dispatch overhead, explicit / auto", "`import flashinfer`"]

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import shutil
@@ -12,21 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from ..benchmark_modules import BENCHMARKS, load_benchmark
+
 ROOT = Path(__file__).resolve().parents[2]
-BENCHMARKS = ROOT / "benchmarks"
 
 
-def _load(name: str):
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-measured = _load("measured")
+measured = load_benchmark("measured")
 bench_record = sys.modules["bench_record"]
 
 
@@ -161,3 +151,15 @@ def test_feature_readmes_state_no_figure_outside_the_measured_block():
             text = text[:text.index(measured.BEGIN)] + text[text.index(measured.END):]
         stray = FIGURE.findall(text)
         assert not stray, f"{readme.relative_to(ROOT)} states {stray} outside its measured block (no record backs them)"
+
+
+def test_a_slow_benchmark_runs_only_when_asked(results, tmp_path, monkeypatch, capsys):
+    readme = tmp_path / "README.md"
+    readme.write_text((ROOT / "README.md").read_text())
+    monkeypatch.setattr(measured, "README", readme)
+    ran = []
+    monkeypatch.setattr(measured, "run", lambda benchmark, tree: ran.append(benchmark.name) or f"{benchmark.name}: ran")
+    assert measured.main(["--only", "lifecycle_release"]) == 0
+    assert ran == [] and "lifecycle_release: slow, not run without --slow" in capsys.readouterr().out
+    assert measured.main(["--only", "lifecycle_release", "--slow"]) == 0
+    assert ran == ["lifecycle_release"]
