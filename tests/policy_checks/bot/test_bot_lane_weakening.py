@@ -7,9 +7,7 @@ needs approval.
 
 from __future__ import annotations
 
-import importlib.util
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -17,19 +15,8 @@ from policy_checks.bot import lane_weakening as lanes
 from policy_checks.bot import policy_weakening as pw
 from policy_checks.bot.revisions import FileAtRevisions
 
+from . import test_bot_policy_weakening as helpers  # its PR helpers and the `repo` fixture
 
-def _weakening_tests():
-    """The PR helpers of test_bot_policy_weakening.py (the suite imports in importlib mode: no package)."""
-    name = "bot_test_bot_policy_weakening_helpers"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("test_bot_policy_weakening.py"))
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-helpers = _weakening_tests()
 REPO, pull, check, comment_of = helpers.REPO, helpers.pull, helpers.check, helpers.comment_of
 assert_flagged, assert_green, approve_command = helpers.assert_flagged, helpers.assert_green, helpers.approve_command
 PYTEST_INI, TESTS_WORKFLOW = helpers.PYTEST_INI, helpers.TESTS_WORKFLOW

@@ -12,9 +12,7 @@ used to end green, and each sits beside a harmless twin that stays green.
 
 from __future__ import annotations
 
-import importlib.util
 import sys
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -24,22 +22,11 @@ from policy_checks.bot.aliases import AliasTable
 from policy_checks.bot.parsers import parse_policy_approvals
 
 
-def _weakening_tests():
-    """The PR helpers of test_bot_policy_weakening.py (the suite imports in importlib mode: no package)."""
-    name = "bot_test_bot_policy_weakening_helpers"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("test_bot_policy_weakening.py"))
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
 def _fake_graphql():
     return sys.modules["bot_fake_graphql"]  # loaded by conftest.py under this name
 
+from . import test_bot_policy_weakening as helpers  # its PR helpers and the `repo` fixture
 
-helpers = _weakening_tests()
 REPO, IGNORE, pull, check, status_of, comment_of = (helpers.REPO, helpers.IGNORE, helpers.pull, helpers.check,
                                                    helpers.status_of, helpers.comment_of)
 assert_flagged, approve_command = helpers.assert_flagged, helpers.approve_command
