@@ -29,6 +29,7 @@ import libcst as cst
 from ...config import module_under
 from ...editing.cst_tools import add_edit, apply_edits, relative_import
 from ...editing.target import FixTarget, Refused
+from ...facts import package_of
 from .plan import Graduation
 from .rewrite import parse_file
 
@@ -168,7 +169,7 @@ def _where_to_add(graduation: Graduation, shape: AotShape) -> str:
 
 
 def _import_line(shape: AotShape, factory: Factory) -> str:
-    package = shape.module if shape.rel.endswith("/__init__.py") else shape.module.rpartition(".")[0]
+    package = package_of(shape.module, shape.rel.endswith("/__init__.py"))
     return f"from {relative_import(package, factory.module)} import {factory.name}\n"
 
 

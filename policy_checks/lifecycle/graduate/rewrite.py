@@ -14,6 +14,7 @@ from ...editing.cst_tools import (
     relative_import, with_aliases,
 )
 from ...editing.target import FixTarget, Refused
+from ...facts import package_of
 
 
 def parse_file(target: FixTarget, rel: str, data: Optional[bytes] = None) -> PythonFile:
@@ -87,7 +88,7 @@ def _retarget_feature_name(file: PythonFile, node: cst.ImportFrom, old: str, new
     new_parent, _, new_last = new.rpartition(".")
     text = new_parent
     if node.relative:
-        text = relative_import(new_module if file.is_package else new_module.rpartition(".")[0], new_parent)
+        text = relative_import(package_of(new_module, file.is_package), new_parent)
     dots = len(text) - len(text.lstrip("."))
     rest = text[dots:]
 
@@ -145,7 +146,7 @@ def _retarget_from(file: PythonFile, node: cst.ImportFrom, old: str, new: str, n
     source = imported_module(file, node)
     target = moved(source, old, new)
     if node.relative:
-        package = new_module if file.is_package else new_module.rpartition(".")[0]
+        package = package_of(new_module, file.is_package)
         text = relative_import(package, target)
         if text == "." * len(node.relative) + (dotted_name(node.module) if node.module else ""):
             return False

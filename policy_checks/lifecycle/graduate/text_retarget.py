@@ -31,7 +31,7 @@ from typing import List, Optional, Tuple
 from ... import parsed
 from ...config import module_under
 from ...editing.cst_tools import relative_import
-from ...facts import resolve_relative
+from ...facts import package_of, resolve_relative
 from ... import markers
 from .rewrite import moved
 
@@ -56,8 +56,7 @@ def retargeted_text(data: bytes, old: str, home: str, module: str, new_module: s
         tree = parsed.tree(data)
     except (SyntaxError, ValueError):
         return None
-    old_package = module if is_package else module.rpartition(".")[0]
-    new_package = new_module if is_package else new_module.rpartition(".")[0]
+    old_package, new_package = package_of(module, is_package), package_of(new_module, is_package)
     starts = line_starts(data)
     edits: List[_Edit] = []
     nodes = 0

@@ -17,7 +17,8 @@ import ast
 from ... import parsed
 from ...config import module_under
 from ...editing.cst_tools import relative_import
-from ...facts import resolve_relative
+from ...facts import package_of, resolve_relative
+from .rewrite import moved
 
 _MARK_WORD = "experimental"
 
@@ -29,8 +30,7 @@ def keeps_its_bytes(data: bytes, old: str, home: str, module: str, new_module: s
         tree = parsed.tree(data)
     except (SyntaxError, ValueError):
         return False
-    old_package = module if is_package else module.rpartition(".")[0]
-    new_package = new_module if is_package else new_module.rpartition(".")[0]
+    old_package, new_package = package_of(module, is_package), package_of(new_module, is_package)
     parent, _, last = old.rpartition(".")
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -42,7 +42,7 @@ def keeps_its_bytes(data: bytes, old: str, home: str, module: str, new_module: s
                 return False
             if source == parent and any(alias.name == last for alias in node.names):
                 return False
-            target = home + source[len(old):] if module_under(source, old) else source
+            target = moved(source, old, home)
             if node.level:
                 if relative_import(new_package, target) != "." * node.level + (node.module or ""):
                     return False
