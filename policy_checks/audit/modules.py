@@ -76,19 +76,12 @@ def preloads(project: Project, candidates) -> list:
     """Which of `candidates` (heavy third-party packages) the core modules import
     somewhere: the workers import those once, before any request (a tree that never
     names torch does not pay for it in every worker)."""
-    settings = project.settings
     wanted = {name: re.compile(rb"^[ \t]*(?:import|from)[ \t]+" + re.escape(name.encode()) + rb"\b", re.M)
               for name in candidates}
     found = []
-    for rel, source in project.files.items():
+    for rel, data in _core_texts(project):
         if not wanted:
             break
-        if not settings.is_core(source.module):
-            continue
-        try:
-            data = (project.root / rel).read_bytes()
-        except OSError:
-            continue
         for name, pattern in list(wanted.items()):
             if pattern.search(data):
                 found.append(name)
@@ -100,15 +93,18 @@ def allowed_support(project: Project) -> dict:
     """The support modules the static rules allow core to import (module -> the first
     core line importing it), as EXP003 computes them, from every core module that
     names the experimental package."""
-    settings = project.settings
-    word = settings.experimental_package.rpartition(".")[2].encode()
-    for rel, source in project.files.items():
-        if not settings.is_core(source.module):
-            continue
-        try:
-            data = (project.root / rel).read_bytes()
-        except OSError:
-            continue
+    word = project.settings.experimental_package.rpartition(".")[2].encode()
+    for rel, data in _core_texts(project):
         if word in data:
             project.mark_primary(rel)
     return support_modules(project)
+
+
+def _core_texts(project: Project):
+    """``(rel, bytes)`` of each readable core module."""
+    for rel, source in project.files.items():
+        if project.settings.is_core(source.module):
+            try:
+                yield rel, (project.root / rel).read_bytes()
+            except OSError:
+                continue
