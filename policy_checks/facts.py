@@ -39,7 +39,7 @@ from . import markers, parsed
 from .markers import dotted_name
 
 # Bump when the shape or meaning of facts changes: it invalidates every cache entry.
-FACTS_VERSION = "14"
+FACTS_VERSION = "15"
 
 # calls that import the module their first argument names (``pytest.importorskip``
 # too: stable tests use it, EXP008); the track's vocabulary lives in `markers`
@@ -57,6 +57,7 @@ _RUN_PATH, _SPEC_FROM_FILE = markers.PATH_LOADERS
 MODULE = "module"  # runs at import time
 FUNCTION = "function"  # inside a function or lambda body
 TYPE_CHECKING = "type-checking"  # inside `if TYPE_CHECKING:` at module level
+MAIN = "main"  # inside `if __name__ == "__main__":` at module level: runs as a script, not at import
 MODULE_SCOPE = "<module>"  # `FileFacts.scope_at` of a line outside every def and class
 
 
@@ -101,6 +102,30 @@ class ParamImport(NamedTuple):
     qualname: str
     index: int
     name: str
+
+
+class Load(NamedTuple):
+    """Code that loads or runs something by a route no import statement shows, which the
+    facts cannot resolve to a module (`policy_checks.import_time`, EXP010): a loader given
+    a computed name, source text that is not a literal, a shared library, a thread or
+    process started, a hook registered, the import system's state changed. `what` says
+    which, in words; `scope` and `functions` as an `Import`'s."""
+
+    what: str
+    line: int
+    column: int
+    scope: str
+    functions: tuple
+    path: str = ""  # a shared library's literal path: the analysis judges it with the settings
+
+
+class BodyCall(NamedTuple):
+    """A function's own body calls `func` (a dotted name as written, whose first name the
+    module binds to something of the project): what `policy_checks.import_time` follows
+    from a call run at import into the functions it runs."""
+
+    qualname: str
+    func: str
 
 
 class Definition(NamedTuple):
@@ -265,6 +290,8 @@ class FileFacts:
     # syntax-only facts: `_module_level_names` (None: unknown, the file did not parse)
     top_names: Optional[str] = None
     param_imports: list = field(default_factory=list)  # ParamImport
+    loads: list = field(default_factory=list)  # Load, at any scope
+    body_calls: list = field(default_factory=list)  # BodyCall
 
     def scope_at(self, line: int) -> str:
         """The qualname of the innermost ``def`` or ``class`` whose lines, its
@@ -337,6 +364,13 @@ MAX_CALL_ARGS = 4  # positional arguments of a module-level call kept
 MAX_CALLS = 5_000  # module-level calls kept per file
 MAX_SOURCE_TEXT = 100_000  # characters of an exec/eval/compile literal parsed
 _FORMAT_FIELD = re.compile(r"\{(\d*)\}")
+MAX_BODY_CALLS = 20_000  # calls of project names kept per file, in function bodies
+# methods that change a list or dict of the import system's state (``sys.path.insert``)
+_MUTATORS = frozenset({"append", "insert", "extend", "remove", "pop", "clear", "update", "setdefault", "popitem",
+                       "__setitem__", "__delitem__", "__iadd__"})
+_UNRESOLVED_LAST = frozenset(name.rpartition(".")[2] for name in markers.UNRESOLVED_CALLS)
+_STATE_LAST = frozenset(name.rpartition(".")[2] for name in markers.IMPORT_STATE)
+_LIBRARY_LAST = frozenset(n.rpartition(".")[2] for n, kind in markers.UNRESOLVED_CALLS.items() if kind == markers.LIBRARY)
 
 
 def _fold(node: Optional[ast.AST], constants: Optional[dict] = None, depth: int = 0) -> Optional[str]:
@@ -477,6 +511,10 @@ class _Extractor(ast.NodeVisitor):
         self.constants: dict = {}  # module-level name -> the string it was bound to (`_fold`)
         self.params: list = []  # parameter names of each enclosing def, innermost last
         self.in_expression = False  # inside a module-level expression whose calls are recorded
+        self.pending_loads: list = []  # (resolved later) raw dotted name, what, position, scope, functions, path
+        self.project_names: frozenset = frozenset()  # module-level names a body call may follow
+        self.sequences: dict = {}  # name -> the strings of the tuple or list literal it was bound to
+        self.loop_values: dict = {}  # a for loop's target -> the literal strings it takes
 
     def visit(self, node: ast.AST):
         if isinstance(node, ast.expr):
@@ -583,6 +621,9 @@ class _Extractor(ast.NodeVisitor):
         func = dotted_name(node.func)
         if func is not None:
             self._dynamic_import(func, node)
+            self._unresolved_call(func, node)
+            if self.scope == FUNCTION and self.functions and func.partition(".")[0] in self.project_names:
+                self.facts.body_calls.append(BodyCall(self.functions[-1], func))
             if func.rpartition(".")[2] in self.call_names or func in self.call_names:
                 self.pending_calls.append((func, node))
         self.generic_visit(node)
@@ -599,7 +640,7 @@ class _Extractor(ast.NodeVisitor):
             return
         if short in SOURCE_RUNNERS:
             if short == func or func in ("builtins." + short, "__builtins__." + short) or func in self.import_functions:
-                self._source_imports(node)
+                self._source_imports(node, short)
             return
         if short in markers.NAME_LOADERS + markers.PATH_LOADERS and func not in self.import_functions:
             owner = func.rpartition(".")[0]
@@ -611,14 +652,24 @@ class _Extractor(ast.NodeVisitor):
                 node.args[0] if short == _RUN_PATH and node.args else None)
             argument = keywords.get("location" if short == _SPEC_FROM_FILE else "path_name", argument)
             path = _fold(argument, self.constants)
+            if path is None:
+                self._load(f"{func}() of a computed path", node)
             module = module_of_path(path, self.facts.module.partition(".")[0]) if path else None
             if module is not None:
                 self._add_import(module, (), self.statement or node, dynamic=True)
             return
         argument = keywords.get("name", keywords.get("mod_name", node.args[0] if node.args else None))
-        self._parameter_import(argument)
+        handed = self._parameter_import(argument)
         name = _module_literal(argument, self.constants)
+        values = self.loop_values.get(argument.id) if name is None and isinstance(argument, ast.Name) else None
+        if values is not None and short in IMPORT_FUNCTIONS[:2]:
+            for value in values:  # `for name in ("a.b", "c"): import_module(name)`: each is an import
+                if value and not value.startswith("."):
+                    self._add_import(value, (), self.statement or node, dynamic=True)
+            return
         if name is None:
+            if not handed and short not in markers.TEST_SKIP_FUNCTIONS:
+                self._load(f"{func}() of a computed module name", node)
             return
         if short in markers.NAME_LOADERS:
             name = name.partition(":")[0]  # pkgutil.resolve_name("pkg.mod:attr")
@@ -637,6 +688,7 @@ class _Extractor(ast.NodeVisitor):
                 elif base is None and anchor == "__name__":
                     base = self.facts.module  # import_module anchors at the named package
                 if base is None:
+                    self._load(f"{func}() of a relative name in a computed package", node)
                     return
                 module = resolve_relative(base, level, name[level:] or None)
             else:
@@ -645,33 +697,62 @@ class _Extractor(ast.NodeVisitor):
             module = name
         else:
             level_node = keywords.get("level", node.args[4] if len(node.args) > 4 else None)
-            level = level_node.value if isinstance(level_node, ast.Constant) else 0
+            level = level_node.value if isinstance(level_node, ast.Constant) else (0 if level_node is None else None)
             if not isinstance(level, int):
+                self._load(f"{func}() at a computed level", node)
                 return
             module = resolve_relative(self.package, level, name or None) if level else name
         # reported at the statement's first character, as every finding on Python code is
         self._add_import(module, (), self.statement or node, dynamic=True)
 
-    def _parameter_import(self, argument) -> None:
-        """The innermost enclosing function hands its parameter to an import function."""
+    def _load(self, what: str, node: ast.AST, raw: str = "", path: str = "") -> None:
+        """A load the facts cannot resolve; `raw`, a dotted name still to resolve through the
+        module's bindings (`finish`): the load stands only if it names one of `markers`'."""
+        line, column = self._pos(self.statement or node)
+        self.pending_loads.append((raw, what, line, column, self.scope, tuple(self.functions), path))
+
+    def _unresolved_call(self, func: str, node: ast.Call) -> None:
+        """Calls of `markers.UNRESOLVED_CALLS`, `markers.LOADING_METHODS` and changes of the
+        import system's state through a method (``sys.path.insert``): kept with their raw
+        names, judged in `finish`."""
+        owner, _, short = func.rpartition(".")
+        if short in markers.LOADING_METHODS and owner:
+            self._load(f"{func}() runs a module from a loader", node)
+        elif short in _MUTATORS and owner.rpartition(".")[2] in _STATE_LAST | {markers.PACKAGE_PATH}:
+            if owner == markers.PACKAGE_PATH or owner.endswith("." + markers.PACKAGE_PATH):
+                self._load(f"{func}() changes the package's search path", node)
+                return
+            self._load(f"{func}() changes the import system's state", node, raw=owner)
+        elif short in _UNRESOLVED_LAST:
+            argument = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "name"), None)
+            if isinstance(argument, ast.Constant) and argument.value is None and short in _LIBRARY_LAST:
+                return  # ctypes.CDLL(None): the program's own symbols, no library loaded
+            path = _fold(argument, self.constants) if argument is not None else None
+            self._load(func, node, raw=func, path=path or "")
+
+    def _parameter_import(self, argument) -> bool:
+        """The innermost enclosing function hands its parameter to an import function:
+        its callers say what it imports (`policy_checks.import_time`)."""
         if not isinstance(argument, ast.Name) or not self.params or not self.functions:
-            return
+            return False
         positional, keyword_only = self.params[-1]
         if argument.id in positional:
             index = positional.index(argument.id)
         elif argument.id in keyword_only:
             index = -1
         else:
-            return
+            return False
         self.facts.param_imports.append(ParamImport(self.functions[-1], index, argument.id))
+        return True
 
-    def _source_imports(self, node: ast.Call) -> None:
+    def _source_imports(self, node: ast.Call, short: str) -> None:
         """``exec``/``eval``/``compile`` of a string built from literal pieces: each import
         the text holds (statements, and import functions called with a literal) is an
         import at the call's statement. Parsed once, bounded; text that does not parse
         imports nothing."""
         text = _fold(node.args[0] if node.args else None, self.constants)
         if text is None or len(text) > MAX_SOURCE_TEXT:
+            self._load(f"{short}() of text that is not a literal", node)
             return
         try:
             inner = ast.parse(text)
@@ -702,6 +783,10 @@ class _Extractor(ast.NodeVisitor):
             if name is not None and self.scope != FUNCTION and len(self.facts.calls) < MAX_CALLS:
                 saved, self.statement = self.statement, node
                 self._add_call(name, ())  # `@helper` calls helper at import
+                self.statement = saved
+            if name is not None and name.rpartition(".")[2] in _UNRESOLVED_LAST:
+                saved, self.statement = self.statement, node
+                self._load(name, decorator, raw=name)  # `@atexit.register`
                 self.statement = saved
         qualname = ".".join(self.qualname + [node.name])
         line, column = node.lineno, self.columns.column(node.lineno, node.col_offset)
@@ -736,10 +821,53 @@ class _Extractor(ast.NodeVisitor):
         else:
             for base in node.bases + [k.value for k in node.keywords]:
                 self.visit(base)
+            if self.scope != FUNCTION:
+                self._class_hooks(node)
             self.qualname.append(node.name)
             for stmt in node.body:
                 self.visit(stmt)
             self.qualname.pop()
+
+    def _class_hooks(self, node: ast.ClassDef) -> None:
+        """Defining a class runs its bases' ``__init_subclass__`` and its metaclass: calls
+        run at import (`ModuleCall`), which the import-time analysis follows."""
+        saved, self.statement = self.statement, node
+        for base in node.bases:
+            name = dotted_name(base)
+            if name is not None and len(self.facts.calls) < MAX_CALLS:
+                self._add_call(f"{name}.__init_subclass__", ())
+        for keyword in node.keywords:
+            name = dotted_name(keyword.value) if keyword.arg == "metaclass" else None
+            if name is not None and len(self.facts.calls) < MAX_CALLS:
+                self._add_call(name, ())
+        self.statement = saved
+
+    def _state_change(self, target: ast.AST, node: ast.stmt) -> None:
+        """An assignment, augmented assignment or ``del`` of the import system's state
+        (``sys.modules[name] = m``, ``sys.path += [...]``, ``__path__ = ...``)."""
+        if isinstance(target, (ast.Tuple, ast.List)):
+            for element in target.elts:
+                self._state_change(element, node)
+            return
+        if isinstance(target, ast.Subscript):
+            target = target.value
+        name = dotted_name(target)
+        if name is None or name.rpartition(".")[2] not in _STATE_LAST | {markers.PACKAGE_PATH}:
+            return
+        if name == markers.PACKAGE_PATH or name.endswith("." + markers.PACKAGE_PATH):
+            self._load(f"{name} changed: the package's search path", node)
+        elif "." in name or name in self.facts.bindings:
+            self._load(f"{name} changed: the import system's state", node, raw=name)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        self._state_change(node.target, node)
+        self.generic_visit(node)
+
+    def visit_Delete(self, node: ast.Delete) -> None:
+        for target in node.targets:
+            if not isinstance(target, ast.Name):  # `del path` unbinds a name, changing nothing else
+                self._state_change(target, node)
+        self.generic_visit(node)
 
     def _decorator(self, node: ast.expr) -> str:
         """The dotted name a decorator applies, however it is spelt (`markers.decorator_target`:
@@ -771,6 +899,14 @@ class _Extractor(ast.NodeVisitor):
         self.scope = saved
 
     def visit_If(self, node: ast.If) -> None:
+        if self.scope == MODULE and _is_main_guard(node.test) and not _REBINDS_NAME.search(self.columns.source):
+            self.scope = MAIN  # run as a script only (a module that rebinds __name__ is not trusted)
+            for stmt in node.body:
+                self.visit(stmt)
+            self.scope = MODULE
+            for stmt in node.orelse:
+                self.visit(stmt)
+            return
         negated = isinstance(node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not)
         test = node.test.operand if negated else node.test
         if self.scope == MODULE and self._is_type_checking(test):
@@ -797,7 +933,46 @@ class _Extractor(ast.NodeVisitor):
         return (not rest and first in names) or (rest == "TYPE_CHECKING" and first in modules)
 
     # module-level values ---------------------------------------------------
+    def visit_For(self, node) -> None:
+        """A loop over string literals (a tuple or list, or a name bound to one) gives its
+        target each of them: a loader called with the target loads one of those names."""
+        values = _string_sequence(node.iter)
+        if values is None and isinstance(node.iter, ast.Name):
+            name = node.iter.id
+            values = self.sequences.get((tuple(self.functions), name))
+            if values is None and not any(name in group for group in (self.params[-1] if self.params else ())):
+                values = self.sequences.get(((), name))  # a module-level tuple, not shadowed by a parameter
+        if values is None or not isinstance(node.target, ast.Name):
+            self.generic_visit(node)
+            return
+        self.visit(node.iter)
+        saved = self.loop_values.get(node.target.id)
+        self.loop_values[node.target.id] = values
+        for stmt in node.body:
+            self.visit(stmt)
+        if saved is None:
+            self.loop_values.pop(node.target.id, None)
+        else:
+            self.loop_values[node.target.id] = saved
+        for stmt in node.orelse:
+            self.visit(stmt)
+
+    visit_AsyncFor = visit_For
+
     def visit_Assign(self, node: ast.Assign) -> None:
+        for target in node.targets:
+            if isinstance(target, ast.Name):
+                sequence = _string_sequence(node.value)
+                key = (tuple(self.functions), target.id)
+                if sequence is not None and key not in self.sequences:
+                    self.sequences[key] = sequence
+                else:  # bound twice, or to something else: not one literal sequence
+                    self.sequences[key] = None
+        for target in node.targets:
+            if _replaces_itself(target, node.value, self.constants):
+                continue  # sys.modules[__name__] = import_module("a.literal"): an alias the imports resolve
+            if not isinstance(target, ast.Name) or target.id == markers.PACKAGE_PATH:
+                self._state_change(target, node)
         self.generic_visit(node)
         if self.scope == FUNCTION or self.qualname:
             return
@@ -880,6 +1055,17 @@ class _Extractor(ast.NodeVisitor):
     # post-pass: resolve what needed the complete top-level bindings --------
     def finish(self) -> None:
         facts = self.facts
+        for raw, what, line, column, scope, functions, path in self.pending_loads:
+            if raw:
+                resolved = facts.resolve_local(raw)
+                kind = markers.UNRESOLVED_CALLS.get(resolved)
+                if kind is not None:
+                    what = f"{raw}() {kind}" + (f" ({resolved})" if resolved != raw else "")
+                    path = path if kind == markers.LIBRARY else ""
+                elif resolved not in markers.IMPORT_STATE:
+                    continue
+            facts.loads.append(Load(what, line, column, scope, functions, path))
+        facts.body_calls = list(dict.fromkeys(facts.body_calls))[:MAX_BODY_CALLS]
         for qualname, raw in self.raw_decorators.items():
             d = facts.definitions[qualname]
             facts.definitions[qualname] = d._replace(
@@ -895,6 +1081,31 @@ class _Extractor(ast.NodeVisitor):
             facts.backend_calls.append(
                 BackendCall(self._ref(checks) if checks is not None else None, line, column)
             )
+
+
+# a module binding its own __name__ (an assignment, a walrus, globals() or setattr with the name)
+_REBINDS_NAME = re.compile(rb"(?<![.\w])__name__\s*(?:=(?!=)|:=)|globals\(\)\s*\[\s*[\"']__name__|setattr\([^)\n]*[\"']__name__")
+
+
+def _replaces_itself(target: ast.AST, value: ast.AST, constants: dict) -> bool:
+    """``sys.modules[__name__] = importlib.import_module("flashinfer.other")``: the module
+    makes its own name an alias of a module named by a literal, which the import facts
+    already record (and the rules judge)."""
+    if not (isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Name) and target.slice.id == "__name__"
+            and (dotted_name(target.value) or "").rpartition(".")[2] == "modules"):
+        return False
+    if not (isinstance(value, ast.Call) and (dotted_name(value.func) or "").rpartition(".")[2] in IMPORT_FUNCTIONS):
+        return False
+    return bool(value.args) and _module_literal(value.args[0], constants) is not None
+
+
+def _is_main_guard(test: ast.AST) -> bool:
+    """``__name__ == "__main__"``, either way round."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = (test.left, test.comparators[0])
+    return any(isinstance(a, ast.Name) and a.id == "__name__" and _literal_str(b) == "__main__"
+               for a, b in (sides, sides[::-1]))
 
 
 TYPING_MODULES = ("typing", "typing_extensions")
@@ -998,7 +1209,8 @@ def extract(source: bytes, module: str, is_package: bool, aliases=frozenset(), t
     tree = _parse(source, facts) if tree is None else tree
     if tree is not None:
         extractor = _Extractor(facts, _Columns(source), frozenset(aliases), [])
-        extractor.token_lines = _token_lines(source, extractor.call_names)
+        extractor.project_names = _project_names(tree, module)
+        extractor.token_lines = _token_lines(source, extractor.call_names, extractor.project_names)
         extractor.tree = tree
         try:
             extractor.visit(tree)
@@ -1011,10 +1223,37 @@ def extract(source: bytes, module: str, is_package: bool, aliases=frozenset(), t
 
 
 CALL_TOKENS = tuple(f.encode() for f in LOADERS)
+LOAD_TOKENS = tuple(name.encode() for name in markers.UNRESOLVED_NAMES)  # the loads `Load` records
+
+
+def _project_names(tree: ast.AST, module: str) -> frozenset:
+    """The names a module's top level binds to something of its own project (imports of
+    it, relative ones, its own ``def`` and ``class`` statements): a function's body that
+    calls one of them may run project code (`BodyCall`)."""
+    top = module.partition(".")[0]
+    names = set()
+    stack = list(getattr(tree, "body", ()))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level or (node.module or "").partition(".")[0] == top:
+                names.update(a.asname or a.name for a in node.names if a.name != "*")
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.partition(".")[0] == top:
+                    names.add(alias.asname or top)
+        elif isinstance(node, (ast.If, ast.Try, ast.With, ast.For, ast.While)):
+            for part in ("body", "orelse", "finalbody", "handlers"):
+                stack.extend(getattr(node, part, ()))
+        elif isinstance(node, ast.ExceptHandler):
+            stack.extend(node.body)
+    return frozenset(names)
 _NAME_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
 
-def _token_lines(source: bytes, names) -> list:
+def _token_lines(source: bytes, names, words=()) -> list:
     """Sorted numbers of the lines naming a call the facts record.
 
     A loader's call is recognised by its last name (``exec``, ``importlib.import_module``),
@@ -1023,7 +1262,7 @@ def _token_lines(source: bytes, names) -> list:
     call, and its line is not kept. `names` (``backend_requirement`` and its aliases)
     count wherever they are spelt. Lines are counted once, in order of the occurrences."""
     offsets = []
-    for token in CALL_TOKENS:
+    for token in CALL_TOKENS + LOAD_TOKENS + tuple(w.encode() for w in words):
         at = source.find(token)
         while at >= 0:
             end = at + len(token)
@@ -1215,7 +1454,7 @@ def to_data(facts: FileFacts) -> list:
     return [
         facts.module, facts.is_package, facts.complete, facts.syntax_error, facts.imports,
         list(facts.definitions.values()), facts.bindings, facts.backend_calls, facts.suppressions,
-        facts.shadowed, facts.calls, facts.param_imports, facts.top_names,
+        facts.shadowed, facts.calls, facts.param_imports, facts.top_names, facts.loads, facts.body_calls,
     ]
 
 
@@ -1257,7 +1496,7 @@ def _binding(data) -> Binding:
 
 def from_data(data: list) -> FileFacts:
     (module, is_package, complete, error, imports, definitions, bindings, calls, suppressions, shadowed,
-     module_calls, param_imports, top_names) = data
+     module_calls, param_imports, top_names, loads, body_calls) = data
     facts = FileFacts(module, is_package, complete=complete)
     if error is not None:
         facts.syntax_error = SyntaxProblem(*error)
@@ -1288,6 +1527,11 @@ def from_data(data: list) -> FileFacts:
         facts.calls = [ModuleCall(func, tuple(args), line, column, scope) for func, args, line, column, scope in module_calls]
     if param_imports:
         facts.param_imports = [ParamImport(qualname, index, name) for qualname, index, name in param_imports]
+    if loads:
+        facts.loads = [Load(what, line, column, scope, tuple(functions), path)
+                       for what, line, column, scope, functions, path in loads]
+    if body_calls:
+        facts.body_calls = [BodyCall(qualname, func) for qualname, func in body_calls]
     if suppressions:
         facts.suppressions = [
             Suppression(line, column, tuple(ids), reason, text, problem)

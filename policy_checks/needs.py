@@ -230,6 +230,39 @@ RUNS_SOURCE = _RunsSource(_RUNS_SOURCE.pattern)
 IMPORT_CALLS = IMPORT_CALLS_ONLY + tuple(
     Spelled(name.encode()) for name in markers.LOADER_SPELLINGS
 ) + (RUNS_SOURCE,)
+
+
+class _Loads(NamedTuple):
+    """The file may make a load `facts.Load` records (EXP010), other than a loader call
+    (`IMPORT_CALLS`): it spells one of the modules whose calls start threads or
+    processes, register hooks or load libraries (``threading``, ``ctypes``, ``atexit``,
+    ...), one of importlib's loaders that load any spec, the import system's state
+    (``sys.path``, ``meta_path``, ``__path__``), or, for ``os``, ``sys`` and ``signal``,
+    whose names are everywhere, the call with its module (``os.system``), a name imported
+    from the module, or the module bound under another name. Whole words only."""
+
+    pattern: bytes
+
+    def bound(self, settings) -> "_Loads":
+        return self
+
+    @property
+    def key(self) -> str:
+        return "loads"
+
+    def __call__(self, data: bytes) -> bool:
+        return _LOADS.search(data) is not None
+
+
+_LOADS = re.compile(
+    rb"\b(?:meta_path|path_hooks|path_importer_cache|ctypes|atexit|threading|_thread|subprocess|multiprocessing"
+    rb"|concurrent|weakref|LazyLoader|module_from_spec|exec_module|load_module|walk_packages|SourceFileLoader"
+    rb"|SourcelessFileLoader|ExtensionFileLoader|register_at_fork|addaudithook|settrace|setprofile|excepthook"
+    rb"|displayhook|__path__)\b"
+    rb"|\bsys\s*\.\s*(?:path|modules)\b|\bos\s*\.\s*(?:system|popen|fork|spawn|exec|posix_spawn)"
+    rb"|\bsignal\s*\.\s*signal\b|\bfrom\s+(?:os|sys|signal)\s+import\b|\bimport\s+(?:os|sys|signal)\s+as\b"
+)
+LOADS = _Loads(_LOADS.pattern)
 # The extractor recognises a ``backend_requirement`` call by that name or an alias
 # bound in the same file (whose binding spells it); an alias bound in another module
 # is followed by the runner after the first pass (`runner.requirement_aliases`).

@@ -26,7 +26,7 @@ from typing import Callable, Iterator, Mapping, NamedTuple, Optional, Union
 from . import gitfiles, markers
 from .config import Settings, under
 from .facts import AliasBinding, DefBinding, Definition, DictBinding, DictValue, FileFacts, FromBinding, Import
-from .facts import MODULE, TYPE_CHECKING, CallRef, DictRef, ModuleBinding, NameRef, StrRef
+from .facts import CallRef, DictRef, ModuleBinding, NameRef, StrRef
 
 _GLOB_CHARS = set("*?[")
 NOT_UTF8 = "name is not valid UTF-8"
@@ -177,7 +177,6 @@ def _sourceless_cached(directory: str, rel: str, selection) -> list:
 
 
 MAX_EXCLUDED_FILES = 20_000  # excluded Python files looked at
-MAX_EXCLUDED_HOPS = 8  # excluded modules importing excluded modules, followed
 
 
 def _python_below(root: Path, top: str, limit: int) -> list:
@@ -258,7 +257,6 @@ class Project:
         self._examples = None
         self._excluded = None
         self._excluded_modules: Optional[dict] = None  # module -> SourceFile (`excluded_modules`)
-        self._tainted: Optional[dict] = None  # `tainted_excluded`
         for top in (settings.package.replace(".", "/"), settings.stable_tests):
             for source in walk_python_files(root, top, settings.exclude, self.read_problems, self.listing):
                 if source.rel in self._files:
@@ -376,6 +374,20 @@ class Project:
             facts = self._load_facts(self._files[rel])
             self._facts[rel] = facts
         return facts
+
+    def load_facts(self, source: SourceFile) -> FileFacts:
+        """Complete facts of a file that need not be one of the checked files."""
+        return self._load_facts(source)
+
+    def primary_rels(self) -> list:
+        """The primary files, in path order."""
+        return sorted(self._primary)
+
+    def known_module_facts(self, module: str) -> Optional[FileFacts]:
+        """`module_facts` if complete facts were computed already, else None (no parse)."""
+        rel = self._by_module.get(module)
+        facts = self._facts.get(rel) if rel is not None else None
+        return facts if facts is not None and facts.complete and not facts.syntax_error else None
 
     def known_facts(self, rel: str) -> Optional[FileFacts]:
         """Whatever facts were computed for `rel` (maybe syntax-only), without parsing."""
@@ -513,17 +525,11 @@ class Project:
                 return self.resolve(module, ".".join(parts[cut:]))
         return None
 
-    def runs_at_import(self, scope: str) -> bool:
-        """Does an import in `scope` run when the module is imported ("module level" in
-        docs/policy_check.rst, "Rules")? The module body, not function bodies, and not
-        ``if TYPE_CHECKING:`` blocks unless the settings say those count."""
-        return scope == MODULE or (scope == TYPE_CHECKING and self.settings.type_checking_imports)
-
     # folders the settings exclude, read where core imports them ------------------------
     def excluded_modules(self) -> dict:
         """module -> `SourceFile` of the package's Python files that the ``exclude``
         setting leaves out (``flashinfer/data/``) but git selects: not checked for
-        themselves, read where a core module imports them (`tainted_excluded`). Links
+        themselves, read where a core module imports them (`import_time`). Links
         and names that are not UTF-8 are left out; outside git, only the plain
         (glob-free) excluded folders are walked, bounded."""
         if self._excluded_modules is None:
@@ -548,152 +554,6 @@ class Project:
                 found[module] = SourceFile(rel, module, is_package, 0)
             self._excluded_modules = found
         return self._excluded_modules
-
-    def tainted_excluded(self) -> dict:
-        """Excluded modules (`excluded_modules`) that import experimental code at module
-        level, directly or through other excluded modules: module -> the chain, a tuple
-        of ``(module, line)`` hops ending at the experimental module (line 0). Only
-        files that spell the experimental package's name, or the last name of a module
-        already found, are parsed; at most `MAX_EXCLUDED_HOPS` rounds."""
-        if self._tainted is None:
-            from .needs import names_experimental  # the prefilter's reading of the bytes
-
-            modules = self.excluded_modules()
-            word = self.settings.experimental_package.rpartition(".")[2].encode()
-            texts = {}
-            for module, source in modules.items():
-                try:
-                    texts[module] = (self.root / source.rel).read_bytes()
-                except OSError:
-                    continue
-            tainted: dict = {}
-            facts_of: dict = {}
-            wanted = {m for m, data in texts.items() if names_experimental(data, self.settings.package, word)}
-            for _ in range(MAX_EXCLUDED_HOPS):
-                grew = False
-                for module in sorted(wanted - set(tainted)):
-                    if module not in facts_of:
-                        facts_of[module] = self._load_facts(modules[module])
-                    facts = facts_of[module]
-                    for imp in facts.imports if facts.syntax_error is None else ():
-                        if not self.runs_at_import(imp.scope) or imp.module is None:
-                            continue
-                        chain = self._excluded_chain(imp, tainted)
-                        if chain is not None:
-                            tainted[module] = ((module, imp.line),) + chain
-                            grew = True
-                            break
-                if not grew:
-                    break
-                names = {m.rpartition(".")[2].encode() for m in tainted}
-                wanted = {m for m, data in texts.items() if m not in tainted and any(n in data for n in names)}
-            self._tainted = tainted
-        return self._tainted
-
-    def _excluded_chain(self, imp: Import, tainted: dict) -> Optional[tuple]:
-        """The rest of a chain from an import in an excluded module: the experimental
-        module it names, or a tainted excluded module's chain."""
-        experimental = [t for t in self.import_targets(imp) if self.settings.is_experimental_module(t)]
-        if experimental:
-            return ((experimental[-1], 0),)
-        for target in [imp.module] + [f"{imp.module}.{n}" for n, _ in imp.names if n != "*"]:
-            if target in tainted:
-                return tainted[target]
-        return None
-
-    def excluded_imports(self, imp: Import) -> list:
-        """The chains (`tainted_excluded`) of the excluded modules `imp` imports."""
-        if imp.module is None or self.is_module(imp.module) and not imp.names:
-            return []
-        tainted = self.tainted_excluded()
-        if not tainted:
-            return []
-        names = [imp.module] + [f"{imp.module}.{n}" for n, _ in imp.names if n != "*"]
-        return [tainted[name] for name in names if name in tainted]
-
-    def call_imports(self, module: str, call) -> list:
-        """What a call run at import (`facts.ModuleCall` in `module`) imports from the
-        experimental package, as ``(function, experimental module)`` pairs: the call
-        names a project function (or a class: its ``__init__``/``__new__``) whose own
-        body imports experimental code (a deferred import), or that hands a parameter to
-        an import function while the call passes a literal experimental name there
-        (one level: a helper of a helper is not followed)."""
-        target = self.resolve(module, call.func)
-        if not isinstance(target, DefTarget):
-            return []
-        facts = self.module_facts(target.module)
-        if facts is None:
-            return []
-        qualname = target.definition.qualname
-        is_class = target.definition.kind == "class"
-        bodies = (f"{qualname}.__init__", f"{qualname}.__new__") if is_class else (qualname,)
-        function = f"{target.module}.{qualname}"
-        found = []
-        for imp in facts.imports:
-            if imp.functions and imp.functions[-1] in bodies:
-                targets = [t for t in self.import_targets(imp) if self.settings.is_experimental_module(t)]
-                if targets:
-                    found.append((function, targets[-1]))
-        for handed in facts.param_imports:
-            index = handed.index - (1 if is_class else 0)  # a class's call binds self first
-            if handed.qualname in bodies and 0 <= index < len(call.args) and call.args[index]:
-                name = call.args[index].partition(":")[0]
-                if self.settings.is_experimental_module(name):
-                    found.append((function, name))
-        return found
-
-    def deferring_names(self) -> dict:
-        """Name -> the last names of the modules it is defined in, for each module-level
-        function (and class, for a deferring ``__init__``/``__new__``) of a primary core
-        module that `call_imports` could answer for (its body imports experimental
-        code, or hands a parameter to an import function), and for each tainted
-        excluded module (`tainted_excluded`, under its package's name). A module
-        calling such a function at import spells its name and the name of the module
-        it comes from (or of a module re-exporting it: `runner._follow_deferring_calls`
-        follows those). Dunder names are never called by name."""
-        names: dict = {}
-        for rel in self._primary:
-            source = self._files.get(rel)
-            facts = self._facts.get(rel)
-            if source is None or facts is None or not facts.complete or not self.settings.is_core(source.module):
-                continue
-            functions = [p.qualname for p in facts.param_imports]
-            functions += [i.functions[-1] for i in facts.imports if i.functions and any(
-                self.settings.is_experimental_module(t) for t in self.import_targets(i))]
-            home = source.module.rpartition(".")[2]
-            for qualname in functions:
-                owner, _, last = qualname.rpartition(".")
-                if last in ("__init__", "__new__") and owner and "." not in owner:
-                    names.setdefault(owner, set()).add(home)
-                elif not owner and not last.startswith("__") and last != "<lambda>":
-                    names.setdefault(last, set()).add(home)
-        for module in self.tainted_excluded():
-            package, _, last = module.rpartition(".")
-            names.setdefault(last, set()).add(package.rpartition(".")[2])
-        top = self.settings.package.partition(".")[0]
-        for homes in names.values():
-            homes.add(top)  # `import flashinfer.entry` binds `flashinfer` only
-        return names
-
-    def is_checker_import(self, imp: Import) -> bool:
-        """Is `imp` a ``from <experimental module> import a, b`` whose every name is an
-        ``@experimental_backend`` checker function (EXP001's support-module exception,
-        which graduate's reach check reads the same way)?"""
-        s = self.settings
-        if imp.dynamic or not imp.names or imp.module == s.experimental_package:
-            return False
-        for name, _ in imp.names:
-            if name == "*" or self.is_module(f"{imp.module}.{name}"):
-                return False
-            target = self.resolve(imp.module, name)
-            if not isinstance(target, DefTarget):
-                return False
-            module, definition = target.module, target.definition
-            if definition.kind != "function" or not s.is_experimental_module(module):
-                return False
-            if not self.decorated_with(module, definition, markers.EXPERIMENTAL_BACKEND):
-                return False
-        return True
 
     def backend_entries(self, module: str, ref, key=None, seen: Optional[set] = None) -> Iterator[tuple]:
         """``(backend key, module the value is written in, value ref)`` of each entry of a

@@ -244,8 +244,9 @@ def check(
     _compute_all(project, facts_cache, needs.scanner, tasks, jobs, progress, follow_up, facts_cache.enabled or shared)
     if BACKEND_REQUIREMENT in needs.triggers:
         parsed[0] += _follow_requirement_aliases(project, facts_cache)
-    if needs.enabled and any(getattr(rule, "reads_calls", False) for rule in rules):
-        _follow_deferring_calls(project)
+    if needs.enabled:  # what rules follow beyond their triggers (`Rule.follow_ups`), each once
+        for follow in dict.fromkeys(follow for rule in rules for follow in rule.follow_ups):
+            follow(project)
 
     findings = []
     for rule in rules:
@@ -409,100 +410,6 @@ def _follow_requirement_aliases(project: Project, facts_cache) -> int:
         project.set_facts(rel, facts)
         project.mark_primary(rel)
     return parsed
-
-
-MAX_REEXPORT_ROUNDS = 4  # re-exports of a deferring function followed
-
-
-def _names_used(facts: FileFacts) -> Optional[frozenset]:
-    """The names import-time code uses: kept with syntax-only facts; for complete facts
-    (a file some earlier run parsed whole), read off its calls and bindings."""
-    if not facts.complete:
-        return None if facts.top_names is None else frozenset(facts.top_names.split())
-    names = set()
-    for call in facts.calls:
-        names.update(call.func.split("."))
-    for name, binding in facts.bindings.items():
-        names.add(name)
-        names.update(str(getattr(binding, "module", "") or "").split("."))
-        names.update(str(getattr(binding, "name", "") or getattr(binding, "dotted", "") or "").split("."))
-    return frozenset(names)
-
-
-def _spelled_with_home(path: Path, named: set, pending: dict, used: frozenset, top: str) -> set:
-    """The names of `named` that the file at `path` spells, each with one of the
-    modules it comes from (`pending`: name -> module last names) other than `top`.
-    A word among the identifiers the file's import-time code uses (`used`) is spelt
-    there; any other is looked for in the text, read only then, once per word."""
-    spelled = dict.fromkeys(used, True)  # word -> does the file spell it
-    data = None
-
-    def spells(word: str) -> bool:
-        nonlocal data
-        found = spelled.get(word)
-        if found is None:
-            if data is None:
-                try:
-                    data = path.read_bytes()
-                except OSError:
-                    data = b""
-            found = spelled[word] = word.encode() in data
-        return found
-
-    return {name for name in named if any(spells(home) for home in pending[name] - {top}) and spells(name)}
-
-
-def _follow_deferring_calls(project: Project) -> None:
-    """Make primary every core module that may call, at import, a function of
-    `Project.deferring_names`: its module-level calls may import experimental code
-    (`Project.call_imports`) though it names neither the experimental package nor an
-    import function. Calling a function of another module at import usually means that
-    the import-time code binds or uses the function's name (``from .entry import
-    fast``) or the module it comes from (``from . import entry; entry.fast()``), or a
-    module re-exporting it: the identifiers of that code (kept with the syntax-only
-    facts, from the symbol table the syntax check builds anyway:
-    `facts._module_level_names`) say so without reading the file again. A module
-    found so that binds the name re-exports it, and the search runs again for its
-    name (bounded rounds). Such modules are few; their facts come from the cache or
-    are parsed on demand. Not followed (a limit of the prefilter; the rule reads them
-    in a module parsed for another reason, and the behavioural audit sees them): a
-    module naming neither at import because it imports them under another name
-    (``from .entry import fast as f``, ``import flashinfer.entry as e``), and a name
-    reached only through a string (``getattr(entry, "fast")()``). Compiling every file
-    would see aliases, at three quarters more than the symbol table costs."""
-    pending = project.deferring_names()
-    top = project.settings.package.partition(".")[0]
-    uses: dict = {}  # rel -> `_names_used` (the same in every round)
-    for _ in range(MAX_REEXPORT_ROUNDS):
-        if not pending:
-            return
-        found = {}
-        words = set(pending).union(*pending.values())
-        for rel, source in project.files.items():
-            if project.is_primary(rel) or not project.is_module_file(rel) or not project.settings.is_core(source.module):
-                continue
-            if rel in uses:
-                used = uses[rel]
-            else:
-                known = project.known_facts(rel)
-                used = uses[rel] = _names_used(known) if known is not None else None
-            if used is None:  # not compiled: read it whole
-                named = set(pending)
-            elif used.isdisjoint(words):
-                continue
-            else:
-                named = {name for name in pending if name in used or not pending[name].isdisjoint(used)}
-                if named:  # the identifiers point at it: does its text name the function and its module?
-                    named = _spelled_with_home(project.root / rel, named, pending, used, top)
-                if not named:
-                    continue
-            facts = project.facts(rel)
-            project.mark_primary(rel)
-            home = source.module.rpartition(".")[2]
-            for bound, binding in facts.bindings.items():
-                if getattr(binding, "name", None) in named or getattr(binding, "dotted", "").rpartition(".")[2] in named:
-                    found.setdefault(bound, set()).add(home)  # a re-export: callers may name this module
-        pending = found
 
 
 def _collect(project, facts_cache, groups, bar) -> None:

@@ -13,7 +13,7 @@ from typing import NamedTuple
 from ..config import Settings, under
 from ..facts import extract
 from ..project import Project, SourceFile, excluder
-from ..rules.exp003 import support_modules
+from ..import_time import support_modules
 
 _IDENTIFIER_PARTS = str.isidentifier
 

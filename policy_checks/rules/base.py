@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
-from .. import markers
+from .. import import_time, markers
 from ..needs import CORE_MODULE
 
 
@@ -65,10 +65,10 @@ class Rule:
     # their fingerprint then names the path and no enclosing definition, even when
     # they point at a ``.py`` file (EXP009 at a feature's ``__init__.py``).
     fingerprint_by_path: bool = False
-    # True when the rule reads the calls core modules run at import
-    # (`Project.call_imports`): the runner then also makes primary every core module
-    # that names a function deferring an experimental import (`runner._follow_deferring_calls`).
-    reads_calls: bool = False
+    # Functions of the project (`project -> None`) that make primary the files the rule
+    # needs beyond its triggers, run once each after the first pass while the prefilter
+    # is on (`import_time.follow_calls`: callers of functions that reach something).
+    follow_ups: tuple = ()
 
     def check(self, project) -> Iterator[Finding]:
         raise NotImplementedError
@@ -95,34 +95,40 @@ EXPERIMENTAL_BACKEND = markers.EXPERIMENTAL_BACKEND
 
 
 def runs_at_import(project, scope: str) -> bool:
-    """`policy_checks.project.Project.runs_at_import`, for the rules."""
-    return project.runs_at_import(scope)
+    """`policy_checks.import_time.runs_at_import`, for the rules."""
+    return import_time.runs_at_import(project.settings, scope)
 
 
 def experimental_targets(project, imp) -> list:
     """The modules under the experimental package that `imp` imports."""
-    return [t for t in project.import_targets(imp) if project.settings.is_experimental_module(t)]
+    return import_time.of(project).experimental_targets(imp)
 
 
 def calls_importing(project, facts) -> Iterator:
-    """``(call, function, experimental module)`` for each call `facts`' module runs at
-    import that imports experimental code (`policy_checks.project.Project.call_imports`):
-    a module-level import by another name (EXP001, EXP002)."""
-    for call in facts.calls:
-        if runs_at_import(project, call.scope):
-            for function, target in project.call_imports(facts.module, call):
-                yield call, function, target
+    """``(call, chain, experimental module)`` for each call `facts`' module runs at
+    import that reaches an import of experimental code (`import_time.ImportTime.calls_importing`)."""
+    return import_time.of(project).calls_importing(facts)
 
 
 def describe_chain(chain) -> str:
     """``a (line 3) -> b (line 7) -> flashinfer.experimental.x``: a chain of
-    `Project.tainted_excluded`, in words."""
+    `import_time.ImportTime.tainted_excluded`, in words."""
     return " -> ".join(f"{module} (line {line})" if line else module for module, line in chain)
 
 
+def describe_calls(chain) -> str:
+    """``a.f -> b.g``: the functions a call run at import goes through."""
+    return " -> ".join(chain)
+
+
 def checker_import(project, imp) -> bool:
-    """`policy_checks.project.Project.is_checker_import`: the support-module exception."""
-    return project.is_checker_import(imp)
+    """`policy_checks.import_time.ImportTime.is_checker_import`: the support-module exception."""
+    return import_time.of(project).is_checker_import(imp)
+
+
+def excluded_imports(project, imp) -> list:
+    """`policy_checks.import_time.ImportTime.excluded_imports`."""
+    return import_time.of(project).excluded_imports(imp)
 
 
 def memo(project, name: str, compute):

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from .. import import_time
 from ..needs import CORE_MODULE, EXPERIMENTAL_NAME, IMPORT_CALLS
 from .base import (
-    EXPERIMENTAL_BACKEND, Example, Rule, calls_importing, checker_import, core_primary, describe_chain,
-    experimental_targets, is_aot, is_init, runs_at_import,
+    EXPERIMENTAL_BACKEND, Example, Rule, calls_importing, checker_import, core_primary, describe_calls, describe_chain,
+    excluded_imports, experimental_targets, is_aot, is_init, runs_at_import,
 )
 
 _CHECKER = (
@@ -43,11 +44,11 @@ class CoreImportsExperimental(Rule):
     ``spec_from_file_location``, ``exec``/``eval``/``compile`` of import text), and so are
     names built from literal pieces or held by a module-level constant. A call run at
     import of a project function whose body imports experimental code (or of a class
-    whose ``__init__`` does), or of a helper handing its parameter to an import function
-    with a literal experimental name, is a module-level import too
-    (`policy_checks.project.Project.call_imports`), as is an import of a module the
-    ``exclude`` setting leaves out that imports experimental code at its module level
-    (`policy_checks.project.Project.tainted_excluded`; the message names the chain).
+    whose ``__init__`` does), however many calls down, or of a helper handing its
+    parameter to an import function with a literal experimental name, is a module-level
+    import too (`policy_checks.import_time`; the message names the chain of calls), as
+    is an import of a module the ``exclude`` setting leaves out that imports
+    experimental code at its module level (the message names the chain of modules).
     ``flashinfer/__init__.py`` is EXP002's and AOT modules are EXP005's.
     """
 
@@ -56,12 +57,12 @@ class CoreImportsExperimental(Rule):
     summary = "a core module imports flashinfer.experimental... at module level"
     # A core module that imports experimental code names the experimental package
     # in the import (static forms), or calls an import function or loader (dynamic
-    # forms: `needs.IMPORT_CALLS`). One that does so through a call of a deferring
-    # function, or through an excluded module, is made primary by the runner's
-    # follow-up (`reads_calls`), which documents its own limits.
+    # forms: `needs.IMPORT_CALLS`). One that does so through a call of a function that
+    # reaches such an import, or through an excluded module, is made primary by the
+    # follow-up (`import_time.follow_calls`), which documents its own limits.
     reads = (CORE_MODULE,)
     triggers = (EXPERIMENTAL_NAME, *IMPORT_CALLS)
-    reads_calls = True  # a module-level call of a deferring function (runner._follow_deferring_calls)
+    follow_ups = (import_time.follow_calls,)  # callers of functions reaching experimental code
 
     VALID = [
         Example(
@@ -216,14 +217,15 @@ class CoreImportsExperimental(Rule):
                         "may be imported from a support module)",
                         subject=targets[-1],
                     )
-                for chain in project.excluded_imports(imp) if not targets else ():
+                for chain in excluded_imports(project, imp) if not targets else ():
                     yield self.finding(
                         rel, imp.line, imp.column,
                         f"core module imports {chain[0][0]} at module level, which the settings exclude from "
                         f"the checks but which imports {chain[-1][0]}: {describe_chain(chain)}; defer the import",
                         subject=f"{chain[-1][0]} via {chain[0][0]}",
                     )
-            for call, function, target in calls_importing(project, facts):
+            for call, chain, target in calls_importing(project, facts):
+                function = describe_calls(chain)
                 yield self.finding(
                     rel, call.line, call.column,
                     f"core module calls {call.func} ({function}) at module level, which imports {target}: "

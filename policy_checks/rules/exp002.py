@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from .. import import_time
 from ..needs import ALWAYS, PACKAGE_INIT
 from .base import (
-    Example, Rule, calls_importing, core_primary, describe_chain, experimental_targets, is_init, runs_at_import,
+    Example, Rule, calls_importing, core_primary, describe_calls, describe_chain, excluded_imports,
+    experimental_targets, is_init, runs_at_import,
 )
 
 
@@ -21,7 +23,7 @@ class InitImportsExperimental(Rule):
     name = "init-imports-experimental"
     summary = "flashinfer/__init__.py imports flashinfer.experimental at module level"
     reads = (PACKAGE_INIT,)
-    reads_calls = True  # a module-level call of a deferring function
+    follow_ups = (import_time.follow_calls,)  # callers of functions reaching experimental code
     triggers = (ALWAYS,)  # one file, read by other rules through re-exports anyway
 
     VALID = [
@@ -64,7 +66,7 @@ class InitImportsExperimental(Rule):
                 continue
             for imp in facts.imports:
                 targets = experimental_targets(project, imp) if runs_at_import(project, imp.scope) else []
-                chains = project.excluded_imports(imp) if runs_at_import(project, imp.scope) and not targets else []
+                chains = excluded_imports(project, imp) if runs_at_import(project, imp.scope) and not targets else []
                 for chain in chains:
                     yield self.finding(
                         rel, imp.line, imp.column,
@@ -79,7 +81,8 @@ class InitImportsExperimental(Rule):
                         f"{imp.module} at module level; export it lazily from __getattr__",
                         subject=targets[-1],
                     )
-            for call, function, target in calls_importing(project, facts):
+            for call, chain, target in calls_importing(project, facts):
+                function = describe_calls(chain)
                 yield self.finding(
                     rel, call.line, call.column,
                     f"{project.settings.package}/__init__.py calls {call.func} ({function}) at module level, "

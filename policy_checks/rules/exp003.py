@@ -3,26 +3,8 @@
 from __future__ import annotations
 
 from ..needs import CORE_MODULE, EXPERIMENTAL_NAME
+from ..import_time import support_modules
 from .base import STDLIB, Example, Rule, checker_import, core_primary, memo, runs_at_import
-
-
-def support_modules(project) -> dict:
-    """Support modules (module -> first core importer "path:line"): the modules core
-    imports ``@experimental_backend`` checkers from at module level, the modules
-    defining those checkers (when imported through a re-export), and the feature
-    packages above them (importing a module runs its packages' ``__init__``)."""
-    s = project.settings
-    top = len(s.experimental_package.split("."))
-    found = {}
-    for rel, facts in core_primary(project):
-        for imp in facts.imports:
-            if runs_at_import(project, imp.scope) and s.is_experimental_module(imp.module) and checker_import(project, imp):
-                defining = [project.resolve(imp.module, name).module for name, _ in imp.names]
-                for module in [imp.module] + defining:
-                    parts = module.split(".")
-                    for depth in range(top + 1, len(parts) + 1):
-                        found.setdefault(".".join(parts[:depth]), f"{rel}:{imp.line}")
-    return found
 
 
 class HeavySupportModule(Rule):

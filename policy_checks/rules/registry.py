@@ -21,6 +21,7 @@ from .exp006 import ExperimentalApiInDocs
 from .exp007 import DeferredImportOutsideEntryPoint
 from .exp008 import StableLaneNotIsolated
 from .exp009 import FeatureRecordIncomplete
+from .exp010 import UnresolvedImportTimeLoad
 from .audit import AUDIT_RULES
 from .consumer import CONSUMER_RULES
 from .meta import META_RULES
@@ -39,6 +40,7 @@ RULES = {
         DeferredImportOutsideEntryPoint(),
         StableLaneNotIsolated(),
         FeatureRecordIncomplete(),
+        UnresolvedImportTimeLoad(),
     )
 }
 # the ids other commands report: ``policy-check audit`` (AUDnnn) and ``policy-check

@@ -4,10 +4,10 @@ Once graduated, the feature's code is core: a module-level import of another
 experimental module in it is what EXP001 reports (`policy_checks/rules/exp001.py`), and a
 graduation that would create one refuses. The rules cannot be imported from here (they
 import `policy_checks.lifecycle`), so `module_level` reads the facts as EXP001 does,
-through the same two questions of the project model (`Project.runs_at_import`,
-`Project.is_checker_import`): an import that runs at import time, of a module under the
-experimental package, unless every name it imports is an ``@experimental_backend``
-checker of a support module. The same
+through the import-time analysis (`policy_checks.import_time`): an import that runs at
+import time, of a module under the experimental package, unless every name it imports is
+an ``@experimental_backend`` checker of a support module, and a call run at import of a
+function that reaches one, however many calls down. The same
 reading on the planned bytes checks the plan before anything is written.
 
 Reach at call time (a function of the moved code, or an entry point, that still imports
@@ -20,7 +20,7 @@ from __future__ import annotations
 import ast
 from typing import Iterator, List, NamedTuple, Optional, Set, Tuple
 
-from ... import markers
+from ... import import_time, markers
 from ...config import module_under
 from ...facts import FUNCTION, FileFacts, Import, extract
 from ...project import Project
@@ -37,9 +37,11 @@ class Reach(NamedTuple):
     line: int
     function: str  # the innermost enclosing def's qualname, "" at module level
     module: str  # the experimental module it imports
+    through: tuple = ()  # the functions a call run at import goes through to it
 
     def where(self) -> str:
-        return f"{self.rel}:{self.line}" + (f" ({self.function})" if self.function else "")
+        place = f"{self.rel}:{self.line}" + (f" ({self.function})" if self.function else "")
+        return place + (f", calling {' -> '.join(self.through)}," if self.through else "")
 
 
 def experimental_imports(project: Project, facts: FileFacts, moving: Optional[str] = None) -> Iterator[Tuple[Import, List[str]]]:
@@ -57,12 +59,19 @@ def experimental_imports(project: Project, facts: FileFacts, moving: Optional[st
 def module_level(project: Project, rel: str, facts: FileFacts, moving: Optional[str] = None) -> List[Reach]:
     """What EXP001 would report in `facts` were the file core."""
     found = []
+    analysis = import_time.of(project)
     for imp, targets in experimental_imports(project, facts, moving):
-        if not project.runs_at_import(imp.scope) or project.is_checker_import(imp):
+        if not analysis.runs_at_import(imp.scope) or analysis.is_checker_import(imp):
             continue
         if moving is not None and imp.names and all(name in _DROPPED_WITH_THE_MARKS for name, _ in imp.names):
             continue  # the marks go with the move; the planned bytes are checked again
         found.append(Reach(rel, imp.line, "", targets[-1]))
+    for call in facts.calls:
+        if not analysis.runs_at_import(call.scope):
+            continue
+        for reached in analysis.call_reach_in(facts, call):
+            if reached.target and not (moving is not None and module_under(reached.target, moving)):
+                found.append(Reach(rel, call.line, "", reached.target, reached.chain))
     return found
 
 

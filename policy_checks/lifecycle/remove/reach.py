@@ -9,7 +9,7 @@ import ast
 from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 from ...config import module_under
-from ...facts import FUNCTION, MODULE, FileFacts
+from ...facts import FUNCTION, MODULE, TYPE_CHECKING, FileFacts
 from ...editing.cst_tools import Unfixable, import_at
 from ...editing.target import FixTarget, Refused
 from ... import entry_points
@@ -138,7 +138,8 @@ def _refuse_unremovable(where: str, imp) -> None:
         raise Refused(f"{where}: loads the feature with importlib.import_module or __import__, which is not "
                       "rewritten; remove it by hand")
     if imp.scope not in (FUNCTION, MODULE):
-        raise Refused(f"{where}: an import of the feature under `if TYPE_CHECKING:`; remove it by hand")
+        guard = "if TYPE_CHECKING:" if imp.scope == TYPE_CHECKING else "if __name__ == \"__main__\":"
+        raise Refused(f"{where}: an import of the feature under `{guard}`; remove it by hand")
     if imp.scope == MODULE and not imp.names:
         raise Refused(f"{where}: a module-level import of the feature that is not `from ... import checker`")
 

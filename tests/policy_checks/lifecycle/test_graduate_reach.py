@@ -394,3 +394,29 @@ def test_a_string_naming_a_longer_feature_name_is_not_listed(tree):
     assert result.exit_code == 0, result.output
     listed = [line for line in result.output.splitlines() if "a string still names the experimental path" in line]
     assert len(listed) == 1 and "fxpkg/paths.py:2" in listed[0], listed
+
+
+@pytest.mark.parametrize("depth", [1, 2])
+def test_moved_code_calling_at_import_a_core_function_that_imports_experimental_code_refuses(tree, depth):
+    """The moved code calls, when imported, a core function whose body (or a function it
+    calls) imports another feature: EXP001 once it is core, so graduate refuses, naming the
+    call chain (`policy_checks.import_time`, the analysis EXP001 reads)."""
+    helper = ("def load_other():\n    from .experimental.other import kernels\n\n    return kernels\n"
+              if depth == 1 else
+              "def inner():\n    from .experimental.other import kernels\n\n    return kernels\n\n\n"
+              "def load_other():\n    return inner()\n")
+    tree.write({**ENTRY, **OTHER, "fxpkg/loader.py": helper,
+                "fxpkg/experimental/feat/vision.py": "from ...loader import load_other\n\nOTHER = load_other()\n"})
+    result = graduate_checked(tree, "feat", "--to", "fxpkg.fancy_ops")
+    assert result.exit_code == 1, result.output
+    assert "fxpkg/experimental/feat/vision.py:3, calling fxpkg.loader.load_other" in result.output
+    assert "would import fxpkg.experimental.other.kernels at module level" in result.output
+
+
+def test_moved_code_calling_a_core_function_only_when_called_graduates(tree):
+    tree.write({**ENTRY, **OTHER,
+                "fxpkg/loader.py": "def load_other():\n    from .experimental.other import kernels\n\n    return kernels\n",
+                "fxpkg/experimental/feat/vision.py": "from ...loader import load_other\n\n\ndef later():\n"
+                                                     "    return load_other()\n"})
+    result = graduate_checked(tree, "feat", "--to", "fxpkg.fancy_ops")
+    assert result.exit_code == 0, result.output

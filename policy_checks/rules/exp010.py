@@ -1,0 +1,171 @@
+"""EXP010 unresolved-import-time-load."""
+
+from __future__ import annotations
+
+from .. import import_time, markers
+from ..needs import CORE_MODULE, IMPORT_CALLS, LOADS
+from .base import Example, Rule, core_primary, describe_calls, memo, runs_at_import
+from ..import_time import support_modules
+
+_FIX = ("make the load explicit (an import of a literal module name, or a deferred import inside an "
+        "entry point), or explain it with `# policy: ignore[EXP010] reason`, which a maintainer approves")
+_PACKAGE = {"flashinfer/__init__.py": "", "flashinfer/experimental/__init__.py": "",
+            "flashinfer/experimental/feat/__init__.py": ""}
+
+
+class UnresolvedImportTimeLoad(Rule):
+    """Core code loads or runs something at import that the checker cannot resolve.
+
+    Deny by default: what a module runs when it is imported (its body, class bodies,
+    decorators, default values, and every project function those call, however many
+    calls down: `policy_checks.import_time`) may load code only in ways the checker
+    resolves to a module, so that EXP001 and EXP002 can judge it. A hostile change would
+    otherwise hide an experimental import behind a name built at run time.
+
+    Reported, in a core module (the package ``__init__`` and AOT modules included) or
+    a support module:
+
+    - a loader given a name or path that is not a literal (``importlib.import_module``,
+      ``__import__``, ``find_spec``, ``spec_from_file_location``, ``runpy``,
+      ``pkgutil.resolve_name``), or one that loads whatever spec it is given
+      (``module_from_spec``, ``exec_module``, ``LazyLoader``, ``pkgutil.walk_packages``);
+    - ``exec``/``eval``/``compile`` of text that is not a literal;
+    - a ``ctypes`` library at a computed path, or under the experimental package;
+    - a change of ``sys.meta_path``, ``sys.path_hooks``, ``sys.path``, ``sys.modules``
+      or a package's ``__path__``;
+    - a thread or a process started, an ``atexit``, ``weakref.finalize`` or signal
+      handler registered: code that runs after the import, where nothing checks it.
+
+    A support module's body may define checkers and constants and import light modules;
+    a call it runs at import of a function of the project, other than in the decorators
+    of an ``@experimental_backend`` checker, is a finding too. A module of a folder the settings exclude that a core module imports at
+    import is read like core: its loads are reported at the importing line.
+
+    The fix is an explicit load: an import of a literal name, or the load moved into a
+    function that runs on call. Where the load is needed at import, a suppression with
+    its reason makes it visible to reviewers. Calls the checker cannot resolve to a
+    project function (methods of objects, names in strings) are not followed; the
+    behavioural audit (``policy-check audit``) runs the code and sees them.
+    """
+
+    id = "EXP010"
+    name = "unresolved-import-time-load"
+    summary = "code run at import loads something the checker cannot resolve"
+    # A file that can make such a load at import spells a loader (`needs.IMPORT_CALLS`) or
+    # one of the modules and attributes of `needs.LOADS`; one that only calls a function
+    # that does is made primary by the follow-up.
+    reads = (CORE_MODULE,)
+    triggers = (*IMPORT_CALLS, LOADS)
+    follow_ups = (import_time.follow_calls,)
+
+    VALID = [
+        Example(
+            {
+                **_PACKAGE,
+                "flashinfer/gemm.py": (
+                    "import importlib, threading, ctypes, sys\n"
+                    "NORM = importlib.import_module('flashinfer.norm')\n"
+                    "LOCK = threading.Lock()\n"
+                    "CUDA = ctypes.CDLL('libcuda.so.1')\n"
+                    "VERSION = sys.version_info\n"
+                    "def later(name):\n"
+                    "    threading.Thread(target=print).start()\n"
+                    "    return importlib.import_module(name)\n"
+                ),
+                "flashinfer/norm.py": "",
+            },
+            note="literal names; a lock; a library at a literal path; loads inside a function not called at import",
+        ),
+    ]
+    INVALID = [
+        Example(
+            {
+                **_PACKAGE,
+                "flashinfer/gemm.py": (
+                    "import importlib, os, sys, threading, atexit, ctypes\n"
+                    "importlib.import_module(f'{__package__}.exp' + os.environ['X'])\n"  # 2
+                    "exec(open('x.py').read())\n"  # 3
+                    "sys.path.insert(0, os.path.dirname(__file__))\n"  # 4
+                    "sys.meta_path.append(object())\n"  # 5
+                    "threading.Thread(target=print).start()\n"  # 6
+                    "atexit.register(print)\n"  # 7
+                    "ctypes.CDLL(os.environ['LIB'])\n"  # 8
+                    "ctypes.CDLL('flashinfer/experimental/feat/k.so')\n"  # 9
+                    "sys.modules['flashinfer.fast'] = sys\n"  # 10
+                ),
+            },
+            expect=tuple(("flashinfer/gemm.py", n) for n in range(2, 11)),
+        ),
+        Example(
+            {
+                **_PACKAGE,
+                "flashinfer/helpers.py": (
+                    "import threading\n"
+                    "def start():\n    threading.Thread(target=print).start()\n"
+                    "def outer():\n    start()\n"
+                ),
+                "flashinfer/gemm.py": "from .helpers import outer\nouter()\n",  # 2
+                "flashinfer/norm.py": "from .helpers import outer\n@outer\ndef f():\n    pass\n",  # 2
+            },
+            expect=(("flashinfer/gemm.py", 2), ("flashinfer/norm.py", 2)),
+            note="a load two calls down, through a call and through a decorator",
+        ),
+    ]
+
+    def check(self, project):
+        analysis = import_time.of(project)
+        for rel, facts in core_primary(project):
+            yield from self._loads(analysis, rel, facts, "core module")
+            yield from self._excluded(project, analysis, rel, facts)
+        for module in sorted(memo(project, "support_modules", support_modules)):
+            rel = project.rel_of(module)
+            facts = project.module_facts(module) if rel is not None else None
+            if facts is None:
+                continue
+            yield from self._loads(analysis, rel, facts, "support module")
+            checkers = _checker_lines(facts)
+            for call in facts.calls:
+                if runs_at_import(project, call.scope) and call.line not in checkers:
+                    yield self.finding(
+                        rel, call.line, call.column,
+                        f"support module calls {call.func} at import: core imports this module for its checkers, "
+                        "so whatever its body runs, stable code runs; keep the body to checkers, constants and "
+                        "light imports",
+                        subject=f"call of {call.func}",
+                    )
+
+    def _loads(self, analysis, rel, facts, who):
+        for line, column, chain, load in analysis.loads_at_import(facts):
+            if chain:
+                where = f"line {load.line} of {chain[-1]}" if load.line else chain[-1]
+                message = (f"{who} calls {describe_calls(chain)} at import, and there ({where}) "
+                           f"{load.what}, which the checker cannot resolve: {_FIX}")
+            else:
+                message = f"{who} runs, at import, {load.what}, which the checker cannot resolve: {_FIX}"
+            yield self.finding(rel, line, column, message,
+                               subject=load.what + (f" via {chain[0]}" if chain else ""))
+
+    def _excluded(self, project, analysis, rel, facts):
+        loading = analysis.loading_excluded()
+        if not loading:
+            return
+        for imp in facts.imports:
+            if not runs_at_import(project, imp.scope) or imp.module is None:
+                continue
+            names = [imp.module] + [f"{imp.module}.{n}" for n, _ in imp.names if n != "*"]
+            for name in names:
+                for load in loading.get(name, ()):
+                    yield self.finding(
+                        rel, imp.line, imp.column,
+                        f"core module imports {name}, which the settings exclude from the checks but which "
+                        f"runs {load.what} at import (line {load.line}): {_FIX}",
+                        subject=f"{load.what} via {name}",
+                    )
+
+
+def _checker_lines(facts) -> set:
+    """The first lines of the ``@experimental_backend`` checkers a support module defines:
+    the calls there decorate a checker (``@supported_compute_capability([...])``), which
+    is what the module is for; what they reach is still judged."""
+    return {d.first_line or d.line for d in facts.definitions.values()
+            if d.kind == "function" and any(markers.is_marker(n, markers.EXPERIMENTAL_BACKEND) for n in d.decorators)}

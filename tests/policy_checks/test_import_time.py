@@ -1,0 +1,209 @@
+"""Deny by default at import time (EXP010) and the one import-time analysis
+(`policy_checks.import_time`): each route a hostile pull request takes to run code at
+import that no import statement shows, reported, beside a harmless twin that stays
+clean; with and without the prefilter, and as CI runs the checker, on a real git
+repository holding the base and the head (``run --policy-from BASE``)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from .conftest import write_tree
+from .test_policy_change import BASE, cli, commit, git
+from .test_static_routes import INIT, found
+
+# family -> (the hostile core module, its harmless twin); each hostile line is marked # X
+ROUTES = {
+    "a name built at run time": (
+        "import importlib\nFEAT = importlib.import_module(f'{__package__}.experi' + 'mental.' + NAME)  # X\n",
+        "import importlib\nNORM = importlib.import_module('flashinfer.norm')\n",
+    ),
+    "a name read from a file": (
+        "import importlib\nfrom pathlib import Path\n"
+        "importlib.import_module(Path('name.txt').read_text())  # X\n",
+        "from pathlib import Path\nNAME = Path('name.txt').read_text()\n",
+    ),
+    "a load behind a check of the environment": (
+        "import os, importlib\nif os.environ.get('FAST'):\n    importlib.__import__(os.environ['FAST'])  # X\n",
+        "import os\nFAST = bool(os.environ.get('FAST'))\n",
+    ),
+    "a thread started at import": (
+        "import threading, importlib\n"
+        "threading.Thread(target=importlib.import_module, args=('x',)).start()  # X\n",
+        "import threading\nLOCK = threading.Lock()\n",
+    ),
+    "an atexit handler": (
+        "import atexit\nfrom . import norm\natexit.register(norm.load)  # X\n",
+        "import atexit\ndef later():\n    atexit.register(print)\n",
+    ),
+    "a finder added to sys.meta_path": (
+        "import sys\nclass Finder:\n    def find_spec(self, *a):\n        return None\n"
+        "sys.meta_path.insert(0, Finder())  # X\n",
+        "import sys\nPATHS = list(sys.meta_path)\n",
+    ),
+    "exec of text read on a pool thread": (
+        "from concurrent.futures import ThreadPoolExecutor\n"
+        "POOL = ThreadPoolExecutor(1)  # X\n"
+        "POOL.submit(exec, open('flashinfer/experimental/feat/kernels.py').read())\n",
+        "from concurrent.futures import ThreadPoolExecutor\ndef pool():\n    return ThreadPoolExecutor(1)\n",
+    ),
+    "exec of text read from a file": (
+        "exec(open('flashinfer/experimental/feat/kernels.py').read())  # X\n",
+        "exec('import os')\n",
+    ),
+    "a lazy loader": (
+        "import importlib.util as u\nLOADER = u.LazyLoader  # bound, not called\n"
+        "spec = u.find_spec('flashinfer.norm')\nspec.loader = u.LazyLoader(spec.loader)  # X\n",
+        "import importlib.util as u\nSPEC = u.find_spec('flashinfer.norm')\n",
+    ),
+    "a library under the experimental package": (
+        "import ctypes\nctypes.CDLL('flashinfer/experimental/feat/libk.so')  # X\n",
+        "import ctypes\nctypes.CDLL('libcuda.so.1')\n",
+    ),
+    "a library at a computed path": (
+        "import ctypes, os\nctypes.cdll.LoadLibrary(os.path.join(os.path.dirname(__file__), 'k.so'))  # X\n",
+        "import ctypes, os\ndef load():\n    return ctypes.CDLL(os.environ['LIB'])\n",
+    ),
+    "sys.path changed": (
+        "import sys, os\nsys.path.insert(0, os.path.dirname(__file__))  # X\n",
+        "import sys\nHERE = sys.path[0]\n",
+    ),
+    "sys.modules changed": (
+        "import sys\nsys.modules['flashinfer.fast'] = sys  # X\n",
+        "import sys\nME = sys.modules[__name__]\n",
+    ),
+    "a package's search path": (
+        "__path__.append('flashinfer/experimental')  # X\n",
+        "PATH = 'flashinfer/experimental'\n",
+    ),
+    "a helper two calls down": (
+        "from .helpers import outer\nouter()  # X\n",
+        "from .helpers import outer\ndef later():\n    outer()\n",
+    ),
+    "a decorator whose body loads": (
+        "from .helpers import outer_decorator\n@outer_decorator  # X\ndef f():\n    pass\n",
+        "from .helpers import plain_decorator\n@plain_decorator\ndef f():\n    pass\n",
+    ),
+    "a base class's __init_subclass__": (
+        "from .helpers import Base\nclass Mine(Base):  # X\n    pass\n",
+        "from .helpers import Plain\nclass Mine(Plain):\n    pass\n",
+    ),
+    "a script's main block rebinding __name__": (
+        "import sys\n__name__ = '__main__'\nif __name__ == '__main__':\n    sys.path.append('x')  # X\n",
+        "import sys\nif __name__ == '__main__':\n    sys.path.append('x')\n",
+    ),
+}
+HELPERS = (
+    "import importlib, threading\n"
+    "def start():\n    threading.Thread(target=print).start()\n"
+    "def outer():\n    start()\n"
+    "def outer_decorator(f):\n    importlib.import_module(f.__module__ + '.fast')\n    return f\n"
+    "def plain_decorator(f):\n    return f\n"
+    "class Base:\n    def __init_subclass__(cls):\n        importlib.import_module(cls.__name__)\n"
+    "class Plain:\n    pass\n"
+)
+TREE = {**INIT, "flashinfer/norm.py": "def load():\n    pass\n", "flashinfer/helpers.py": HELPERS}
+
+
+def marked(source: str) -> list:
+    return [n for n, line in enumerate(source.splitlines(), 1) if line.endswith("# X")]
+
+
+@pytest.mark.parametrize("prefilter", [True, False], ids=["prefilter", "every file"])
+@pytest.mark.parametrize("family", ROUTES)
+def test_each_route_is_exp010_and_its_twin_is_clean(check, family, prefilter):
+    hostile, harmless = ROUTES[family]
+    result = check({**TREE, "flashinfer/gemm.py": hostile}, prefilter=prefilter)
+    assert [line for path, line, rule in found(result, "EXP010") if path == "flashinfer/gemm.py"] == marked(hostile)
+    twin = check({**TREE, "flashinfer/gemm.py": harmless}, prefilter=prefilter)
+    assert [f for f in found(twin) if f[0] == "flashinfer/gemm.py"] == []
+
+
+def test_the_message_names_the_call_chain(check):
+    result = check({**TREE, "flashinfer/gemm.py": ROUTES["a helper two calls down"][0]})
+    [message] = [f.message for f in result.findings if f.rule == "EXP010" and f.path == "flashinfer/gemm.py"]
+    assert "flashinfer.helpers.outer -> flashinfer.helpers.start" in message
+    assert "threading.Thread() starts a thread or process" in message and "policy: ignore[EXP010]" in message
+
+
+def test_a_support_module_whose_body_runs_code_is_exp010(check):
+    support = ("from flashinfer.utils import experimental_backend, capability\nfrom flashinfer.norm import load\n"
+               "@experimental_backend\n@capability([90])\ndef check_fast(x):\n    return True\n")
+    files = {**TREE, "flashinfer/utils.py": "def experimental_backend(f):\n    return f\n"
+                                            "def capability(c):\n    return lambda f: f\n",
+             "flashinfer/gemm.py": "from .experimental.feat.support import check_fast\n"}
+    clean = check({**files, "flashinfer/experimental/feat/support.py": support})
+    assert found(clean, "EXP010") == []
+    result = check({**files, "flashinfer/experimental/feat/support.py": support + "KERNEL = load()\n"})
+    assert found(result, "EXP010") == [("flashinfer/experimental/feat/support.py", 7, "EXP010")]
+
+
+def test_an_excluded_module_core_imports_is_read_like_core(check):
+    files = {**TREE, "flashinfer/data/__init__.py": ""}
+    hostile = check({**files, "flashinfer/data/tables.py": "import sys\nsys.path.append('flashinfer/experimental')\n",
+                     "flashinfer/gemm.py": "from .data import tables\n"})
+    assert ("flashinfer/gemm.py", 1, "EXP010") in found(hostile)
+    twin = check({**files, "flashinfer/data/tables.py": "TABLE = [1, 2]\n", "flashinfer/gemm.py": "from .data import tables\n"})
+    assert found(twin, "EXP010") == []
+
+
+def test_a_transitive_experimental_import_is_exp001(check):
+    """A function two calls down that imports experimental code in its body, called at
+    import: EXP001 follows the whole chain (it stopped after one call)."""
+    helpers = ("def inner():\n    from .experimental.feat import kernels\n    return kernels\n"
+               "def outer():\n    return inner()\n")
+    result = check({**TREE, "flashinfer/helpers.py": helpers, "flashinfer/gemm.py": "from .helpers import outer\nX = outer()\n"})
+    assert ("flashinfer/gemm.py", 2, "EXP001") in found(result)
+    [message] = [f.message for f in result.findings if f.rule == "EXP001"]
+    assert "flashinfer.helpers.outer -> flashinfer.helpers.inner" in message
+
+
+@pytest.mark.parametrize("family", ["a name built at run time", "a thread started at import", "a helper two calls down"])
+def test_ci_fails_the_pull_request_and_passes_its_twin(tmp_path, family):
+    """As the workflow runs it: the head judged with the base commit's policy."""
+    hostile, harmless = ROUTES[family]
+    root = write_tree(tmp_path / "repo", {**BASE, "flashinfer/helpers.py": HELPERS, "flashinfer/norm.py": ""})
+    git(root, "init", "-q")
+    base = commit(root, "base")
+    commit(root, "a harmless change", {"flashinfer/fast.py": harmless})
+    clean = cli(root, "--policy-from", base, "--format", "json")
+    assert clean.exit_code == 0, clean.output
+    commit(root, "the hostile change", {"flashinfer/fast.py": hostile})
+    result = cli(root, "--policy-from", base, "--format", "json")
+    assert result.exit_code == 1, result.output
+    rules = {(f["path"], f["line"], f["rule"]) for f in json.loads(result.output)["findings"]}
+    assert {("flashinfer/fast.py", line, "EXP010") for line in marked(hostile)} <= rules
+
+
+@pytest.mark.parametrize("source", [
+    "import sys\nfrom importlib import import_module\nsys.modules[__name__] = import_module('flashinfer.norm')\n",
+    "import ctypes\nLIBC = ctypes.CDLL(None)\n",
+    "import sys\nif __name__ == '__main__':\n    sys.path.insert(0, '.')\n    import threading\n"
+    "    threading.Thread(target=print).start()\n",
+    "import threading\nclass Worker(threading.Thread):\n    pass\n",  # a subclass, nothing started
+    "def f():\n    f.__name__ = 'g'\nimport sys\nif __name__ == '__main__':\n    sys.path.append('x')\n",
+], ids=["a module aliasing itself to a literal", "the program's own symbols", "a script's main block",
+        "a Thread subclass", "an attribute __name__"])
+def test_what_the_checker_resolves_is_clean(check, source):
+    result = check({**TREE, "flashinfer/gemm.py": source})
+    assert [f for f in found(result) if f[0] == "flashinfer/gemm.py"] == []
+
+
+def test_a_computed_alias_of_itself_is_exp010(check):
+    source = "import sys, os\nfrom importlib import import_module\nsys.modules[__name__] = import_module(os.environ['M'])\n"
+    result = check({**TREE, "flashinfer/gemm.py": source})
+    assert {f[1] for f in found(result, "EXP010")} == {3}
+
+
+def test_a_loop_over_literal_names_is_resolved_and_a_parameter_is_not(check):
+    loop = ("import importlib\ndef _load():\n    for name in ('flashinfer.norm', 'cutlass.cute'):\n"
+            "        importlib.import_module(name)\nLOADED = _load()\n")
+    assert [f for f in found(check({**TREE, "flashinfer/gemm.py": loop})) if f[0] == "flashinfer/gemm.py"] == []
+    handed = ("import importlib\ndef _load(names):\n    for name in names:\n        importlib.import_module(name)\n"
+              "LOADED = _load(['flashinfer.norm'])\n")
+    assert {f[1] for f in found(check({**TREE, "flashinfer/gemm.py": handed}), "EXP010")} == {5}
+    hidden = ("import importlib\ndef _load():\n    for name in ('flashinfer.experimental.feat',):\n"
+              "        importlib.import_module(name)\nLOADED = _load()\n")
+    assert ("flashinfer/gemm.py", 5, "EXP001") in found(check({**TREE, "flashinfer/gemm.py": hidden}))
