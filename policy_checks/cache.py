@@ -58,7 +58,8 @@ _FILE = f"facts-v{FACTS_VERSION}.json"
 STORE = "facts"  # the subdirectory of the directory chosen for caches that holds the store
 FORMAT_KEY = "policy-check-facts"  # the file's top-level key, holding the format's version
 FORMAT = 2  # {FORMAT_KEY: 2, "entries": {hex key: [day last used, value]}}
-KEEP_DAYS = 30  # an entry no run used for this long is dropped at the next save
+KEEP_DAYS = 30
+_FOLLOWED = "followed"  # the tag of a follow-up result (`FactsCache.followed`)  # an entry no run used for this long is dropped at the next save
 
 
 def key(rel: str, data: bytes, variant: str = "") -> bytes:
@@ -221,9 +222,10 @@ class FactsCache:
     def holds_entries(self) -> bool:
         return bool(self.entries)
 
-    def found(self, k: bytes) -> Optional[int]:
-        """The trigger scan stored for the bytes `k` is the key of, or None."""
-        sk = scan_key(k, self.vocabulary)
+    def found(self, k: bytes, vocabulary: Optional[str] = None) -> Optional[int]:
+        """The trigger scan stored for the bytes `k` is the key of, or None (of another
+        `vocabulary` than the run's triggers, given one)."""
+        sk = scan_key(k, self.vocabulary if vocabulary is None else vocabulary)
         mask = self.entries.get(sk)
         if mask is None:
             return None
@@ -241,10 +243,28 @@ class FactsCache:
         if found is not None:
             self.put_scan(k, found)
 
-    def put_scan(self, k: bytes, found: int) -> None:
-        sk = scan_key(k, self.vocabulary)
+    def put_scan(self, k: bytes, found: int, vocabulary: Optional[str] = None) -> None:
+        sk = scan_key(k, self.vocabulary if vocabulary is None else vocabulary)
         self.entries[sk] = found
         self.used.add(sk)
+        self.dirty = True
+
+    def followed(self, k: bytes) -> Optional[list]:
+        """The files a run's follow-ups made primary (`runner._follow`), stored under `k`
+        (a digest of every input they read), or None. A damaged entry is dropped."""
+        item = self.entries.get(k)
+        if item is None:
+            return None
+        if type(item) is not list or len(item) != 2 or item[0] != _FOLLOWED or type(item[1]) is not list \
+                or not all(type(rel) is str for rel in item[1]):
+            del self.entries[k]
+            return None
+        self.used.add(k)
+        return item[1]
+
+    def put_followed(self, k: bytes, rels: list) -> None:
+        self.entries[k] = [_FOLLOWED, list(rels)]
+        self.used.add(k)
         self.dirty = True
 
     def save(self) -> None:

@@ -53,6 +53,62 @@ LOADERS = IMPORT_FUNCTIONS + markers.NAME_LOADERS + markers.PATH_LOADERS + SOURC
 LOADER_MODULES = markers.LOADER_HOMES + ("builtins", "pytest")  # `from X import loader`
 _RUN_PATH, _SPEC_FROM_FILE = markers.PATH_LOADERS
 
+# what runs at import and cannot be resolved (`Load`; EXP010, policy_checks/import_time.py)
+
+# Calls whose effect outlives the statement or loads code by a route an import statement
+# does not show, by their resolved dotted name, with the kind of load a finding names.
+STARTS = "starts a thread or process"
+HOOKS = "registers a hook that runs later"
+LIBRARY = "loads a shared library"
+ALWAYS_LOADS = "loads a module from a spec or by a lazy loader"
+UNRESOLVED_CALLS = {
+    **dict.fromkeys((
+        "threading.Thread", "threading.Timer", "_thread.start_new_thread", "_thread.start_new",
+        "concurrent.futures.ThreadPoolExecutor", "concurrent.futures.ProcessPoolExecutor",
+        "concurrent.futures.thread.ThreadPoolExecutor", "concurrent.futures.process.ProcessPoolExecutor",
+        "multiprocessing.Process", "multiprocessing.Pool", "multiprocessing.get_context",
+        "subprocess.Popen", "subprocess.run", "subprocess.call", "subprocess.check_call",
+        "subprocess.check_output", "subprocess.getoutput", "subprocess.getstatusoutput",
+        "os.system", "os.popen", "os.fork", "os.forkpty", "os.posix_spawn", "os.posix_spawnp",
+        *(f"os.{name}" for name in ("spawnl", "spawnle", "spawnlp", "spawnlpe", "spawnv", "spawnve", "spawnvp",
+                                     "spawnvpe", "execl", "execle", "execlp", "execlpe", "execv", "execve",
+                                     "execvp", "execvpe")),
+    ), STARTS),
+    **dict.fromkeys((
+        "atexit.register", "weakref.finalize", "signal.signal", "os.register_at_fork", "sys.addaudithook",
+        "sys.settrace", "sys.setprofile", "threading.settrace", "threading.setprofile",
+    ), HOOKS),
+    **dict.fromkeys((
+        "ctypes.CDLL", "ctypes.PyDLL", "ctypes.WinDLL", "ctypes.OleDLL", "ctypes.cdll.LoadLibrary",
+        "ctypes.pydll.LoadLibrary", "ctypes.windll.LoadLibrary", "ctypes.LibraryLoader",
+    ), LIBRARY),
+    **dict.fromkeys((
+        "importlib.util.module_from_spec", "importlib.util.LazyLoader", "importlib.util.LazyLoader.factory",
+        "pkgutil.walk_packages", "importlib.machinery.SourceFileLoader", "importlib.machinery.SourcelessFileLoader",
+        "importlib.machinery.ExtensionFileLoader",
+    ), ALWAYS_LOADS),
+}
+# Methods that run a module whatever object they are called on (``spec.loader.exec_module(m)``).
+LOADING_METHODS = ("exec_module", "load_module")
+# The import system's state: changing it at import changes what later imports load.
+IMPORT_STATE = ("sys.meta_path", "sys.path_hooks", markers.SEARCH_PATH, "sys.modules", "sys.path_importer_cache",
+                "sys.excepthook", "sys.displayhook", "builtins.__import__")
+PACKAGE_PATH = "__path__"
+# The last names a file spells where it makes one of those calls or changes that state:
+# the extractor visits the expressions on lines spelling them (`facts._token_lines`).
+UNRESOLVED_NAMES = tuple(sorted(
+    {name.rpartition(".")[2] for name in UNRESOLVED_CALLS}
+    | set(LOADING_METHODS) | {name.rpartition(".")[2] for name in IMPORT_STATE} | {PACKAGE_PATH}))
+# Module names whose use at import (or in a function's body) may start one of those loads;
+# the syntax check's symbol table says which a file's import-time code uses.
+LOAD_VOCABULARY = frozenset(
+    {name.partition(".")[0] for name in (*UNRESOLVED_CALLS, *IMPORT_STATE) if "." in name}
+    | {"builtins", "exec", "eval", "compile", "module_from_spec", "LazyLoader", PACKAGE_PATH}
+    | set(markers.LOADER_HOMES) | set(markers.IMPORT_FUNCTIONS[:2]) | set(markers.NAME_LOADERS)
+    | set(markers.PATH_LOADERS)
+    | set(UNRESOLVED_NAMES)
+) - set(LOADING_METHODS)  # methods of a loader object, never a name of their own
+
 # import scopes; "module level" is defined in docs/policy_check.rst ("Rules")
 MODULE = "module"  # runs at import time
 FUNCTION = "function"  # inside a function or lambda body
@@ -289,6 +345,10 @@ class FileFacts:
     calls: list = field(default_factory=list)  # ModuleCall: calls run at import
     # syntax-only facts: `_module_level_names` (None: unknown, the file did not parse)
     top_names: Optional[str] = None
+    # syntax-only facts: `_load_summary`, the load vocabulary its import-time code uses and
+    # the functions whose bodies use it (None: unknown)
+    load_words: Optional[str] = None
+    suspects: Optional[str] = None
     param_imports: list = field(default_factory=list)  # ParamImport
     loads: list = field(default_factory=list)  # Load, at any scope
     body_calls: list = field(default_factory=list)  # BodyCall
@@ -368,9 +428,9 @@ MAX_BODY_CALLS = 20_000  # calls of project names kept per file, in function bod
 # methods that change a list or dict of the import system's state (``sys.path.insert``)
 _MUTATORS = frozenset({"append", "insert", "extend", "remove", "pop", "clear", "update", "setdefault", "popitem",
                        "__setitem__", "__delitem__", "__iadd__"})
-_UNRESOLVED_LAST = frozenset(name.rpartition(".")[2] for name in markers.UNRESOLVED_CALLS)
-_STATE_LAST = frozenset(name.rpartition(".")[2] for name in markers.IMPORT_STATE)
-_LIBRARY_LAST = frozenset(n.rpartition(".")[2] for n, kind in markers.UNRESOLVED_CALLS.items() if kind == markers.LIBRARY)
+_UNRESOLVED_LAST = frozenset(name.rpartition(".")[2] for name in UNRESOLVED_CALLS)
+_STATE_LAST = frozenset(name.rpartition(".")[2] for name in IMPORT_STATE)
+_LIBRARY_LAST = frozenset(n.rpartition(".")[2] for n, kind in UNRESOLVED_CALLS.items() if kind == LIBRARY)
 
 
 def _fold(node: Optional[ast.AST], constants: Optional[dict] = None, depth: int = 0) -> Optional[str]:
@@ -515,6 +575,7 @@ class _Extractor(ast.NodeVisitor):
         self.project_names: frozenset = frozenset()  # module-level names a body call may follow
         self.sequences: dict = {}  # name -> the strings of the tuple or list literal it was bound to
         self.loop_values: dict = {}  # a for loop's target -> the literal strings it takes
+        self.load_aliases: frozenset = frozenset()  # names bound to a call of `UNRESOLVED_CALLS` (``as go``)
 
     def visit(self, node: ast.AST):
         if isinstance(node, ast.expr):
@@ -611,6 +672,9 @@ class _Extractor(ast.NodeVisitor):
         for name, bound in names:
             if module in LOADER_MODULES and name in LOADERS:
                 self._alias_import_function(bound, name)
+            if bound != name and name in _UNRESOLVED_LAST:
+                self.every_expression = True  # `from subprocess import run as go`: go(...) spells no token
+                self.load_aliases = self.load_aliases | {bound}
             if name in self.call_names and bound != name:
                 self.call_names = self.call_names | {bound}  # `import ... as br`
                 self.every_expression = True
@@ -712,18 +776,18 @@ class _Extractor(ast.NodeVisitor):
         self.pending_loads.append((raw, what, line, column, self.scope, tuple(self.functions), path))
 
     def _unresolved_call(self, func: str, node: ast.Call) -> None:
-        """Calls of `markers.UNRESOLVED_CALLS`, `markers.LOADING_METHODS` and changes of the
+        """Calls of `UNRESOLVED_CALLS`, `LOADING_METHODS` and changes of the
         import system's state through a method (``sys.path.insert``): kept with their raw
         names, judged in `finish`."""
         owner, _, short = func.rpartition(".")
-        if short in markers.LOADING_METHODS and owner:
+        if short in LOADING_METHODS and owner:
             self._load(f"{func}() runs a module from a loader", node)
-        elif short in _MUTATORS and owner.rpartition(".")[2] in _STATE_LAST | {markers.PACKAGE_PATH}:
-            if owner == markers.PACKAGE_PATH or owner.endswith("." + markers.PACKAGE_PATH):
+        elif short in _MUTATORS and owner.rpartition(".")[2] in _STATE_LAST | {PACKAGE_PATH}:
+            if owner == PACKAGE_PATH or owner.endswith("." + PACKAGE_PATH):
                 self._load(f"{func}() changes the package's search path", node)
                 return
             self._load(f"{func}() changes the import system's state", node, raw=owner)
-        elif short in _UNRESOLVED_LAST:
+        elif short in _UNRESOLVED_LAST or func in self.load_aliases:
             argument = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "name"), None)
             if isinstance(argument, ast.Constant) and argument.value is None and short in _LIBRARY_LAST:
                 return  # ctypes.CDLL(None): the program's own symbols, no library loaded
@@ -852,9 +916,9 @@ class _Extractor(ast.NodeVisitor):
         if isinstance(target, ast.Subscript):
             target = target.value
         name = dotted_name(target)
-        if name is None or name.rpartition(".")[2] not in _STATE_LAST | {markers.PACKAGE_PATH}:
+        if name is None or name.rpartition(".")[2] not in _STATE_LAST | {PACKAGE_PATH}:
             return
-        if name == markers.PACKAGE_PATH or name.endswith("." + markers.PACKAGE_PATH):
+        if name == PACKAGE_PATH or name.endswith("." + PACKAGE_PATH):
             self._load(f"{name} changed: the package's search path", node)
         elif "." in name or name in self.facts.bindings:
             self._load(f"{name} changed: the import system's state", node, raw=name)
@@ -971,7 +1035,7 @@ class _Extractor(ast.NodeVisitor):
         for target in node.targets:
             if _replaces_itself(target, node.value, self.constants):
                 continue  # sys.modules[__name__] = import_module("a.literal"): an alias the imports resolve
-            if not isinstance(target, ast.Name) or target.id == markers.PACKAGE_PATH:
+            if not isinstance(target, ast.Name) or target.id == PACKAGE_PATH:
                 self._state_change(target, node)
         self.generic_visit(node)
         if self.scope == FUNCTION or self.qualname:
@@ -1003,6 +1067,9 @@ class _Extractor(ast.NodeVisitor):
             which = self.import_functions.get(dotted) or dotted.rpartition(".")[2]
             if which in LOADERS:
                 self._alias_import_function(name, which)
+            if which in _UNRESOLVED_LAST and name != which:
+                self.every_expression = True  # `go = subprocess.run`
+                self.load_aliases = self.load_aliases | {name}
             if dotted.rpartition(".")[2] in self.call_names:
                 self.call_names = self.call_names | {name}  # `br = backend_requirement`
                 self.every_expression = True
@@ -1058,11 +1125,11 @@ class _Extractor(ast.NodeVisitor):
         for raw, what, line, column, scope, functions, path in self.pending_loads:
             if raw:
                 resolved = facts.resolve_local(raw)
-                kind = markers.UNRESOLVED_CALLS.get(resolved)
+                kind = UNRESOLVED_CALLS.get(resolved)
                 if kind is not None:
                     what = f"{raw}() {kind}" + (f" ({resolved})" if resolved != raw else "")
-                    path = path if kind == markers.LIBRARY else ""
-                elif resolved not in markers.IMPORT_STATE:
+                    path = path if kind == LIBRARY else ""
+                elif resolved not in IMPORT_STATE:
                     continue
             facts.loads.append(Load(what, line, column, scope, functions, path))
         facts.body_calls = list(dict.fromkeys(facts.body_calls))[:MAX_BODY_CALLS]
@@ -1223,7 +1290,19 @@ def extract(source: bytes, module: str, is_package: bool, aliases=frozenset(), t
 
 
 CALL_TOKENS = tuple(f.encode() for f in LOADERS)
-LOAD_TOKENS = tuple(name.encode() for name in markers.UNRESOLVED_NAMES)  # the loads `Load` records
+# the loads `Load` records: each last name, with the modules a file making such a call
+# spells (an import of the module, or of the name from it); "" for one any object has
+_LOAD_TOKENS: dict = {}
+for _name in (*UNRESOLVED_CALLS, *IMPORT_STATE):
+    _LOAD_TOKENS.setdefault(_name.rpartition(".")[2].encode(), set()).add(_name.partition(".")[0].encode())
+for _name in (*LOADING_METHODS, PACKAGE_PATH):
+    _LOAD_TOKENS[_name.encode()] = {b""}
+
+
+def _load_tokens(source: bytes) -> tuple:
+    """The last names of loads worth visiting the lines of: those whose module the file
+    spells (``run`` only in a file spelling ``subprocess``: ``os.path`` is everywhere)."""
+    return tuple(token for token, homes in _LOAD_TOKENS.items() if any(home in source for home in homes))
 
 
 def _project_names(tree: ast.AST, module: str) -> frozenset:
@@ -1262,7 +1341,7 @@ def _token_lines(source: bytes, names, words=()) -> list:
     call, and its line is not kept. `names` (``backend_requirement`` and its aliases)
     count wherever they are spelt. Lines are counted once, in order of the occurrences."""
     offsets = []
-    for token in CALL_TOKENS + LOAD_TOKENS + tuple(w.encode() for w in words):
+    for token in CALL_TOKENS + _load_tokens(source) + tuple(w.encode() for w in words):
         at = source.find(token)
         while at >= 0:
             end = at + len(token)
@@ -1303,15 +1382,15 @@ def syntax_error(source: bytes) -> Optional[SyntaxProblem]:
 
 
 def _checked(source: bytes) -> tuple:
-    """``(syntax error or None, `_module_level_names` or None)`` of `source`, from one
-    run of the parser and the symbol table."""
+    """``(syntax error or None, the symbol table or None)`` of `source`, from one run of
+    the parser and the symbol table."""
     try:
         table = _symtable.symtable(source, "<checked>", "exec")
     except SyntaxError as error:
         return _error_position(error), None
     except (ValueError, UnicodeDecodeError, RecursionError, MemoryError) as error:
         return SyntaxProblem(1, 1, f"{type(error).__name__}: {error}"), None
-    return None, _module_level_names(table)
+    return None, table
 
 
 def _error_position(error: SyntaxError) -> SyntaxProblem:
@@ -1396,33 +1475,165 @@ _COMPREHENSIONS = frozenset({"listcomp", "setcomp", "dictcomp", "genexpr"})
 _CLASS_TABLE = _symtable.TYPE_CLASS
 
 
+_USE = _symtable.USE
+_DEF_IMPORT = _symtable.DEF_IMPORT
+_FUNCTION_TABLE = _symtable.TYPE_FUNCTION
+_BOUND_HERE = _symtable.DEF_LOCAL | _symtable.DEF_PARAM | _symtable.DEF_IMPORT
+
+
 def _module_level_names(table) -> str:
     """The identifiers the code run at import binds or uses: those of the module's
     symbol table, and of class bodies and comprehensions there (not of function or
     lambda bodies). An attribute (``entry.fast``) gives its first name only, an import
-    the name it binds (``import a.b as c``: ``c``). Sorted, as one string separated by
-    spaces: the warm cache reads one JSON string per file, not a list of them.
+    the name it binds (``import a.b as c``: ``c``). A name the import-time code uses
+    (reads, calls) is written ``+name``; one it only binds (an import kept for functions,
+    a re-export) plain. Sorted, as one string separated by spaces: the warm cache reads
+    one JSON string per file, not a list of them.
 
     `table` is the raw table `_symtable.symtable` gives (what `symtable.SymbolTable`
     wraps: ``symbols``, ``children``, ``type``, ``name``): wrapping every function's
     table only to skip it cost a tenth of a cold run's syntax checks."""
-    names = set()
+    names: dict = {}
     stack = [table]
     while stack:
         current = stack.pop()
-        names.update(current.symbols)
+        for name, flags in current.symbols.items():
+            names[name] = names.get(name, False) or bool(flags & _USE)
         for child in current.children:
             if child.type == _CLASS_TABLE or child.name in _COMPREHENSIONS:
                 stack.append(child)
-    return " ".join(sorted(names))
+    return " ".join(sorted(("+" + name) if used else name for name, used in names.items()))
+
+
+# Names of the load vocabulary that are also everyday identifiers: one counts only where
+# the file's bytes show the load itself (`_REFINED`), so that ``os.environ`` or a lock
+# from ``threading`` does not make a file worth a parse.
+_MODULE_CALLS = {
+    "os": rb"os\s*\.\s*(?:system|popen|fork|spawn|exec|posix_spawn|register_at_fork)",
+    "sys": rb"sys\s*\.\s*(?:path|modules|meta_path|path_hooks|path_importer_cache|excepthook|displayhook|addaudithook"
+           rb"|settrace|setprofile)",
+    "signal": rb"signal\s*\.\s*signal",
+    "threading": rb"threading\s*\.\s*(?:Thread|Timer|settrace|setprofile|excepthook)",
+    "weakref": rb"weakref\s*\.\s*finalize",
+    "ctypes": rb"ctypes\s*\.\s*(?:CDLL|PyDLL|WinDLL|OleDLL|LibraryLoader|cdll|pydll|windll|oledll)",
+    "importlib": rb"importlib\s*\.\s*(?:import_module|__import__|reload|util|machinery)",
+}
+_REFINED = {name: re.compile(pattern) for name, pattern in _MODULE_CALLS.items()}
+# A bare name counts only where the file spells the module it comes from.
+_FROM_MODULE = {
+    **dict.fromkeys(("path", "modules", "meta_path", "path_hooks", "path_importer_cache", "excepthook", "displayhook",
+                     "addaudithook", "settrace", "setprofile"), b"sys"),
+    **dict.fromkeys(("system", "popen", "fork", "forkpty", "posix_spawn", "posix_spawnp", "register_at_fork"), b"os"),
+    **dict.fromkeys(("run", "call", "check_call", "check_output", "getoutput", "getstatusoutput", "Popen"), b"subprocess"),
+    **dict.fromkeys(("Thread", "Timer"), b"threading"),
+    **dict.fromkeys(("Process", "Pool", "get_context"), b"multiprocessing"),
+    "register": b"atexit", "finalize": b"weakref", "factory": b"LazyLoader",
+}
+# ``import threading as t`` or ``from os import system as s``: a vocabulary name bound under
+# a name no vocabulary holds (an import without ``as`` binds the vocabulary's own name).
+_VOCABULARY_MODULES = rb"(?:os|sys|signal|threading|_thread|weakref|atexit|ctypes|subprocess|multiprocessing" \
+                      rb"|concurrent|importlib|runpy|pkgutil|builtins)"
+_IMPORT_AS = re.compile(rb"import[ \t]+(" + _VOCABULARY_MODULES + rb")\b[\w.]*[ \t]+as[ \t]+(\w+)")
+_FROM_AS = re.compile(rb"from[ \t]+" + _VOCABULARY_MODULES + rb"\b[\w.]*[ \t]+import[ \t]*(?:\(([^)]*)\)|([^\n]*))")
+_NAME_AS = re.compile(rb"(\w+)[ \t]+as[ \t]+(\w+)")
+
+
+def _aliases(source: bytes) -> dict:
+    """Names bound under ``as`` to a vocabulary module, or to a name imported from one:
+    alias -> what it stands for (the module's own name, or the imported name)."""
+    found: dict = {}
+    if b" as " not in source and b"\tas " not in source:
+        return found
+    for module, alias in _IMPORT_AS.findall(source):
+        found[alias.decode()] = module.decode()
+    for listed, line in _FROM_AS.findall(source):
+        for name, alias in _NAME_AS.findall(listed or line):
+            found[alias.decode()] = name.decode()
+    return found
+
+
+def _vocabulary(words: set, source: bytes, aliases: dict) -> set:
+    """`words` (names of `LOAD_VOCABULARY`, or `aliases` of them) less the everyday ones
+    whose load the file's bytes do not show; an alias is kept as what it stands for (the
+    bytes spell the alias, not the module)."""
+    kept = set()
+    for word in words:
+        if word in aliases:
+            kept.add(aliases[word])
+            continue
+        pattern = _REFINED.get(word)
+        home = _FROM_MODULE.get(word)
+        if pattern is not None:
+            if pattern.search(source) or re.search(rb"from\s+" + word.encode() + rb"\s+import", source):
+                kept.add(word)
+        elif home is not None:
+            if re.search(rb"from[ \t]+" + home + rb"[ \t]+import[ \t]*(?:\([^)]*|[^\n]*)(?<!\w)" + word.encode()
+                         + rb"(?!\w)", source):
+                kept.add(word)
+        else:
+            kept.add(word)
+    return kept
+
+
+def _load_summary(table, source: bytes) -> tuple:
+    """``(load words, suspects)``: the names of the load vocabulary (`LOAD_VOCABULARY`)
+    the import-time code uses, and the qualnames of the module-level functions and methods
+    whose bodies (nested functions included) use one, or call such a function of the
+    module by name, as strings separated by spaces; a name bound under ``as`` counts as
+    what it stands for. What the runner's follow-ups read to parse only the files that
+    may load at import (`policy_checks.import_time`). A loader's method called on any
+    object (``spec.loader.exec_module(m)``) is not a name: the spec or module it runs
+    comes from a loader the vocabulary names (``module_from_spec``, ``find_spec``,
+    ``sys.modules``) or from a function of the project, followed there."""
+    aliases = _aliases(source)
+    vocabulary = LOAD_VOCABULARY | aliases.keys() if aliases else LOAD_VOCABULARY
+    words: set = set()
+    suspects: dict = {}  # qualname -> words
+    functions = []  # (qualname, table) of module-level functions, for the second pass
+    stack = [(table, "", False)]
+    while stack:
+        current, prefix, inside = stack.pop()
+        names = current.symbols.keys() & vocabulary
+        if inside:
+            if names:
+                suspects.setdefault(prefix, set()).update(names)
+            if "." not in prefix and current.type == _FUNCTION_TABLE:
+                functions.append((prefix, current))
+        elif names:
+            words.update(n for n in names if current.symbols[n] & _USE)
+        for child in current.children:
+            if child.type == _FUNCTION_TABLE and not inside:
+                qualname = f"{prefix}.{child.name}" if prefix else child.name
+                stack.append((child, qualname, True))
+            elif child.type == _CLASS_TABLE and not inside:
+                stack.append((child, f"{prefix}.{child.name}" if prefix else child.name, False))
+            else:
+                stack.append((child, prefix, inside))
+    words = _vocabulary(words, source, aliases)
+    kept = {q for q, used in suspects.items() if _vocabulary(used, source, aliases)}
+    if kept:  # a function of the module calling one of them by name may reach it too
+        calls = {q: {n for n, flags in t.symbols.items() if flags & _USE and not flags & _BOUND_HERE}
+                 for q, t in functions}
+        grew = True
+        while grew:
+            grew = False
+            for qualname, used in calls.items():
+                if qualname not in kept and not used.isdisjoint(kept):
+                    kept.add(qualname)
+                    grew = True
+    return " ".join(sorted(words)), " ".join(sorted(kept))
 
 
 def syntax_only(source: bytes, module: str, is_package: bool) -> FileFacts:
     """Facts of a file no rule inspects: its syntax error (EXP000), suppressions, and
-    the identifiers its import-time code binds or uses (`_module_level_names`, from the
-    symbol table the syntax check builds anyway: for the runner's `_follow_deferring_calls`)."""
+    the identifiers its import-time code binds or uses (`_module_level_names`) and the load
+    vocabulary it uses (`_load_summary`), from the symbol table the syntax check builds
+    anyway: for the import-time analysis's follow-ups (`policy_checks.import_time`)."""
     facts = FileFacts(module, is_package, complete=False)
-    facts.syntax_error, facts.top_names = _checked(source)
+    facts.syntax_error, table = _checked(source)
+    if table is not None:
+        facts.top_names = _module_level_names(table)
+        facts.load_words, facts.suspects = _load_summary(table, source)
     if may_hold_suppressions(source):
         facts.suppressions = python_suppressions(source)
     return facts
@@ -1455,6 +1666,7 @@ def to_data(facts: FileFacts) -> list:
         facts.module, facts.is_package, facts.complete, facts.syntax_error, facts.imports,
         list(facts.definitions.values()), facts.bindings, facts.backend_calls, facts.suppressions,
         facts.shadowed, facts.calls, facts.param_imports, facts.top_names, facts.loads, facts.body_calls,
+        facts.load_words, facts.suspects,
     ]
 
 
@@ -1496,7 +1708,7 @@ def _binding(data) -> Binding:
 
 def from_data(data: list) -> FileFacts:
     (module, is_package, complete, error, imports, definitions, bindings, calls, suppressions, shadowed,
-     module_calls, param_imports, top_names, loads, body_calls) = data
+     module_calls, param_imports, top_names, loads, body_calls, load_words, suspects) = data
     facts = FileFacts(module, is_package, complete=complete)
     if error is not None:
         facts.syntax_error = SyntaxProblem(*error)
@@ -1523,6 +1735,8 @@ def from_data(data: list) -> FileFacts:
         ]
     if top_names is not None:
         facts.top_names = str(top_names)
+    if load_words is not None:
+        facts.load_words, facts.suspects = str(load_words), str(suspects or "")
     if module_calls:
         facts.calls = [ModuleCall(func, tuple(args), line, column, scope) for func, args, line, column, scope in module_calls]
     if param_imports:

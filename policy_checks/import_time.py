@@ -28,6 +28,7 @@ derives what runs at import.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Iterator, NamedTuple, Optional
 
@@ -77,10 +78,13 @@ class ImportTime:
     def __init__(self, project: Project):
         self.project = project
         self.settings = project.settings
-        self._bodies: dict = {}  # (module, qualname, known only) -> tuple of Reached (None while computing)
+        self._bodies: dict = {}  # (module, qualname) -> tuple of Reached (None while computing)
         self._tainted: Optional[dict] = None
         self._loading: Optional[dict] = None  # `loading_excluded`
         self._support: Optional[dict] = None  # `support_modules`
+        self._texts: Optional[dict] = None  # `_excluded_texts`
+        self.module_names: set = set()  # names of `reaching_names` that are modules, not functions
+        self._reaching: Optional[dict] = None  # `reaching`
 
     # imports ------------------------------------------------------------------------
     def runs_at_import(self, scope: str) -> bool:
@@ -122,9 +126,6 @@ class ImportTime:
             return []
         return list(self._reach(target, call.args, ()))
 
-    def _facts(self, module: str, known: bool) -> Optional[FileFacts]:
-        return self.project.known_module_facts(module) if known else self.project.module_facts(module)
-
     def resolve_call(self, module: str, func: str) -> Optional[DefTarget]:
         """The project function (or class) a call of `func` in `module` runs, or None. The
         definition's name must be the call's last name: ``group.command()`` of a function
@@ -148,14 +149,14 @@ class ImportTime:
             return []
         return list(self._reach(target, call.args, ()))
 
-    def _reach(self, target: DefTarget, args: tuple, chain: tuple, known: bool = False) -> Iterator[Reached]:
+    def _reach(self, target: DefTarget, args: tuple, chain: tuple) -> Iterator[Reached]:
         definition = target.definition
         is_class = definition.kind == "class"
         qualname = definition.qualname
         bodies = (f"{qualname}.__init__", f"{qualname}.__new__") if is_class else (qualname,)
         name = f"{target.module}.{qualname}"
         chain = chain + (name,)
-        facts = self._facts(target.module, known)
+        facts = self._callee_facts(target.module)
         if facts is None:
             return
         for handed in facts.param_imports:  # what the call's own arguments make it import
@@ -169,19 +170,39 @@ class ImportTime:
             elif self.settings.is_experimental_module(literal.partition(":")[0]):
                 yield Reached(chain, literal.partition(":")[0], None, target.module)
         for body in bodies:
-            for reached in self.body_reach(target.module, body, len(chain), known):
+            for reached in self.body_reach(target.module, body, len(chain)):
                 yield reached._replace(chain=chain[:-1] + reached.chain)
 
-    def body_reach(self, module: str, qualname: str, depth: int = 0, known: bool = False) -> tuple:
+    def _callee_facts(self, module: str) -> Optional[FileFacts]:
+        """The facts of a module a call leads into, parsed on demand only where its bodies
+        may reach something: it is primary already, or its symbol table shows functions
+        using the load vocabulary (`facts.FileFacts.suspects`), or it binds a name of
+        `reaching_names`. A module with none of these reaches nothing from its functions
+        (the limits of `follow_calls` apply), and parsing each callee to learn that would
+        parse much of the project."""
+        project = self.project
+        rel = project.rel_of(module)
+        known = project.known_facts(rel) if rel is not None else None
+        if known is not None and not known.complete and not known.suspects:
+            names = _names_of(known)
+            if names is not None and names[1].isdisjoint(self.reaching()):
+                return None
+        return project.module_facts(module)
+
+    def reaching(self) -> dict:
+        """`reaching_names`, computed once."""
+        if self._reaching is None:
+            self._reaching = self.reaching_names()
+        return self._reaching
+
+    def body_reach(self, module: str, qualname: str, depth: int = 0) -> tuple:
         """What running the body of `qualname` in `module` reaches (chains start with
-        it). Memoized; a cycle of calls, or a chain deeper than `MAX_DEPTH`, stops.
-        `known`: read only facts computed already (the prefilter's follow-up, which must
-        not parse the project one callee at a time)."""
-        key = (module, qualname, known)
+        it). Memoized; a cycle of calls, or a chain deeper than `MAX_DEPTH`, stops."""
+        key = (module, qualname)
         if key in self._bodies:
             return self._bodies[key] or ()
         name = f"{module}.{qualname}"
-        facts = self._facts(module, known)
+        facts = self._callee_facts(module)
         if facts is None or depth > MAX_DEPTH:
             return ()
         self._bodies[key] = None  # in progress: a cycle reaches nothing more
@@ -197,31 +218,12 @@ class ImportTime:
         for call in facts.body_calls:
             if call.qualname != qualname:
                 continue
-            if known and not self._known_home(facts, call.func):
-                continue
             target = self.resolve_call(module, call.func)
             if target is not None and (target.module, target.definition.qualname) != (module, qualname):
-                for reached in self._reach(target, (), (), known):
+                for reached in self._reach(target, (), ()):
                     found.append(reached._replace(chain=(name,) + reached.chain))
         result = self._bodies[key] = tuple(found)
         return result
-
-    def _known_home(self, facts: FileFacts, func: str) -> bool:
-        """Does the module `func`'s first name comes from have facts already?"""
-        binding = facts.bindings.get(func.partition(".")[0])
-        home = getattr(binding, "module", None)
-        if home is None:
-            return True  # defined here
-        project = self.project
-        name = getattr(binding, "name", "")
-        for candidate in (f"{home}.{name}" if name else "", home):
-            if candidate and project.is_module(candidate):
-                return project.known_module_facts(candidate) is not None
-        return False
-
-    def forget_known(self) -> None:
-        """Drop what was read from known facts only: more facts are known now."""
-        self._bodies = {key: value for key, value in self._bodies.items() if not key[2]}
 
     def calls_importing(self, facts: FileFacts) -> Iterator[tuple]:
         """``(call, chain, experimental module)`` for each call `facts`' module runs at
@@ -288,12 +290,7 @@ class ImportTime:
             project = self.project
             modules = project.excluded_modules()
             word = self.settings.experimental_package.rpartition(".")[2].encode()
-            texts = {}
-            for module, source in modules.items():
-                try:
-                    texts[module] = (project.root / source.rel).read_bytes()
-                except OSError:
-                    continue
+            texts = self._excluded_texts()
             tainted: dict = {}
             facts_of: dict = {}
             wanted = {m for m, data in texts.items() if names_experimental(data, self.settings.package, word)}
@@ -318,22 +315,31 @@ class ImportTime:
             self._tainted = tainted
         return self._tainted
 
+    def _excluded_texts(self) -> dict:
+        """module -> bytes of each excluded module (`Project.excluded_modules`), read once."""
+        if self._texts is None:
+            self._texts = {}
+            for module, source in self.project.excluded_modules().items():
+                try:
+                    self._texts[module] = (self.project.root / source.rel).read_bytes()
+                except OSError:
+                    continue
+        return self._texts
+
     def loading_excluded(self) -> dict:
         """Excluded modules (`Project.excluded_modules`) that make, at import, a load EXP010
         reports: module -> those `facts.Load` records. Only files whose bytes spell a
         loader or a load (the prefilter's own triggers) are parsed."""
         if self._loading is None:
-            from .needs import IMPORT_CALLS, LOADS  # the prefilter's own triggers
+            from .needs import IMPORT_CALLS, MAY_LOAD, Scanner  # the prefilter's own readings of bytes
 
             project, found = self.project, {}
-            for module, source in project.excluded_modules().items():
-                try:
-                    data = (project.root / source.rel).read_bytes()
-                except OSError:
+            modules = project.excluded_modules()
+            scanner = Scanner((MAY_LOAD, *(t.bound(self.settings) for t in IMPORT_CALLS)))
+            for module, data in self._excluded_texts().items():
+                if not project.scan(modules[module].rel, data, scanner):  # remembered by content
                     continue
-                if not LOADS(data) and not any(t.bound(self.settings)(data) for t in IMPORT_CALLS):
-                    continue
-                facts = project.load_facts(source)
+                facts = project.load_facts(modules[module])
                 loads = [load for load in facts.loads if facts.syntax_error is None
                          and self.runs_at_import(load.scope) and not self.library_resolved(load)]
                 if loads:
@@ -366,140 +372,288 @@ class ImportTime:
     # what the prefilter must follow --------------------------------------------------
     def reaching_names(self) -> dict:
         """Name -> the last names of the modules it is defined in, for each module-level
-        function (and class, for an ``__init__``/``__new__``) of a primary core module
-        whose body reaches something (`body_reach`: an experimental import, an
-        unresolved load, a parameter handed to an import function), and for each
-        tainted excluded module (under its package's name). A module calling such a
-        function at import spells its name and the name of the module it comes from
-        (`follow_calls`). Dunder names are never called by name."""
+        function (or method, under its class's name; a class for its ``__init__``,
+        ``__new__`` or ``__init_subclass__``) that may reach something at import: in a
+        core module with complete facts, one whose own body imports experimental code,
+        makes a `facts.Load` or hands a parameter to an import function, or calls such
+        a function by name; in any other core module, one whose body uses the load
+        vocabulary (`facts.FileFacts.suspects`, from the symbol table); and each tainted
+        or loading excluded module, under its package's name. By name, not resolved:
+        a name too many only costs a parse. A module calling such a function at import
+        spells its name and the name of the module it comes from (`follow_calls`)."""
         project = self.project
         names: dict = {}
-        for rel in project.primary_rels():
-            source = project.files.get(rel)
+        complete = []
+        for rel, source in project.files.items():
             facts = project.known_facts(rel)
-            if source is None or facts is None or not facts.complete or not self.settings.is_core(source.module):
+            if facts is None or not self.settings.is_core(source.module) or not project.is_module_file(rel):
                 continue
-            self._add_reaching(names, source.module, facts)
+            if facts.complete:
+                complete.append((source.module, facts))
+                for qualname in self._own_reach(facts):
+                    _add_name(names, qualname, source.module)
+            elif facts.suspects:
+                for qualname in facts.suspects.split():
+                    _add_name(names, qualname, source.module)
+        self._spread(names, complete)
         for module in [*self.tainted_excluded(), *self.loading_excluded()]:
             package, _, last = module.rpartition(".")
             names.setdefault(last, set()).add(package.rpartition(".")[2])
+            self.module_names.add(last)  # importing it is enough: it runs when imported
         top = self.settings.package.partition(".")[0]
         for homes in names.values():
             homes.add(top)  # `import flashinfer.entry` binds `flashinfer` only
         return names
 
-    def _add_reaching(self, names: dict, module: str, facts: FileFacts) -> None:
-        functions = {p.qualname for p in facts.param_imports}
-        functions |= {c.qualname for c in facts.body_calls} | {l.functions[-1] for l in facts.loads if l.functions}
-        functions |= {i.functions[-1] for i in facts.imports if i.functions}
-        home = module.rpartition(".")[2]
-        for qualname in sorted(functions):
-            owner, _, last = qualname.rpartition(".")
-            if last in ("__init__", "__new__", "__init_subclass__") and owner and "." not in owner:
-                bound = owner
-            elif not owner and not last.startswith("__") and last != "<lambda>":
-                bound = last
-            else:
-                continue
-            if any(p.qualname == qualname for p in facts.param_imports) or self.body_reach(module, qualname, known=True):
-                names.setdefault(bound, set()).add(home)
+    def _own_reach(self, facts: FileFacts) -> set:
+        """Qualnames of the functions whose own bodies reach something, by the facts alone."""
+        found = {p.qualname for p in facts.param_imports}
+        found |= {load.functions[-1] for load in facts.loads if load.functions and not self.library_resolved(load)}
+        found |= {i.functions[-1] for i in facts.imports if i.functions and self.experimental_targets(i)}
+        return found
+
+    def _spread(self, names: dict, modules: list) -> None:
+        """Add the functions of `modules` (``(module, facts)``) whose bodies call one of
+        `names` from one of its homes (the module or class the call's first name is
+        bound to, by the caller's own bindings: no resolution), until nothing changes."""
+        grew = True
+        while grew:
+            grew = False
+            for module, facts in modules:
+                for call in facts.body_calls:
+                    head, _, rest = call.func.partition(".")
+                    last = call.func.rpartition(".")[2]
+                    homes = names.get(last)
+                    if homes and not homes.isdisjoint(_call_homes(module, facts, head, rest)) \
+                            and _add_name(names, call.qualname, module):
+                        grew = True
+
+
+def _call_homes(module: str, facts: FileFacts, head: str, rest: str) -> set:
+    """The last names a call ``head.rest...`` in `module` may come from: the module or
+    class its first name is bound to (an import, or a definition of the module's own)."""
+    binding = facts.bindings.get(head)
+    found = {module.rpartition(".")[2]} if binding is None or getattr(binding, "tag", "") == "def" else set()
+    source = getattr(binding, "module", None)
+    if source:
+        found.add(source.rpartition(".")[2])
+        name = getattr(binding, "name", "")
+        if name:
+            found.add(name)  # `from . import entry` (a module) or `from .x import Tool` (a class)
+    if rest:
+        found.add(head)  # `Tool.build()`: the class; `entry.fast()`: the module
+        found.add(rest.partition(".")[0])
+    return found
+
+
+def _add_name(names: dict, qualname: str, module: str) -> bool:
+    """Record `qualname` of `module` under the name a caller spells, with the homes a
+    caller uses at import: a function under its own name, from its module; a class's
+    ``__init__``, ``__new__`` or ``__init_subclass__`` under the class's name (``Foo()``,
+    ``class Bar(Foo)``); another method under its name, from its class (``Foo.build()``
+    uses ``Foo`` and spells ``build``). True if new."""
+    if "<" in qualname:
+        return False  # a lambda's body
+    owner, _, last = qualname.rpartition(".")
+    home = module.rpartition(".")[2]
+    if owner and last in _CLASS_HOOKS:
+        bound = owner.rpartition(".")[2]
+    elif last.startswith("__"):
+        return False
+    elif owner:  # `Tool.build()`: spelt with its class (`_spelled_with_home`); on an instance, not resolved
+        bound, home = last, owner.partition(".")[0] + "."
+    else:
+        bound = last
+    homes = names.setdefault(bound, set())
+    if home in homes:
+        return False
+    homes.add(home)
+    return True
+
+
+_CLASS_HOOKS = ("__init__", "__new__", "__init_subclass__")
 
 
 # the prefilter's follow-up ------------------------------------------------------------
 
 
-def _names_used(facts: FileFacts) -> Optional[frozenset]:
-    """The names import-time code uses: kept with syntax-only facts; for complete facts
-    (a file some earlier run parsed whole), read off its calls and bindings."""
+def _names_of(facts: FileFacts) -> Optional[tuple]:
+    """``(names the import-time code uses, names it binds)``: kept with syntax-only facts
+    (`facts._module_level_names`, ``+name`` for a use); for complete facts (a file some
+    earlier run parsed whole), read off its calls and bindings. None: unknown."""
     if not facts.complete:
-        return None if facts.top_names is None else frozenset(facts.top_names.split())
-    names = set()
+        if facts.top_names is None:
+            return None
+        words = facts.top_names.split()
+        used = frozenset(w[1:] for w in words if w.startswith("+"))
+        return used, used | frozenset(w for w in words if not w.startswith("+"))
+    used = set()
     for call in facts.calls:
-        names.update(call.func.split("."))
-    for name, binding in facts.bindings.items():
-        names.add(name)
-        names.update(str(getattr(binding, "module", "") or "").split("."))
-        names.update(str(getattr(binding, "name", "") or getattr(binding, "dotted", "") or "").split("."))
-    return frozenset(names)
+        used.update(call.func.split("."))
+    bound = set(facts.bindings)
+    for binding in facts.bindings.values():
+        bound.update(str(getattr(binding, "module", "") or "").split("."))
+        bound.update(str(getattr(binding, "name", "") or getattr(binding, "dotted", "") or "").split("."))
+    return frozenset(used), frozenset(used | bound)
 
 
 def _spelled_with_home(path: Path, named: set, pending: dict, used: frozenset, top: str) -> set:
     """The names of `named` that the file at `path` spells, each with one of the
-    modules it comes from (`pending`: name -> module last names) other than `top`.
-    A word among the identifiers the file's import-time code uses (`used`) is spelt
-    there; any other is looked for in the text, read only then, once per word."""
-    spelled = dict.fromkeys(used, True)  # word -> does the file spell it
+    modules (or classes) it comes from (`pending`: name -> their last names) other than
+    `top` named in an import of the project (``from .entry import fast``, ``from . import
+    entry``, ``import flashinfer.entry``): a class or a function of another package with
+    the same name (``cutlass.pipeline.PipelineAsync.create``) is not this project's. A
+    name among the identifiers the file's import-time code uses (`used`) is spelt there;
+    the text is read only when needed, once. A class the file defines is a home too."""
     data = None
 
-    def spells(word: str) -> bool:
+    def text() -> bytes:
         nonlocal data
-        found = spelled.get(word)
-        if found is None:
-            if data is None:
-                try:
-                    data = path.read_bytes()
-                except OSError:
-                    data = b""
-            found = spelled[word] = word.encode() in data
-        return found
+        if data is None:
+            try:
+                data = path.read_bytes()
+            except OSError:
+                data = b""
+        return data
 
-    return {name for name in named if any(spells(home) for home in pending[name] - {top}) and spells(name)}
+    imported = None
+    found = set()
+    for name in named:
+        if name not in used and name.encode() not in text():
+            continue
+        if imported is None:
+            imported = _project_import_words(text(), top) | {c.decode() for c in _CLASS.findall(text())}
+        homes = pending[name] - {top}
+        if not imported.isdisjoint(homes):
+            found.add(name)
+        elif any(home.endswith(".") and home[:-1] in imported and re.search(
+                rb"(?<!\w)" + home[:-1].encode() + rb"\s*\.\s*" + name.encode() + rb"(?!\w)", text()) for home in homes):
+            found.add(name)  # `Tool.build`: a method, by its class
+    return found
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
+
+
+def _project_import_words(data: bytes, top: str) -> frozenset:
+    """Every name spelled in the file's imports of the project (relative ones, or of
+    `top`): the modules of their paths and the names they import."""
+    words = set()
+    for pattern in (_FROM_PROJECT, _IMPORT_PROJECT):
+        for match in pattern.finditer(data):
+            if pattern is _IMPORT_PROJECT and match.group(1) != top.encode():
+                continue
+            if pattern is _FROM_PROJECT and not (match.group(1).startswith(b".") or match.group(1).split(b".")[0] == top.encode()):
+                continue
+            words.update(w.decode() for w in _WORD.findall(match.group(0)))
+    return frozenset(words)
+
+
+_FROM_PROJECT = re.compile(rb"from[ \t\\\n]+([\w.]+)[ \t\\\n]+import[ \t\\]*(?:\([^)]*\)|(?:[^\n\\]|\\.|\\\n)*)", re.S)
+_IMPORT_PROJECT = re.compile(rb"import[ \t\\]+(\w+)(?:[\w. \t,]|\\\n)*")
+_WORD = re.compile(rb"\w+")
+_CLASS = re.compile(rb"^[ \t]*class[ \t]+(\w+)", re.M)  # a class of its own: its methods' home
+
+
+def follow_loads(project: Project) -> None:
+    """Make primary every core module whose import-time code uses the load vocabulary
+    (`facts.FileFacts.load_words`, from the symbol table the syntax check builds):
+    ``threading``, ``ctypes``, ``atexit``, ``sys.path`` and the rest of
+    `facts.LOAD_VOCABULARY`, a vocabulary module bound under another name, a loader
+    method called on any object. Its loads at import are then EXP010's to judge. A file
+    calling a loader by name (``import_module``) is primary already (`needs.IMPORT_CALLS`)."""
+    for rel, source in project.files.items():
+        if project.is_primary(rel) or not project.is_module_file(rel) or not project.settings.is_core(source.module):
+            continue
+        facts = project.known_facts(rel)
+        if facts is None or not facts.complete and (facts.load_words is None or facts.load_words):
+            project.facts(rel)  # unknown (not compiled), or it uses the vocabulary at import
+            project.mark_primary(rel)
+        elif facts.complete and facts.loads:
+            project.mark_primary(rel)
 
 
 def follow_calls(project: Project) -> None:
     """Make primary every core module that may call, at import, a function reaching
     something (`ImportTime.reaching_names`), though it spells none of the rules'
-    triggers. Calling a function of another module at import (or binding it, for a
-    function of one's own that calls it) means the module's import-time identifiers
-    name the function (``from .entry import fast``) or the module it comes from
-    (``from . import entry; entry.fast()``), or a module re-exporting it: the
-    identifiers kept with the syntax-only facts (`facts._module_level_names`) say so
-    without reading the file again. A module found so is parsed; its functions that
-    now reach something, and the names it re-exports, are searched for in the next
-    round (bounded), so callers of callers are found too. Not followed (a limit of the
+    triggers. Calling a function of another module at import means that the
+    import-time code uses the function's name (``from .entry import fast; fast()``) or
+    the module it comes from (``from . import entry; entry.fast()``): the identifiers
+    kept with the syntax-only facts (`facts._module_level_names`) say so without
+    reading the file again, and its text must spell both. A module found so is
+    parsed; its functions calling one of the names, and the names it re-exports, are
+    searched for in the next round (bounded). A module that only binds the name (an
+    import for its functions, a re-export) is not parsed: callers may name it as the
+    function's home, and that is all the next round needs. Not followed (a limit of the
     prefilter; the rules read them in a module parsed for another reason, and the
-    behavioural audit sees them): a module naming neither at import because it
-    imports them under another name (``from .entry import fast as f``), or only inside
-    a function, and a name reached only through a string (``getattr(entry, "fast")()``)."""
+    behavioural audit sees them): a module naming neither at import because it imports
+    them under another name (``from .entry import fast as f``), or only inside a
+    function; a function calling one inside a module that no call at import names; and
+    a name reached only through a string (``getattr(entry, "fast")()``)."""
     analysis = of(project)
-    pending = analysis.reaching_names()
+    pending = analysis.reaching()
     top = project.settings.package.partition(".")[0]
-    uses: dict = {}  # rel -> `_names_used` (the same in every round)
-    searched: set = set()
+    names_of: dict = {}  # rel -> `_names_of` (the same in every round)
+    imports_of: dict = {}  # rel -> `_project_import_words`
+    searched: dict = {}  # name -> homes searched for already
     for _ in range(MAX_FOLLOW_ROUNDS):
-        pending = {name: homes for name, homes in pending.items() if (name, frozenset(homes)) not in searched}
+        pending = {name: homes - searched.get(name, set()) for name, homes in pending.items()}
+        pending = {name: homes | {top} for name, homes in pending.items() if homes - {top}}
         if not pending:
             return
-        searched.update((name, frozenset(homes)) for name, homes in pending.items())
-        analysis.forget_known()
+        for name, homes in pending.items():
+            searched.setdefault(name, set()).update(homes)
+        every = {name: searched[name] for name in pending}  # a new home counts with the old ones
+        by_home: dict = {}  # home -> the names it is a home of
+        for name, homes in every.items():
+            for home in homes:
+                by_home.setdefault(home.rstrip("."), set()).add(name)
+        modules = analysis.module_names & every.keys()  # an import of one runs it: binding it is enough
         found: dict = {}
-        words = set(pending).union(*pending.values())
+        parsed = []
         for rel, source in project.files.items():
             if project.is_primary(rel) or not project.is_module_file(rel) or not project.settings.is_core(source.module):
                 continue
-            if rel in uses:
-                used = uses[rel]
-            else:
+            if rel not in names_of:
                 known = project.known_facts(rel)
-                used = uses[rel] = _names_used(known) if known is not None else None
-            if used is None:  # not compiled: read it whole
-                named = set(pending)
-            elif used.isdisjoint(words):
-                continue
+                names_of[rel] = _names_of(known) if known is not None else None
+            names = names_of[rel]
+            if names is None:  # not compiled: read it whole
+                named = set(every)
             else:
-                named = {name for name in pending if name in used or not pending[name].isdisjoint(used)}
-                if named:  # the identifiers point at it: does its text name the function and its module?
-                    named = _spelled_with_home(project.root / rel, named, pending, used, top)
+                used, bound = names
+                home = source.module.rpartition(".")[2]
+                rebound = every.keys() & bound
+                if rebound:  # binds it by an import of the project: callers may name this module
+                    if rel not in imports_of:
+                        imports_of[rel] = _project_import_words(_read(project.root / rel), top)
+                    for name in rebound & imports_of[rel]:
+                        found.setdefault(name, set()).add(home)
+                named = set(used & every.keys())
+                for word in used & by_home.keys():
+                    named |= by_home[word]
+                if modules:
+                    named |= modules & bound
+                    for word in bound & by_home.keys():
+                        named |= by_home[word] & modules
+                own = {name for name in named if name in used and home in every[name]}  # its own function
+                if named - own:  # the identifiers point at it: does its text name the function and its module?
+                    own |= _spelled_with_home(project.root / rel, named - own, every, used | bound, top)
+                named = own
                 if not named:
                     continue
             facts = project.facts(rel)
             project.mark_primary(rel)
-            home = source.module.rpartition(".")[2]
-            for bound, binding in facts.bindings.items():
-                if getattr(binding, "name", None) in named or getattr(binding, "dotted", "").rpartition(".")[2] in named:
-                    found.setdefault(bound, set()).add(home)  # a re-export: callers may name this module
             if facts.complete:
-                analysis._add_reaching(found, source.module, facts)  # its own functions calling one
-        for homes in found.values():
-            homes.add(top)
+                parsed.append((source.module, facts))
+        if parsed:  # their functions calling what reaches something reach it too
+            known = {name: set(homes) for name, homes in searched.items()}
+            analysis._spread(known, parsed)
+            for name, homes in known.items():
+                if homes - searched.get(name, set()):
+                    found.setdefault(name, set()).update(homes)
         pending = found

@@ -92,62 +92,6 @@ LOADER_HOMES = ("runpy", "pkgutil", "importlib", "importlib.util")  # where thos
 # what a file calling one of them spells (the module, or importlib.util's loader names)
 LOADER_SPELLINGS = ("runpy", "pkgutil", "find_spec", "spec_from_file_location")
 
-# --- what runs at import and cannot be resolved (EXP010, policy_checks/import_time.py) -------
-
-# Calls whose effect outlives the statement or loads code by a route an import statement
-# does not show, by their resolved dotted name, with the kind of load a finding names.
-STARTS = "starts a thread or process"
-HOOKS = "registers a hook that runs later"
-LIBRARY = "loads a shared library"
-ALWAYS_LOADS = "loads a module from a spec or by a lazy loader"
-UNRESOLVED_CALLS = {
-    **dict.fromkeys((
-        "threading.Thread", "threading.Timer", "_thread.start_new_thread", "_thread.start_new",
-        "concurrent.futures.ThreadPoolExecutor", "concurrent.futures.ProcessPoolExecutor",
-        "concurrent.futures.thread.ThreadPoolExecutor", "concurrent.futures.process.ProcessPoolExecutor",
-        "multiprocessing.Process", "multiprocessing.Pool", "multiprocessing.get_context",
-        "subprocess.Popen", "subprocess.run", "subprocess.call", "subprocess.check_call",
-        "subprocess.check_output", "subprocess.getoutput", "subprocess.getstatusoutput",
-        "os.system", "os.popen", "os.fork", "os.forkpty", "os.posix_spawn", "os.posix_spawnp",
-        *(f"os.{name}" for name in ("spawnl", "spawnle", "spawnlp", "spawnlpe", "spawnv", "spawnve", "spawnvp",
-                                     "spawnvpe", "execl", "execle", "execlp", "execlpe", "execv", "execve",
-                                     "execvp", "execvpe")),
-    ), STARTS),
-    **dict.fromkeys((
-        "atexit.register", "weakref.finalize", "signal.signal", "os.register_at_fork", "sys.addaudithook",
-        "sys.settrace", "sys.setprofile", "threading.settrace", "threading.setprofile",
-    ), HOOKS),
-    **dict.fromkeys((
-        "ctypes.CDLL", "ctypes.PyDLL", "ctypes.WinDLL", "ctypes.OleDLL", "ctypes.cdll.LoadLibrary",
-        "ctypes.pydll.LoadLibrary", "ctypes.windll.LoadLibrary", "ctypes.LibraryLoader",
-    ), LIBRARY),
-    **dict.fromkeys((
-        "importlib.util.module_from_spec", "importlib.util.LazyLoader", "importlib.util.LazyLoader.factory",
-        "pkgutil.walk_packages", "importlib.machinery.SourceFileLoader", "importlib.machinery.SourcelessFileLoader",
-        "importlib.machinery.ExtensionFileLoader",
-    ), ALWAYS_LOADS),
-}
-# Methods that run a module whatever object they are called on (``spec.loader.exec_module(m)``).
-LOADING_METHODS = ("exec_module", "load_module")
-# The import system's state: changing it at import changes what later imports load.
-IMPORT_STATE = ("sys.meta_path", "sys.path_hooks", "sys.path", "sys.modules", "sys.path_importer_cache",
-                "sys.excepthook", "sys.displayhook", "builtins.__import__")
-PACKAGE_PATH = "__path__"
-# The last names a file spells where it makes one of those calls or changes that state:
-# the extractor visits the expressions on lines spelling them (`facts._token_lines`).
-UNRESOLVED_NAMES = tuple(sorted(
-    {name.rpartition(".")[2] for name in UNRESOLVED_CALLS}
-    | set(LOADING_METHODS) | {name.rpartition(".")[2] for name in IMPORT_STATE} | {PACKAGE_PATH}))
-# Module names whose use at import (or in a function's body) may start one of those loads;
-# the syntax check's symbol table says which a file's import-time code uses.
-LOAD_VOCABULARY = frozenset(
-    {name.partition(".")[0] for name in (*UNRESOLVED_CALLS, *IMPORT_STATE) if "." in name}
-    | {"importlib", "runpy", "pkgutil", "builtins", "exec", "eval", "compile", "__import__", "import_module",
-       "__path__", "find_spec", "spec_from_file_location", "module_from_spec", "LazyLoader", "resolve_name",
-       "run_module", "run_path"}
-    | set(UNRESOLVED_NAMES)
-)
-
 _MAX_CHAIN = 10_000  # calls unwrapped in one decorator (a longer chain is read as unresolvable)
 
 

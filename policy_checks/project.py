@@ -257,6 +257,8 @@ class Project:
         self._examples = None
         self._excluded = None
         self._excluded_modules: Optional[dict] = None  # module -> SourceFile (`excluded_modules`)
+        # (rel, bytes, scanner) -> the scanner's mask, remembered by content where the runner keeps a cache
+        self.scan: Callable = lambda rel, data, scanner: scanner.scan(data)
         for top in (settings.package.replace(".", "/"), settings.stable_tests):
             for source in walk_python_files(root, top, settings.exclude, self.read_problems, self.listing):
                 if source.rel in self._files:
@@ -382,12 +384,6 @@ class Project:
     def primary_rels(self) -> list:
         """The primary files, in path order."""
         return sorted(self._primary)
-
-    def known_module_facts(self, module: str) -> Optional[FileFacts]:
-        """`module_facts` if complete facts were computed already, else None (no parse)."""
-        rel = self._by_module.get(module)
-        facts = self._facts.get(rel) if rel is not None else None
-        return facts if facts is not None and facts.complete and not facts.syntax_error else None
 
     def known_facts(self, rel: str) -> Optional[FileFacts]:
         """Whatever facts were computed for `rel` (maybe syntax-only), without parsing."""

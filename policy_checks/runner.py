@@ -236,17 +236,18 @@ def check(
         return facts
 
     project = context.project(load)
+    project.scan = partial(_scan, facts_cache)
     if rel_paths:
         check_paths(project, given)
-    tasks = _facts_from_cache(project, needs, facts_cache)
+    keys: dict = {}  # rel -> cache key, of every file read (`_follow`)
+    tasks = _facts_from_cache(project, needs, facts_cache, keys)
     parsed[0] += len(tasks)
     follow_up = partial(_prefetch, project, needs, rules)
-    _compute_all(project, facts_cache, needs.scanner, tasks, jobs, progress, follow_up, facts_cache.enabled or shared)
+    _compute_all(project, facts_cache, needs.scanner, tasks, jobs, progress, follow_up, facts_cache.enabled or shared, keys)
     if BACKEND_REQUIREMENT in needs.triggers:
         parsed[0] += _follow_requirement_aliases(project, facts_cache)
     if needs.enabled:  # what rules follow beyond their triggers (`Rule.follow_ups`), each once
-        for follow in dict.fromkeys(follow for rule in rules for follow in rule.follow_ups):
-            follow(project)
+        _follow(project, rules, facts_cache, keys)
 
     findings = []
     for rule in rules:
@@ -291,7 +292,7 @@ def _fingerprint(project: Project, result: Result, baseline, selected: set, rel_
         result.fixed = [(fp, n) for fp, n in matched.fixed if here(fp)]
 
 
-def _facts_from_cache(project: Project, needs: Prefilter, facts_cache) -> list:
+def _facts_from_cache(project: Project, needs: Prefilter, facts_cache, keys: dict) -> list:
     """Set the facts the cache holds and mark primary files; returns the tasks for
     every other file. An empty cache is not consulted: the workers read the files."""
     if not facts_cache.holds_entries:
@@ -304,7 +305,7 @@ def _facts_from_cache(project: Project, needs: Prefilter, facts_cache) -> list:
         except OSError as error:
             project.drop_unreadable(rel, f"cannot read: {error.strerror or error}")
             continue
-        key = cache_module.key(rel, data)
+        key = keys[rel] = cache_module.key(rel, data)
         if not facts_cache.holds(key):
             tasks.append(_task(project, needs, source))
             continue
@@ -323,6 +324,62 @@ def _facts_from_cache(project: Project, needs: Prefilter, facts_cache) -> list:
     return tasks
 
 
+def _follow(project: Project, rules: list, facts_cache, keys: dict) -> None:
+    """Run the selected rules' follow-ups (`Rule.follow_ups`), each once, or replay what
+    they did on these very inputs: the files they made primary, remembered in the facts
+    cache under a digest of everything they read (every file's key, the excluded
+    folders' bytes, the settings, and the follow-ups' own code). A warm run of an
+    unchanged tree then reads the few files' facts instead of searching the project."""
+    follows = list(dict.fromkeys(follow for rule in rules for follow in rule.follow_ups))
+    if not follows:
+        return
+    digest = _follow_digest(project, follows, keys) if facts_cache.enabled else None
+    done = facts_cache.followed(digest) if digest is not None else None
+    if done is not None:
+        for rel in done:
+            if rel in project.files:
+                project.facts(rel)
+                project.mark_primary(rel)
+        return
+    before = set(project.primary_rels())
+    for follow in follows:
+        follow(project)
+    if digest is not None:
+        facts_cache.put_followed(digest, sorted(set(project.primary_rels()) - before))
+
+
+def _follow_digest(project: Project, follows: list, keys: dict) -> Optional[bytes]:
+    """What the follow-ups' result depends on, hashed; None when some file's key is unknown."""
+    import hashlib
+    import inspect
+
+    if any(rel not in keys for rel in project.files):
+        return None
+    digest = hashlib.sha256(b"follow\0" + repr(project.settings).encode())
+    for follow in follows:
+        digest.update(f"{follow.__module__}.{follow.__qualname__}\0".encode())
+        digest.update(Path(inspect.getsourcefile(follow)).read_bytes())
+    for rel in sorted(project.files):
+        digest.update(rel.encode("utf-8", "surrogateescape") + b"\0" + keys[rel])
+    for module, source in sorted(project.excluded_modules().items()):
+        try:
+            digest.update(module.encode() + b"\0" + (project.root / source.rel).read_bytes())
+        except OSError:
+            digest.update(module.encode() + b"\0unreadable")
+    return digest.digest()[:16]
+
+
+def _scan(facts_cache, rel: str, data: bytes, scanner: Scanner) -> int:
+    """`scanner`'s mask of a file no run parses (an excluded module), remembered in the
+    facts cache by content and vocabulary like a checked file's trigger scan."""
+    k = cache_module.key(rel, data)
+    found = facts_cache.found(k, scanner.key)
+    if found is None:
+        found = scanner.scan(data)
+        facts_cache.put_scan(k, found, scanner.key)
+    return found
+
+
 def _printable(finding):
     """Names on disk need not be UTF-8. Python files and docs pages so named are
     EXP000, but a rule may still name another path (a feature directory, say): every
@@ -332,7 +389,7 @@ def _printable(finding):
     )
 
 
-def _compute_all(project, facts_cache, scanner, tasks, jobs, progress, follow_up, keyed: bool) -> None:
+def _compute_all(project, facts_cache, scanner, tasks, jobs, progress, follow_up, keyed: bool, keys: dict) -> None:
     """Compute `tasks` (in a pool when worth it), then the tasks `follow_up()`
     names once the first results are in. `keyed`: store the results in
     `facts_cache` under their keys (a persisted or a shared cache)."""
@@ -345,11 +402,11 @@ def _compute_all(project, facts_cache, scanner, tasks, jobs, progress, follow_up
 
         context = multiprocessing.get_context("fork" if sys.platform != "win32" else "spawn")
         with context.Pool(min(jobs, len(groups))) as pool:
-            _collect(project, facts_cache, pool.imap_unordered(work, groups, chunksize=4), bar)
-            _collect(project, facts_cache, pool.imap_unordered(work, _by_size(project, follow_up())), None)
+            _collect(project, facts_cache, pool.imap_unordered(work, groups, chunksize=4), bar, keys)
+            _collect(project, facts_cache, pool.imap_unordered(work, _by_size(project, follow_up())), None, keys)
     else:
-        _collect(project, facts_cache, map(work, groups), bar)
-        _collect(project, facts_cache, map(work, _by_size(project, follow_up())), None)
+        _collect(project, facts_cache, map(work, groups), bar, keys)
+        _collect(project, facts_cache, map(work, _by_size(project, follow_up())), None, keys)
     bar.close()
 
 
@@ -412,7 +469,7 @@ def _follow_requirement_aliases(project: Project, facts_cache) -> int:
     return parsed
 
 
-def _collect(project, facts_cache, groups, bar) -> None:
+def _collect(project, facts_cache, groups, bar, keys: dict) -> None:
     done = 0
     for results in groups:
         for rel, key, facts, found, primary in results:
@@ -421,6 +478,7 @@ def _collect(project, facts_cache, groups, bar) -> None:
             else:
                 if key is not None:
                     facts_cache.put(key, facts, found)
+                    keys[rel] = key
                 project.set_facts(rel, facts)
                 if primary:
                     project.mark_primary(rel)

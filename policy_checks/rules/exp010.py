@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import import_time, markers
-from ..needs import CORE_MODULE, IMPORT_CALLS, LOADS
+from ..needs import CORE_MODULE, IMPORT_CALLS
 from .base import Example, Rule, core_primary, describe_calls, memo, runs_at_import
 from ..import_time import support_modules
 
@@ -38,8 +38,15 @@ class UnresolvedImportTimeLoad(Rule):
 
     A support module's body may define checkers and constants and import light modules;
     a call it runs at import of a function of the project, other than in the decorators
-    of an ``@experimental_backend`` checker, is a finding too. A module of a folder the settings exclude that a core module imports at
-    import is read like core: its loads are reported at the importing line.
+    of an ``@experimental_backend`` checker, is a finding too. A module of a folder the
+    settings exclude that a core module imports at import is read like core: its loads
+    are reported at the importing line.
+
+    Resolved, and so not reported: a loader given a literal or a name folded from
+    literal pieces (a loop over a tuple of literals included), ``ctypes.CDLL(None)``
+    and a library at a literal path outside the experimental package,
+    ``sys.modules[__name__] = import_module("a.literal")``, anything under
+    ``if __name__ == "__main__":``, and loads inside functions nothing calls at import.
 
     The fix is an explicit load: an import of a literal name, or the load moved into a
     function that runs on call. Where the load is needed at import, a suppression with
@@ -51,12 +58,13 @@ class UnresolvedImportTimeLoad(Rule):
     id = "EXP010"
     name = "unresolved-import-time-load"
     summary = "code run at import loads something the checker cannot resolve"
-    # A file that can make such a load at import spells a loader (`needs.IMPORT_CALLS`) or
-    # one of the modules and attributes of `needs.LOADS`; one that only calls a function
-    # that does is made primary by the follow-up.
+    # A file that makes such a load at import calls a loader (`needs.IMPORT_CALLS`, which
+    # its bytes spell), or its import-time code uses a name of the load vocabulary, which
+    # the symbol table of the syntax check says (`import_time.follow_loads`); one that only
+    # calls a function that does is found by `import_time.follow_calls`.
     reads = (CORE_MODULE,)
-    triggers = (*IMPORT_CALLS, LOADS)
-    follow_ups = (import_time.follow_calls,)
+    triggers = IMPORT_CALLS
+    follow_ups = (import_time.follow_loads, import_time.follow_calls)
 
     VALID = [
         Example(

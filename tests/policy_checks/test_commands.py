@@ -180,7 +180,7 @@ def test_jobs_option_and_paths(tree):
         ("aot-modules = ['not a module']", "aot-modules"),
         ("select = ['EXP099']", "EXP099"),  # well formed, but no such rule: would check nothing
         ("ignore = ['EXP1']", "EXP1"),
-        ("per-file-ignores = {'tests/*' = ['EXP010']}", "EXP010"),
+        ("per-file-ignores = {'tests/*' = ['EXP098']}", "EXP098"),
     ],
 )
 def test_invalid_setting_is_a_clear_error(tree, setting, key):

@@ -90,6 +90,26 @@ ROUTES = {
         "from .helpers import Base\nclass Mine(Base):  # X\n    pass\n",
         "from .helpers import Plain\nclass Mine(Plain):\n    pass\n",
     ),
+    "a function of its own called at import": (
+        "import subprocess\ndef probe():\n    subprocess.run(['true'])\nprobe()  # X\n",
+        "import subprocess\ndef probe():\n    subprocess.run(['true'])\ndef later():\n    probe()\n",
+    ),
+    "a method of a helper's class called at import": (
+        "from .helpers import Tool\nTool.build()  # X\n",
+        "from .helpers import Tool\nTOOL = Tool\n",
+    ),
+    "a method of its own class called at import": (
+        "import os\nclass Tool:\n    @staticmethod\n    def build():\n        os.system('true')\nTool.build()  # X\n",
+        "import os\nclass Tool:\n    @staticmethod\n    def build():\n        os.system('true')\nT = Tool\n",
+    ),
+    "a module bound under another name": (
+        "import threading as th\nth.Thread(target=print).start()  # X\n",
+        "import threading as th\nLOCK = th.Lock()\n",
+    ),
+    "a name imported under another name, in a helper": (
+        "from .helpers import spawn\nspawn()  # X\n",
+        "from .helpers import spawn\ndef later():\n    spawn()\n",
+    ),
     "a script's main block rebinding __name__": (
         "import sys\n__name__ = '__main__'\nif __name__ == '__main__':\n    sys.path.append('x')  # X\n",
         "import sys\nif __name__ == '__main__':\n    sys.path.append('x')\n",
@@ -103,6 +123,9 @@ HELPERS = (
     "def plain_decorator(f):\n    return f\n"
     "class Base:\n    def __init_subclass__(cls):\n        importlib.import_module(cls.__name__)\n"
     "class Plain:\n    pass\n"
+    "class Tool:\n    @staticmethod\n    def build():\n        import os\n        os.system('true')\n"
+    "from subprocess import run as go\n"
+    "def spawn():\n    go(['true'])\n"
 )
 TREE = {**INIT, "flashinfer/norm.py": "def load():\n    pass\n", "flashinfer/helpers.py": HELPERS}
 
@@ -207,3 +230,19 @@ def test_a_loop_over_literal_names_is_resolved_and_a_parameter_is_not(check):
     hidden = ("import importlib\ndef _load():\n    for name in ('flashinfer.experimental.feat',):\n"
               "        importlib.import_module(name)\nLOADED = _load()\n")
     assert ("flashinfer/gemm.py", 5, "EXP001") in found(check({**TREE, "flashinfer/gemm.py": hidden}))
+
+
+def test_a_warm_run_replays_the_follow_ups_and_a_changed_input_does_not(check, tmp_path):
+    """The follow-ups' result is remembered under a digest of what they read: an
+    unchanged tree replays it (same findings), and a change to any input, an excluded
+    module included, computes it again (a replay never hides a finding)."""
+    root = tmp_path / "tree"
+    cache = tmp_path / "cache"
+    files = {**TREE, "flashinfer/data/__init__.py": "", "flashinfer/data/tables.py": "TABLE = [1]\n",
+             "flashinfer/gemm.py": "from .data import tables\n", "flashinfer/fast.py": ROUTES["a helper two calls down"][0]}
+    first = check(files, root=root, use_cache=True, cache_dir=cache)
+    again = check({}, root=root, use_cache=True, cache_dir=cache)
+    assert found(first) == found(again) and ("flashinfer/fast.py", 2, "EXP010") in found(again)
+    changed = check({"flashinfer/data/tables.py": "import sys\nsys.path.append('x')\n"}, root=root,
+                    use_cache=True, cache_dir=cache)
+    assert ("flashinfer/gemm.py", 1, "EXP010") in found(changed)

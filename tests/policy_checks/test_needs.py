@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from policy_checks.config import Settings
 from policy_checks.needs import (
-    ALWAYS, BACKEND_REQUIREMENT, CORE_MODULE, EXPERIMENTAL_NAME, IMPORT_CALLS, LOADS, STABLE_TEST, Prefilter, Spelled,
+    ALWAYS, BACKEND_REQUIREMENT, CORE_MODULE, EXPERIMENTAL_NAME, IMPORT_CALLS, STABLE_TEST, Prefilter, Spelled,
     is_primary, names_experimental,
 )
 from policy_checks.rules import registry
@@ -35,7 +35,7 @@ def test_every_rule_declares_what_it_reads():
     everything = Prefilter(registry.RULES.values(), registry.RULES.values(), Settings())
     declared = {t for rule in registry.RULES.values() for t in rule.triggers}
     assert everything.triggers == declared
-    assert declared == {ALWAYS, EXPERIMENTAL_NAME, BACKEND_REQUIREMENT, LOADS, *IMPORT_CALLS}
+    assert declared == {ALWAYS, EXPERIMENTAL_NAME, BACKEND_REQUIREMENT, *IMPORT_CALLS}
     assert len(everything.scanner.matchers) == len(declared) - 1  # ALWAYS needs no scan
 
 
