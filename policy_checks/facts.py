@@ -1516,7 +1516,7 @@ _MODULE_CALLS = {
     "threading": rb"threading\s*\.\s*(?:Thread|Timer|settrace|setprofile|excepthook)",
     "weakref": rb"weakref\s*\.\s*finalize",
     "ctypes": rb"ctypes\s*\.\s*(?:CDLL|PyDLL|WinDLL|OleDLL|LibraryLoader|cdll|pydll|windll|oledll)",
-    "importlib": rb"importlib\s*\.\s*(?:import_module|__import__|reload|util|machinery)",
+    markers.LOADER_HOMES[2]: rb"importlib\s*\.\s*(?:import_module|__import__|reload|util|machinery)",
 }
 _REFINED = {name: re.compile(pattern) for name, pattern in _MODULE_CALLS.items()}
 # A bare name counts only where the file spells the module it comes from.
