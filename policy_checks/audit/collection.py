@@ -85,11 +85,13 @@ class Collection(NamedTuple):
 
 
 def audit_collection(root: Path, settings: Settings, *, timeout: float = COLLECTION_SECONDS, preload=(),
-                     stand_ins: bool = True, scratch: Optional[Scratch] = None) -> Collection:
+                     stand_ins: bool = True, scratch: Optional[Scratch] = None,
+                     python: Optional[str] = None) -> Collection:
     """AUD003 for every test of the experimental test directory that the stable lane
     collects (module docstring); AUD000 when the lane, or a stable file of it, could
     not be collected. `preload`: the heavy third-party packages to import first;
-    `scratch`: the audit's scratch directories (default: its own)."""
+    `scratch`: the audit's scratch directories (default: its own); `python`: the
+    interpreter that collects (default: the checker's own), whose pytest runs."""
     root = Path(root).resolve()
     lane = stable_lane(root, settings)
     if not (root / lane).is_dir():
@@ -101,7 +103,7 @@ def audit_collection(root: Path, settings: Settings, *, timeout: float = COLLECT
             "root": str(root), "package": settings.package, "record": str(record), "args": collect_command(lane),
             "preload": list(preload), "stand_ins": stand_ins,
         }), encoding="utf-8")
-        status = run_once(isolated_command(COLLECTOR, str(config)), place, root, timeout, log)
+        status = run_once(isolated_command(COLLECTOR, str(config), python=python), place, root, timeout, log)
         entries = list(_entries(record))
         tail = _tail(log)
     used = sorted({name for e in entries if e.get("kind") == "stand_ins" for name in e.get("names") or ()})

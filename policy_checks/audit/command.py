@@ -69,9 +69,13 @@ Exit status:
 @click.option("--policy-from", metavar="REV", default=None,
               help="Audit with the policy of the git revision REV: its settings (which package, which is "
               "experimental, what is excluded) and its baseline.")
+@click.option("--python", "python", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              metavar="PATH", help="Run the tree's code (the imports, the AOT listing, the stable lane's "
+              "collection) in this interpreter, whose environment is audited (FlashInfer's), while the checker "
+              "runs from its own (default: the checker's interpreter).")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 def audit(root, output_format, output_file, quiet, select, ignore, jobs, timeout, excluded, no_stand_ins, baseline_file,
-          no_baseline, update_baseline, policy_from, exit_zero):
+          no_baseline, update_baseline, policy_from, python, exit_zero):
     """Import flashinfer and every core module, call the AOT listing, in isolated
     interpreters, and report what loaded experimental code (AUD000-AUD003)."""
     from ..runner import Result
@@ -102,7 +106,8 @@ def audit(root, output_format, output_file, quiet, select, ignore, jobs, timeout
         if excluded:
             settings = dataclasses.replace(settings, exclude=settings.exclude + tuple(excluded))
         found = audit_tree(context.with_policy(settings, accepted), jobs=jobs, timeout=timeout,
-                           stand_ins=not no_stand_ins, progress=None if quiet else _progress)
+                           stand_ins=not no_stand_ins, progress=None if quiet else _progress,
+                           python=None if python is None else str(python))
     except (ConfigError, ValueError) as error:
         click.echo(f"policy-check: error: {error}", err=True)
         sys.exit(EXIT_ERROR)
@@ -175,11 +180,21 @@ def _summary(found) -> dict:
         "stand_ins": found.stand_ins, "collection_stand_ins": found.collection_stand_ins, "skipped": [{"path": p, "why": why} for p, why in found.skipped],
         "support_modules": sorted(found.support), "notes": found.notes,
         "processes": found.processes, "network_namespace": found.network_namespace,
+        "python": _python(found),
     }
+
+
+def _python(found) -> dict:
+    """The interpreter the tree's code ran in, and the environment it audited."""
+    used = found.interpreter
+    return {} if used is None else {"path": used.path, "version": used.version, "prefix": used.prefix}
 
 
 def _notes(found) -> list:
     lines = [f"{found.audited} of {found.modules} core modules imported; {found.not_audited} not audited (AUD000)"]
+    if found.interpreter is not None:
+        used = found.interpreter
+        lines.append(f"interpreter: {used.path} (Python {used.version}, environment {used.prefix})")
     if found.stand_ins:
         lines.append("stand-ins (third-party packages not installed, replaced by permissive stand-ins): "
                      + ", ".join(found.stand_ins))

@@ -91,6 +91,32 @@ def network_namespace() -> tuple:
     return (unshare, "-rn") if done.returncode == 0 else ()
 
 
+class Interpreter(NamedTuple):
+    """The Python the children run (``--python``; default: the checker's own)."""
+    path: str
+    version: str  # "3.11.9"
+    prefix: str  # its sys.prefix: the environment whose packages are audited
+
+
+_ASK = "import json, platform, sys; print(json.dumps([platform.python_version(), sys.prefix]))"
+
+
+def interpreter(python: Optional[str] = None) -> Interpreter:
+    """The interpreter at `python` (default: this one), asked for its version under
+    ``-I``, as the children run it; ValueError when it cannot be run or is older than 3.10
+    (the children's scripts need 3.10)."""
+    path = os.path.abspath(python) if python else sys.executable
+    try:
+        done = subprocess.run([path, "-I", "-c", _ASK], capture_output=True, timeout=60, stdin=subprocess.DEVNULL,
+                              env={key: os.environ[key] for key in _KEPT if key in os.environ})
+        version, prefix = json.loads(done.stdout.decode("utf-8", "replace").strip().splitlines()[-1])
+    except (OSError, subprocess.TimeoutExpired, ValueError, IndexError, TypeError) as error:
+        raise ValueError(f"--python {path}: cannot be run as a Python interpreter ({error})") from None
+    if tuple(int(part) for part in version.split(".")[:2] if part.isdigit()) < (3, 10):
+        raise ValueError(f"--python {path}: Python {version}; the audit's children need 3.10 or newer")
+    return Interpreter(path, str(version), str(prefix))
+
+
 def isolated_command(script: Path, *args: str, python: Optional[str] = None) -> list:
     """The command line of one child: `script` under ``python -I`` (no user site, no
     ``PYTHON*`` variables, neither its folder nor the current one on the path), in

@@ -23,7 +23,9 @@ tree first, stand-ins, an end with the parent); then an audit hook
 
 Third-party packages that are not installed are replaced by stand-ins
 (`child_setup.StandIn`), permissive objects, so that a core module importing them can
-still be run while a request is traced; the package under test is never stood in for.
+still be run while a request is traced; only when the tree's own code asks (an
+installed package's optional import keeps its "not installed" branch), and never for
+the package under test.
 
 This file is not imported by the checker: it runs only in the child (``-I``, so
 neither the checker nor the current directory is on its path).
@@ -590,7 +592,13 @@ def main() -> None:
     state = _State(config)
     ISOLATION.put_tree_first(state.root, state.package)
     if config.get("stand_ins", True):
-        sys.meta_path.append(ISOLATION.StandInFinder(state.protected, state.stand_ins, lambda name: state.tracing))
+        def wanted(name: str) -> bool:
+            # only while a request runs, and only for the tree's own code: an installed
+            # package's optional import keeps its "not installed" branch
+            return (state.tracing and not ISOLATION.of_the_tree(name, state.root)
+                    and ISOLATION.requested_from(state.root))
+
+        sys.meta_path.append(ISOLATION.StandInFinder(state.protected, state.stand_ins, wanted))
     STATE = state
     ISOLATION.exit_with_parent()
     sys.addaudithook(_hook)

@@ -15,7 +15,7 @@ from .chains import keep_first
 from .collection import audit_collection
 from .imports import import_requests, judge_imports
 from .modules import allowed_support, core_modules, preloads
-from .sandbox import PRELOAD, Pool, Scratch, network_namespace
+from .sandbox import PRELOAD, Interpreter, Pool, Scratch, interpreter, network_namespace
 
 DEFAULT_TIMEOUT = 60.0  # seconds one import or the AOT listing may take in a worker
 # what an AOT build job sets, so the listing lists every architecture's specs (FlashInfer
@@ -37,14 +37,17 @@ class Audit:
     processes: list = field(default_factory=list)  # new processes the imports started
     network_namespace: bool = False  # the workers ran without any network interface
     collection_stand_ins: list = field(default_factory=list)  # the same, in the stable lane's collection
+    interpreter: Optional[Interpreter] = None  # the Python the workers and the collection ran
 
 
 def audit_tree(context: Context, jobs: Optional[int] = None, timeout: float = DEFAULT_TIMEOUT,
                progress: Optional[Callable[[int, int], None]] = None, stand_ins: bool = True,
-               collection: bool = True) -> Audit:
+               collection: bool = True, python: Optional[str] = None) -> Audit:
     """Audit the tree of `context` under its settings (AUD000-AUD002, and AUD003 when
-    the collection audit is there)."""
+    the collection audit is there), the children run by `python` (another environment's
+    interpreter, FlashInfer's; default: the checker's own)."""
     root, settings = context.root, context.settings
+    python_used = interpreter(python)  # first: a wrong --python is a usage error, before any work
     listing = core_modules(root, settings)
     project = listing.project
     support = allowed_support(project)
@@ -56,9 +59,9 @@ def audit_tree(context: Context, jobs: Optional[int] = None, timeout: float = DE
     with Scratch() as scratch, ThreadPoolExecutor(max_workers=1) as beside:
         # the lane's collection, one more child in the same scratch, runs while the workers import
         collected = beside.submit(audit_collection, root, settings, preload=config["preload"], stand_ins=stand_ins,
-                                  scratch=scratch) if collection else None
+                                  scratch=scratch, python=python_used.path) if collection else None
         # the AOT listing first: the longest request, it overlaps the imports in other workers
-        outcomes = Pool(config, jobs, timeout, progress=progress).run(aot + requests, scratch)
+        outcomes = Pool(config, jobs, timeout, python=python_used.path, progress=progress).run(aot + requests, scratch)
         lane = collected.result() if collected is not None else None
     import_outcomes = [o for o in outcomes if o.request.op == "import"]
     verdict = judge_imports(import_outcomes, project, support)
@@ -67,5 +70,5 @@ def audit_tree(context: Context, jobs: Optional[int] = None, timeout: float = DE
         findings += lane.findings
     return Audit(keep_first(findings), len(listing.modules), verdict.audited, verdict.not_audited,
                  sorted(verdict.stand_ins), listing.skipped, support, [], project, verdict.processes,
-                 bool(network_namespace()), lane.stand_ins if lane is not None else [])
+                 bool(network_namespace()), lane.stand_ins if lane is not None else [], python_used)
 
