@@ -180,7 +180,12 @@ def _loader(frame, state) -> str:
 def chain_at(state, first, event: str) -> dict:
     """The chain from the stack at an event: the innermost core frame, the loader,
     the experimental frames between them, and the core frames that called the
-    innermost one (up to two, each in another file: a thin entry point's caller)."""
+    innermost one (up to two, each in another file: a thin entry point's caller), up
+    to the first core module's top level. Above that lies only whoever imported that
+    module first in this worker, which depends on the order the requests came in, so
+    it is never part of the chain: the same line reads the same on every run.
+    ``at_import``: the load happened while a core module's top level ran (an import,
+    whichever request reached it), not in a function the request called."""
     frame, inner, inside, steps = first, None, [], 0
     found = None
     callers = []
@@ -189,17 +194,21 @@ def chain_at(state, first, event: str) -> dict:
         if found is not None:
             if kind == "core":
                 shown = state.shown(frame.f_code.co_filename)
-                if shown != found["core"][0] and all(shown != c.rpartition(":")[0] for c in callers):
+                if (len(callers) < 2 and shown != found["core"][0]
+                        and all(shown != c.rpartition(":")[0] for c in callers)):
                     callers.append(f"{shown}:{frame.f_lineno}")
-                    if len(callers) == 2:
-                        break
+                if frame.f_code.co_name == "<module>":
+                    found["at_import"] = True
+                    break
             elif kind == "tracer" and frame.f_code.co_name not in _WRAPPERS:
                 break  # the request itself: nothing above it is the tree's
         elif kind == "core":
             loader = _loader(inner, state) if inner is not None else (
                 "exec" if event == "exec" else "compile" if event == "compile" else "import statement")
             found = {"core": [state.shown(frame.f_code.co_filename), frame.f_lineno],
-                     "loader": loader, "through": inside[::-1]}
+                     "loader": loader, "through": inside[::-1], "at_import": frame.f_code.co_name == "<module>"}
+            if found["at_import"]:
+                break
         else:
             filename = frame.f_code.co_filename
             if kind == "experimental" or (filename.startswith("<") and not filename.startswith("<frozen")):
@@ -212,22 +221,23 @@ def chain_at(state, first, event: str) -> dict:
         steps += 1
     if found is None:
         return {"core": None, "loader": _loader(inner, state) if inner is not None else "",
-                "through": inside[::-1], "callers": []}
+                "through": inside[::-1], "callers": [], "at_import": False}
     found["callers"] = callers
     return found
 
 
-def _record(state, unit: str, event: str, detail: str, frame=None, loader: str = "") -> None:
+def _record(state, unit: str, event: str, detail: str, frame=None, loader: str = "") -> dict:
     """Record `unit` with the chain at `frame` (default: the frame that raised the
-    event); the first record of a unit from one core line wins."""
+    event); the first record of a unit from one core line wins (and is returned)."""
     record = chain_at(state, frame or sys._getframe(2), event)
     key = (unit, tuple(record["core"]) if record["core"] else None)
     if key in state.records:
-        return
+        return state.records[key]
     if loader and record["core"] and not record["through"]:
         record["loader"] = loader
     record.update(unit=unit, event=event, detail=detail)
     state.records[key] = record
+    return record
 
 
 def _experimental_name(state, module) -> str:
@@ -286,10 +296,13 @@ def _note_imported(state, module, name, fromlist, frame, loader: str) -> None:
         value = getattr(module, item, None) if isinstance(item, str) else None
         if isinstance(value, types.ModuleType):
             found.append(value)
+    asking = state.kind(frame.f_code.co_filename) != "experimental"  # the core line (or text it exec'd) itself
     for each in found:
         unit = _experimental_name(state, each)
         if unit:
-            _record(state, unit, "import", "", frame, loader)
+            record = _record(state, unit, "import", "", frame, loader)
+            if asking:  # what the line asked for: the finding's subject, whatever else was loaded first
+                record["asked"] = True
 
 
 def _hook(event: str, args) -> None:

@@ -217,7 +217,9 @@ def test_each_core_line_is_charged_even_when_the_module_is_already_loaded(audit)
 
 def test_excluded_folder_imported_by_core(audit):
     (finding,) = _at(audit, "AUD001", "flashinfer/data/helper.py")
-    assert finding.line == 1 and "called from flashinfer/data_bad.py:1" in finding.message
+    # at the excluded module's own top-level line; not "called from" its importer: which core
+    # module imports it first in a worker depends on the order of the requests
+    assert finding.line == 1 and KERNEL in finding.message and "called from" not in finding.message
     _clean(audit, "flashinfer/data/harmless.py", "flashinfer/data_good.py")
     assert any(path == "flashinfer/data" for path, _ in audit.skipped)
 
