@@ -86,14 +86,15 @@ class Collection(NamedTuple):
 
 def audit_collection(root: Path, settings: Settings, *, timeout: float = COLLECTION_SECONDS, preload=(),
                      stand_ins: bool = True, scratch: Optional[Scratch] = None,
-                     python: Optional[str] = None) -> Collection:
+                     python: Optional[str] = None, lane: Optional[str] = None) -> Collection:
     """AUD003 for every test of the experimental test directory that the stable lane
     collects (module docstring); AUD000 when the lane, or a stable file of it, could
     not be collected. `preload`: the heavy third-party packages to import first;
     `scratch`: the audit's scratch directories (default: its own); `python`: the
-    interpreter that collects (default: the checker's own), whose pytest runs."""
+    interpreter that collects (default: the checker's own), whose pytest runs; `lane`:
+    the lane's directory, as read from the tree before anything ran (default: read now)."""
     root = Path(root).resolve()
-    lane = stable_lane(root, settings)
+    lane = lane or stable_lane(root, settings)
     if not (root / lane).is_dir():
         return Collection([], [])  # no stable lane (an unpacked wheel ships no tests): nothing to collect
     with (nullcontext(scratch) if scratch is not None else Scratch()) as place:

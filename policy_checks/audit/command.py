@@ -107,7 +107,7 @@ def audit(root, output_format, output_file, quiet, select, ignore, jobs, timeout
             settings = dataclasses.replace(settings, exclude=settings.exclude + tuple(excluded))
         found = audit_tree(context.with_policy(settings, accepted), jobs=jobs, timeout=timeout,
                            stand_ins=not no_stand_ins, progress=None if quiet else _progress,
-                           python=None if python is None else str(python))
+                           python=None if python is None else str(python), judge=judge)
     except (ConfigError, ValueError) as error:
         click.echo(f"policy-check: error: {error}", err=True)
         sys.exit(EXIT_ERROR)
@@ -116,7 +116,7 @@ def audit(root, output_format, output_file, quiet, select, ignore, jobs, timeout
         sys.exit(EXIT_ERROR)
     chosen = _ids(select) or tuple(AUDIT_RULES)
     findings = [f for f in found.findings if matches(f.rule, chosen) and not matches(f.rule, _ids(ignore))]
-    findings = _unsuppressed(findings, found.project, judge)
+    findings = _unsuppressed(findings, found.suppressions)
     prints = [baseline_module.fingerprint(found.project, f, frozenset()) for f in findings]
     if update_baseline:
         _update(path, name, prints)
@@ -141,19 +141,14 @@ def audit(root, output_format, output_file, quiet, select, ignore, jobs, timeout
     sys.exit(EXIT_FINDINGS if result.findings and not exit_zero else EXIT_CLEAN)
 
 
-def _unsuppressed(findings: list, project, judge) -> list:
-    """The findings no ``# policy: ignore[AUDnnn] reason`` on their line silences (with
-    ``--policy-from``, only comments the base revision already had count)."""
+def _unsuppressed(findings: list, suppressions: dict) -> list:
+    """The findings no ``# policy: ignore[AUDnnn] reason`` on their line silences: the
+    comments as read before the audit ran (with ``--policy-from``, only those the base
+    revision already had), never as the code under test may have left the tree."""
     from ..rules.registry import ALL_IDS
     from ..suppressions import apply
 
-    found = {}
-    for rel in {f.path for f in findings}:
-        if rel in project.files and rel.endswith(".py"):
-            found[rel] = project.facts(rel).suppressions
-    if judge is not None:
-        found = judge(found)
-    return [f for f in apply(findings, found, set(ALL_IDS), set()) if f.rule in AUDIT_RULES]
+    return [f for f in apply(findings, suppressions, set(ALL_IDS), set()) if f.rule in AUDIT_RULES]
 
 
 def _read(path: Path):
