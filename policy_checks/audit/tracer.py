@@ -13,13 +13,19 @@ tree first, stand-ins, an end with the parent); then an audit hook
 - refuses the network (`child_setup.refuses`) by raising `PermissionError`, and
   records each refusal; records each new process;
 - while a request runs, records every module or file of the experimental package
-  that is loaded or executed: the ``import`` event (by name), ``open`` of a code
-  file by the import system, ``exec`` of a code object and ``compile`` with a
-  file name, the last three by the file's real path (links followed), so a module
-  reached through a link or a sourceless ``.pyc`` counts too. Each record carries
-  the chain read from the Python stack at the event: the innermost frame of a
-  core module (path and line), the loader between it and the event, and the
+  that is loaded, read or executed, in any thread: the ``import`` event (by name),
+  any ``open`` of a file under the package (any mode, anyone: a pool thread reading
+  its text too), a library loaded from it (``ctypes.dlopen``), ``exec`` of a code
+  object and ``compile`` with a file name, all by the file's real path (links
+  followed, so a module reached through a link or a sourceless ``.pyc`` counts
+  too), and ``compile`` (or ``marshal.loads``) of the bytes of one of the package's
+  files, whatever name it is given (`_State.by_content`). Each record carries the
+  chain read from the Python stack at the event: the innermost frame of a core
+  module (path and line), the loader between it and the event, and the
   experimental frames in between.
+- after the request's own code, tracing goes on through what it left running
+  (`_afterwards`): the threads it started that are not daemons, the atexit handlers
+  it registered (run then, once), and its daemon threads for a short grace.
 
 Third-party packages that are not installed are replaced by stand-ins
 (`child_setup.StandIn`), permissive objects, so that a core module importing them can
@@ -35,10 +41,12 @@ import builtins
 import importlib
 import importlib.machinery
 import importlib.util
+import atexit
 import inspect
 import json
 import os
 import sys
+import threading
 import time
 import types
 
@@ -46,10 +54,13 @@ _CODE_SUFFIXES = tuple(importlib.machinery.all_suffixes()) + (".pyc",)
 # audit events of new processes: allowed (``ptxas --version`` at import is common) and
 # recorded; they run without this hook, so the parent puts the worker in a network
 # namespace of its own where it can (`policy_checks.audit.sandbox`)
+_TRACED = ("import", "open", "exec", "compile", "ctypes.dlopen", "marshal.loads")
 _PROCESSES = ("subprocess.Popen", "os.system", "os.posix_spawn", "os.spawn", "os.exec", "os.startfile", "pty.spawn")
 _MAX_FRAMES = 300
 _WRAPPERS = ("traced_import", "traced_import_module")  # this file's frames inside an import
 _MAX_REFUSALS = 20  # a module looping on refused calls reports its first ones
+_MAX_CONTENT = 4 << 20  # bytes of an experimental file remembered by content (larger ones: by name only)
+DAEMON_GRACE = 0.5  # seconds a request's daemon threads may still run, traced, after it
 _HERE = os.path.realpath(__file__)
 
 
@@ -72,7 +83,9 @@ class _State:
         self.experimental_dir = os.path.realpath(os.path.join(self.root, *self.experimental.split(".")))
         self.protected = {self.package.split(".")[0]}
         self.tracing = False
-        self.busy = False  # the hook is running: what it calls itself is not traced
+        self._local = threading.local()  # per thread: the hook is running there (`busy`)
+        self.exit_handlers = []  # atexit handlers registered by the current request, run at its end
+        self.contents = {}  # length -> [(bytes, rel)] of the experimental package's files (`by_content`)
         self.records = {}  # (unit, core place) -> record (the first event of each wins)
         self.refusals = []
         self.processes = []
@@ -80,6 +93,77 @@ class _State:
         self.failed = {}  # module -> its error, for what failed in this worker
         self.aot_environment = dict(config.get("aot_environment", {}))
         self._real_dirs = {}
+
+    @property
+    def busy(self) -> bool:
+        """Is the hook (or a wrapper) running in this thread? What it calls itself is
+        not traced; another thread's events still are."""
+        return getattr(self._local, "busy", False)
+
+    @busy.setter
+    def busy(self, value: bool) -> None:
+        self._local.busy = value
+
+    # content --------------------------------------------------------------------
+    def read_contents(self) -> None:
+        """Remember every file of the experimental package by its bytes (before any
+        request), so that code compiled from such text is known under any name."""
+        for directory, folders, files in os.walk(self.experimental_dir):
+            folders[:] = [f for f in folders if f != "__pycache__"]
+            for name in files:
+                path = os.path.join(directory, name)
+                try:
+                    if os.path.islink(path) or os.path.getsize(path) > _MAX_CONTENT:
+                        continue
+                    with open(path, "rb") as handle:
+                        data = handle.read(_MAX_CONTENT + 1)
+                except OSError:
+                    continue
+                if data.strip():  # an empty __init__ is everybody's text
+                    rel = os.path.relpath(path, self.experimental_dir)
+                    self.contents.setdefault(len(data), []).append((data, rel))
+        # text a stable file of the package holds too ("X = 1") tells nothing: forgotten
+        for directory, folders, files in os.walk(self.package_dir):
+            if directory == self.experimental_dir:
+                folders[:] = []
+                continue
+            folders[:] = [f for f in folders if f != "__pycache__"]
+            for name in files:
+                path = os.path.join(directory, name)
+                try:
+                    size = os.path.getsize(path)
+                    if size not in self.contents:
+                        continue
+                    with open(path, "rb") as handle:
+                        data = handle.read(size + 1)
+                except OSError:
+                    continue
+                kept = [(text, rel) for text, rel in self.contents[size] if text != data]
+                if kept:
+                    self.contents[size] = kept
+                else:
+                    del self.contents[size]
+
+    def by_content(self, source, filename) -> str:
+        """The experimental file (relative to its package) whose bytes `source` is,
+        unless `filename` is a file outside the package holding that same text (a
+        stable module that happens to read alike); else ""."""
+        if isinstance(source, str):
+            try:
+                source = source.encode("utf-8")
+            except UnicodeError:
+                return ""
+        if not isinstance(source, (bytes, bytearray)) or len(source) not in self.contents:
+            return ""
+        rel = next((r for data, r in self.contents[len(source)] if data == source), "")
+        if rel and isinstance(filename, (str, bytes)) and not self.experimental_file(filename):
+            try:
+                with open(os.fsdecode(filename), "rb") as handle:
+                    if handle.read(len(source) + 1) == source:
+                        return ""
+            except (OSError, ValueError):
+                pass
+        return rel
 
     # paths ----------------------------------------------------------------------
     def real(self, path: str) -> str:
@@ -108,13 +192,18 @@ class _State:
         return ""
 
     def unit_of_file(self, rel: str) -> str:
-        """The experimental module a file under the experimental directory is."""
+        """The experimental module a file under the experimental directory is (a file
+        that is no module, a kernel source or a library: its package, then its name)."""
         parts = rel.split(os.sep)
         name = parts[-1]
         for suffix in sorted(_CODE_SUFFIXES, key=len, reverse=True):
             if name.endswith(suffix):
                 name = name[: -len(suffix)]
                 break
+        else:
+            if name not in (".", ""):
+                folder = [p for p in parts[:-1] if p not in (".", "__pycache__")]
+                return ".".join([self.experimental] + folder) + "/" + name
         if parts[:-1] and parts[-1:] and parts[-2:-1] == ["__pycache__"]:
             parts = parts[:-1]  # a cached file: the module beside its folder
             name = name.split(".")[0]
@@ -328,7 +417,7 @@ def _hook(event: str, args) -> None:
             finally:
                 state.busy = False
         return
-    if not state.tracing or event not in ("import", "open", "exec", "compile"):
+    if not state.tracing or event not in _TRACED:
         return
     state.busy = True
     try:
@@ -337,16 +426,21 @@ def _hook(event: str, args) -> None:
             if isinstance(name, str) and state.is_experimental(name):
                 _record(state, name, event, "")
             return
-        if event == "open":
-            path, mode = args[0], args[1]
-            if mode not in ("r", "rb") or not isinstance(path, (str, bytes)):
+        if event in ("open", "ctypes.dlopen"):
+            # any file of the experimental package opened, in any mode, by anyone (the
+            # import system, a pool thread reading its text), and any library loaded from it
+            path = args[0] if args else None
+            if not isinstance(path, (str, bytes)):
                 return
             text = os.fsdecode(path)
-            if not text.endswith(_CODE_SUFFIXES):
-                return
             rel = state.experimental_file(text)
-            if rel and _by_import_system(sys._getframe(1)):
+            if rel:
                 _record(state, state.unit_of_file(rel), event, state.shown(text))
+            return
+        if event == "marshal.loads":
+            rel = state.by_content(args[0] if args else None, None)
+            if rel:
+                _record(state, state.unit_of_file(rel), event, "")
             return
         if event == "exec":
             code = args[0]
@@ -356,24 +450,17 @@ def _hook(event: str, args) -> None:
                 _record(state, state.unit_of_file(rel), event, state.shown(filename))
             return
         if event == "compile":
-            filename = args[1] if len(args) > 1 else None
+            # by the name it is compiled under, or by its text, whatever name it was given
+            source, filename = args[0] if args else None, args[1] if len(args) > 1 else None
             rel = state.experimental_file(filename) if filename else ""
+            shown = state.shown(os.fsdecode(filename)) if rel else ""
+            if not rel:
+                rel = state.by_content(source, filename)
+                shown = f"text of {state.experimental.replace('.', '/')}/{rel}" if rel else ""
             if rel:
-                _record(state, state.unit_of_file(rel), event, state.shown(os.fsdecode(filename)))
+                _record(state, state.unit_of_file(rel), event, shown)
     finally:
         state.busy = False
-
-
-def _by_import_system(frame) -> bool:
-    """Did the import machinery (or a loader) open the file, rather than, say, linecache?"""
-    steps = 0
-    while frame is not None and steps < 12:
-        code = frame.f_code
-        if code.co_filename.startswith("<frozen importlib") or code.co_name in ("get_data", "get_code", "exec_module"):
-            return True
-        frame = frame.f_back
-        steps += 1
-    return False
 
 
 # requests ---------------------------------------------------------------------------
@@ -429,6 +516,8 @@ def _traced(state, action) -> dict:
     before = set(sys.modules)
     started = time.monotonic()
     answer = {}
+    threads_before = set(threading.enumerate())
+    state.exit_handlers = []
     state.tracing = True
     try:
         answer["value"] = action()
@@ -437,7 +526,10 @@ def _traced(state, action) -> dict:
         answer["ok"] = False
         answer["error"] = _error(exc)
     finally:
-        state.tracing = False
+        try:
+            _afterwards(state, threads_before)
+        finally:
+            state.tracing = False
     _loaded_unseen(state, before)
     answer["records"] = list(state.records.values())
     answer["refusals"] = state.refusals
@@ -446,6 +538,42 @@ def _traced(state, action) -> dict:
     answer["seconds"] = round(time.monotonic() - started, 3)
     _forget_experimental(state, before)
     return answer
+
+
+def _afterwards(state, threads_before: set) -> None:
+    """What the request left running, still traced, in the order an interpreter's exit
+    runs it: the threads it started that are not daemons (joined: one that never ends
+    meets the request's time limit), the atexit handlers it registered (run now, once),
+    then its daemon threads for a short grace (`DAEMON_GRACE`); a load by one later
+    than that is not seen."""
+    started = [t for t in threading.enumerate() if t not in threads_before and t is not threading.current_thread()]
+    for thread in started:
+        if not thread.daemon:
+            thread.join()
+    handlers, state.exit_handlers = state.exit_handlers, []
+    for function, args, kwargs in reversed(handlers):  # last registered runs first, as at exit
+        try:
+            function(*args, **kwargs)
+        except BaseException:
+            pass
+    deadline = time.monotonic() + DAEMON_GRACE
+    for thread in started:
+        if thread.daemon:
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+
+def _wrap_atexit(state) -> None:
+    """Keep the atexit handlers a request registers, to run them at its end, traced,
+    rather than at the worker's exit, after tracing (and the request) is over."""
+    original = atexit.register
+
+    def traced_register(function, *args, **kwargs):
+        if state.tracing:
+            state.exit_handlers.append((function, args, kwargs))
+            return function
+        return original(function, *args, **kwargs)
+
+    atexit.register = traced_register
 
 
 class AncestorFailed(ImportError):
@@ -614,8 +742,10 @@ def main() -> None:
         sys.meta_path.append(ISOLATION.StandInFinder(state.protected, state.stand_ins, wanted))
     STATE = state
     ISOLATION.exit_with_parent()
+    state.read_contents()
     sys.addaudithook(_hook)
     _wrap_imports(state)
+    _wrap_atexit(state)
     preloaded = _preload(config.get("preload", ()))
     answers.write(json.dumps({"ready": True, "preloaded": preloaded}) + "\n")
     for line in requests:
