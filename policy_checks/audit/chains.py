@@ -93,10 +93,14 @@ def keep_first(findings: list) -> list:
 
 
 def refusal_finding(refusal: dict, fallback: tuple, what: str) -> Finding:
-    """AUD000 for a refused network call: at its core line, in words that do not depend
+    """AUD000 for a refused network call or write: at its core line, in words that do not depend
     on which request reached the line; else at `fallback`, saying what was run."""
     path, line = located(refusal.get("core"), fallback)
     prefix = "" if refusal.get("core") else f"{what}: "
+    if refusal["event"] == "write":
+        return Finding(path, line, 1, "AUD000",
+                       f"{prefix}the audit refused a write to {refusal.get('args', '')} (outside its scratch "
+                       "folders); what the code does with the file is not audited", "refused write")
     return Finding(path, line, 1, "AUD000",
                    f"{prefix}the audit refused {refusal['event']} {refusal.get('args', '')}; what the code does "
                    "with the network is not audited", f"refused {refusal['event']}")

@@ -102,7 +102,7 @@ def audit_collection(root: Path, settings: Settings, *, timeout: float = COLLECT
         config = place.path / "collection-config.json"
         config.write_text(json.dumps({
             "root": str(root), "package": settings.package, "record": str(record), "args": collect_command(lane),
-            "preload": list(preload), "stand_ins": stand_ins,
+            "preload": list(preload), "stand_ins": stand_ins, "scratch": str(place.path),
         }), encoding="utf-8")
         status = run_once(isolated_command(COLLECTOR, str(config), python=python), place, root, timeout, log)
         entries = list(_entries(record))

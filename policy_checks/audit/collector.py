@@ -30,9 +30,20 @@ ISOLATION = importlib.util.module_from_spec(importlib.util.spec_from_file_locati
 ISOLATION.__spec__.loader.exec_module(ISOLATION)
 
 
-def _no_network(event: str, args) -> None:
-    if ISOLATION.refuses(event, args):
-        raise ISOLATION.refusal(event)
+def _refusing(recorder_of, writable: str):
+    """The audit hook: no network; no write outside the scratch folder once the tree's
+    code can run (from the first conftest on)."""
+
+    def hook(event: str, args) -> None:
+        if ISOLATION.refuses(event, args):
+            raise ISOLATION.refusal(event)
+        recorder = recorder_of()
+        if recorder is not None and recorder.standing_in and writable:
+            refused = ISOLATION.refused_write(event, args, writable)
+            if refused:
+                raise ISOLATION.write_refusal(refused)
+
+    return hook
 
 
 class Recorder:
@@ -74,14 +85,16 @@ def main() -> int:
         config = json.load(handle)
     root = config["root"]
     ISOLATION.put_tree_first(root, config["package"])
-    ISOLATION.exit_with_parent()
-    sys.addaudithook(_no_network)
+    ISOLATION.exit_with_parent(os.dup(0))  # pytest's capture points 0 elsewhere later
+    holder = []
+    sys.addaudithook(_refusing(lambda: holder[0] if holder else None, config.get("scratch") or ""))
     for name in config.get("preload", ()):  # untouched by stand-ins, as in the workers
         try:
             importlib.import_module(name)
         except BaseException:
             pass
     recorder = Recorder(config["record"])
+    holder.append(recorder)
     used = set()
     if config.get("stand_ins", True):
         def wanted(name: str) -> bool:

@@ -175,7 +175,7 @@ def _summary(found) -> dict:
         "stand_ins": found.stand_ins, "collection_stand_ins": found.collection_stand_ins, "skipped": [{"path": p, "why": why} for p, why in found.skipped],
         "support_modules": sorted(found.support), "notes": found.notes,
         "processes": found.processes, "network_namespace": found.network_namespace,
-        "python": _python(found),
+        "python": _python(found), "protections": found.protections,
     }
 
 
@@ -202,7 +202,9 @@ def _notes(found) -> list:
     if found.processes:
         shown = "; ".join(found.processes[:3]) + (f"; and {len(found.processes) - 3} more" if len(found.processes) > 3 else "")
         lines.append(f"processes started by imports ({len(found.processes)}): {shown}")
-    if not found.network_namespace:
-        lines.append("no network namespace (unshare -rn failed): the audit hook alone refused the network, "
-                     "and processes the imports started had it")
+    from .sandbox import PROTECTIONS
+
+    for kind, on in sorted(found.protections.items()):
+        if not on:
+            lines.append(f"protection off (unshare could not make it here): {PROTECTIONS[kind]}")
     return lines + list(found.notes)

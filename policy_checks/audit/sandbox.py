@@ -76,19 +76,52 @@ class Scratch:
         self.remove()
 
 
+# what each kind of namespace protects, as the report words it when it is off
+PROTECTIONS = {
+    "network": "a network namespace (the processes the imports start have the network; the audit hook "
+               "refuses it to Python code only)",
+    "processes": "a PID namespace (a process the imports start that leaves its session can outlive the "
+                 "audit, and the code under test can see and signal the audit's own process, stop it "
+                 "with SIGSTOP say)",
+}
+# the strongest isolation first: a PID namespace with its own /proc (every process a child
+# starts dies with it; the audit's process is neither visible nor reachable by a signal),
+# then the network namespace alone
+_ATTEMPTS = (
+    (("-rn", "--pid", "--fork", "--kill-child", "--mount", "--mount-proc"), ("network", "processes")),
+    (("-rn",), ("network",)),
+)
+
+
 @functools.lru_cache(maxsize=1)
-def network_namespace() -> tuple:
-    """The command prefix that runs a worker in a network namespace of its own (no
-    interface but a loopback that is down: no network for it or any process it
-    starts), or () where ``unshare`` cannot make one (no user namespaces)."""
+def _isolation() -> tuple:
+    """``(command prefix, protections it gives)``: the first of `_ATTEMPTS` that
+    ``unshare`` can make here (user namespaces), else ``((), ())``."""
     unshare = shutil.which("unshare")
     if unshare is None:
-        return ()
-    try:
-        done = subprocess.run([unshare, "-rn", "true"], capture_output=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return ()
-    return (unshare, "-rn") if done.returncode == 0 else ()
+        return (), ()
+    for flags, kinds in _ATTEMPTS:
+        try:
+            done = subprocess.run([unshare, *flags, "true"], capture_output=True, timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if done.returncode == 0:
+            return (unshare, *flags), kinds
+    return (), ()
+
+
+def network_namespace() -> tuple:
+    """The command prefix that runs a child in a network namespace of its own (no
+    interface but a loopback that is down: no network for it or any process it
+    starts), or () where ``unshare`` cannot make one (no user namespaces)."""
+    prefix, kinds = _isolation()
+    return prefix if "network" in kinds else ()
+
+
+def protections() -> dict:
+    """Which protections the children run with (`PROTECTIONS`'s keys -> on?)."""
+    kinds = _isolation()[1]
+    return {kind: kind in kinds for kind in PROTECTIONS}
 
 
 class Interpreter(NamedTuple):
@@ -121,7 +154,7 @@ def isolated_command(script: Path, *args: str, python: Optional[str] = None) -> 
     """The command line of one child: `script` under ``python -I`` (no user site, no
     ``PYTHON*`` variables, neither its folder nor the current one on the path), in
     a network namespace of its own where one can be made."""
-    return [*network_namespace(), python or sys.executable, "-I", str(script), *args]
+    return [*_isolation()[0], python or sys.executable, "-I", str(script), *args]
 
 
 def start(command: list, scratch: Scratch, cwd: Optional[Path] = None, **streams) -> subprocess.Popen:
@@ -130,27 +163,92 @@ def start(command: list, scratch: Scratch, cwd: Optional[Path] = None, **streams
                             start_new_session=True, **streams)
 
 
+def _processes() -> dict:
+    """pid -> (parent pid, process group, session) of every process /proc shows."""
+    found = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return found
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as handle:
+                text = handle.read(4096)
+        except OSError:
+            continue
+        fields = text[text.rfind(b")") + 2:].split()  # after the command name, which may hold anything
+        if len(fields) >= 4:
+            found[int(name)] = (int(fields[1]), int(fields[2]), int(fields[3]))
+    return found
+
+
+def started_by(leader: int) -> set:
+    """The processes `leader` started, as /proc shows them now: its descendants, and
+    every process still in its process group or session (which its orphans keep when
+    their parent is gone)."""
+    table = _processes()
+    found = {pid for pid, (_, group, session) in table.items() if leader in (group, session)}
+    children = {}
+    for pid, (parent, _, _) in table.items():
+        children.setdefault(parent, []).append(pid)
+    pending = [leader, *found]
+    while pending:
+        for child in children.get(pending.pop(), ()):
+            if child not in found:
+                found.add(child)
+                pending.append(child)
+    found.discard(leader)
+    found.discard(os.getpid())
+    return found
+
+
 def kill_group(process: subprocess.Popen) -> None:
-    """End `process` and whatever it started in its group; wait for it."""
+    """End `process` and whatever it started (its group, its session, its
+    descendants, found through /proc; in a PID namespace, the kernel ends them all with
+    it); wait for it."""
+    others = started_by(process.pid)
     try:
         os.killpg(process.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+    for pid in others:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
     process.wait()
+
+
+def ended_within(process: subprocess.Popen, timeout: float) -> bool:
+    """Has `process` exited within `timeout` seconds? It is left unreaped, so its pid
+    (its group's, its session's) names nothing else while what it started is ended."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                return True
+        except ChildProcessError:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
 
 
 def run_once(command: list, scratch: Scratch, cwd: Path, timeout: float, output: Path) -> Optional[int]:
     """Run `command` (standard output and error into `output`) to its end: its exit
     status, or None when it ran past `timeout` seconds. Whatever it started is ended
-    with it."""
+    with it. Its standard input is a pipe held open until then: the child ends itself
+    when the audit is gone (`child_setup.exit_with_parent`)."""
     with open(output, "wb") as log:
-        process = start(command, scratch, cwd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+        process = start(command, scratch, cwd, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT)
         try:
-            return process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return None
+            ended = ended_within(process, timeout)
         finally:
             kill_group(process)
+            process.stdin.close()
+        return process.returncode if ended else None
 
 
 class Worker:
@@ -197,20 +295,20 @@ class Worker:
             self.process.stdin.close()
         except OSError:
             pass
-        try:
-            self.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
+        ended_within(self.process, 5)
         self.kill()
 
     def ended(self) -> str:
         """Why the worker is gone, in words."""
-        code = self.process.poll()
-        if code is None:
+        try:  # read without reaping: `kill` still ends what it started under its pid
+            info = os.waitid(os.P_PID, self.process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            info = None
+        if info is None:
             return "the worker stopped answering"
-        if code < 0:
-            return f"the interpreter died (signal {-code})"
-        return f"the interpreter exited (status {code})"
+        if info.si_code in (os.CLD_KILLED, os.CLD_DUMPED):
+            return f"the interpreter died (signal {info.si_status})"
+        return f"the interpreter exited (status {info.si_status})"
 
 
 class Pool:

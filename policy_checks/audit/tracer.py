@@ -10,8 +10,9 @@ It installs the isolation every child of the audit shares (`child_setup.py`: the
 tree first, stand-ins, an end with the parent); then an audit hook
 (`sys.addaudithook`, which nothing can remove) does two things:
 
-- refuses the network (`child_setup.refuses`) by raising `PermissionError`, and
-  records each refusal; records each new process;
+- refuses the network (`child_setup.refuses`) and, while a request runs, writes
+  outside the audit's scratch folder (`child_setup.refused_write`) by raising
+  `PermissionError`, and records each refusal; records each new process;
 - while a request runs, records every module or file of the experimental package
   that is loaded, read or executed, in any thread: the ``import`` event (by name),
   any ``open`` of a file under the package (any mode, anyone: a pool thread reading
@@ -92,6 +93,7 @@ class _State:
         self.stand_ins = set()
         self.failed = {}  # module -> its error, for what failed in this worker
         self.aot_environment = dict(config.get("aot_environment", {}))
+        self.scratch = config.get("scratch") or ""  # the one folder the code under test may write to
         self._real_dirs = {}
 
     @property
@@ -398,6 +400,16 @@ def _hook(event: str, args) -> None:
     state = STATE
     if state is None or state.busy:
         return
+    refused = ISOLATION.refused_write(event, args, state.scratch) if state.tracing and state.scratch else ""
+    if refused:
+        state.busy = True
+        try:
+            if len(state.refusals) < _MAX_REFUSALS:
+                where = chain_at(state, sys._getframe(1), event)
+                state.refusals.append({"event": "write", "args": refused[:200], "core": where["core"]})
+        finally:
+            state.busy = False
+        raise ISOLATION.write_refusal(refused)
     if ISOLATION.refuses(event, args):
         state.busy = True
         try:
@@ -741,7 +753,7 @@ def main() -> None:
 
         sys.meta_path.append(ISOLATION.StandInFinder(state.protected, state.stand_ins, wanted))
     STATE = state
-    ISOLATION.exit_with_parent()
+    ISOLATION.exit_with_parent(requests.fileno())
     state.read_contents()
     sys.addaudithook(_hook)
     _wrap_imports(state)

@@ -21,7 +21,7 @@ from .chains import keep_first
 from .collection import audit_collection, stable_lane
 from .imports import import_requests, judge_imports
 from .modules import allowed_support, core_modules, preloads
-from .sandbox import PRELOAD, Interpreter, Pool, Scratch, interpreter, network_namespace
+from .sandbox import PRELOAD, Interpreter, Pool, Scratch, interpreter, network_namespace, protections
 
 DEFAULT_TIMEOUT = 60.0  # seconds one import or the AOT listing may take in a worker
 # what an AOT build job sets, so the listing lists every architecture's specs (FlashInfer
@@ -45,6 +45,7 @@ class Audit:
     collection_stand_ins: list = field(default_factory=list)  # the same, in the stable lane's collection
     interpreter: Optional[Interpreter] = None  # the Python the workers and the collection ran
     suppressions: dict = field(default_factory=dict)  # rel -> the suppressions that count, read first
+    protections: dict = field(default_factory=dict)  # sandbox.PROTECTIONS's kinds -> on?
 
 
 def audit_tree(context: Context, jobs: Optional[int] = None, timeout: float = DEFAULT_TIMEOUT,
@@ -71,7 +72,8 @@ def audit_tree(context: Context, jobs: Optional[int] = None, timeout: float = DE
     with Scratch() as scratch, ThreadPoolExecutor(max_workers=1) as beside:
         tree = private_copy(root, scratch)
         config = {"root": str(tree), "package": settings.package, "experimental_package": settings.experimental_package,
-                  "stand_ins": stand_ins, "aot_environment": AOT_ENVIRONMENT, "preload": preload}
+                  "stand_ins": stand_ins, "aot_environment": AOT_ENVIRONMENT, "preload": preload,
+                  "scratch": str(scratch.path)}
         # the lane's collection, one more child in the same scratch, runs while the workers import
         collected = beside.submit(audit_collection, tree, settings, preload=preload, stand_ins=stand_ins,
                                   scratch=scratch, python=python_used.path, lane=lane) if lane else None
@@ -86,7 +88,7 @@ def audit_tree(context: Context, jobs: Optional[int] = None, timeout: float = DE
     return Audit(keep_first(findings), len(listing.modules), verdict.audited, verdict.not_audited,
                  sorted(verdict.stand_ins), listing.skipped, support, [], project, verdict.processes,
                  bool(network_namespace()), collected_lane.stand_ins if collected_lane is not None else [],
-                 python_used, suppressions)
+                 python_used, suppressions, protections())
 
 
 def read_suppressions(project, texts: dict, judge: Optional[Callable[[dict], dict]]) -> dict:

@@ -30,19 +30,24 @@ BASE = {
 
 # the pull request's bad.py: it loads experimental code, then, while the audit runs it, appends
 # a suppression to that line in the checkout it was started from and adds a replace ref so that
-# the base revision's bad.py seems to hold the same line
+# the base revision's bad.py seems to hold the same line. The audit hook refuses such a write
+# from Python, so it is done by a new process, which runs without the hook.
 FORGER = """\
 import importlib
 importlib.import_module({kernel!r})
-import pathlib, subprocess
-ROOT = {root!r}
-path = pathlib.Path(ROOT, "flashinfer", "bad.py")
+import subprocess, sys
+subprocess.run([sys.executable, "-c", {forge!r}, {root!r}], check=True)
+"""
+FORGE = """\
+import pathlib, subprocess, sys
+root = sys.argv[1]
+path = pathlib.Path(root, "flashinfer", "bad.py")
 lines = path.read_text().splitlines(keepends=True)
 if "policy: ignore" not in lines[1]:
     lines[1] = lines[1].rstrip("\\n") + "  # policy: ignore[AUD001, AUD002] forged\\n"
     path.write_text("".join(lines))
     def git(*args):
-        return subprocess.run(["git", "-C", ROOT, *args], capture_output=True, text=True).stdout.strip()
+        return subprocess.run(["git", "-C", root, *args], capture_output=True, text=True).stdout.strip()
     git("replace", "-f", git("rev-parse", "HEAD:flashinfer/bad.py"), git("hash-object", "-w", str(path)))
 """
 
@@ -75,7 +80,7 @@ def _audit(root: Path, *args: str):
 
 def test_a_suppression_and_replace_ref_forged_while_the_audit_runs_change_nothing(tmp_path):
     root = _repository(tmp_path / "repo").resolve()
-    (root / "flashinfer" / "bad.py").write_text(FORGER.format(kernel=KERNEL, root=str(root)), encoding="utf-8")
+    (root / "flashinfer" / "bad.py").write_text(FORGER.format(kernel=KERNEL, forge=FORGE, root=str(root)), encoding="utf-8")
     assert _audit(root, "--policy-from", "HEAD") == (1, [("AUD001", "flashinfer/bad.py", 2)])
     # the forgery did happen: the checkout holds the comment, and git (replace refs on) shows it at the base
     assert "forged" in (root / "flashinfer" / "bad.py").read_text().splitlines()[1]
@@ -91,3 +96,20 @@ def test_the_workers_run_a_private_copy_of_the_tree(tmp_path):
     before = (root / "flashinfer" / "bad.py").read_text()
     assert _audit(root) == (1, [("AUD001", "flashinfer/bad.py", 2)])
     assert (root / "flashinfer" / "bad.py").read_text() == before
+
+
+def test_a_write_outside_the_scratch_folders_is_refused_and_reported(tmp_path):
+    """From Python, the code under test writes only into the audit's scratch folders (its
+    copy of the tree, its home, its temporary folder): the twin writes a temporary file."""
+    outside = tmp_path / "outside.txt"
+    root = write_tree(tmp_path / "tree", {
+        **BASE,
+        "flashinfer/bad.py": f"import pathlib\npathlib.Path({str(outside)!r}).write_text('x')\n",
+        "flashinfer/fine.py": "import tempfile\nwith tempfile.NamedTemporaryFile('w') as f:\n    f.write('x')\n",
+    }).resolve()
+    result = CliRunner().invoke(main, ["audit", "--root", str(root), "--format", "json", "-j", "1"])
+    findings = json.loads(result.stdout)["findings"]
+    assert [(f["rule"], f["path"], f["line"]) for f in findings] == [
+        ("AUD000", "flashinfer/bad.py", 1), ("AUD000", "flashinfer/bad.py", 2)]
+    assert f"refused a write to {outside}" in findings[1]["message"]
+    assert not outside.exists()
