@@ -61,6 +61,7 @@ _MAX_FRAMES = 300
 _WRAPPERS = ("traced_import", "traced_import_module")  # this file's frames inside an import
 _MAX_REFUSALS = 20  # a module looping on refused calls reports its first ones
 _MAX_CONTENT = 4 << 20  # bytes of an experimental file remembered by content (larger ones: by name only)
+_MIN_CONTENT = 16  # bytes (less blank ones) below which a file's text is too common to tell anything
 DAEMON_GRACE = 0.5  # seconds a request's daemon threads may still run, traced, after it
 _HERE = os.path.realpath(__file__)
 
@@ -82,6 +83,7 @@ class _State:
         self.experimental = config["experimental_package"]
         self.package_dir = os.path.realpath(os.path.join(self.root, *self.package.split(".")))
         self.experimental_dir = os.path.realpath(os.path.join(self.root, *self.experimental.split(".")))
+        self.experimental_dir_shown = self.experimental.replace(".", "/")
         self.protected = {self.package.split(".")[0]}
         self.tracing = False
         self._local = threading.local()  # per thread: the hook is running there (`busy`)
@@ -93,6 +95,7 @@ class _State:
         self.stand_ins = set()
         self.failed = {}  # module -> its error, for what failed in this worker
         self.aot_environment = dict(config.get("aot_environment", {}))
+        self.aot_listing = config.get("aot_listing") or ""  # the settings' name of the AOT listing function
         self.scratch = config.get("scratch") or ""  # the one folder the code under test may write to
         self._real_dirs = {}
 
@@ -121,35 +124,13 @@ class _State:
                         data = handle.read(_MAX_CONTENT + 1)
                 except OSError:
                     continue
-                if data.strip():  # an empty __init__ is everybody's text
+                if len(data.strip()) >= _MIN_CONTENT:  # an empty __init__, "X = 1": everybody's text
                     rel = os.path.relpath(path, self.experimental_dir)
                     self.contents.setdefault(len(data), []).append((data, rel))
-        # text a stable file of the package holds too ("X = 1") tells nothing: forgotten
-        for directory, folders, files in os.walk(self.package_dir):
-            if directory == self.experimental_dir:
-                folders[:] = []
-                continue
-            folders[:] = [f for f in folders if f != "__pycache__"]
-            for name in files:
-                path = os.path.join(directory, name)
-                try:
-                    size = os.path.getsize(path)
-                    if size not in self.contents:
-                        continue
-                    with open(path, "rb") as handle:
-                        data = handle.read(size + 1)
-                except OSError:
-                    continue
-                kept = [(text, rel) for text, rel in self.contents[size] if text != data]
-                if kept:
-                    self.contents[size] = kept
-                else:
-                    del self.contents[size]
 
-    def by_content(self, source, filename) -> str:
-        """The experimental file (relative to its package) whose bytes `source` is,
-        unless `filename` is a file outside the package holding that same text (a
-        stable module that happens to read alike); else ""."""
+    def by_content(self, source) -> str:
+        """The experimental file (relative to its package) whose bytes `source` is, under
+        whatever name it is compiled or kept (a copy vendored elsewhere too), else ""."""
         if isinstance(source, str):
             try:
                 source = source.encode("utf-8")
@@ -157,15 +138,7 @@ class _State:
                 return ""
         if not isinstance(source, (bytes, bytearray)) or len(source) not in self.contents:
             return ""
-        rel = next((r for data, r in self.contents[len(source)] if data == source), "")
-        if rel and isinstance(filename, (str, bytes)) and not self.experimental_file(filename):
-            try:
-                with open(os.fsdecode(filename), "rb") as handle:
-                    if handle.read(len(source) + 1) == source:
-                        return ""
-            except (OSError, ValueError):
-                pass
-        return rel
+        return next((rel for data, rel in self.contents[len(source)] if data == source), "")
 
     # paths ----------------------------------------------------------------------
     def real(self, path: str) -> str:
@@ -450,7 +423,7 @@ def _hook(event: str, args) -> None:
                 _record(state, state.unit_of_file(rel), event, state.shown(text))
             return
         if event == "marshal.loads":
-            rel = state.by_content(args[0] if args else None, None)
+            rel = state.by_content(args[0] if args else None)
             if rel:
                 _record(state, state.unit_of_file(rel), event, "")
             return
@@ -467,8 +440,8 @@ def _hook(event: str, args) -> None:
             rel = state.experimental_file(filename) if filename else ""
             shown = state.shown(os.fsdecode(filename)) if rel else ""
             if not rel:
-                rel = state.by_content(source, filename)
-                shown = f"text of {state.experimental.replace('.', '/')}/{rel}" if rel else ""
+                rel = state.by_content(source)
+                shown = f"text of {state.experimental_dir_shown}/{rel}" if rel else ""
             if rel:
                 _record(state, state.unit_of_file(rel), event, shown)
     finally:
@@ -651,6 +624,18 @@ class _Everything(dict):
         return True
 
 
+def _bounded_read(path: str):
+    """The bytes of the regular file at `path` when it is small enough to be one of the
+    experimental package's remembered files, else None."""
+    try:
+        if not os.path.isfile(path) or os.path.getsize(path) > _MAX_CONTENT:
+            return None
+        with open(path, "rb") as handle:
+            return handle.read(_MAX_CONTENT + 1)
+    except (OSError, ValueError):
+        return None
+
+
 def _spec_facts(state, spec) -> dict:
     """What the audit reads of a returned JIT spec: name, sources, origin."""
     sources = []
@@ -660,10 +645,15 @@ def _spec_facts(state, spec) -> dict:
         except TypeError:
             continue
     created = getattr(spec, "created_in", None)
-    flagged = [s for s in sources if state.experimental_file(s)]
+    flagged = [state.shown(s) for s in sources if state.experimental_file(s)]
+    for source in sources:  # what a build would compile: a copy of an experimental file counts too
+        if not state.experimental_file(source):
+            rel = state.by_content(_bounded_read(source))
+            if rel:
+                flagged.append(f"{state.shown(source)} (the text of {state.experimental_dir_shown}/{rel})")
     return {
         "name": str(getattr(spec, "name", ""))[:200],
-        "experimental_sources": [state.shown(s) for s in flagged][:5],
+        "experimental_sources": flagged[:5],
         "created_in": created if isinstance(created, str) else None,
         "experimental": getattr(spec, "experimental", False) is True,
     }
@@ -684,9 +674,37 @@ def _aot(state, module_name: str):
         time.sleep = sleep
 
 
+def _arguments(module, function) -> list:
+    """The values a listing function is called with: its module's ``get_default_config()``
+    values by parameter name (a trailing ``_`` dropped), a mapping claiming every
+    capability, each parameter's default, True for a flag; TypeError when one has none."""
+    config = module.get_default_config() if hasattr(module, "get_default_config") else {}
+    arguments = []
+    for parameter in inspect.signature(function).parameters.values():
+        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            continue
+        key = parameter.name.rstrip("_")
+        if key in config:
+            arguments.append(config[key])
+        elif "capabilit" in key:
+            arguments.append(_Everything())
+        elif parameter.default is not inspect.Parameter.empty:
+            arguments.append(parameter.default)
+        elif parameter.annotation in (bool, "bool"):
+            arguments.append(True)
+        else:
+            raise TypeError(f"no value for {function.__name__}'s parameter {parameter.name!r}")
+    return arguments
+
+
 def _aot_listing(state, module_name: str):
     module = importlib.import_module(module_name)
-    if hasattr(module, "registered_specs"):
+    named = state.aot_listing
+    if named and callable(getattr(module, named, None)):  # the settings name the listing (aot-listing)
+        where = getattr(module, named)
+        shape = f"{named}(...)"
+        specs = where(*_arguments(module, where))
+    elif hasattr(module, "registered_specs"):
         shape, where = "registered_specs()", module.registered_specs
         specs = module.registered_specs()
     elif hasattr(module, "_register_builtin"):
@@ -695,23 +713,12 @@ def _aot_listing(state, module_name: str):
         specs = list(getattr(module, "_registry", {}).values())
     elif hasattr(module, "gen_all_modules"):
         shape, where = "gen_all_modules(...)", module.gen_all_modules
-        config = module.get_default_config() if hasattr(module, "get_default_config") else {}
-        arguments = []
-        for parameter in inspect.signature(module.gen_all_modules).parameters.values():
-            key = parameter.name.rstrip("_")
-            if key in config:
-                arguments.append(config[key])
-            elif "capabilit" in key:
-                arguments.append(_Everything())
-            elif parameter.default is not inspect.Parameter.empty:
-                arguments.append(parameter.default)
-            elif parameter.annotation in (bool, "bool"):
-                arguments.append(True)
-            else:
-                raise TypeError(f"no value for gen_all_modules's parameter {parameter.name!r}")
-        specs = module.gen_all_modules(*arguments)
+        specs = module.gen_all_modules(*_arguments(module, module.gen_all_modules))
     else:
-        raise LookupError(f"{module_name} has neither registered_specs, _register_builtin nor gen_all_modules")
+        if named:
+            raise LookupError(f"{module_name} has no function {named} (the aot-listing setting)")
+        raise LookupError(f"{module_name} has neither registered_specs, _register_builtin nor gen_all_modules "
+                          "(name its listing function with the aot-listing setting)")
     code = getattr(where, "__code__", None)
     line = code.co_firstlineno if code is not None else 1
     return {"shape": shape, "at": [state.shown(getattr(module, "__file__", "") or ""), line],

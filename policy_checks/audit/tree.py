@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from ..context import Context
-from .aot import aot_requests, judge_aot
+from .aot import aot_requests, declared_aot_line, judge_aot, missing_aot
 from .chains import keep_first
 from .collection import audit_collection, stable_lane
 from .imports import import_requests, judge_imports
@@ -67,13 +67,14 @@ def audit_tree(context: Context, jobs: Optional[int] = None, timeout: float = DE
     lane = stable_lane(root, settings) if collection else None
     requests = import_requests(listing.modules)
     aot = aot_requests(settings.aot_modules, project, len(requests))
+    gone, notes = missing_aot(settings.aot_modules, project, declared_aot_line(_text(root / "pyproject.toml")))
     preload = preloads(project, listing.texts, PRELOAD)
     jobs = jobs or os.cpu_count() or 1
     with Scratch() as scratch, ThreadPoolExecutor(max_workers=1) as beside:
         tree = private_copy(root, scratch)
         config = {"root": str(tree), "package": settings.package, "experimental_package": settings.experimental_package,
                   "stand_ins": stand_ins, "aot_environment": AOT_ENVIRONMENT, "preload": preload,
-                  "scratch": str(scratch.path)}
+                  "scratch": str(scratch.path), "aot_listing": settings.aot_listing}
         # the lane's collection, one more child in the same scratch, runs while the workers import
         collected = beside.submit(audit_collection, tree, settings, preload=preload, stand_ins=stand_ins,
                                   scratch=scratch, python=python_used.path, lane=lane) if lane else None
@@ -82,13 +83,20 @@ def audit_tree(context: Context, jobs: Optional[int] = None, timeout: float = DE
         collected_lane = collected.result() if collected is not None else None
     import_outcomes = [o for o in outcomes if o.request.op == "import"]
     verdict = judge_imports(import_outcomes, project, support)
-    findings = verdict.findings + judge_aot([o for o in outcomes if o.request.op == "aot"], project, support)
+    findings = verdict.findings + gone + judge_aot([o for o in outcomes if o.request.op == "aot"], project, support)
     if collected_lane is not None:
         findings += collected_lane.findings
     return Audit(keep_first(findings), len(listing.modules), verdict.audited, verdict.not_audited,
-                 sorted(verdict.stand_ins), listing.skipped, support, [], project, verdict.processes,
+                 sorted(verdict.stand_ins), listing.skipped, support, notes, project, verdict.processes,
                  bool(network_namespace()), collected_lane.stand_ins if collected_lane is not None else [],
                  python_used, suppressions, protections())
+
+
+def _text(path) -> Optional[str]:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def read_suppressions(project, texts: dict, judge: Optional[Callable[[dict], dict]]) -> dict:
