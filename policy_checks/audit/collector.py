@@ -6,9 +6,11 @@ through `policy_checks.audit.sandbox`, as the import audit's workers are started
 installs the isolation the workers install (`child_setup.py`: the tree first, no
 bytecode, the network refused by an audit hook, an end with the parent), imports the
 heavy third-party packages the tree uses (``preload``) untouched, then runs pytest's
-own ``main`` on the lane's arguments with a recorder plugin that only observes: each
-collected test's file and node id, each failed collection, the configuration file
-used, and at the end the stand-ins used, one JSON line each in the ``record`` file.
+own ``main`` on the lane's arguments, as CI runs them, with a recorder plugin whose
+test loop runs nothing: each collected test's file, node id and the file and line where
+its function is defined, each failed collection, the configuration file used, and at
+the end the stand-ins used and an end mark, one JSON line each, written to the pipe
+``record_fd`` that the audit reads.
 
 Stand-ins (`child_setup.StandInFinder`) take the place of third-party modules nobody
 can find when code of the tree (a conftest, a test module) asks for them, from the
@@ -23,6 +25,12 @@ import importlib.util
 import json
 import os
 import sys
+
+try:
+    from pytest import hookimpl as pytest_hookimpl
+except ImportError:  # no pytest in this interpreter: main() says so when it imports it
+    def pytest_hookimpl(**_):
+        return lambda function: function
 
 # the isolation shared with the import audit's workers, loaded by its path (`child_setup.py`)
 ISOLATION = importlib.util.module_from_spec(importlib.util.spec_from_file_location(
@@ -47,11 +55,13 @@ def _refusing(recorder_of, writable: str):
 
 
 class Recorder:
-    """The pytest plugin that writes what was collected; it changes nothing, except that
-    stand-ins start with the first conftest (`standing_in`)."""
+    """The pytest plugin that writes what was collected, and runs none of it: pytest runs
+    as CI runs it (no ``--collect-only``, which a conftest could tell apart and collect
+    less under), and the test loop is this plugin's, which returns at once. It changes
+    nothing else, except that stand-ins start with the first conftest (`standing_in`)."""
 
-    def __init__(self, record: str):
-        self.out = open(record, "w", encoding="utf-8")
+    def __init__(self, record_fd: int):
+        self.out = os.fdopen(record_fd, "w", encoding="utf-8")  # a pipe to the audit, nothing else
         self.standing_in = False
 
     def write(self, **entry) -> None:
@@ -76,8 +86,30 @@ class Recorder:
                    norecursedirs=norecurse)
         for item in session.items:
             location = getattr(item, "location", None) or ("", None, "")
+            defined, defined_line = _definition(item)
             self.write(kind="item", path=str(item.path), nodeid=item.nodeid,
-                       line=(location[1] + 1) if isinstance(location[1], int) else 1)
+                       line=(location[1] + 1) if isinstance(location[1], int) else 1,
+                       defined=defined, defined_line=defined_line)
+
+    @pytest_hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session):
+        return True  # collected, recorded, and not run
+
+
+def _definition(item) -> tuple:
+    """``(file, line)`` where the test's function is defined (through its decorators'
+    ``__wrapped__``), which can be another file than the one collected: a test module
+    that imports an experimental test runs it too. ``("", 0)`` when it has none."""
+    import inspect
+
+    function = getattr(item, "function", None) or getattr(item, "obj", None)
+    try:
+        code = getattr(inspect.unwrap(function), "__code__", None) if function is not None else None
+    except ValueError:
+        code = None
+    if code is None:
+        return "", 0
+    return os.path.realpath(code.co_filename), code.co_firstlineno
 
 
 def main() -> int:
@@ -93,7 +125,7 @@ def main() -> int:
             importlib.import_module(name)
         except BaseException:
             pass
-    recorder = Recorder(config["record"])
+    recorder = Recorder(config["record_fd"])
     holder.append(recorder)
     used = set()
     if config.get("stand_ins", True):
@@ -104,10 +136,11 @@ def main() -> int:
     import pytest
 
     sys.argv = [sys.argv[0], *config["args"]]
-    try:
-        return pytest.main(config["args"], plugins=[recorder])
-    finally:
-        recorder.write(kind="stand_ins", names=sorted(used))
+    status = pytest.main(config["args"], plugins=[recorder])
+    recorder.write(kind="stand_ins", names=sorted(used))
+    recorder.write(kind="end", status=int(status))  # the record is whole: the audit fails closed without it
+    recorder.out.close()
+    return status
 
 
 if __name__ == "__main__":

@@ -236,13 +236,21 @@ def ended_within(process: subprocess.Popen, timeout: float) -> bool:
         time.sleep(0.02)
 
 
-def run_once(command: list, scratch: Scratch, cwd: Path, timeout: float, output: Path) -> Optional[int]:
+def run_once(command: list, scratch: Scratch, cwd: Path, timeout: float, output: Path,
+             give: tuple = ()) -> Optional[int]:
     """Run `command` (standard output and error into `output`) to its end: its exit
     status, or None when it ran past `timeout` seconds. Whatever it started is ended
     with it. Its standard input is a pipe held open until then: the child ends itself
-    when the audit is gone (`child_setup.exit_with_parent`)."""
+    when the audit is gone (`child_setup.exit_with_parent`). `give`: descriptors the
+    child inherits (the parent's copies are closed once it started, so that a pipe's
+    reader sees its end when the child's is gone)."""
     with open(output, "wb") as log:
-        process = start(command, scratch, cwd, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            process = start(command, scratch, cwd, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
+                            pass_fds=give)
+        finally:
+            for fd in give:
+                os.close(fd)
         try:
             ended = ended_within(process, timeout)
         finally:
