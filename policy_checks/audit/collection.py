@@ -107,16 +107,15 @@ def audit_collection(root: Path, settings: Settings, *, timeout: float = COLLECT
         return Collection([], [])  # no stable lane (an unpacked wheel ships no tests): nothing to collect
     with (nullcontext(scratch) if scratch is not None else Scratch()) as place:
         log = place.path / "collection-output.txt"
-        config = place.path / "collection-config.json"
         reading, writing = os.pipe()
         reader = _Reader(reading, _RECORD_LIMIT)
-        config.write_text(json.dumps({
+        config = json.dumps({
             "root": str(root), "package": settings.package, "record_fd": writing, "args": collect_command(lane),
             "preload": list(preload), "stand_ins": stand_ins, "scratch": str(place.path),
-        }), encoding="utf-8")
+        })
         try:
-            status = run_once(isolated_command(COLLECTOR, str(config), python=python), place, root, timeout, log,
-                              give=(writing,))
+            status = run_once(isolated_command(COLLECTOR, python=python), place, root, timeout, log,
+                              give=(writing,), first_line=config)
         finally:
             data, cut = reader.result()
         tail = _tail(log)

@@ -1,8 +1,9 @@
 """What runs inside the stable lane's collection child: a standalone script, the
 standard library and pytest only.
 
-The parent (`policy_checks.audit.collection`) starts ``python -I collector.py CONFIG``
-through `policy_checks.audit.sandbox`, as the import audit's workers are started. It
+The parent (`policy_checks.audit.collection`) starts ``python -I collector.py``
+through `policy_checks.audit.sandbox`, its configuration the first JSON line of its
+standard input, as the import audit's workers are started. It
 installs the isolation the workers install (`child_setup.py`: the tree first, no
 bytecode, the network refused by an audit hook, an end with the parent), imports the
 heavy third-party packages the tree uses (``preload``) untouched, then runs pytest's
@@ -113,8 +114,7 @@ def _definition(item) -> tuple:
 
 
 def main() -> int:
-    with open(sys.argv[1], encoding="utf-8") as handle:
-        config = json.load(handle)
+    config = json.loads(sys.stdin.buffer.readline())  # sent through the pipe: no file another child could rewrite
     root = config["root"]
     ISOLATION.put_tree_first(root, config["package"])
     ISOLATION.exit_with_parent(os.dup(0))  # pytest's capture points 0 elsewhere later

@@ -237,13 +237,14 @@ def ended_within(process: subprocess.Popen, timeout: float) -> bool:
 
 
 def run_once(command: list, scratch: Scratch, cwd: Path, timeout: float, output: Path,
-             give: tuple = ()) -> Optional[int]:
+             give: tuple = (), first_line: str = "") -> Optional[int]:
     """Run `command` (standard output and error into `output`) to its end: its exit
     status, or None when it ran past `timeout` seconds. Whatever it started is ended
     with it. Its standard input is a pipe held open until then: the child ends itself
     when the audit is gone (`child_setup.exit_with_parent`). `give`: descriptors the
     child inherits (the parent's copies are closed once it started, so that a pipe's
-    reader sees its end when the child's is gone)."""
+    reader sees its end when the child's is gone); `first_line`: written to its input
+    first (its configuration: never a file another child could rewrite)."""
     with open(output, "wb") as log:
         try:
             process = start(command, scratch, cwd, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
@@ -252,6 +253,9 @@ def run_once(command: list, scratch: Scratch, cwd: Path, timeout: float, output:
             for fd in give:
                 os.close(fd)
         try:
+            if first_line:
+                process.stdin.write(first_line.encode() + b"\n")
+                process.stdin.flush()
             ended = ended_within(process, timeout)
         finally:
             kill_group(process)
@@ -259,12 +263,77 @@ def run_once(command: list, scratch: Scratch, cwd: Path, timeout: float, output:
         return process.returncode if ended else None
 
 
+MAX_ANSWER = 64 << 20  # bytes of one answer line
+
+
+def _parsed(line: bytes):
+    try:
+        return json.loads(line)
+    except ValueError:
+        return None
+
+
+def _place(value) -> bool:
+    return value is None or (isinstance(value, list) and len(value) == 2 and isinstance(value[0], str)
+                             and isinstance(value[1], int) and not isinstance(value[1], bool))
+
+
+def _strings(value) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _each(value, check) -> bool:
+    return isinstance(value, list) and all(isinstance(v, dict) and check(v) for v in value)
+
+
+def _record(r) -> bool:
+    return (isinstance(r.get("unit"), str) and _place(r.get("core")) and _strings(r.get("through", []))
+            and _strings(r.get("callers", [])) and all(isinstance(r.get(k, ""), str) for k in ("loader", "detail", "event"))
+            and all(isinstance(r.get(k, False), bool) for k in ("at_import", "asked")))
+
+
+def _spec(spec) -> bool:
+    return (isinstance(spec.get("name"), str) and _strings(spec.get("experimental_sources", []))
+            and isinstance(spec.get("created_in"), (str, type(None))) and isinstance(spec.get("experimental"), bool))
+
+
+def answer_problem(answer, request: Request) -> str:
+    """Why `answer` is not one the tracer writes for `request` (its id, and every field
+    the judging reads, of the type it reads), or "". The parent believes nothing else."""
+    if not isinstance(answer, dict):
+        return "not a JSON object"
+    if answer.get("id") != request.id:
+        return "another request's id"
+    if not isinstance(answer.get("ok"), bool):
+        return "no outcome"
+    checks = {
+        "records": _each(answer.get("records"), _record),
+        "refusals": _each(answer.get("refusals"), lambda r: isinstance(r.get("event"), str)
+                          and isinstance(r.get("args", ""), str) and _place(r.get("core"))),
+        "processes": _each(answer.get("processes"), lambda r: isinstance(r.get("args", ""), str)
+                           and _place(r.get("core"))),
+        "stand_ins": _strings(answer.get("stand_ins")),
+    }
+    error = answer.get("error")
+    if not answer["ok"]:
+        checks["error"] = (isinstance(error, dict) and isinstance(error.get("type"), str)
+                           and isinstance(error.get("message"), str) and _place(error.get("at")))
+    if request.op == "aot" and answer["ok"]:
+        value = answer.get("value")
+        checks["value"] = (isinstance(value, dict) and isinstance(value.get("shape"), str) and _place(value.get("at"))
+                           and _each(value.get("specs"), _spec))
+    wrong = [name for name, fine in checks.items() if not fine]
+    return f"malformed {', '.join(wrong)}" if wrong else ""
+
+
 class Worker:
     """One tracer subprocess."""
 
-    def __init__(self, config_path: Path, scratch: Scratch, python: str):
-        self.process = start(isolated_command(TRACER, str(config_path), python=python), scratch,
+    def __init__(self, config: str, scratch: Scratch, python: str):
+        self.process = start(isolated_command(TRACER, python=python), scratch,
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.process.stdin.write(config.encode() + b"\n")  # its configuration, the first line
+        self.process.stdin.flush()
         os.set_blocking(self.process.stdout.fileno(), False)
         self.buffer = b""
         self.current: Optional[Request] = None
@@ -288,6 +357,9 @@ class Worker:
             return [b""]
         self.buffer += chunk
         *complete, self.buffer = self.buffer.split(b"\n")
+        if len(self.buffer) > MAX_ANSWER:
+            self.buffer = b""
+            return [*complete, b"{}"]  # no answer is that long: not believed (`answer_problem`)
         return complete
 
     def kill(self) -> None:
@@ -333,16 +405,14 @@ class Pool:
         """The outcomes of `requests`, the workers in `scratch` (default: their own)."""
         own = scratch is None
         scratch = scratch or Scratch()
-        config = dict(self.config)
-        config_path = scratch.path / "worker-config.json"
-        config_path.write_text(json.dumps(config), encoding="utf-8")
+        config = json.dumps(self.config)
         pending = deque(requests)
         outcomes = []
         selector = selectors.DefaultSelector()
         workers = []
 
         def start() -> Worker:
-            worker = Worker(config_path, scratch, self.python)
+            worker = Worker(config, scratch, self.python)
             selector.register(worker.process.stdout, selectors.EVENT_READ, worker)
             workers.append(worker)
             return worker
@@ -377,12 +447,17 @@ class Pool:
                         if line == b"":
                             retire(worker, worker.ended())
                             break
-                        answer = json.loads(line)
-                        if answer.get("ready"):
+                        answer = _parsed(line)
+                        if not worker.ready and isinstance(answer, dict) and answer.get("ready") is True:
                             worker.ready = True
-                        else:
+                        elif worker.current is not None and not answer_problem(answer, worker.current):
                             outcomes.append(Outcome(worker.current, answer, ""))
                             self._tick(len(outcomes), len(requests))
+                        else:  # not an answer the tracer writes: its worker is not believed
+                            retire(worker, "its answer was not one the audit's tracer writes ("
+                                           + (answer_problem(answer, worker.current) if worker.current is not None
+                                              else "an answer with no request") + ")")
+                            break
                         dispatch(worker)
                         if worker.current is None:  # nothing left for it
                             selector.unregister(worker.process.stdout)

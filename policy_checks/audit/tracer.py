@@ -1,7 +1,8 @@
 """What runs inside an audit worker: a standalone script, standard library only.
 
-The parent (`policy_checks.audit.sandbox`) starts ``python -I tracer.py CONFIG`` and
-sends one JSON request a line on standard input; the answers go back, one JSON line
+The parent (`policy_checks.audit.sandbox`) starts ``python -I tracer.py``, sends
+its configuration as the first JSON line on standard input, then one JSON request a
+line; the answers go back, one JSON line
 each, on the file descriptor that was standard output (the process's own standard
 output and input are pointed at ``/dev/null`` first, so the code under test can
 neither forge an answer by printing nor read the requests).
@@ -740,10 +741,9 @@ def _preload(names) -> list:
 
 def main() -> None:
     global STATE
-    with open(sys.argv[1], encoding="utf-8") as handle:
-        config = json.load(handle)
     answers = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
     requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
+    config = json.loads(requests.readline())  # the first line: never a file another child could rewrite
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
     os.dup2(null, 1)

@@ -113,3 +113,28 @@ def test_a_write_outside_the_scratch_folders_is_refused_and_reported(tmp_path):
         ("AUD000", "flashinfer/bad.py", 1), ("AUD000", "flashinfer/bad.py", 2)]
     assert f"refused a write to {outside}" in findings[1]["message"]
     assert not outside.exists()
+
+
+# writes a line that is no answer into every pipe it holds (one of them carries the answers)
+GARBLER = """\
+import os
+for fd in range(3, 256):
+    try:
+        if os.readlink(f"/proc/self/fd/{fd}").startswith("pipe:"):
+            os.write(fd, b"this is not an answer\\n")
+    except OSError:
+        pass
+"""
+
+
+def test_a_line_on_the_answer_pipe_that_is_no_answer_is_not_believed(tmp_path):
+    """The parent validates what comes up the pipe: the worker that sent it is replaced and
+    its request is not audited (AUD000); every other module (the twin) is still audited."""
+    root = write_tree(tmp_path / "tree", {**BASE, "flashinfer/garbler.py": GARBLER}).resolve()
+    result = CliRunner().invoke(main, ["audit", "--root", str(root), "--format", "json", "-j", "1"])
+    assert result.exit_code == 1, result.output
+    document = json.loads(result.stdout)
+    [finding] = document["findings"]
+    assert (finding["rule"], finding["path"]) == ("AUD000", "flashinfer/garbler.py")
+    assert "not one the audit's tracer writes" in finding["message"]
+    assert document["audit"]["audited"] == document["audit"]["modules"] - 1
