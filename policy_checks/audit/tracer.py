@@ -295,6 +295,15 @@ def _record(state, unit: str, event: str, detail: str, frame=None, loader: str =
     """Record `unit` with the chain at `frame` (default: the frame that raised the
     event); the first record of a unit from one core line wins (and is returned)."""
     record = chain_at(state, frame or sys._getframe(2), event)
+    if record["core"] is None and threading.current_thread() is not threading.main_thread():
+        # a pool or background thread whose own stack holds no core code: the core line
+        # the request's thread is at meanwhile (waiting on the pool, say) is the one to charge
+        waiting = sys._current_frames().get(threading.main_thread().ident)
+        behind = chain_at(state, waiting, event) if waiting is not None else None
+        if behind is not None and behind["core"] is not None:
+            behind.update(loader=f"on the thread {threading.current_thread().name}",
+                          through=record["through"], callers=behind["callers"])
+            record = behind
     key = (unit, tuple(record["core"]) if record["core"] else None)
     if key in state.records:
         return state.records[key]
