@@ -124,9 +124,13 @@ def _not_copied(directory: str, names: list) -> set:
 
 
 def _copy_regular(source: str, target: str) -> None:
-    """Copy a regular file; a pipe, socket or device is left out (reading one could block)."""
-    if stat.S_ISREG(os.stat(source).st_mode):
-        shutil.copy2(source, target)
+    """Copy a regular file; a pipe, socket or device is left out (reading one could
+    block), and so is a file that cannot be read (its import fails in the copy: AUD000)."""
+    try:
+        if stat.S_ISREG(os.stat(source).st_mode):
+            shutil.copy2(source, target)
+    except OSError:
+        pass
 
 
 def private_copy(root, scratch: Scratch):
