@@ -362,6 +362,14 @@ def requested_from(directory: str, depth: int = 40) -> bool:
     return False
 
 
+def below_a_stand_in(fullname: str) -> bool:
+    """Is `fullname` a submodule of a module already stood in for? Whoever asks (an
+    installed package probing ``triton.backends`` after the tree's ``import triton``
+    made ``triton`` a stand-in) gets a stand-in then, as from the real package."""
+    parent = fullname.rpartition(".")[0]
+    return bool(parent) and isinstance(sys.modules.get(parent), StandInModule)
+
+
 def of_the_tree(fullname: str, directory: str) -> bool:
     """Is `fullname` a submodule of a module loaded from `directory`? Then it is the
     tree's own, and its absence the tree's error, never a stand-in's case."""

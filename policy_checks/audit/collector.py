@@ -130,7 +130,8 @@ def main() -> int:
     used = set()
     if config.get("stand_ins", True):
         def wanted(name: str) -> bool:
-            return recorder.standing_in and not ISOLATION.of_the_tree(name, root) and ISOLATION.requested_from(root)
+            return recorder.standing_in and (ISOLATION.below_a_stand_in(name) or (
+                not ISOLATION.of_the_tree(name, root) and ISOLATION.requested_from(root)))
 
         sys.meta_path.append(ISOLATION.StandInFinder([config["package"]], used, wanted))
     import pytest

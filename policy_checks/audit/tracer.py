@@ -764,8 +764,8 @@ def main() -> None:
         def wanted(name: str) -> bool:
             # only while a request runs, and only for the tree's own code: an installed
             # package's optional import keeps its "not installed" branch
-            return (state.tracing and not ISOLATION.of_the_tree(name, state.root)
-                    and ISOLATION.requested_from(state.root))
+            return state.tracing and (ISOLATION.below_a_stand_in(name) or (
+                not ISOLATION.of_the_tree(name, state.root) and ISOLATION.requested_from(state.root)))
 
         sys.meta_path.append(ISOLATION.StandInFinder(state.protected, state.stand_ins, wanted))
     STATE = state

@@ -98,3 +98,19 @@ def test_an_installed_packages_optional_import_is_not_stood_in(tmp_path):
     document = json.loads(result.stdout)
     assert document["findings"] == [], document["findings"]
     assert document["audit"]["stand_ins"] == ["only_in_that_env", "some_optional_extra"]
+
+
+def test_a_submodule_of_a_stood_in_package_is_stood_in_whoever_asks(tmp_path):
+    """Once the tree's import made a package a stand-in, an installed package asking for its
+    submodule (torch probing ``triton.backends``) gets one too, as it would get the real
+    submodule; only a package nobody stood in for keeps its "not installed" answer."""
+    site = write_tree(tmp_path / "site", {"prober.py": "import some_absent_pkg.backends\n"})
+    root = write_tree(tmp_path / "tree", {
+        **TREE,
+        "flashinfer/probed.py": (f"import some_absent_pkg\nimport sys\nsys.path.append({str(site)!r})\n"
+                                 "import prober\n"),
+    })
+    result = _invoke("audit", "--root", str(root), "--format", "json", "-j", "1", "--select", "AUD000")
+    document = json.loads(result.stdout)
+    assert document["findings"] == [], document["findings"]
+    assert "some_absent_pkg" in document["audit"]["stand_ins"]
