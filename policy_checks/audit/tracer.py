@@ -131,7 +131,7 @@ class _State:
 
     def by_content(self, source) -> str:
         """The experimental file (relative to its package) whose bytes `source` is, under
-        whatever name it is compiled or kept (a copy vendored elsewhere too), else ""."""
+        whatever name it is compiled or kept under, else ""."""
         if isinstance(source, str):
             try:
                 source = source.encode("utf-8")
@@ -451,7 +451,10 @@ def _hook(event: str, args) -> None:
             shown = state.shown(os.fsdecode(filename)) if rel else ""
             if not rel:
                 rel = state.by_content(source)
-                shown = f"text of {state.experimental_dir_shown}/{rel}" if rel else ""
+                if rel and _holds(filename, source):
+                    rel = ""  # a stable module's own file, compiled under its name: judged by name, as statically
+                named = state.shown(os.fsdecode(filename)) if isinstance(filename, (str, bytes)) else "code"
+                shown = f"{named} holding the text of {state.experimental_dir_shown}/{rel}" if rel else ""
             if rel:
                 _record(state, state.unit_of_file(rel), event, shown)
     finally:
@@ -632,6 +635,14 @@ class _Everything(dict):
 
     def __contains__(self, key):
         return True
+
+
+def _holds(filename, source) -> bool:
+    """Is `filename` a file whose bytes are `source` (the text compiled under its own name)?"""
+    if not isinstance(filename, (str, bytes)) or not isinstance(source, (str, bytes, bytearray)):
+        return False
+    data = source.encode("utf-8", "replace") if isinstance(source, str) else bytes(source)
+    return _bounded_read(os.fsdecode(filename)) == data
 
 
 def _bounded_read(path: str):

@@ -181,6 +181,8 @@ FILES = {
     "flashinfer/pool_read_bad.py": POOL_READ.format(folder="experimental/feat", name="secret.py"),
     "flashinfer/pool_read_good.py": POOL_READ.format(folder="stablepkg", name="thing.py"),
     "flashinfer/copy_exec_bad.py": "exec(compile(\"SECRET = 'experimental text'\\n\", '<made up>', 'exec'), {})\n",
+    # a stable module whose file holds the same text, imported under its own name: judged by name
+    "flashinfer/vendored_copy.py": "SECRET = 'experimental text'\n",
     "flashinfer/copy_exec_good.py": "exec(compile(\"SECRET = 'stable text'\\n\", '<made up>', 'exec'), {})\n",
     "flashinfer/ctypes_bad.py": CTYPES.format(folder="experimental/feat", name="libfeat.so"),
     "flashinfer/ctypes_good.py": CTYPES.format(folder="stablepkg", name="libstable.so"),
@@ -348,6 +350,12 @@ def test_loads_no_import_event_shows(audit, name, line, subject):
     found = _at(audit, "AUD001", f"flashinfer/{name}_bad.py")
     assert (line, subject) in [(f.line, f.subject) for f in found], [str(f) for f in found]
     _clean(audit, f"flashinfer/{name}_good.py")
+
+
+def test_a_stable_file_holding_experimental_text_is_judged_by_its_name(audit):
+    _clean(audit, "flashinfer/vendored_copy.py")
+    (finding,) = [f for f in _at(audit, "AUD001", "flashinfer/copy_exec_bad.py")]
+    assert "<made up> holding the text of flashinfer/experimental/feat/secret.py" in finding.message
 
 
 @pytest.mark.parametrize("name", ["atexit_bad", "thread_bad", "daemon_bad"])
