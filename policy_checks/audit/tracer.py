@@ -205,6 +205,13 @@ class _State:
             return "core"
         return "other"
 
+    def relative(self, text: str) -> str:
+        """`text` with the tree's location dropped from the paths it names: the tree is a
+        private copy at a new temporary path each run, which a verdict must not show."""
+        for top in (self.root, self.real_root):
+            text = text.replace(top + os.sep, "")
+        return text
+
     def shown(self, filename: str) -> str:
         """A frame's file as the report names it: relative to the root, links kept."""
         for top in (self.root, self.real_root):
@@ -399,7 +406,8 @@ def _hook(event: str, args) -> None:
             if len(state.refusals) < _MAX_REFUSALS:
                 where = chain_at(state, sys._getframe(1), event)
                 shown = args[1:] if event in ISOLATION.ON_A_SOCKET else args  # the address, not the socket object
-                state.refusals.append({"event": event, "args": repr(shown)[:200], "core": where["core"]})
+                state.refusals.append({"event": event, "args": state.relative(repr(shown))[:200],
+                                       "core": where["core"]})
         finally:
             state.busy = False
         raise ISOLATION.refusal(event)
@@ -408,7 +416,8 @@ def _hook(event: str, args) -> None:
             state.busy = True
             try:
                 where = chain_at(state, sys._getframe(1), event)
-                state.processes.append({"event": event, "args": repr(args)[:200], "core": where["core"]})
+                state.processes.append({"event": event, "args": state.relative(repr(args))[:200],
+                                        "core": where["core"]})
             finally:
                 state.busy = False
         return
@@ -498,7 +507,7 @@ def _loaded_unseen(state, before: set) -> None:
 
 
 def _error(exc: BaseException) -> dict:
-    text = str(exc).replace("\n", " ")
+    text = STATE.relative(str(exc).replace("\n", " "))
     tb, where = exc.__traceback__, None
     while tb is not None:
         if STATE.kind(tb.tb_frame.f_code.co_filename) in ("core", "experimental"):

@@ -44,6 +44,8 @@ TREE = {
         "import socket\ns = socket.socket()\ntry:\n    s.connect(('192.0.2.1', 80))\nexcept OSError:\n    pass\n"
     ),
     "flashinfer/net_user.py": "from . import net_core\n",
+    # an error naming its own file: the tree runs from a new private copy each time
+    "flashinfer/fails_with_path.py": "raise RuntimeError(f'cannot load {__file__}')\n",
 }
 
 
@@ -61,4 +63,6 @@ def test_one_worker_and_a_worker_per_request_give_the_same_verdict(tmp_path):
     assert ("AUD001", "flashinfer/lazy_core.py", 1) in at and ("AUD002", "flashinfer/lazy_core.py", 1) not in at
     assert ("AUD002", "flashinfer/entry.py", 2) in at  # the twin: a load at call time stays the listing's
     assert [s for r, p, _, s, _ in alone if p == "flashinfer/z_user.py"] == [KERNEL]
-    assert [(r, p, n) for r, p, n, _, _ in alone if r == "AUD000"] == [("AUD000", "flashinfer/net_core.py", 4)]
+    assert [(r, p, n) for r, p, n, _, _ in alone if r == "AUD000"] == [
+        ("AUD000", "flashinfer/fails_with_path.py", 1), ("AUD000", "flashinfer/net_core.py", 4)]
+    assert "cannot load flashinfer/fails_with_path.py" in alone[0][4]
