@@ -40,6 +40,9 @@ class Settings:
     package: str = "flashinfer"
     experimental_package: str = "flashinfer.experimental"
     aot_modules: tuple = ("flashinfer.aot",)
+    # the function of each AOT module that lists its JIT specs, where it has none of the shapes
+    # the audit knows (registered_specs, _register_builtin, gen_all_modules): "aot_specs", say
+    aot_listing: str = ""
     docs: tuple = ("docs/api/**/*.rst",)  # the stable API pages, subfolders included (Sphinx builds them all)
     stable_tests: str = "tests"
     experimental_tests: str = "tests/experimental"
@@ -98,6 +101,7 @@ _KEYS = {
     "package": ("package", "module"),
     "experimental-package": ("experimental_package", "module"),
     "aot-modules": ("aot_modules", "modules"),
+    "aot-listing": ("aot_listing", "identifier"),
     "docs": ("docs", "strings"),
     "stable-tests": ("stable_tests", "path"),
     "experimental-tests": ("experimental_tests", "path"),
@@ -116,6 +120,10 @@ def _check(key: str, kind: str, value):
     if kind == "bool":
         if not isinstance(value, bool):
             raise ConfigError(f"{where} must be true or false, not {value!r}")
+        return value
+    if kind == "identifier":
+        if not isinstance(value, str) or not value.isidentifier():
+            raise ConfigError(f"{where} must be the name of a function, not {value!r}")
         return value
     if kind in ("module", "path"):
         if not isinstance(value, str) or not value.strip():

@@ -96,11 +96,15 @@ class PolicyChangeError(ValueError):
 
 
 def _git(root: Path, *args, stdin: Optional[bytes] = None) -> subprocess.CompletedProcess:
+    # the revision's own objects: a `git replace` ref (which code the audit ran could have
+    # added to the repository) must not make the base seem to hold other text
     command = ["git", "-C", str(root), *args]
+    env = {**os.environ, "GIT_NO_REPLACE_OBJECTS": "1"}
     try:
         if stdin is None:
-            return subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, timeout=_GIT_TIMEOUT)
-        return subprocess.run(command, input=stdin, capture_output=True, timeout=_GIT_TIMEOUT)
+            return subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, timeout=_GIT_TIMEOUT,
+                                  env=env)
+        return subprocess.run(command, input=stdin, capture_output=True, timeout=_GIT_TIMEOUT, env=env)
     except FileNotFoundError:
         raise PolicyChangeError("--policy-from needs git, and there is no `git` on the PATH") from None
     except subprocess.TimeoutExpired:

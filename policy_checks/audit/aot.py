@@ -11,6 +11,13 @@ says it is experimental.
 
 from __future__ import annotations
 
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
+from typing import Optional
+
 from ..rules.base import Finding
 from .chains import loaded_findings
 from .imports import module_file, not_audited
@@ -21,6 +28,34 @@ from .sandbox import Request
 def aot_requests(aot_modules, project, first_id: int) -> list:
     """One request per AOT module the tree has."""
     return [Request(first_id + i, "aot", name) for i, name in enumerate(aot_modules) if project.rel_of(name)]
+
+
+def missing_aot(aot_modules, project, declared: Optional[int]) -> tuple:
+    """``(findings, notes)`` for the AOT modules the tree lacks: AUD000 at the
+    ``aot-modules`` line of pyproject.toml (`declared`) when the settings name them
+    there (a listing gone is not a listing audited clean), else a note (the default
+    names ``flashinfer.aot``, which a small package need not have)."""
+    gone = [name for name in aot_modules if not project.rel_of(name)]
+    if declared is not None:
+        return [not_audited(("pyproject.toml", declared), f"aot {name}",
+                            f"the AOT module {name} (aot-modules) is not in the tree: its listing is not audited")
+                for name in gone], []
+    return [], [f"no AOT listing audited: {name} (the default aot-modules) is not in the tree" for name in gone]
+
+
+def declared_aot_line(pyproject_text: Optional[str]) -> Optional[int]:
+    """The line of pyproject.toml's ``[tool.policy-check]`` table that sets
+    ``aot-modules``, or None when that table does not set it."""
+    if pyproject_text is None:
+        return None
+    try:
+        table = tomllib.loads(pyproject_text).get("tool", {}).get("policy-check", {})
+    except (tomllib.TOMLDecodeError, AttributeError):
+        return None
+    if not isinstance(table, dict) or "aot-modules" not in table:
+        return None
+    lines = pyproject_text.splitlines()
+    return next((number for number, line in enumerate(lines, 1) if line.lstrip().startswith("aot-modules")), 1)
 
 
 def judge_aot(outcomes: list, project, support: dict) -> list:

@@ -7,6 +7,7 @@ from typing import Optional
 
 from ..config import Settings, under
 from ..rules.base import Finding
+from .rules import CORE_LOADS_EXPERIMENTAL
 
 MAX_CHAIN_STEPS = 6  # experimental frames named in a chain; the rest are counted
 
@@ -27,11 +28,6 @@ def chain_words(record: dict, settings: Settings) -> str:
     detail = record.get("detail") or ""
     steps.append(unit if not detail or under(detail, settings.experimental_dir) else f"{unit} (read through {detail})")
     words = " -> ".join(steps)
-    also = sorted(set(record.get("also") or ()) - {unit})
-    if also:
-        shown = ", ".join(also[:MAX_CHAIN_STEPS]) + (f" and {len(also) - MAX_CHAIN_STEPS} more"
-                                                     if len(also) > MAX_CHAIN_STEPS else "")
-        words += f"; with it {len(also)} more experimental module(s): {shown}"
     callers = record.get("callers") or []
     if callers:
         words += "; called from " + ", ".join(callers)
@@ -49,23 +45,32 @@ def allowed(record: dict, records: list, support: dict, settings: Settings) -> b
     return False
 
 
+def _subject(records: list) -> dict:
+    """The record that names a core line's finding: the deepest module the line asked
+    for (an import's own module, or its from-list's), else the deepest it loaded. Not
+    the first event: which parent packages an earlier line of the same request already
+    loaded changes the order, never what the line asks for."""
+    asked = [r for r in records if r.get("asked")] or records
+    return max(asked, key=lambda r: (r["unit"].count("."), r["unit"]))
+
+
 def reported(records: list, support: dict, settings: Settings) -> list:
-    """The records that are findings, one per core line: the first experimental module
-    that line loaded beyond what is allowed (the module the line asked for: its import
-    event comes first), with ``also`` naming what else the same line loaded. Records
-    without a core line stay one each."""
+    """The records that are findings, one per core line: the module that line asked for
+    beyond what is allowed (`_subject`). Records without a core line stay one each.
+    What else the line loaded is not named: it depends on what an earlier line of the
+    same request had already loaded, so it would differ from run to run."""
     found = [r for r in records if not allowed(r, records, support, settings)]
     heads, by_place = [], {}
     for record in found:
         place = tuple(record["core"]) if record.get("core") else None
         if place is None:
-            heads.append(dict(record, also=[]))
+            heads.append([record])
         elif place in by_place:
-            by_place[place]["also"].append(record["unit"])
+            by_place[place].append(record)
         else:
-            by_place[place] = dict(record, also=[])
+            by_place[place] = [record]
             heads.append(by_place[place])
-    return heads
+    return [_subject(group) for group in heads]
 
 
 def located(record_core: Optional[list], fallback: tuple) -> tuple:
@@ -88,9 +93,16 @@ def keep_first(findings: list) -> list:
 
 
 def refusal_finding(refusal: dict, fallback: tuple, what: str) -> Finding:
+    """AUD000 for a refused network call or write: at its core line, in words that do not depend
+    on which request reached the line; else at `fallback`, saying what was run."""
     path, line = located(refusal.get("core"), fallback)
+    prefix = "" if refusal.get("core") else f"{what}: "
+    if refusal["event"] == "write":
+        return Finding(path, line, 1, "AUD000",
+                       f"{prefix}the audit refused a write to {refusal.get('args', '')} (outside its scratch "
+                       "folders); what the code does with the file is not audited", "refused write")
     return Finding(path, line, 1, "AUD000",
-                   f"{what}: the audit refused {refusal['event']} {refusal.get('args', '')}; what the code does "
+                   f"{prefix}the audit refused {refusal['event']} {refusal.get('args', '')}; what the code does "
                    "with the network is not audited", f"refused {refusal['event']}")
 
 
@@ -103,6 +115,9 @@ def loaded_findings(answer: dict, place: tuple, support: dict, settings: Setting
     findings = [refusal_finding(r, place, what) for r in answer.get("refusals", ())]
     for record in reported(answer.get("records", ()), support, settings):
         path, line = located(record.get("core"), place)
-        findings.append(Finding(path, line, 1, rule, f"{loader} loads experimental {record['unit']}: "
-                                                     f"{chain_words(record, settings)}", record["unit"]))
+        # a load while a core module's top level ran is that module's import (AUD001),
+        # whether an import request or the AOT listing reached it first
+        this_rule, this_loader = (CORE_LOADS_EXPERIMENTAL.id, "core code") if record.get("at_import") else (rule, loader)
+        findings.append(Finding(path, line, 1, this_rule, f"{this_loader} loads experimental {record['unit']}: "
+                                                          f"{chain_words(record, settings)}", record["unit"]))
     return findings

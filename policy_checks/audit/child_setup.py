@@ -9,6 +9,8 @@ stable lane's collection (`collector.py`).
   audit hook answers with `refusal`, a `PermissionError`;
 - stand-ins for third-party modules nobody can find (`StandInFinder`, last on the
   meta path), the names of those used kept for the report;
+- writes outside the audit's scratch folder (which holds the private copy of the
+  tree) refused: `refused_write` says which path a write event would change;
 - the child ends when the audit that started it is gone (`exit_with_parent`).
 
 The children load this file by its path (`load_beside` in each of them), never by an
@@ -77,19 +79,79 @@ def put_tree_first(root: str, package: str) -> None:
     sys.meta_path.insert(0, TreeFinder(package, root))
 
 
-def exit_with_parent() -> None:
+def exit_with_parent(pipe: int) -> None:
     """A thread that ends the child when the audit that started it is gone (killed
-    mid-request, so nobody closes its input and a hung import would run on)."""
+    mid-request, so nobody closes its input and a hung import would run on): the
+    parent changed, or `pipe`, the read end of a pipe the audit holds open, hung up
+    (in a PID namespace the parent is outside it, and reads as 0 throughout)."""
+    import select
     import threading
 
     parent, sleep = os.getppid(), time.sleep  # the AOT listing cuts time.sleep short meanwhile
+    poller = select.poll()
+    poller.register(pipe, select.POLLHUP | select.POLLERR)
 
     def watch():
         while os.getppid() == parent:
+            if any(mask & (select.POLLHUP | select.POLLERR) for _, mask in poller.poll(0)):
+                break
             sleep(1.0)
         os._exit(3)
 
     threading.Thread(target=watch, name="policy-check-audit-watchdog", daemon=True).start()
+
+
+# writes ------------------------------------------------------------------------------
+
+# audit events that write to the file system -> the positions of their paths and of the
+# directory descriptor each is relative to (None: none)
+WRITES = {
+    "os.rename": ((0, 2), (1, 3)), "os.remove": ((0, 1),), "os.rmdir": ((0, 1),), "os.mkdir": ((0, 2),),
+    "os.symlink": ((1, 2),), "os.link": ((1, 3),), "os.chmod": ((0, 2),), "os.chown": ((0, 3),),
+    "os.utime": ((0, 3),), "os.truncate": ((0, None),), "os.setxattr": ((0, None),),
+    "os.removexattr": ((0, None),), "shutil.rmtree": ((0, 1),), "os.mkfifo": ((0, None),),
+    "os.mknod": ((0, None),),
+}
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+_ALWAYS_WRITABLE = ("/dev/null",)
+
+
+def _real_target(path, dir_fd) -> str:
+    """`path` (relative to `dir_fd`, else to the working directory) with links followed."""
+    path = os.fsdecode(path)
+    if not os.path.isabs(path):
+        base = os.readlink(f"/proc/self/fd/{dir_fd}") if isinstance(dir_fd, int) else os.getcwd()
+        path = os.path.join(base, path)
+    return os.path.realpath(path)
+
+
+def refused_write(event: str, args, writable: str) -> str:
+    """The path a write event would change outside `writable` (the audit's scratch
+    folder, which holds the private copy of the tree) and ``/dev/null``, else ""."""
+    if event == "open":
+        if len(args) < 3 or not isinstance(args[2], int) or not args[2] & _WRITE_FLAGS:
+            return ""
+        places = ((args[0], None),)
+    elif event in WRITES:
+        places = tuple((args[at], args[fd] if fd is not None and fd < len(args) else None)
+                       for at, fd in WRITES[event] if at < len(args))
+    else:
+        return ""
+    top = os.path.realpath(writable) + os.sep
+    for path, dir_fd in places:
+        if not isinstance(path, (str, bytes, os.PathLike)):
+            continue  # a descriptor: what it names was opened (and judged) already
+        try:
+            real = _real_target(os.fspath(path), dir_fd)
+        except (OSError, ValueError):
+            return os.fsdecode(os.fspath(path))
+        if not (real + os.sep).startswith(top) and real not in _ALWAYS_WRITABLE:
+            return real
+    return ""
+
+
+def write_refusal(path: str) -> PermissionError:
+    return PermissionError(f"the policy-check audit refuses a write to {path} (outside its scratch folders)")
 
 
 # stand-ins --------------------------------------------------------------------------
@@ -298,6 +360,14 @@ def requested_from(directory: str, depth: int = 40) -> bool:
             return real.startswith(top) and "-packages" + os.sep not in real[len(top):]
         frame, steps = frame.f_back, steps + 1
     return False
+
+
+def below_a_stand_in(fullname: str) -> bool:
+    """Is `fullname` a submodule of a module already stood in for? Whoever asks (an
+    installed package probing ``triton.backends`` after the tree's ``import triton``
+    made ``triton`` a stand-in) gets a stand-in then, as from the real package."""
+    parent = fullname.rpartition(".")[0]
+    return bool(parent) and isinstance(sys.modules.get(parent), StandInModule)
 
 
 def of_the_tree(fullname: str, directory: str) -> bool:

@@ -2,26 +2,32 @@
 
 EXP008 reads the pytest configuration and the stable tests' imports; what pytest
 actually collects also depends on conftest hooks, links, nested configuration files and
-plugins. This module runs the stable lane's collection for real, the way CI runs it
-(``pytest <lane> --collect-only -q -p no:cacheprovider``, with the tree under test first
-on the path), in a child started as the import audit's workers are
-(`policy_checks.audit.sandbox`: ``python -I``, the audit's scratch home, temporary
-directory and caches, an environment holding only what Python needs, so neither the
-gate's variable nor ``PYTEST_ADDOPTS`` leaks in, a network namespace of its own where
-``unshare`` can make one, a time limit) and isolated inside as they are
-(`child_setup.py`: sockets refused by an audit hook, stand-ins for third-party
-packages that are not installed, so a conftest importing one is still collected on a
-CPU-only machine; the report names them). `collector.py`, the child, gives
-``pytest.main`` a recorder plugin that writes what was collected (each test's file and
-node id, each failed collection, the configuration file used, the stand-ins used) to a
-file in the scratch directory; it observes and changes nothing.
+plugins. This module runs the stable lane for real, the way CI runs it (``pytest
+<lane> -q -p no:cacheprovider``: no ``--collect-only``, which a conftest could tell
+apart and collect less under), with the tree under test first on the path, in a child
+started as the import audit's workers are (`policy_checks.audit.sandbox`: ``python
+-I``, the audit's scratch home, temporary directory and caches, an environment holding
+only what Python needs, so neither the gate's variable nor ``PYTEST_ADDOPTS`` leaks
+in, PID and network namespaces of its own where ``unshare`` can make them, a time
+limit) and isolated inside as they are (`child_setup.py`: sockets and writes outside
+the scratch refused by an audit hook, stand-ins for third-party packages that are not
+installed, so a conftest importing one is still collected on a CPU-only machine; the
+report names them). `collector.py`, the child, gives ``pytest.main`` a recorder plugin
+that writes what was collected (each test's file, node id and the file and line its
+function is defined at, each failed collection, the configuration file used, the
+stand-ins used, an end mark) to a pipe the audit reads, and whose test loop runs none
+of it.
 
 Every collected test whose file resolves (links followed) under the experimental test
 directory is an AUD003 finding, located at the file as collected (a link's path when it
-came through one) with the link and the configuration in its message; a collection error in such a file is one too (the lane
-reached it). A lane that cannot be collected (pytest fails or runs out of time), or a stable file
-that fails to collect, is AUD000, with the error. A tree without the lane's directory
-has nothing to collect.
+came through one) with the link and the configuration in its message; so is a test
+collected from a stable file whose function is defined there (a stable module importing
+an experimental test runs it); a collection error in such a file is one too (the lane
+reached it). A lane that cannot be collected (pytest fails or runs out of time), a
+stable file that fails to collect, or a record that cannot be trusted whole (longer
+than the limit, a line it does not write, no end mark) is AUD000, with the error: what
+a record lacks could be the finding. A tree without the lane's directory has nothing
+to collect.
 
 The lane's directory is read from ``tests/lanes.py`` (its ``LANES["stable"]``, read with
 ``ast``, never run) where the tree has one (this repository), else the ``stable-tests``
@@ -39,7 +45,7 @@ import os
 import sys
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Iterable, List, NamedTuple, Optional
+from typing import List, NamedTuple, Optional
 
 from ..config import Settings, load
 from ..rules.base import Finding
@@ -75,8 +81,10 @@ def stable_lane(root: Path, settings: Settings) -> str:
 
 
 def collect_command(lane: str) -> List[str]:
-    """pytest's arguments for the stable lane's collection (after ``python -I -m pytest``)."""
-    return [lane, "--collect-only", "-q", "-p", "no:cacheprovider"]
+    """pytest's arguments for the stable lane, as CI passes them (after ``python -I -m
+    pytest``): no ``--collect-only``, which a conftest can tell apart; the recorder's test
+    loop runs nothing (`collector.py`)."""
+    return [lane, "-q", "-p", "no:cacheprovider"]
 
 
 class Collection(NamedTuple):
@@ -85,47 +93,102 @@ class Collection(NamedTuple):
 
 
 def audit_collection(root: Path, settings: Settings, *, timeout: float = COLLECTION_SECONDS, preload=(),
-                     stand_ins: bool = True, scratch: Optional[Scratch] = None) -> Collection:
+                     stand_ins: bool = True, scratch: Optional[Scratch] = None,
+                     python: Optional[str] = None, lane: Optional[str] = None) -> Collection:
     """AUD003 for every test of the experimental test directory that the stable lane
     collects (module docstring); AUD000 when the lane, or a stable file of it, could
     not be collected. `preload`: the heavy third-party packages to import first;
-    `scratch`: the audit's scratch directories (default: its own)."""
+    `scratch`: the audit's scratch directories (default: its own); `python`: the
+    interpreter that collects (default: the checker's own), whose pytest runs; `lane`:
+    the lane's directory, as read from the tree before anything ran (default: read now)."""
     root = Path(root).resolve()
-    lane = stable_lane(root, settings)
+    lane = lane or stable_lane(root, settings)
     if not (root / lane).is_dir():
         return Collection([], [])  # no stable lane (an unpacked wheel ships no tests): nothing to collect
     with (nullcontext(scratch) if scratch is not None else Scratch()) as place:
-        record, log = place.path / "collected.jsonl", place.path / "collection-output.txt"
-        config = place.path / "collection-config.json"
-        config.write_text(json.dumps({
-            "root": str(root), "package": settings.package, "record": str(record), "args": collect_command(lane),
-            "preload": list(preload), "stand_ins": stand_ins,
-        }), encoding="utf-8")
-        status = run_once(isolated_command(COLLECTOR, str(config)), place, root, timeout, log)
-        entries = list(_entries(record))
+        log = place.path / "collection-output.txt"
+        reading, writing = os.pipe()
+        reader = _Reader(reading, _RECORD_LIMIT)
+        config = json.dumps({
+            "root": str(root), "package": settings.package, "record_fd": writing, "args": collect_command(lane),
+            "preload": list(preload), "stand_ins": stand_ins, "scratch": str(place.path),
+        })
+        try:
+            status = run_once(isolated_command(COLLECTOR, python=python), place, root, timeout, log,
+                              give=(writing,), first_line=config)
+        finally:
+            data, cut = reader.result()
         tail = _tail(log)
+    entries, broken = _entries(data, cut)
     used = sorted({name for e in entries if e.get("kind") == "stand_ins" for name in e.get("names") or ()})
     if status is None:
         return Collection([_not_collected(lane, f"collecting the stable lane took longer than {timeout:g} s")], used)
+    if cut:
+        return Collection([_not_collected(lane, broken)], used)
     if not any(e.get("kind") in ("config", "item", "error") for e in entries):
         return Collection([_not_collected(lane, f"pytest exited with status {status} before collecting: {tail}")],
                           used)
+    if broken:  # fail closed: what the record lacks could be the finding
+        return Collection([_not_collected(lane, broken)], used)
     return Collection(_findings(root, settings, lane, entries, status, tail), used)
 
 
-def _entries(record: Path) -> Iterable[dict]:
-    try:
-        with open(record, "r", encoding="utf-8", errors="replace") as handle:
-            text = handle.read(_RECORD_LIMIT)
-    except OSError:
-        return
-    for line in text.splitlines():
+class _Reader:
+    """Reads the collector's record from its pipe on a thread of its own (the child must
+    never block on a full pipe), keeping at most `limit` bytes: beyond, it notes the cut
+    and drains the rest."""
+
+    def __init__(self, fd: int, limit: int):
+        import threading
+
+        self.fd, self.limit, self.chunks, self.size, self.cut = fd, limit, [], 0, False
+        self.thread = threading.Thread(target=self._read, name="policy-check-collection-record", daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        try:
+            while True:
+                chunk = os.read(self.fd, 1 << 16)
+                if not chunk:
+                    return
+                if self.size + len(chunk) > self.limit:
+                    self.cut = True
+                else:
+                    self.chunks.append(chunk)
+                    self.size += len(chunk)
+        except OSError:
+            self.cut = True
+        finally:
+            os.close(self.fd)
+
+    def result(self) -> tuple:
+        """``(bytes kept, whether any were cut)``, once the child and all it started are gone."""
+        self.thread.join(30)
+        return b"".join(self.chunks), self.cut or self.thread.is_alive()
+
+
+_KINDS = {"config", "item", "error", "stand_ins", "end"}
+
+
+def _entries(data: bytes, cut: bool) -> tuple:
+    """``(entries, why the record cannot be trusted whole, or "")``: a record cut by the
+    limit, a line that is not one JSON object of a known kind, or no end mark (the child
+    died, or something ended it, before it finished) fails closed."""
+    if cut:
+        return [], f"the collection's record was longer than {_RECORD_LIMIT} bytes: what it holds is not audited"
+    entries = []
+    for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
         try:
             entry = json.loads(line)
         except ValueError:
-            continue  # a line cut by the limit
-        if isinstance(entry, dict):
-            yield entry
+            entry = None
+        if not isinstance(entry, dict) or entry.get("kind") not in _KINDS or not all(
+                isinstance(entry.get(key, ""), str) for key in ("path", "nodeid", "defined")):
+            return entries, f"line {number} of the collection's record is not one it writes: the record is not trusted"
+        entries.append(entry)
+    if not entries or entries[-1].get("kind") != "end":
+        return entries, "the collection's record has no end (the collection stopped before it finished)"
+    return entries, ""
 
 
 def _tail(log: Path) -> str:
@@ -156,6 +219,20 @@ def _findings(root: Path, settings: Settings, lane: str, entries: list, status: 
         if kind not in ("item", "error") or not path:
             continue
         rel = _relative(root, path) or path
+        defined = entry.get("defined") or ""
+        elsewhere = kind == "item" and defined and not _resolves_under(path, experimental) \
+            and _resolves_under(defined, experimental)
+        if elsewhere:  # a stable module that imports an experimental test runs it: counted where it is defined
+            what = entry.get("nodeid") or rel
+            line = entry.get("line", 1)
+            where = f"{_relative(root, defined) or defined}:{entry.get('defined_line') or 1}"
+            found.append(Finding(
+                rel, line if isinstance(line, int) and line > 0 else 1, 1, STABLE_LANE_COLLECTS_EXPERIMENTAL.id,
+                f"the stable lane `pytest {lane}` collected {what}, whose test function is defined in {where}, "
+                f"under {settings.experimental_tests}/ ({why_config})",
+                subject=what,
+            ))
+            continue
         if not _resolves_under(path, experimental):
             if kind == "error":
                 found.append(Finding(

@@ -1,14 +1,17 @@
 """What runs inside the stable lane's collection child: a standalone script, the
 standard library and pytest only.
 
-The parent (`policy_checks.audit.collection`) starts ``python -I collector.py CONFIG``
-through `policy_checks.audit.sandbox`, as the import audit's workers are started. It
+The parent (`policy_checks.audit.collection`) starts ``python -I collector.py``
+through `policy_checks.audit.sandbox`, its configuration the first JSON line of its
+standard input, as the import audit's workers are started. It
 installs the isolation the workers install (`child_setup.py`: the tree first, no
 bytecode, the network refused by an audit hook, an end with the parent), imports the
 heavy third-party packages the tree uses (``preload``) untouched, then runs pytest's
-own ``main`` on the lane's arguments with a recorder plugin that only observes: each
-collected test's file and node id, each failed collection, the configuration file
-used, and at the end the stand-ins used, one JSON line each in the ``record`` file.
+own ``main`` on the lane's arguments, as CI runs them, with a recorder plugin whose
+test loop runs nothing: each collected test's file, node id and the file and line where
+its function is defined, each failed collection, the configuration file used, and at
+the end the stand-ins used and an end mark, one JSON line each, written to the pipe
+``record_fd`` that the audit reads.
 
 Stand-ins (`child_setup.StandInFinder`) take the place of third-party modules nobody
 can find when code of the tree (a conftest, a test module) asks for them, from the
@@ -24,23 +27,42 @@ import json
 import os
 import sys
 
+try:
+    from pytest import hookimpl as pytest_hookimpl
+except ImportError:  # no pytest in this interpreter: main() says so when it imports it
+    def pytest_hookimpl(**_):
+        return lambda function: function
+
 # the isolation shared with the import audit's workers, loaded by its path (`child_setup.py`)
 ISOLATION = importlib.util.module_from_spec(importlib.util.spec_from_file_location(
     "_policy_check_child_setup", os.path.join(os.path.dirname(os.path.realpath(__file__)), "child_setup.py")))
 ISOLATION.__spec__.loader.exec_module(ISOLATION)
 
 
-def _no_network(event: str, args) -> None:
-    if ISOLATION.refuses(event, args):
-        raise ISOLATION.refusal(event)
+def _refusing(recorder_of, writable: str):
+    """The audit hook: no network; no write outside the scratch folder once the tree's
+    code can run (from the first conftest on)."""
+
+    def hook(event: str, args) -> None:
+        if ISOLATION.refuses(event, args):
+            raise ISOLATION.refusal(event)
+        recorder = recorder_of()
+        if recorder is not None and recorder.standing_in and writable:
+            refused = ISOLATION.refused_write(event, args, writable)
+            if refused:
+                raise ISOLATION.write_refusal(refused)
+
+    return hook
 
 
 class Recorder:
-    """The pytest plugin that writes what was collected; it changes nothing, except that
-    stand-ins start with the first conftest (`standing_in`)."""
+    """The pytest plugin that writes what was collected, and runs none of it: pytest runs
+    as CI runs it (no ``--collect-only``, which a conftest could tell apart and collect
+    less under), and the test loop is this plugin's, which returns at once. It changes
+    nothing else, except that stand-ins start with the first conftest (`standing_in`)."""
 
-    def __init__(self, record: str):
-        self.out = open(record, "w", encoding="utf-8")
+    def __init__(self, record_fd: int):
+        self.out = os.fdopen(record_fd, "w", encoding="utf-8")  # a pipe to the audit, nothing else
         self.standing_in = False
 
     def write(self, **entry) -> None:
@@ -65,36 +87,61 @@ class Recorder:
                    norecursedirs=norecurse)
         for item in session.items:
             location = getattr(item, "location", None) or ("", None, "")
+            defined, defined_line = _definition(item)
             self.write(kind="item", path=str(item.path), nodeid=item.nodeid,
-                       line=(location[1] + 1) if isinstance(location[1], int) else 1)
+                       line=(location[1] + 1) if isinstance(location[1], int) else 1,
+                       defined=defined, defined_line=defined_line)
+
+    @pytest_hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session):
+        return True  # collected, recorded, and not run
+
+
+def _definition(item) -> tuple:
+    """``(file, line)`` where the test's function is defined (through its decorators'
+    ``__wrapped__``), which can be another file than the one collected: a test module
+    that imports an experimental test runs it too. ``("", 0)`` when it has none."""
+    import inspect
+
+    function = getattr(item, "function", None) or getattr(item, "obj", None)
+    try:
+        code = getattr(inspect.unwrap(function), "__code__", None) if function is not None else None
+    except ValueError:
+        code = None
+    if code is None:
+        return "", 0
+    return os.path.realpath(code.co_filename), code.co_firstlineno
 
 
 def main() -> int:
-    with open(sys.argv[1], encoding="utf-8") as handle:
-        config = json.load(handle)
+    config = json.loads(sys.stdin.buffer.readline())  # sent through the pipe: no file another child could rewrite
     root = config["root"]
     ISOLATION.put_tree_first(root, config["package"])
-    ISOLATION.exit_with_parent()
-    sys.addaudithook(_no_network)
+    ISOLATION.exit_with_parent(os.dup(0))  # pytest's capture points 0 elsewhere later
+    holder = []
+    sys.addaudithook(_refusing(lambda: holder[0] if holder else None, config.get("scratch") or ""))
     for name in config.get("preload", ()):  # untouched by stand-ins, as in the workers
         try:
             importlib.import_module(name)
         except BaseException:
             pass
-    recorder = Recorder(config["record"])
+    recorder = Recorder(config["record_fd"])
+    holder.append(recorder)
     used = set()
     if config.get("stand_ins", True):
         def wanted(name: str) -> bool:
-            return recorder.standing_in and not ISOLATION.of_the_tree(name, root) and ISOLATION.requested_from(root)
+            return recorder.standing_in and (ISOLATION.below_a_stand_in(name) or (
+                not ISOLATION.of_the_tree(name, root) and ISOLATION.requested_from(root)))
 
         sys.meta_path.append(ISOLATION.StandInFinder([config["package"]], used, wanted))
     import pytest
 
     sys.argv = [sys.argv[0], *config["args"]]
-    try:
-        return pytest.main(config["args"], plugins=[recorder])
-    finally:
-        recorder.write(kind="stand_ins", names=sorted(used))
+    status = pytest.main(config["args"], plugins=[recorder])
+    recorder.write(kind="stand_ins", names=sorted(used))
+    recorder.write(kind="end", status=int(status))  # the record is whole: the audit fails closed without it
+    recorder.out.close()
+    return status
 
 
 if __name__ == "__main__":

@@ -69,9 +69,13 @@ Exit status:
 @click.option("--policy-from", metavar="REV", default=None,
               help="Audit with the policy of the git revision REV: its settings (which package, which is "
               "experimental, what is excluded) and its baseline.")
+@click.option("--python", "python", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              metavar="PATH", help="Run the tree's code (the imports, the AOT listing, the stable lane's "
+              "collection) in this interpreter, whose environment is audited (FlashInfer's), while the checker "
+              "runs from its own (default: the checker's interpreter).")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 def audit(root, output_format, output_file, quiet, select, ignore, jobs, timeout, excluded, no_stand_ins, baseline_file,
-          no_baseline, update_baseline, policy_from, exit_zero):
+          no_baseline, update_baseline, policy_from, python, exit_zero):
     """Import flashinfer and every core module, call the AOT listing, in isolated
     interpreters, and report what loaded experimental code (AUD000-AUD003)."""
     from ..runner import Result
@@ -102,7 +106,8 @@ def audit(root, output_format, output_file, quiet, select, ignore, jobs, timeout
         if excluded:
             settings = dataclasses.replace(settings, exclude=settings.exclude + tuple(excluded))
         found = audit_tree(context.with_policy(settings, accepted), jobs=jobs, timeout=timeout,
-                           stand_ins=not no_stand_ins, progress=None if quiet else _progress)
+                           stand_ins=not no_stand_ins, progress=None if quiet else _progress,
+                           python=None if python is None else str(python), judge=judge)
     except (ConfigError, ValueError) as error:
         click.echo(f"policy-check: error: {error}", err=True)
         sys.exit(EXIT_ERROR)
@@ -111,7 +116,7 @@ def audit(root, output_format, output_file, quiet, select, ignore, jobs, timeout
         sys.exit(EXIT_ERROR)
     chosen = _ids(select) or tuple(AUDIT_RULES)
     findings = [f for f in found.findings if matches(f.rule, chosen) and not matches(f.rule, _ids(ignore))]
-    findings = _unsuppressed(findings, found.project, judge)
+    findings = _unsuppressed(findings, found.suppressions)
     prints = [baseline_module.fingerprint(found.project, f, frozenset()) for f in findings]
     if update_baseline:
         _update(path, name, prints)
@@ -136,19 +141,14 @@ def audit(root, output_format, output_file, quiet, select, ignore, jobs, timeout
     sys.exit(EXIT_FINDINGS if result.findings and not exit_zero else EXIT_CLEAN)
 
 
-def _unsuppressed(findings: list, project, judge) -> list:
-    """The findings no ``# policy: ignore[AUDnnn] reason`` on their line silences (with
-    ``--policy-from``, only comments the base revision already had count)."""
+def _unsuppressed(findings: list, suppressions: dict) -> list:
+    """The findings no ``# policy: ignore[AUDnnn] reason`` on their line silences: the
+    comments as read before the audit ran (with ``--policy-from``, only those the base
+    revision already had), never as the code under test may have left the tree."""
     from ..rules.registry import ALL_IDS
     from ..suppressions import apply
 
-    found = {}
-    for rel in {f.path for f in findings}:
-        if rel in project.files and rel.endswith(".py"):
-            found[rel] = project.facts(rel).suppressions
-    if judge is not None:
-        found = judge(found)
-    return [f for f in apply(findings, found, set(ALL_IDS), set()) if f.rule in AUDIT_RULES]
+    return [f for f in apply(findings, suppressions, set(ALL_IDS), set()) if f.rule in AUDIT_RULES]
 
 
 def _read(path: Path):
@@ -175,11 +175,21 @@ def _summary(found) -> dict:
         "stand_ins": found.stand_ins, "collection_stand_ins": found.collection_stand_ins, "skipped": [{"path": p, "why": why} for p, why in found.skipped],
         "support_modules": sorted(found.support), "notes": found.notes,
         "processes": found.processes, "network_namespace": found.network_namespace,
+        "python": _python(found), "protections": found.protections,
     }
+
+
+def _python(found) -> dict:
+    """The interpreter the tree's code ran in, and the environment it audited."""
+    used = found.interpreter
+    return {} if used is None else {"path": used.path, "version": used.version, "prefix": used.prefix}
 
 
 def _notes(found) -> list:
     lines = [f"{found.audited} of {found.modules} core modules imported; {found.not_audited} not audited (AUD000)"]
+    if found.interpreter is not None:
+        used = found.interpreter
+        lines.append(f"interpreter: {used.path} (Python {used.version}, environment {used.prefix})")
     if found.stand_ins:
         lines.append("stand-ins (third-party packages not installed, replaced by permissive stand-ins): "
                      + ", ".join(found.stand_ins))
@@ -192,7 +202,9 @@ def _notes(found) -> list:
     if found.processes:
         shown = "; ".join(found.processes[:3]) + (f"; and {len(found.processes) - 3} more" if len(found.processes) > 3 else "")
         lines.append(f"processes started by imports ({len(found.processes)}): {shown}")
-    if not found.network_namespace:
-        lines.append("no network namespace (unshare -rn failed): the audit hook alone refused the network, "
-                     "and processes the imports started had it")
+    from .sandbox import PROTECTIONS
+
+    for kind, on in sorted(found.protections.items()):
+        if not on:
+            lines.append(f"protection off (unshare could not make it here): {PROTECTIONS[kind]}")
     return lines + list(found.notes)

@@ -22,22 +22,36 @@ class Listing(NamedTuple):
     modules: list  # core module names, in import order (packages before their modules)
     skipped: list  # (what, why) of what is left out, for the report
     project: Project  # the checker's model of the tree (baseline fingerprints, support modules)
+    texts: dict  # rel -> the bytes of each project file, read before any child started
 
 
-def project_model(root: Path, settings: Settings) -> Project:
-    """The checker's project model, each file's facts extracted when first asked for."""
+def project_model(root: Path, settings: Settings) -> tuple:
+    """The checker's project model and the bytes of its files, all read now: each
+    file's facts are extracted from those bytes when first asked for, so nothing the
+    verdict uses (a finding's scope, a suppression) is read from the tree after the
+    code under test has run, which could have rewritten it."""
+    texts = {}
 
     def load(source: SourceFile):
-        return extract((root / source.rel).read_bytes(), source.module, source.is_package)
+        data = texts.get(source.rel)
+        if data is None:
+            raise OSError(f"{source.rel} could not be read before the audit ran")
+        return extract(data, source.module, source.is_package)
 
-    return Project(root, settings, load)
+    project = Project(root, settings, load)
+    for rel in project.files:
+        try:
+            texts[rel] = (root / rel).read_bytes()
+        except OSError:
+            continue
+    return project, texts
 
 
 def core_modules(root: Path, settings: Settings) -> Listing:
     """The core modules to import, and what is left out: the experimental package,
     the folders the settings exclude (imported only when core imports them, and then
     traced like any other code), ``__main__`` modules (running one runs a program)."""
-    project = project_model(root, settings)
+    project, texts = project_model(root, settings)
     modules, skipped = [], []
     for rel, source in sorted(project.files.items()):
         module = source.module
@@ -51,7 +65,7 @@ def core_modules(root: Path, settings: Settings) -> Listing:
             modules.append(module)
     skipped += _excluded_folders(root, settings)
     modules.sort()  # a package before its modules: its imports are traced at the package
-    return Listing(modules, skipped, project)
+    return Listing(modules, skipped, project, texts)
 
 
 def _excluded_folders(root: Path, settings: Settings) -> list:
@@ -72,14 +86,14 @@ def _excluded_folders(root: Path, settings: Settings) -> list:
     return found
 
 
-def preloads(project: Project, candidates) -> list:
+def preloads(project: Project, texts: dict, candidates) -> list:
     """Which of `candidates` (heavy third-party packages) the core modules import
     somewhere: the workers import those once, before any request (a tree that never
     names torch does not pay for it in every worker)."""
     wanted = {name: re.compile(rb"^[ \t]*(?:import|from)[ \t]+" + re.escape(name.encode()) + rb"\b", re.M)
               for name in candidates}
     found = []
-    for rel, data in _core_texts(project):
+    for rel, data in _core_texts(project, texts):
         if not wanted:
             break
         for name, pattern in list(wanted.items()):
@@ -89,22 +103,19 @@ def preloads(project: Project, candidates) -> list:
     return [name for name in candidates if name in found]
 
 
-def allowed_support(project: Project) -> dict:
+def allowed_support(project: Project, texts: dict) -> dict:
     """The support modules the static rules allow core to import (module -> the first
     core line importing it), as EXP003 computes them, from every core module that
     names the experimental package."""
     word = project.settings.experimental_package.rpartition(".")[2].encode()
-    for rel, data in _core_texts(project):
+    for rel, data in _core_texts(project, texts):
         if word in data:
             project.mark_primary(rel)
     return support_modules(project)
 
 
-def _core_texts(project: Project):
-    """``(rel, bytes)`` of each readable core module."""
+def _core_texts(project: Project, texts: dict):
+    """``(rel, bytes)`` of each readable core module, from the bytes read first."""
     for rel, source in project.files.items():
-        if project.settings.is_core(source.module):
-            try:
-                yield rel, (project.root / rel).read_bytes()
-            except OSError:
-                continue
+        if project.settings.is_core(source.module) and rel in texts:
+            yield rel, texts[rel]

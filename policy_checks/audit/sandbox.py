@@ -76,26 +76,85 @@ class Scratch:
         self.remove()
 
 
+# what each kind of namespace protects, as the report words it when it is off
+PROTECTIONS = {
+    "network": "a network namespace (the processes the imports start have the network; the audit hook "
+               "refuses it to Python code only)",
+    "processes": "a PID namespace (a process the imports start that leaves its session can outlive the "
+                 "audit, and the code under test can see and signal the audit's own process, stop it "
+                 "with SIGSTOP say)",
+}
+# the strongest isolation first: a PID namespace with its own /proc (every process a child
+# starts dies with it; the audit's process is neither visible nor reachable by a signal),
+# then the network namespace alone
+_ATTEMPTS = (
+    (("-rn", "--pid", "--fork", "--kill-child", "--mount", "--mount-proc"), ("network", "processes")),
+    (("-rn",), ("network",)),
+)
+
+
 @functools.lru_cache(maxsize=1)
-def network_namespace() -> tuple:
-    """The command prefix that runs a worker in a network namespace of its own (no
-    interface but a loopback that is down: no network for it or any process it
-    starts), or () where ``unshare`` cannot make one (no user namespaces)."""
+def _isolation() -> tuple:
+    """``(command prefix, protections it gives)``: the first of `_ATTEMPTS` that
+    ``unshare`` can make here (user namespaces), else ``((), ())``."""
     unshare = shutil.which("unshare")
     if unshare is None:
-        return ()
+        return (), ()
+    for flags, kinds in _ATTEMPTS:
+        try:
+            done = subprocess.run([unshare, *flags, "true"], capture_output=True, timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if done.returncode == 0:
+            return (unshare, *flags), kinds
+    return (), ()
+
+
+def network_namespace() -> tuple:
+    """The command prefix that runs a child in a network namespace of its own (no
+    interface but a loopback that is down: no network for it or any process it
+    starts), or () where ``unshare`` cannot make one (no user namespaces)."""
+    prefix, kinds = _isolation()
+    return prefix if "network" in kinds else ()
+
+
+def protections() -> dict:
+    """Which protections the children run with (`PROTECTIONS`'s keys -> on?)."""
+    kinds = _isolation()[1]
+    return {kind: kind in kinds for kind in PROTECTIONS}
+
+
+class Interpreter(NamedTuple):
+    """The Python the children run (``--python``; default: the checker's own)."""
+    path: str
+    version: str  # "3.11.9"
+    prefix: str  # its sys.prefix: the environment whose packages are audited
+
+
+_ASK = "import json, platform, sys; print(json.dumps([platform.python_version(), sys.prefix]))"
+
+
+def interpreter(python: Optional[str] = None) -> Interpreter:
+    """The interpreter at `python` (default: this one), asked for its version under
+    ``-I``, as the children run it; ValueError when it cannot be run or is older than 3.10
+    (the children's scripts need 3.10)."""
+    path = os.path.abspath(python) if python else sys.executable
     try:
-        done = subprocess.run([unshare, "-rn", "true"], capture_output=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return ()
-    return (unshare, "-rn") if done.returncode == 0 else ()
+        done = subprocess.run([path, "-I", "-c", _ASK], capture_output=True, timeout=60, stdin=subprocess.DEVNULL,
+                              env={key: os.environ[key] for key in _KEPT if key in os.environ})
+        version, prefix = json.loads(done.stdout.decode("utf-8", "replace").strip().splitlines()[-1])
+    except (OSError, subprocess.TimeoutExpired, ValueError, IndexError, TypeError) as error:
+        raise ValueError(f"--python {path}: cannot be run as a Python interpreter ({error})") from None
+    if tuple(int(part) for part in version.split(".")[:2] if part.isdigit()) < (3, 10):
+        raise ValueError(f"--python {path}: Python {version}; the audit's children need 3.10 or newer")
+    return Interpreter(path, str(version), str(prefix))
 
 
 def isolated_command(script: Path, *args: str, python: Optional[str] = None) -> list:
     """The command line of one child: `script` under ``python -I`` (no user site, no
     ``PYTHON*`` variables, neither its folder nor the current one on the path), in
     a network namespace of its own where one can be made."""
-    return [*network_namespace(), python or sys.executable, "-I", str(script), *args]
+    return [*_isolation()[0], python or sys.executable, "-I", str(script), *args]
 
 
 def start(command: list, scratch: Scratch, cwd: Optional[Path] = None, **streams) -> subprocess.Popen:
@@ -104,35 +163,177 @@ def start(command: list, scratch: Scratch, cwd: Optional[Path] = None, **streams
                             start_new_session=True, **streams)
 
 
+def _processes() -> dict:
+    """pid -> (parent pid, process group, session) of every process /proc shows."""
+    found = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return found
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as handle:
+                text = handle.read(4096)
+        except OSError:
+            continue
+        fields = text[text.rfind(b")") + 2:].split()  # after the command name, which may hold anything
+        if len(fields) >= 4:
+            found[int(name)] = (int(fields[1]), int(fields[2]), int(fields[3]))
+    return found
+
+
+def started_by(leader: int) -> set:
+    """The processes `leader` started, as /proc shows them now: its descendants, and
+    every process still in its process group or session (which its orphans keep when
+    their parent is gone)."""
+    table = _processes()
+    found = {pid for pid, (_, group, session) in table.items() if leader in (group, session)}
+    children = {}
+    for pid, (parent, _, _) in table.items():
+        children.setdefault(parent, []).append(pid)
+    pending = [leader, *found]
+    while pending:
+        for child in children.get(pending.pop(), ()):
+            if child not in found:
+                found.add(child)
+                pending.append(child)
+    found.discard(leader)
+    found.discard(os.getpid())
+    return found
+
+
 def kill_group(process: subprocess.Popen) -> None:
-    """End `process` and whatever it started in its group; wait for it."""
+    """End `process` and whatever it started (its group, its session, its
+    descendants, found through /proc; in a PID namespace, the kernel ends them all with
+    it); wait for it."""
+    others = started_by(process.pid)
     try:
         os.killpg(process.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+    for pid in others:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
     process.wait()
 
 
-def run_once(command: list, scratch: Scratch, cwd: Path, timeout: float, output: Path) -> Optional[int]:
+def ended_within(process: subprocess.Popen, timeout: float) -> bool:
+    """Has `process` exited within `timeout` seconds? It is left unreaped, so its pid
+    (its group's, its session's) names nothing else while what it started is ended."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                return True
+        except ChildProcessError:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+
+
+def run_once(command: list, scratch: Scratch, cwd: Path, timeout: float, output: Path,
+             give: tuple = (), first_line: str = "") -> Optional[int]:
     """Run `command` (standard output and error into `output`) to its end: its exit
     status, or None when it ran past `timeout` seconds. Whatever it started is ended
-    with it."""
+    with it. Its standard input is a pipe held open until then: the child ends itself
+    when the audit is gone (`child_setup.exit_with_parent`). `give`: descriptors the
+    child inherits (the parent's copies are closed once it started, so that a pipe's
+    reader sees its end when the child's is gone); `first_line`: written to its input
+    first (its configuration: never a file another child could rewrite)."""
     with open(output, "wb") as log:
-        process = start(command, scratch, cwd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
         try:
-            return process.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return None
+            process = start(command, scratch, cwd, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
+                            pass_fds=give)
+        finally:
+            for fd in give:
+                os.close(fd)
+        try:
+            if first_line:
+                process.stdin.write(first_line.encode() + b"\n")
+                process.stdin.flush()
+            ended = ended_within(process, timeout)
         finally:
             kill_group(process)
+            process.stdin.close()
+        return process.returncode if ended else None
+
+
+MAX_ANSWER = 64 << 20  # bytes of one answer line
+
+
+def _parsed(line: bytes):
+    try:
+        return json.loads(line)
+    except ValueError:
+        return None
+
+
+def _place(value) -> bool:
+    return value is None or (isinstance(value, list) and len(value) == 2 and isinstance(value[0], str)
+                             and isinstance(value[1], int) and not isinstance(value[1], bool))
+
+
+def _strings(value) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _each(value, check) -> bool:
+    return isinstance(value, list) and all(isinstance(v, dict) and check(v) for v in value)
+
+
+def _record(r) -> bool:
+    return (isinstance(r.get("unit"), str) and _place(r.get("core")) and _strings(r.get("through", []))
+            and _strings(r.get("callers", [])) and all(isinstance(r.get(k, ""), str) for k in ("loader", "detail", "event"))
+            and all(isinstance(r.get(k, False), bool) for k in ("at_import", "asked")))
+
+
+def _spec(spec) -> bool:
+    return (isinstance(spec.get("name"), str) and _strings(spec.get("experimental_sources", []))
+            and isinstance(spec.get("created_in"), (str, type(None))) and isinstance(spec.get("experimental"), bool))
+
+
+def answer_problem(answer, request: Request) -> str:
+    """Why `answer` is not one the tracer writes for `request` (its id, and every field
+    the judging reads, of the type it reads), or "". The parent believes nothing else."""
+    if not isinstance(answer, dict):
+        return "not a JSON object"
+    if answer.get("id") != request.id:
+        return "another request's id"
+    if not isinstance(answer.get("ok"), bool):
+        return "no outcome"
+    checks = {
+        "records": _each(answer.get("records"), _record),
+        "refusals": _each(answer.get("refusals"), lambda r: isinstance(r.get("event"), str)
+                          and isinstance(r.get("args", ""), str) and _place(r.get("core"))),
+        "processes": _each(answer.get("processes"), lambda r: isinstance(r.get("args", ""), str)
+                           and _place(r.get("core"))),
+        "stand_ins": _strings(answer.get("stand_ins")),
+    }
+    error = answer.get("error")
+    if not answer["ok"]:
+        checks["error"] = (isinstance(error, dict) and isinstance(error.get("type"), str)
+                           and isinstance(error.get("message"), str) and _place(error.get("at")))
+    if request.op == "aot" and answer["ok"]:
+        value = answer.get("value")
+        checks["value"] = (isinstance(value, dict) and isinstance(value.get("shape"), str) and _place(value.get("at"))
+                           and _each(value.get("specs"), _spec))
+    wrong = [name for name, fine in checks.items() if not fine]
+    return f"malformed {', '.join(wrong)}" if wrong else ""
 
 
 class Worker:
     """One tracer subprocess."""
 
-    def __init__(self, config_path: Path, scratch: Scratch, python: str):
-        self.process = start(isolated_command(TRACER, str(config_path), python=python), scratch,
+    def __init__(self, config: str, scratch: Scratch, python: str):
+        self.process = start(isolated_command(TRACER, python=python), scratch,
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.process.stdin.write(config.encode() + b"\n")  # its configuration, the first line
+        self.process.stdin.flush()
         os.set_blocking(self.process.stdout.fileno(), False)
         self.buffer = b""
         self.current: Optional[Request] = None
@@ -156,6 +357,9 @@ class Worker:
             return [b""]
         self.buffer += chunk
         *complete, self.buffer = self.buffer.split(b"\n")
+        if len(self.buffer) > MAX_ANSWER:
+            self.buffer = b""
+            return [*complete, b"{}"]  # no answer is that long: not believed (`answer_problem`)
         return complete
 
     def kill(self) -> None:
@@ -171,20 +375,20 @@ class Worker:
             self.process.stdin.close()
         except OSError:
             pass
-        try:
-            self.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
+        ended_within(self.process, 5)
         self.kill()
 
     def ended(self) -> str:
         """Why the worker is gone, in words."""
-        code = self.process.poll()
-        if code is None:
+        try:  # read without reaping: `kill` still ends what it started under its pid
+            info = os.waitid(os.P_PID, self.process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            info = None
+        if info is None:
             return "the worker stopped answering"
-        if code < 0:
-            return f"the interpreter died (signal {-code})"
-        return f"the interpreter exited (status {code})"
+        if info.si_code in (os.CLD_KILLED, os.CLD_DUMPED):
+            return f"the interpreter died (signal {info.si_status})"
+        return f"the interpreter exited (status {info.si_status})"
 
 
 class Pool:
@@ -201,16 +405,14 @@ class Pool:
         """The outcomes of `requests`, the workers in `scratch` (default: their own)."""
         own = scratch is None
         scratch = scratch or Scratch()
-        config = dict(self.config)
-        config_path = scratch.path / "worker-config.json"
-        config_path.write_text(json.dumps(config), encoding="utf-8")
+        config = json.dumps(self.config)
         pending = deque(requests)
         outcomes = []
         selector = selectors.DefaultSelector()
         workers = []
 
         def start() -> Worker:
-            worker = Worker(config_path, scratch, self.python)
+            worker = Worker(config, scratch, self.python)
             selector.register(worker.process.stdout, selectors.EVENT_READ, worker)
             workers.append(worker)
             return worker
@@ -245,12 +447,17 @@ class Pool:
                         if line == b"":
                             retire(worker, worker.ended())
                             break
-                        answer = json.loads(line)
-                        if answer.get("ready"):
+                        answer = _parsed(line)
+                        if not worker.ready and isinstance(answer, dict) and answer.get("ready") is True:
                             worker.ready = True
-                        else:
+                        elif worker.current is not None and not answer_problem(answer, worker.current):
                             outcomes.append(Outcome(worker.current, answer, ""))
                             self._tick(len(outcomes), len(requests))
+                        else:  # not an answer the tracer writes: its worker is not believed
+                            retire(worker, "its answer was not one the audit's tracer writes ("
+                                           + (answer_problem(answer, worker.current) if worker.current is not None
+                                              else "an answer with no request") + ")")
+                            break
                         dispatch(worker)
                         if worker.current is None:  # nothing left for it
                             selector.unregister(worker.process.stdout)

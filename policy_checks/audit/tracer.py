@@ -1,7 +1,8 @@
 """What runs inside an audit worker: a standalone script, standard library only.
 
-The parent (`policy_checks.audit.sandbox`) starts ``python -I tracer.py CONFIG`` and
-sends one JSON request a line on standard input; the answers go back, one JSON line
+The parent (`policy_checks.audit.sandbox`) starts ``python -I tracer.py``, sends
+its configuration as the first JSON line on standard input, then one JSON request a
+line; the answers go back, one JSON line
 each, on the file descriptor that was standard output (the process's own standard
 output and input are pointed at ``/dev/null`` first, so the code under test can
 neither forge an answer by printing nor read the requests).
@@ -10,20 +11,29 @@ It installs the isolation every child of the audit shares (`child_setup.py`: the
 tree first, stand-ins, an end with the parent); then an audit hook
 (`sys.addaudithook`, which nothing can remove) does two things:
 
-- refuses the network (`child_setup.refuses`) by raising `PermissionError`, and
-  records each refusal; records each new process;
+- refuses the network (`child_setup.refuses`) and, while a request runs, writes
+  outside the audit's scratch folder (`child_setup.refused_write`) by raising
+  `PermissionError`, and records each refusal; records each new process;
 - while a request runs, records every module or file of the experimental package
-  that is loaded or executed: the ``import`` event (by name), ``open`` of a code
-  file by the import system, ``exec`` of a code object and ``compile`` with a
-  file name, the last three by the file's real path (links followed), so a module
-  reached through a link or a sourceless ``.pyc`` counts too. Each record carries
-  the chain read from the Python stack at the event: the innermost frame of a
-  core module (path and line), the loader between it and the event, and the
+  that is loaded, read or executed, in any thread: the ``import`` event (by name),
+  any ``open`` of a file under the package (any mode, anyone: a pool thread reading
+  its text too), a library loaded from it (``ctypes.dlopen``), ``exec`` of a code
+  object and ``compile`` with a file name, all by the file's real path (links
+  followed, so a module reached through a link or a sourceless ``.pyc`` counts
+  too), and ``compile`` (or ``marshal.loads``) of the bytes of one of the package's
+  files, whatever name it is given (`_State.by_content`). Each record carries the
+  chain read from the Python stack at the event: the innermost frame of a core
+  module (path and line), the loader between it and the event, and the
   experimental frames in between.
+- after the request's own code, tracing goes on through what it left running
+  (`_afterwards`): the threads it started that are not daemons, the atexit handlers
+  it registered (run then, once), and its daemon threads for a short grace.
 
 Third-party packages that are not installed are replaced by stand-ins
 (`child_setup.StandIn`), permissive objects, so that a core module importing them can
-still be run while a request is traced; the package under test is never stood in for.
+still be run while a request is traced; only when the tree's own code asks (an
+installed package's optional import keeps its "not installed" branch), and never for
+the package under test.
 
 This file is not imported by the checker: it runs only in the child (``-I``, so
 neither the checker nor the current directory is on its path).
@@ -33,10 +43,12 @@ import builtins
 import importlib
 import importlib.machinery
 import importlib.util
+import atexit
 import inspect
 import json
 import os
 import sys
+import threading
 import time
 import types
 
@@ -44,10 +56,14 @@ _CODE_SUFFIXES = tuple(importlib.machinery.all_suffixes()) + (".pyc",)
 # audit events of new processes: allowed (``ptxas --version`` at import is common) and
 # recorded; they run without this hook, so the parent puts the worker in a network
 # namespace of its own where it can (`policy_checks.audit.sandbox`)
+_TRACED = ("import", "open", "exec", "compile", "ctypes.dlopen", "marshal.loads")
 _PROCESSES = ("subprocess.Popen", "os.system", "os.posix_spawn", "os.spawn", "os.exec", "os.startfile", "pty.spawn")
 _MAX_FRAMES = 300
 _WRAPPERS = ("traced_import", "traced_import_module")  # this file's frames inside an import
 _MAX_REFUSALS = 20  # a module looping on refused calls reports its first ones
+_MAX_CONTENT = 4 << 20  # bytes of an experimental file remembered by content (larger ones: by name only)
+_MIN_CONTENT = 16  # bytes (less blank ones) below which a file's text is too common to tell anything
+DAEMON_GRACE = 0.5  # seconds a request's daemon threads may still run, traced, after it
 _HERE = os.path.realpath(__file__)
 
 
@@ -68,16 +84,62 @@ class _State:
         self.experimental = config["experimental_package"]
         self.package_dir = os.path.realpath(os.path.join(self.root, *self.package.split(".")))
         self.experimental_dir = os.path.realpath(os.path.join(self.root, *self.experimental.split(".")))
+        self.experimental_dir_shown = self.experimental.replace(".", "/")
         self.protected = {self.package.split(".")[0]}
         self.tracing = False
-        self.busy = False  # the hook is running: what it calls itself is not traced
+        self._local = threading.local()  # per thread: the hook is running there (`busy`)
+        self.exit_handlers = []  # atexit handlers registered by the current request, run at its end
+        self.contents = {}  # length -> [(bytes, rel)] of the experimental package's files (`by_content`)
         self.records = {}  # (unit, core place) -> record (the first event of each wins)
         self.refusals = []
         self.processes = []
         self.stand_ins = set()
         self.failed = {}  # module -> its error, for what failed in this worker
         self.aot_environment = dict(config.get("aot_environment", {}))
+        self.aot_listing = config.get("aot_listing") or ""  # the settings' name of the AOT listing function
+        self.scratch = config.get("scratch") or ""  # the one folder the code under test may write to
         self._real_dirs = {}
+
+    @property
+    def busy(self) -> bool:
+        """Is the hook (or a wrapper) running in this thread? What it calls itself is
+        not traced; another thread's events still are."""
+        return getattr(self._local, "busy", False)
+
+    @busy.setter
+    def busy(self, value: bool) -> None:
+        self._local.busy = value
+
+    # content --------------------------------------------------------------------
+    def read_contents(self) -> None:
+        """Remember every file of the experimental package by its bytes (before any
+        request), so that code compiled from such text is known under any name."""
+        for directory, folders, files in os.walk(self.experimental_dir):
+            folders[:] = [f for f in folders if f != "__pycache__"]
+            for name in files:
+                path = os.path.join(directory, name)
+                try:
+                    if os.path.islink(path) or os.path.getsize(path) > _MAX_CONTENT:
+                        continue
+                    with open(path, "rb") as handle:
+                        data = handle.read(_MAX_CONTENT + 1)
+                except OSError:
+                    continue
+                if len(data.strip()) >= _MIN_CONTENT:  # an empty __init__, "X = 1": everybody's text
+                    rel = os.path.relpath(path, self.experimental_dir)
+                    self.contents.setdefault(len(data), []).append((data, rel))
+
+    def by_content(self, source) -> str:
+        """The experimental file (relative to its package) whose bytes `source` is, under
+        whatever name it is compiled or kept under, else ""."""
+        if isinstance(source, str):
+            try:
+                source = source.encode("utf-8")
+            except UnicodeError:
+                return ""
+        if not isinstance(source, (bytes, bytearray)) or len(source) not in self.contents:
+            return ""
+        return next((rel for data, rel in self.contents[len(source)] if data == source), "")
 
     # paths ----------------------------------------------------------------------
     def real(self, path: str) -> str:
@@ -106,13 +168,18 @@ class _State:
         return ""
 
     def unit_of_file(self, rel: str) -> str:
-        """The experimental module a file under the experimental directory is."""
+        """The experimental module a file under the experimental directory is (a file
+        that is no module, a kernel source or a library: its package, then its name)."""
         parts = rel.split(os.sep)
         name = parts[-1]
         for suffix in sorted(_CODE_SUFFIXES, key=len, reverse=True):
             if name.endswith(suffix):
                 name = name[: -len(suffix)]
                 break
+        else:
+            if name not in (".", ""):
+                folder = [p for p in parts[:-1] if p not in (".", "__pycache__")]
+                return ".".join([self.experimental] + folder) + "/" + name
         if parts[:-1] and parts[-1:] and parts[-2:-1] == ["__pycache__"]:
             parts = parts[:-1]  # a cached file: the module beside its folder
             name = name.split(".")[0]
@@ -137,6 +204,13 @@ class _State:
         if real.startswith(self.package_dir + os.sep):
             return "core"
         return "other"
+
+    def relative(self, text: str) -> str:
+        """`text` with the tree's location dropped from the paths it names: the tree is a
+        private copy at a new temporary path each run, which a verdict must not show."""
+        for top in (self.root, self.real_root):
+            text = text.replace(top + os.sep, "")
+        return text
 
     def shown(self, filename: str) -> str:
         """A frame's file as the report names it: relative to the root, links kept."""
@@ -178,7 +252,12 @@ def _loader(frame, state) -> str:
 def chain_at(state, first, event: str) -> dict:
     """The chain from the stack at an event: the innermost core frame, the loader,
     the experimental frames between them, and the core frames that called the
-    innermost one (up to two, each in another file: a thin entry point's caller)."""
+    innermost one (up to two, each in another file: a thin entry point's caller), up
+    to the first core module's top level. Above that lies only whoever imported that
+    module first in this worker, which depends on the order the requests came in, so
+    it is never part of the chain: the same line reads the same on every run.
+    ``at_import``: the load happened while a core module's top level ran (an import,
+    whichever request reached it), not in a function the request called."""
     frame, inner, inside, steps = first, None, [], 0
     found = None
     callers = []
@@ -187,17 +266,21 @@ def chain_at(state, first, event: str) -> dict:
         if found is not None:
             if kind == "core":
                 shown = state.shown(frame.f_code.co_filename)
-                if shown != found["core"][0] and all(shown != c.rpartition(":")[0] for c in callers):
+                if (len(callers) < 2 and shown != found["core"][0]
+                        and all(shown != c.rpartition(":")[0] for c in callers)):
                     callers.append(f"{shown}:{frame.f_lineno}")
-                    if len(callers) == 2:
-                        break
+                if frame.f_code.co_name == "<module>":
+                    found["at_import"] = True
+                    break
             elif kind == "tracer" and frame.f_code.co_name not in _WRAPPERS:
                 break  # the request itself: nothing above it is the tree's
         elif kind == "core":
             loader = _loader(inner, state) if inner is not None else (
                 "exec" if event == "exec" else "compile" if event == "compile" else "import statement")
             found = {"core": [state.shown(frame.f_code.co_filename), frame.f_lineno],
-                     "loader": loader, "through": inside[::-1]}
+                     "loader": loader, "through": inside[::-1], "at_import": frame.f_code.co_name == "<module>"}
+            if found["at_import"]:
+                break
         else:
             filename = frame.f_code.co_filename
             if kind == "experimental" or (filename.startswith("<") and not filename.startswith("<frozen")):
@@ -210,22 +293,32 @@ def chain_at(state, first, event: str) -> dict:
         steps += 1
     if found is None:
         return {"core": None, "loader": _loader(inner, state) if inner is not None else "",
-                "through": inside[::-1], "callers": []}
+                "through": inside[::-1], "callers": [], "at_import": False}
     found["callers"] = callers
     return found
 
 
-def _record(state, unit: str, event: str, detail: str, frame=None, loader: str = "") -> None:
+def _record(state, unit: str, event: str, detail: str, frame=None, loader: str = "") -> dict:
     """Record `unit` with the chain at `frame` (default: the frame that raised the
-    event); the first record of a unit from one core line wins."""
+    event); the first record of a unit from one core line wins (and is returned)."""
     record = chain_at(state, frame or sys._getframe(2), event)
+    if record["core"] is None and threading.current_thread() is not threading.main_thread():
+        # a pool or background thread whose own stack holds no core code: the core line
+        # the request's thread is at meanwhile (waiting on the pool, say) is the one to charge
+        waiting = sys._current_frames().get(threading.main_thread().ident)
+        behind = chain_at(state, waiting, event) if waiting is not None else None
+        if behind is not None and behind["core"] is not None:
+            behind.update(loader=f"on the thread {threading.current_thread().name}",
+                          through=record["through"], callers=behind["callers"])
+            record = behind
     key = (unit, tuple(record["core"]) if record["core"] else None)
     if key in state.records:
-        return
+        return state.records[key]
     if loader and record["core"] and not record["through"]:
         record["loader"] = loader
     record.update(unit=unit, event=event, detail=detail)
     state.records[key] = record
+    return record
 
 
 def _experimental_name(state, module) -> str:
@@ -284,23 +377,37 @@ def _note_imported(state, module, name, fromlist, frame, loader: str) -> None:
         value = getattr(module, item, None) if isinstance(item, str) else None
         if isinstance(value, types.ModuleType):
             found.append(value)
+    asking = state.kind(frame.f_code.co_filename) != "experimental"  # the core line (or text it exec'd) itself
     for each in found:
         unit = _experimental_name(state, each)
         if unit:
-            _record(state, unit, "import", "", frame, loader)
+            record = _record(state, unit, "import", "", frame, loader)
+            if asking:  # what the line asked for: the finding's subject, whatever else was loaded first
+                record["asked"] = True
 
 
 def _hook(event: str, args) -> None:
     state = STATE
     if state is None or state.busy:
         return
+    refused = ISOLATION.refused_write(event, args, state.scratch) if state.tracing and state.scratch else ""
+    if refused:
+        state.busy = True
+        try:
+            if len(state.refusals) < _MAX_REFUSALS:
+                where = chain_at(state, sys._getframe(1), event)
+                state.refusals.append({"event": "write", "args": refused[:200], "core": where["core"]})
+        finally:
+            state.busy = False
+        raise ISOLATION.write_refusal(refused)
     if ISOLATION.refuses(event, args):
         state.busy = True
         try:
             if len(state.refusals) < _MAX_REFUSALS:
                 where = chain_at(state, sys._getframe(1), event)
                 shown = args[1:] if event in ISOLATION.ON_A_SOCKET else args  # the address, not the socket object
-                state.refusals.append({"event": event, "args": repr(shown)[:200], "core": where["core"]})
+                state.refusals.append({"event": event, "args": state.relative(repr(shown))[:200],
+                                       "core": where["core"]})
         finally:
             state.busy = False
         raise ISOLATION.refusal(event)
@@ -309,11 +416,12 @@ def _hook(event: str, args) -> None:
             state.busy = True
             try:
                 where = chain_at(state, sys._getframe(1), event)
-                state.processes.append({"event": event, "args": repr(args)[:200], "core": where["core"]})
+                state.processes.append({"event": event, "args": state.relative(repr(args))[:200],
+                                        "core": where["core"]})
             finally:
                 state.busy = False
         return
-    if not state.tracing or event not in ("import", "open", "exec", "compile"):
+    if not state.tracing or event not in _TRACED:
         return
     state.busy = True
     try:
@@ -322,16 +430,21 @@ def _hook(event: str, args) -> None:
             if isinstance(name, str) and state.is_experimental(name):
                 _record(state, name, event, "")
             return
-        if event == "open":
-            path, mode = args[0], args[1]
-            if mode not in ("r", "rb") or not isinstance(path, (str, bytes)):
+        if event in ("open", "ctypes.dlopen"):
+            # any file of the experimental package opened, in any mode, by anyone (the
+            # import system, a pool thread reading its text), and any library loaded from it
+            path = args[0] if args else None
+            if not isinstance(path, (str, bytes)):
                 return
             text = os.fsdecode(path)
-            if not text.endswith(_CODE_SUFFIXES):
-                return
             rel = state.experimental_file(text)
-            if rel and _by_import_system(sys._getframe(1)):
+            if rel:
                 _record(state, state.unit_of_file(rel), event, state.shown(text))
+            return
+        if event == "marshal.loads":
+            rel = state.by_content(args[0] if args else None)
+            if rel:
+                _record(state, state.unit_of_file(rel), event, "")
             return
         if event == "exec":
             code = args[0]
@@ -341,24 +454,20 @@ def _hook(event: str, args) -> None:
                 _record(state, state.unit_of_file(rel), event, state.shown(filename))
             return
         if event == "compile":
-            filename = args[1] if len(args) > 1 else None
+            # by the name it is compiled under, or by its text, whatever name it was given
+            source, filename = args[0] if args else None, args[1] if len(args) > 1 else None
             rel = state.experimental_file(filename) if filename else ""
+            shown = state.shown(os.fsdecode(filename)) if rel else ""
+            if not rel:
+                rel = state.by_content(source)
+                if rel and _holds(filename, source):
+                    rel = ""  # a stable module's own file, compiled under its name: judged by name, as statically
+                named = state.shown(os.fsdecode(filename)) if isinstance(filename, (str, bytes)) else "code"
+                shown = f"{named} holding the text of {state.experimental_dir_shown}/{rel}" if rel else ""
             if rel:
-                _record(state, state.unit_of_file(rel), event, state.shown(os.fsdecode(filename)))
+                _record(state, state.unit_of_file(rel), event, shown)
     finally:
         state.busy = False
-
-
-def _by_import_system(frame) -> bool:
-    """Did the import machinery (or a loader) open the file, rather than, say, linecache?"""
-    steps = 0
-    while frame is not None and steps < 12:
-        code = frame.f_code
-        if code.co_filename.startswith("<frozen importlib") or code.co_name in ("get_data", "get_code", "exec_module"):
-            return True
-        frame = frame.f_back
-        steps += 1
-    return False
 
 
 # requests ---------------------------------------------------------------------------
@@ -398,7 +507,7 @@ def _loaded_unseen(state, before: set) -> None:
 
 
 def _error(exc: BaseException) -> dict:
-    text = str(exc).replace("\n", " ")
+    text = STATE.relative(str(exc).replace("\n", " "))
     tb, where = exc.__traceback__, None
     while tb is not None:
         if STATE.kind(tb.tb_frame.f_code.co_filename) in ("core", "experimental"):
@@ -414,6 +523,8 @@ def _traced(state, action) -> dict:
     before = set(sys.modules)
     started = time.monotonic()
     answer = {}
+    threads_before = set(threading.enumerate())
+    state.exit_handlers = []
     state.tracing = True
     try:
         answer["value"] = action()
@@ -422,7 +533,10 @@ def _traced(state, action) -> dict:
         answer["ok"] = False
         answer["error"] = _error(exc)
     finally:
-        state.tracing = False
+        try:
+            _afterwards(state, threads_before)
+        finally:
+            state.tracing = False
     _loaded_unseen(state, before)
     answer["records"] = list(state.records.values())
     answer["refusals"] = state.refusals
@@ -431,6 +545,42 @@ def _traced(state, action) -> dict:
     answer["seconds"] = round(time.monotonic() - started, 3)
     _forget_experimental(state, before)
     return answer
+
+
+def _afterwards(state, threads_before: set) -> None:
+    """What the request left running, still traced, in the order an interpreter's exit
+    runs it: the threads it started that are not daemons (joined: one that never ends
+    meets the request's time limit), the atexit handlers it registered (run now, once),
+    then its daemon threads for a short grace (`DAEMON_GRACE`); a load by one later
+    than that is not seen."""
+    started = [t for t in threading.enumerate() if t not in threads_before and t is not threading.current_thread()]
+    for thread in started:
+        if not thread.daemon:
+            thread.join()
+    handlers, state.exit_handlers = state.exit_handlers, []
+    for function, args, kwargs in reversed(handlers):  # last registered runs first, as at exit
+        try:
+            function(*args, **kwargs)
+        except BaseException:
+            pass
+    deadline = time.monotonic() + DAEMON_GRACE
+    for thread in started:
+        if thread.daemon:
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+
+def _wrap_atexit(state) -> None:
+    """Keep the atexit handlers a request registers, to run them at its end, traced,
+    rather than at the worker's exit, after tracing (and the request) is over."""
+    original = atexit.register
+
+    def traced_register(function, *args, **kwargs):
+        if state.tracing:
+            state.exit_handlers.append((function, args, kwargs))
+            return function
+        return original(function, *args, **kwargs)
+
+    atexit.register = traced_register
 
 
 class AncestorFailed(ImportError):
@@ -496,6 +646,26 @@ class _Everything(dict):
         return True
 
 
+def _holds(filename, source) -> bool:
+    """Is `filename` a file whose bytes are `source` (the text compiled under its own name)?"""
+    if not isinstance(filename, (str, bytes)) or not isinstance(source, (str, bytes, bytearray)):
+        return False
+    data = source.encode("utf-8", "replace") if isinstance(source, str) else bytes(source)
+    return _bounded_read(os.fsdecode(filename)) == data
+
+
+def _bounded_read(path: str):
+    """The bytes of the regular file at `path` when it is small enough to be one of the
+    experimental package's remembered files, else None."""
+    try:
+        if not os.path.isfile(path) or os.path.getsize(path) > _MAX_CONTENT:
+            return None
+        with open(path, "rb") as handle:
+            return handle.read(_MAX_CONTENT + 1)
+    except (OSError, ValueError):
+        return None
+
+
 def _spec_facts(state, spec) -> dict:
     """What the audit reads of a returned JIT spec: name, sources, origin."""
     sources = []
@@ -505,10 +675,15 @@ def _spec_facts(state, spec) -> dict:
         except TypeError:
             continue
     created = getattr(spec, "created_in", None)
-    flagged = [s for s in sources if state.experimental_file(s)]
+    flagged = [state.shown(s) for s in sources if state.experimental_file(s)]
+    for source in sources:  # what a build would compile: a copy of an experimental file counts too
+        if not state.experimental_file(source):
+            rel = state.by_content(_bounded_read(source))
+            if rel:
+                flagged.append(f"{state.shown(source)} (the text of {state.experimental_dir_shown}/{rel})")
     return {
         "name": str(getattr(spec, "name", ""))[:200],
-        "experimental_sources": [state.shown(s) for s in flagged][:5],
+        "experimental_sources": flagged[:5],
         "created_in": created if isinstance(created, str) else None,
         "experimental": getattr(spec, "experimental", False) is True,
     }
@@ -529,9 +704,37 @@ def _aot(state, module_name: str):
         time.sleep = sleep
 
 
+def _arguments(module, function) -> list:
+    """The values a listing function is called with: its module's ``get_default_config()``
+    values by parameter name (a trailing ``_`` dropped), a mapping claiming every
+    capability, each parameter's default, True for a flag; TypeError when one has none."""
+    config = module.get_default_config() if hasattr(module, "get_default_config") else {}
+    arguments = []
+    for parameter in inspect.signature(function).parameters.values():
+        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            continue
+        key = parameter.name.rstrip("_")
+        if key in config:
+            arguments.append(config[key])
+        elif "capabilit" in key:
+            arguments.append(_Everything())
+        elif parameter.default is not inspect.Parameter.empty:
+            arguments.append(parameter.default)
+        elif parameter.annotation in (bool, "bool"):
+            arguments.append(True)
+        else:
+            raise TypeError(f"no value for {function.__name__}'s parameter {parameter.name!r}")
+    return arguments
+
+
 def _aot_listing(state, module_name: str):
     module = importlib.import_module(module_name)
-    if hasattr(module, "registered_specs"):
+    named = state.aot_listing
+    if named and callable(getattr(module, named, None)):  # the settings name the listing (aot-listing)
+        where = getattr(module, named)
+        shape = f"{named}(...)"
+        specs = where(*_arguments(module, where))
+    elif hasattr(module, "registered_specs"):
         shape, where = "registered_specs()", module.registered_specs
         specs = module.registered_specs()
     elif hasattr(module, "_register_builtin"):
@@ -540,23 +743,12 @@ def _aot_listing(state, module_name: str):
         specs = list(getattr(module, "_registry", {}).values())
     elif hasattr(module, "gen_all_modules"):
         shape, where = "gen_all_modules(...)", module.gen_all_modules
-        config = module.get_default_config() if hasattr(module, "get_default_config") else {}
-        arguments = []
-        for parameter in inspect.signature(module.gen_all_modules).parameters.values():
-            key = parameter.name.rstrip("_")
-            if key in config:
-                arguments.append(config[key])
-            elif "capabilit" in key:
-                arguments.append(_Everything())
-            elif parameter.default is not inspect.Parameter.empty:
-                arguments.append(parameter.default)
-            elif parameter.annotation in (bool, "bool"):
-                arguments.append(True)
-            else:
-                raise TypeError(f"no value for gen_all_modules's parameter {parameter.name!r}")
-        specs = module.gen_all_modules(*arguments)
+        specs = module.gen_all_modules(*_arguments(module, module.gen_all_modules))
     else:
-        raise LookupError(f"{module_name} has neither registered_specs, _register_builtin nor gen_all_modules")
+        if named:
+            raise LookupError(f"{module_name} has no function {named} (the aot-listing setting)")
+        raise LookupError(f"{module_name} has neither registered_specs, _register_builtin nor gen_all_modules "
+                          "(name its listing function with the aot-listing setting)")
     code = getattr(where, "__code__", None)
     line = code.co_firstlineno if code is not None else 1
     return {"shape": shape, "at": [state.shown(getattr(module, "__file__", "") or ""), line],
@@ -578,10 +770,9 @@ def _preload(names) -> list:
 
 def main() -> None:
     global STATE
-    with open(sys.argv[1], encoding="utf-8") as handle:
-        config = json.load(handle)
     answers = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
     requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
+    config = json.loads(requests.readline())  # the first line: never a file another child could rewrite
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
     os.dup2(null, 1)
@@ -590,11 +781,19 @@ def main() -> None:
     state = _State(config)
     ISOLATION.put_tree_first(state.root, state.package)
     if config.get("stand_ins", True):
-        sys.meta_path.append(ISOLATION.StandInFinder(state.protected, state.stand_ins, lambda name: state.tracing))
+        def wanted(name: str) -> bool:
+            # only while a request runs, and only for the tree's own code: an installed
+            # package's optional import keeps its "not installed" branch
+            return state.tracing and (ISOLATION.below_a_stand_in(name) or (
+                not ISOLATION.of_the_tree(name, state.root) and ISOLATION.requested_from(state.root)))
+
+        sys.meta_path.append(ISOLATION.StandInFinder(state.protected, state.stand_ins, wanted))
     STATE = state
-    ISOLATION.exit_with_parent()
+    ISOLATION.exit_with_parent(requests.fileno())
+    state.read_contents()
     sys.addaudithook(_hook)
     _wrap_imports(state)
+    _wrap_atexit(state)
     preloaded = _preload(config.get("preload", ()))
     answers.write(json.dumps({"ready": True, "preloaded": preloaded}) + "\n")
     for line in requests:

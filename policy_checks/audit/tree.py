@@ -1,21 +1,27 @@
-"""One audit of one tree: list the core modules, run the requests in the workers,
-judge the outcomes, and collect the stable lane (`collection.py`) meanwhile, in the
-same scratch directories."""
+"""One audit of one tree: read every input of the verdict (the files' bytes, the
+suppressions and what the base revision says of them, the stable lane), then run the
+requests in the workers on a private copy of the tree, collect the stable lane
+(`collection.py`) meanwhile in the same copy and scratch directories, and judge the
+outcomes. Nothing the verdict uses is read from the tree after the first child
+started: the code under test can rewrite its own checkout (a suppression comment, a
+``git replace`` ref), and that must change nothing."""
 
 from __future__ import annotations
 
 import os
+import shutil
+import stat
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from ..context import Context
-from .aot import aot_requests, judge_aot
+from .aot import aot_requests, declared_aot_line, judge_aot, missing_aot
 from .chains import keep_first
-from .collection import audit_collection
+from .collection import audit_collection, stable_lane
 from .imports import import_requests, judge_imports
 from .modules import allowed_support, core_modules, preloads
-from .sandbox import PRELOAD, Pool, Scratch, network_namespace
+from .sandbox import PRELOAD, Interpreter, Pool, Scratch, interpreter, network_namespace, protections
 
 DEFAULT_TIMEOUT = 60.0  # seconds one import or the AOT listing may take in a worker
 # what an AOT build job sets, so the listing lists every architecture's specs (FlashInfer
@@ -37,35 +43,110 @@ class Audit:
     processes: list = field(default_factory=list)  # new processes the imports started
     network_namespace: bool = False  # the workers ran without any network interface
     collection_stand_ins: list = field(default_factory=list)  # the same, in the stable lane's collection
+    interpreter: Optional[Interpreter] = None  # the Python the workers and the collection ran
+    suppressions: dict = field(default_factory=dict)  # rel -> the suppressions that count, read first
+    protections: dict = field(default_factory=dict)  # sandbox.PROTECTIONS's kinds -> on?
 
 
 def audit_tree(context: Context, jobs: Optional[int] = None, timeout: float = DEFAULT_TIMEOUT,
                progress: Optional[Callable[[int, int], None]] = None, stand_ins: bool = True,
-               collection: bool = True) -> Audit:
+               collection: bool = True, python: Optional[str] = None,
+               judge: Optional[Callable[[dict], dict]] = None) -> Audit:
     """Audit the tree of `context` under its settings (AUD000-AUD002, and AUD003 when
-    the collection audit is there)."""
+    the collection audit is there), the children run by `python` (another environment's
+    interpreter, FlashInfer's; default: the checker's own). `judge`: which of the
+    tree's suppressions count (``--policy-from``: those the base revision had), asked
+    before any child starts."""
     root, settings = context.root, context.settings
+    python_used = interpreter(python)  # first: a wrong --python is a usage error, before any work
+    # every input of the verdict, before the code under test runs
     listing = core_modules(root, settings)
     project = listing.project
-    support = allowed_support(project)
+    support = allowed_support(project, listing.texts)
+    suppressions = read_suppressions(project, listing.texts, judge)
+    lane = stable_lane(root, settings) if collection else None
     requests = import_requests(listing.modules)
     aot = aot_requests(settings.aot_modules, project, len(requests))
-    config = {"root": str(root), "package": settings.package, "experimental_package": settings.experimental_package,
-              "stand_ins": stand_ins, "aot_environment": AOT_ENVIRONMENT, "preload": preloads(project, PRELOAD)}
+    gone, notes = missing_aot(settings.aot_modules, project, declared_aot_line(_text(root / "pyproject.toml")))
+    preload = preloads(project, listing.texts, PRELOAD)
     jobs = jobs or os.cpu_count() or 1
     with Scratch() as scratch, ThreadPoolExecutor(max_workers=1) as beside:
+        tree = private_copy(root, scratch)
+        config = {"root": str(tree), "package": settings.package, "experimental_package": settings.experimental_package,
+                  "stand_ins": stand_ins, "aot_environment": AOT_ENVIRONMENT, "preload": preload,
+                  "scratch": str(scratch.path), "aot_listing": settings.aot_listing}
         # the lane's collection, one more child in the same scratch, runs while the workers import
-        collected = beside.submit(audit_collection, root, settings, preload=config["preload"], stand_ins=stand_ins,
-                                  scratch=scratch) if collection else None
+        collected = beside.submit(audit_collection, tree, settings, preload=preload, stand_ins=stand_ins,
+                                  scratch=scratch, python=python_used.path, lane=lane) if lane else None
         # the AOT listing first: the longest request, it overlaps the imports in other workers
-        outcomes = Pool(config, jobs, timeout, progress=progress).run(aot + requests, scratch)
-        lane = collected.result() if collected is not None else None
+        outcomes = Pool(config, jobs, timeout, python=python_used.path, progress=progress).run(aot + requests, scratch)
+        collected_lane = collected.result() if collected is not None else None
     import_outcomes = [o for o in outcomes if o.request.op == "import"]
     verdict = judge_imports(import_outcomes, project, support)
-    findings = verdict.findings + judge_aot([o for o in outcomes if o.request.op == "aot"], project, support)
-    if lane is not None:
-        findings += lane.findings
+    findings = verdict.findings + gone + judge_aot([o for o in outcomes if o.request.op == "aot"], project, support)
+    if collected_lane is not None:
+        findings += collected_lane.findings
     return Audit(keep_first(findings), len(listing.modules), verdict.audited, verdict.not_audited,
-                 sorted(verdict.stand_ins), listing.skipped, support, [], project, verdict.processes,
-                 bool(network_namespace()), lane.stand_ins if lane is not None else [])
+                 sorted(verdict.stand_ins), listing.skipped, support, notes, project, verdict.processes,
+                 bool(network_namespace()), collected_lane.stand_ins if collected_lane is not None else [],
+                 python_used, suppressions, protections())
 
+
+def _text(path) -> Optional[str]:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def read_suppressions(project, texts: dict, judge: Optional[Callable[[dict], dict]]) -> dict:
+    """rel -> the ``# policy: ignore[...]`` comments of every Python file (those whose
+    bytes spell one), as read before the audit runs; with `judge`, only those it keeps
+    (the base revision's, read from git now, replace refs ignored)."""
+    found = {}
+    for rel in sorted(project.files):
+        data = texts.get(rel)
+        if rel.endswith(".py") and data is not None and b"ignore[" in data:
+            items = project.facts(rel).suppressions
+            if items:
+                found[rel] = items
+    return judge(found) if judge is not None else found
+
+
+# never copied: git's own data (the verdict reads what it needs of it first), virtual
+# environments (an installed package is the environment's, not the tree's), bytecode caches
+_NOT_COPIED = (".git", "__pycache__")
+
+
+def _not_copied(directory: str, names: list) -> set:
+    return {name for name in names if name in _NOT_COPIED
+            or os.path.isfile(os.path.join(directory, name, "pyvenv.cfg"))}
+
+
+def _copy_regular(source: str, target: str) -> None:
+    """Copy a regular file; a pipe, socket or device is left out (reading one could
+    block), and so is a file that cannot be read (its import fails in the copy: AUD000)."""
+    try:
+        if stat.S_ISREG(os.stat(source).st_mode):
+            shutil.copy2(source, target)
+    except OSError:
+        pass
+
+
+def private_copy(root, scratch: Scratch):
+    """The tree the children run: a copy of `root` in the scratch directory (links
+    copied as links; an absolute link into the tree points into the copy), so what
+    the code under test writes into its checkout never reaches the tree the verdict
+    was read from."""
+    target = scratch.path / "tree"
+    shutil.copytree(root, target, symlinks=True, ignore=_not_copied, copy_function=_copy_regular)
+    top = str(root).rstrip(os.sep) + os.sep
+    for directory, folders, files in os.walk(target):
+        for name in folders + files:
+            path = os.path.join(directory, name)
+            if os.path.islink(path):
+                pointed = os.readlink(path)
+                if os.path.isabs(pointed) and (pointed + os.sep).startswith(top):
+                    os.unlink(path)
+                    os.symlink(os.path.join(str(target), pointed[len(top):]), path)
+    return target

@@ -89,7 +89,7 @@ HARMLESS_PYTEST_KEYS = frozenset({
 })
 # Settings that say where things are: any change to them moves what the checker sees.
 _LAYOUT = (("package", "package"), ("experimental_package", "experimental-package"), ("aot_modules", "aot-modules"),
-           ("docs", "docs"), ("stable_tests", "stable-tests"), ("experimental_tests", "experimental-tests"),
+           ("aot_listing", "aot-listing"), ("docs", "docs"), ("stable_tests", "stable-tests"), ("experimental_tests", "experimental-tests"),
            ("examples", "examples"))
 # Files whose suppressions the checker reads a line at a time (`needs.Kind.comment_markers`).
 _DOCS_MARKERS = ("..", "#")

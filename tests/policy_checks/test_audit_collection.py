@@ -183,3 +183,55 @@ def test_the_audit_report_names_the_collections_stand_ins(tmp_path):
     text = CliRunner().invoke(main, ["audit", "--root", str(tmp_path), "-j", "1"]).output
     assert "note: stand-ins in the stable lane's collection (asked for by its conftests and tests): some_missing_pkg" \
         in text
+
+
+# ----- collected as CI runs the lane; a test counted where its function is defined; a whole record
+
+
+@pytest.mark.parametrize("hides_when, found", [
+    ("config.option.collectonly", True),  # hides only from a --collect-only run: CI would run it
+    ("True", False),  # the twin: hides it from every run, so CI never runs it either
+])
+def test_a_conftest_that_collects_less_under_collect_only_does_not_hide_a_test(tmp_path, hides_when, found):
+    write_tree(tmp_path, {**BASE, "tests/conftest.py": (
+        "def pytest_collection_modifyitems(config, items):\n"
+        f"    if {hides_when}:\n"
+        "        items[:] = [i for i in items if 'experimental' not in str(i.path.resolve())]\n"),
+        "tests/test_also.py": "def test_also():\n    pass\n"})
+    os.symlink("experimental/feat/test_feat.py", tmp_path / "tests" / "test_linked.py")
+    expected = [("AUD003", "tests/test_linked.py", "tests/test_linked.py::test_feat")] if found else []
+    assert audit(tmp_path) == expected
+
+
+REEXPORT = (
+    "import importlib.util, pathlib\n"
+    "_spec = importlib.util.spec_from_file_location('_{name}', pathlib.Path(__file__).parent / {where!r})\n"
+    "_module = importlib.util.module_from_spec(_spec)\n"
+    "_spec.loader.exec_module(_module)\n"
+    "test_{name} = _module.test_{name}\n"
+)
+
+
+def test_a_stable_module_running_an_experimental_test_is_counted_where_the_test_is_defined(tmp_path):
+    """The test is collected under the stable file that imports it, but its function is the
+    experimental test's; the twin imports a stable helper's test the same way."""
+    write_tree(tmp_path, {
+        **BASE,
+        "tests/helpers/shared.py": "def test_shared():\n    pass\n",
+        "tests/test_runs_feat.py": REEXPORT.format(name="feat", where="experimental/feat/test_feat.py"),
+        "tests/test_runs_shared.py": REEXPORT.format(name="shared", where="helpers/shared.py"),
+    })
+    [finding] = audit_collection(tmp_path, Settings()).findings
+    assert (finding.rule, finding.path, finding.subject) == (
+        "AUD003", "tests/test_runs_feat.py", "tests/test_runs_feat.py::test_feat")
+    assert "defined in tests/experimental/feat/test_feat.py:1" in finding.message
+
+
+def test_a_record_longer_than_the_limit_fails_closed(tmp_path, monkeypatch):
+    """What a cut record lacks could be the finding: the lane is not audited (AUD000); with
+    the real limit (the twin) the same lane is clean."""
+    write_tree(tmp_path, {**BASE, **{f"tests/test_many_{n}.py": "def test_one():\n    pass\n" for n in range(20)}})
+    assert audit(tmp_path) == []
+    monkeypatch.setattr("policy_checks.audit.collection._RECORD_LIMIT", 400)
+    ((rule, path, _),) = audit(tmp_path)
+    assert (rule, path) == ("AUD000", "tests")

@@ -184,10 +184,13 @@ SECTION = "[tool.policy-check]\n"
      "`experimental-package` changes from `flashinfer.experimental` to `flashinfer.experimental_v2`"),
     (PYPROJECT.replace('experimental-tests = "tests/experimental"', 'experimental-tests = "tests"'),
      "`experimental-tests` changes from `tests/experimental` to `tests`"),
+    # the audit calls the listing this names: one that lists nothing would hide every AOT spec
+    (PYPROJECT.replace(SECTION, SECTION + 'aot-listing = "nothing_listed"\n'),
+     "`aot-listing` changes from (empty) to `nothing_listed`"),
     (PYPROJECT.replace(SECTION, SECTION + "ignore = [\n"), "the checker cannot read `[tool.policy-check]`"),
     (PYPROJECT.replace(SECTION, SECTION + 'ignore = ["EXP999"]\n'), "no rule id starts with 'EXP999'"),
 ], ids=["ignore", "select", "extend-exclude", "per-file-ignores", "experimental-package", "experimental-tests",
-        "not-toml", "unknown-rule"])
+        "aot-listing", "not-toml", "unknown-rule"])
 def test_settings_that_let_more_through_are_flagged(repo, bot_cli, head, expected):
     pr = pull(repo, {"pyproject.toml": head})
     assert_flagged(repo, bot_cli, pr, expected)
