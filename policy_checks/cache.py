@@ -1,7 +1,8 @@
 """Facts by content hash, kept between runs outside the checked tree.
 
 One JSON file maps a key (hash of the facts version, the file's path relative to
-its project root, and its bytes) to that file's facts, and a key derived from it
+its project root, and its bytes, or, for a file whose bytes git vouches for, git's
+object id of them: `blob_key`, `key_of`) to that file's facts, and a key derived from it
 and the trigger vocabulary (`scan_key`: the triggers the settings and the rules
 make) to which rule triggers occur in those bytes (`needs.Scanner.scan`), so that
 a warm run decides which files are primary without scanning them. Nothing in a
@@ -68,6 +69,32 @@ def key(rel: str, data: bytes, variant: str = "") -> bytes:
     digest = hashlib.sha256(f"{FACTS_VERSION}\0{rel}\0{variant}\0".encode())
     digest.update(data)
     return digest.digest()[:16]
+
+
+def blob_key(rel: str, oid: str, variant: str = "") -> bytes:
+    """The key of the bytes whose git object id is `oid` (`gitfiles.Listing.blobs`):
+    computed from the id, without reading the file. Its own prefix keeps it apart
+    from every `key` (which starts with the facts version, a number)."""
+    return hashlib.sha256(f"git-blob\0{FACTS_VERSION}\0{rel}\0{variant}\0{oid}".encode()).digest()[:16]
+
+
+def git_blob_id(data: bytes, oid_length: int = 40) -> str:
+    """Git's object id of `data` as a blob: SHA-1, or SHA-256 in a repository of
+    that object format (`oid_length` 64)."""
+    digest = hashlib.new("sha256" if oid_length == 64 else "sha1", b"blob %d\0" % len(data))
+    digest.update(data)
+    return digest.hexdigest()
+
+
+def key_of(rel: str, data: bytes, oid: Optional[str] = None) -> bytes:
+    """The key of the bytes `data` read from `rel`: `blob_key` when git vouched for
+    the file with `oid` and these are that blob's bytes (so the facts computed from
+    them are the ones a later run finds without reading), else `key`. The check
+    matters: the file may have changed since git looked, and an entry must never be
+    stored under an id of other bytes."""
+    if oid and git_blob_id(data, len(oid)) == oid:
+        return blob_key(rel, oid)
+    return key(rel, data)
 
 
 def scan_key(k: bytes, vocabulary: str) -> bytes:

@@ -18,6 +18,7 @@ import yaml
 from click.testing import CliRunner
 
 from policy_checks import cache as cache_module
+from policy_checks import gitfiles
 from policy_checks.cli import main
 from policy_checks.config import Settings
 from policy_checks.facts import FileFacts, to_data
@@ -38,11 +39,15 @@ STRANGER = 12345  # a uid that is neither this user nor root
 
 
 def forge(cache_file: Path, root: Path) -> None:
-    """A cache file whose entry for the bytes of gemm.py says it imports nothing."""
-    data = (root / "flashinfer/gemm.py").read_bytes()
+    """A cache file whose entries for the bytes of gemm.py say it imports nothing:
+    under the key of its bytes, and under the key of its git object id (what a run
+    uses once git tracks the file unchanged)."""
+    rel = "flashinfer/gemm.py"
+    data = (root / rel).read_bytes()
     entry = to_data(FileFacts("flashinfer.gemm", False))
+    keys = (cache_module.key(rel, data), cache_module.blob_key(rel, cache_module.git_blob_id(data)))
     cache_file.parent.mkdir(parents=True, exist_ok=True)
-    cache_file.write_text(stored({cache_module.key("flashinfer/gemm.py", data): entry}))
+    cache_file.write_text(stored(dict.fromkeys(keys, entry)))
 
 
 def stored(entries: dict, day=None) -> str:
@@ -399,3 +404,71 @@ def test_a_save_merges_what_a_concurrent_run_saved(tmp_path):
     again = cache_module.FactsCache(first, directory=base)
     assert again.get(k1) is not None and again.get(k2) is not None
     assert again.found(k1) == again.found(k2) == 0
+
+
+# -- keys from git's object ids -----------------------------------------------------
+# Where git vouches for a file's bytes (`gitfiles.vouched`), a warm run keys it by git's
+# object id without reading it; an entry is still never used for bytes it was not
+# computed from.
+
+
+def committed(root: Path) -> Path:
+    git(root, "init", "-q")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "the repository")
+    return root
+
+
+@needs_git
+def test_a_warm_run_in_a_clean_work_tree_hashes_nothing(tmp_path, monkeypatch):
+    root = committed(write_tree(tmp_path / "project", TREE))
+    base = tmp_path / "caches"
+    cold = checked(root, use_cache=True, cache_dir=base)
+    hashed = []
+    real_key, real_blob_id = cache_module.key, cache_module.git_blob_id
+    monkeypatch.setattr(cache_module, "key", lambda rel, data, variant="": hashed.append(rel) or real_key(rel, data, variant))
+    monkeypatch.setattr(cache_module, "git_blob_id", lambda data, n=40: hashed.append(data) or real_blob_id(data, n))
+    warm = checked(root, use_cache=True, cache_dir=base)
+    assert (warm.parsed, hashed) == (0, [])
+    assert warm.findings == cold.findings and located(warm, "EXP001") == FINDING
+
+    (root / "flashinfer/scratch.py").write_text("x = 1\n")  # untracked: hashed, as is an edited file
+    (root / "flashinfer/__init__.py").write_text("# edited\n")
+    again = checked(root, use_cache=True, cache_dir=base)
+    assert {r for r in hashed if isinstance(r, str)} == {"flashinfer/__init__.py", "flashinfer/scratch.py"}
+    assert again.parsed == 2 and again.findings == cold.findings
+
+
+@needs_git
+@pytest.mark.parametrize("how", ["edited", "assume-unchanged", "skip-worktree", "staged, then edited"])
+def test_an_entry_is_never_used_for_bytes_git_does_not_vouch_for(tmp_path, how):
+    """The cache holds the facts of the committed, clean gemm.py; the file on disk now
+    holds a violation that git does not see (flags that make git not look) or that
+    differs from what is staged: the run reads and hashes it, as ``--no-cache`` does."""
+    root = committed(write_tree(tmp_path / "project", {**TREE, "flashinfer/gemm.py": "x = 1\n"}))
+    base = tmp_path / "caches"
+    assert located(checked(root, use_cache=True, cache_dir=base), "EXP001") == []
+    if how in ("assume-unchanged", "skip-worktree"):
+        git(root, "update-index", f"--{how}", "flashinfer/gemm.py")
+    if how.startswith("staged"):
+        (root / "flashinfer/gemm.py").write_text("y = 2\n")
+        git(root, "add", "flashinfer/gemm.py")
+    (root / "flashinfer/gemm.py").write_text(TREE["flashinfer/gemm.py"])
+    for chosen in gitfiles.MODES:  # --staged reads the work tree's bytes too
+        with gitfiles.selecting(chosen):
+            assert located(checked(root, use_cache=True, cache_dir=base), "EXP001") == FINDING, (how, chosen)
+            assert located(checked(root, use_cache=False), "EXP001") == FINDING
+
+
+@needs_git
+def test_a_key_from_an_object_id_is_only_for_that_blob():
+    data = b"x = 1\n"
+    oid = cache_module.git_blob_id(data)
+    hashed = subprocess.run(["git", "hash-object", "--stdin"], input=data, capture_output=True, check=True)
+    assert oid == hashed.stdout.decode().strip()
+    assert cache_module.key_of("a.py", data, oid) == cache_module.blob_key("a.py", oid)
+    assert cache_module.key_of("a.py", b"x = 2\n", oid) == cache_module.key("a.py", b"x = 2\n")  # changed meanwhile
+    assert cache_module.key_of("a.py", data, None) == cache_module.key("a.py", data)
+    assert cache_module.blob_key("a.py", oid) != cache_module.blob_key("b.py", oid)
+    sha256_oid = cache_module.git_blob_id(data, 64)
+    assert len(sha256_oid) == 64 and cache_module.key_of("a.py", data, sha256_oid) == cache_module.blob_key("a.py", sha256_oid)
