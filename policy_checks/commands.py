@@ -19,7 +19,6 @@ from . import gitfiles
 from .config import ConfigError
 from .report import FORMATS, Options
 from .output import emit
-from .report.rule_help import explanation, rule_table
 from .rules.registry import ALL_IDS, AUDIT_RULES, checked_elsewhere, unknown_rule
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -228,6 +227,8 @@ def _changes(baseline, old: dict, new: dict, name: str) -> list:
               show_default=True, help="json: a list of {id, name, summary, fixable, help_uri}.")
 def rules(output_format):
     """List every rule: id, name and what it finds ([*]: `policy-check fix` rewrites it)."""
+    from .report.rule_help import rule_table  # not imported by `run`
+
     table = rule_table()
     if output_format == "json":
         import json
@@ -249,4 +250,6 @@ def explain(rule_id):
     if rule is None:
         click.echo(f"policy-check: error: unknown rule {rule_id!r}; see `policy-check rules`", err=True)
         sys.exit(EXIT_ERROR)
+    from .report.rule_help import explanation
+
     click.echo(explanation(rule), nl=False)
