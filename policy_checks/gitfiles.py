@@ -21,7 +21,7 @@ The mode of a run is `mode` (default ``work-tree``); `selecting` sets it for the
 wraps, so that an entry point can choose it without a new argument on every layer
 between the command line and `project.Project`.
 
-`Listing.blobs` names, for the files whose bytes git vouches for, git's object id of
+`Listing.blobs` names, for the Python files whose bytes git vouches for, git's object id of
 those bytes: the facts cache keys them by that id instead of hashing them
 (`cache.key_of`). Git vouches for a file only when what it says of it is a statement
 about the bytes on disk: an index entry at stage 0 (not in a merge conflict) of a
@@ -57,8 +57,9 @@ _ARGUMENTS = {
     WORK_TREE: ("ls-files", "-z", "--cached", "--others", "--exclude-standard"),
     STAGED: ("ls-files", "-z", "--cached"),
 }
-# index entry, as ``ls-files -z -v -s`` prints it: tag, mode, object id, stage, TAB, path
-_BLOBS = ("ls-files", "-z", "-v", "-s", "--cached", "--modified")
+# index entry, as ``ls-files -z -v -s`` prints it: tag, mode, object id, stage, TAB, path; of
+# Python files only (the facts cache holds nothing else): git then looks at no other file
+_BLOBS = ("ls-files", "-z", "-v", "-s", "--cached", "--modified", "--", ":(glob)**/*.py")
 _REGULAR = ("100644", "100755")
 # attributes that make git convert a file between the index and the work tree
 _CONVERTING = frozenset(("filter", "ident", "working-tree-encoding", "text", "eol", "crlf"))
@@ -113,9 +114,9 @@ class Listing:
         self.directories: FrozenSet[str] = frozenset(directories)
 
     def blobs(self) -> Dict[str, str]:
-        """Path -> git's object id of the bytes on disk, for the files git vouches for
-        (the module's docstring says which); asked once, on the first call (a run
-        without a facts cache never asks). Empty when git cannot say."""
+        """Path -> git's object id of the bytes on disk, for the Python files git
+        vouches for (the module's docstring says which); asked once, on the first call
+        (a run without a facts cache never asks). Empty when git cannot say."""
         if self._blobs is None:
             self._blobs = vouched(self.root) if self.root is not None else {}
         return self._blobs
@@ -173,8 +174,8 @@ def _git(root: Path, *arguments: str, stdin: bytes = b"") -> Optional[bytes]:
 
 
 def vouched(root: Path) -> Dict[str, str]:
-    """Path (relative to `root`) -> object id, for each file whose bytes on disk git
-    vouches for (the module's docstring); empty when git cannot say."""
+    """Path (relative to `root`) -> object id, for each Python file (``*.py``) whose
+    bytes on disk git vouches for (the module's docstring); empty when git cannot say."""
     listed = _git(root, *_BLOBS)
     if not listed:
         return {}
