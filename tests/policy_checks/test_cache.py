@@ -10,6 +10,7 @@ import os
 import shutil
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
 import platformdirs
@@ -184,17 +185,117 @@ def test_reading_the_cache_is_bounded(tmp_path, monkeypatch, kind):
     assert any("ignoring unreadable cache" in w and expected in w for w in result.warnings), result.warnings
 
 
-def test_ci_takes_no_cache_from_the_pull_request():
-    """Each check in the policy-check workflow keeps its cache in the runner's
-    temporary directory (emptied for every job) or uses none; no step restores one."""
-    workflow = yaml.safe_load((CHECKOUT / ".github/workflows/policy-check.yml").read_text())
-    steps = [step for job in workflow["jobs"].values() for step in job["steps"]]
-    runs = [step.get("run", "") for step in steps]
-    checks = [run for run in runs if "policy-check run" in run or "policy_checks run" in run]
-    assert checks
-    for command in checks:
-        assert "--no-cache" in command or '--cache-dir "$RUNNER_TEMP/' in command, command
-    assert not [step for step in steps if "cache" in step.get("uses", "")]
+WORKFLOW = CHECKOUT / ".github/workflows/policy-check.yml"
+CACHE_PATH = "${{ runner.temp }}/policy-check-cache"  # what the cache actions keep
+CACHE_OPTION = '--cache-dir "$RUNNER_TEMP/policy-check-cache"'  # the same directory, to the checker
+
+
+def _uses(job: dict, action: str) -> list:
+    return [step for step in job["steps"] if step.get("uses", "").partition("@")[0] == action]
+
+
+def _checks(job: dict) -> list:
+    return [step for step in job["steps"] if "policy_checks run" in step.get("run", "")]
+
+
+def test_ci_saves_the_cache_only_on_the_default_branch_and_a_pull_request_only_restores_it():
+    """The facts cache a PR's check starts from comes from a push to the default branch
+    (merged code, its own checker): only that job saves, a PR's job only restores, both
+    under one key (the runner's OS, the Python version, the base checker's sources and the
+    base's pyproject.toml with its settings, then the commit), and every check keeps its
+    cache in the directory the actions restore and save, in the runner's temporary
+    directory, never in a checkout."""
+    workflow = yaml.safe_load(WORKFLOW.read_text())
+    on = workflow.get("on", workflow.get(True))
+    jobs = workflow["jobs"]
+    assert on["push"] == {"branches": ["main"]} and set(on) == {"pull_request", "push"}
+    assert not [job for job in jobs.values() if _uses(job, "actions/cache")]  # no save in a post step
+    saving = {name for name, job in jobs.items() if _uses(job, "actions/cache/save")}
+    assert saving == {"facts-cache"}
+    condition = jobs["facts-cache"]["if"]
+    assert condition == ("github.event_name == 'push' && "
+                         "github.ref == format('refs/heads/{0}', github.event.repository.default_branch)")
+    pr = jobs["policy-check"]
+    assert pr["if"] == "github.event_name == 'pull_request'"
+    assert len(_uses(pr, "actions/cache/restore")) == 1
+
+    [save] = _uses(jobs["facts-cache"], "actions/cache/save")
+    prefix = save["with"]["key"].removesuffix("${{ github.sha }}")
+    assert prefix != save["with"]["key"] and prefix.endswith("-")
+    for piece in ("${{ runner.os }}", "${{ steps.python.outputs.python-version }}",
+                  "${{ hashFiles('base/policy_checks/**') }}", "${{ hashFiles('base/pyproject.toml') }}"):
+        assert piece in prefix
+    restores = [(name, step) for name, job in jobs.items() for step in _uses(job, "actions/cache/restore")]
+    assert {name for name, _ in restores} == {"policy-check", "facts-cache"}
+    for name, restore in restores:
+        assert restore["with"]["restore-keys"].strip() == prefix
+        assert restore["with"]["key"] == prefix + ("${{ github.event.pull_request.base.sha }}"
+                                                   if name == "policy-check" else "${{ github.sha }}")
+    for name, job in jobs.items():
+        steps = job["steps"]
+        [python] = [step for step in steps if step.get("uses", "").startswith("actions/setup-python@")]
+        assert python["id"] == "python"
+        [base] = [s for s in _uses(job, "actions/checkout") if s["with"]["path"] == "base"]  # hashFiles' base/
+        assert "ref" not in base["with"] or base["with"]["ref"] == "${{ github.event.pull_request.base.sha }}"
+        [restore] = _uses(job, "actions/cache/restore")
+        assert all(step["with"]["path"] == CACHE_PATH for step in _uses(job, "actions/cache/restore") + _uses(job, "actions/cache/save"))
+        checks = _checks(job)
+        assert checks and all(CACHE_OPTION in step["run"] for step in checks), name
+        assert steps.index(restore) < min(map(steps.index, checks))
+    assert max(map(jobs["facts-cache"]["steps"].index, _checks(jobs["facts-cache"]))) < jobs["facts-cache"]["steps"].index(save)
+
+
+def _workflow_step(job: str, start: str) -> dict:
+    """The first step of `job` whose script starts with `start`."""
+    steps = yaml.safe_load(WORKFLOW.read_text())["jobs"][job]["steps"]
+    return next(s for s in steps if s.get("run", "").startswith(start))
+
+
+def _as_the_runner_runs(step: dict, workspace: Path, runner_temp: Path, **env) -> subprocess.CompletedProcess:
+    """A workflow step's script, run by bash in `workspace` with this interpreter first on the PATH."""
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+    environment = {**os.environ, "PATH": path, "RUNNER_TEMP": str(runner_temp), **env}
+    return subprocess.run(["bash", "-e", "-c", step["run"]], cwd=workspace, env=environment, capture_output=True,
+                          text=True, timeout=300)
+
+
+@needs_git
+@pytest.mark.skipif(shutil.which("tar") is None or shutil.which("bash") is None, reason="needs tar and bash")
+def test_a_cache_the_default_branch_saved_makes_a_pull_requests_check_warm(tmp_path):
+    """The restore path, with the workflow's own commands: the default branch's job checks
+    its checkout with the cache in its RUNNER_TEMP; the cache actions carry that directory
+    as a tar archive to a PR's job, which extracts it into its own RUNNER_TEMP; there the
+    PR's checkout, one file changed, parses that file alone, and the PR's check takes the
+    restored cache without a warning."""
+    files = {**TREE, **{f"flashinfer/m{n}.py": f"def f{n}():\n    return {n}\n" for n in range(20)}}
+    origin = committed(write_tree(tmp_path / "origin", files))
+    base_sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=origin, capture_output=True, text=True,
+                              check=True).stdout.strip()
+
+    pushed, push_temp = tmp_path / "push-workspace", tmp_path / "push-temp"
+    push_temp.mkdir()
+    git(tmp_path, "clone", "-q", str(origin), str(pushed / "base"))
+    warmed = _as_the_runner_runs(_workflow_step("facts-cache", "python -I -m policy_checks run"), pushed, push_temp)
+    assert warmed.returncode == 0 and "warning" not in warmed.stderr, warmed.stderr
+    archive = tmp_path / "cache.tar"
+    subprocess.run(["tar", "-cf", str(archive), "-C", str(push_temp), "policy-check-cache"], check=True)
+
+    workspace, pr_temp = tmp_path / "pr-workspace", tmp_path / "pr-temp"
+    pr_temp.mkdir()
+    git(tmp_path, "clone", "-q", str(origin), str(workspace / "pr"))
+    (workspace / "pr/flashinfer/m3.py").write_text("def f3():\n    return 'changed'\n")
+    git(workspace / "pr", "commit", "-q", "-am", "a pull request")
+    subprocess.run(["tar", "-xf", str(archive), "-C", str(pr_temp)], check=True)
+
+    restored = pr_temp / "policy-check-cache"
+    warm = checked(workspace / "pr", use_cache=True, cache_dir=restored)
+    assert warm.parsed == 1 and warm.warnings == [] and located(warm, "EXP001") == FINDING
+    cold = checked(workspace / "pr", use_cache=True, cache_dir=tmp_path / "nothing-restored")
+    assert cold.parsed == len(files)
+    gate = _as_the_runner_runs(_workflow_step("policy-check", "python -I -m policy_checks run"), workspace, pr_temp,
+                               BASE_SHA=base_sha)
+    assert gate.returncode == 1 and "::error file=flashinfer/gemm.py" in gate.stdout
+    assert "warning" not in gate.stderr, gate.stderr
 
 
 # -- another local user ----------------------------------------------------------
