@@ -202,6 +202,10 @@ class FactsCache:
         self.warnings: list = []
         self.path = None
         self._loaded = None  # what the file was when read (`_signature`), None when there was none
+        # The bytes read, while a save may append to them (`_appended`): None once they no
+        # longer are the entries held (one replaced or dropped), or when there were none.
+        self._raw: Optional[bytes] = None
+        self._added: set = set()  # keys put that the file did not hold
         if enabled:
             where = location(root, directory)
             problem = refusal(root, where)
@@ -216,8 +220,10 @@ class FactsCache:
 
     def _load(self) -> None:
         try:
-            self.entries, self.days = _parse(read_bounded(self.path, owner_only=True))
+            data = read_bounded(self.path, owner_only=True)
+            self.entries, self.days, whole = _parse_all(data)
             self._loaded = _signature(self.path)
+            self._raw = data if whole and self.entries else None
         except FileNotFoundError:
             pass
         except Untrusted as error:  # never read: the next save replaces it with a file of ours
@@ -235,6 +241,7 @@ class FactsCache:
                 facts = self.entries[k] = from_data(facts)
             except (TypeError, ValueError, KeyError, IndexError):
                 del self.entries[k]  # a damaged entry: recompute
+                self._raw = None
                 return None
         if complete and not facts.complete:
             return None
@@ -256,12 +263,14 @@ class FactsCache:
             return None
         if type(mask) is not int or mask < 0:
             del self.entries[sk]  # a damaged entry: scan again
+            self._raw = None
             return None
         self.used.add(sk)
         return mask
 
     def put(self, k: bytes, facts, found: Optional[int] = None) -> None:
         """Store `facts` under `k`, and `found` (the trigger scan) unless None."""
+        self._note_put(k)
         self.entries[k] = facts
         self.used.add(k)
         self.dirty = True
@@ -270,9 +279,16 @@ class FactsCache:
 
     def put_scan(self, k: bytes, found: int) -> None:
         sk = scan_key(k, self.vocabulary)
+        self._note_put(sk)
         self.entries[sk] = found
         self.used.add(sk)
         self.dirty = True
+
+    def _note_put(self, k: bytes) -> None:
+        if k not in self.entries:
+            self._added.add(k)
+        elif k not in self._added:
+            self._raw = None  # a stored entry replaced: the file is written whole
 
     def save(self) -> None:
         """Write what this run used (its day: today) and what runs used in the last
@@ -283,16 +299,10 @@ class FactsCache:
         now = today()
         if not self.dirty and all(self.days.get(k) == now for k in self.used):
             return
-        entries, days = dict(self.entries), {k: d for k, d in self.days.items() if k in self.entries}
-        for k in self.used:
-            days[k] = now
-        self._merge_concurrent(entries, days)
-        keep = {k for k in entries if days.get(k, 0) > now - KEEP_DAYS}
-        data = _dumps(entries, days, keep)
-        if len(data) > MAX_BYTES:
-            data = _dumps(entries, days, keep & self.used)  # what this run used, at least
-        if len(data) > MAX_BYTES:
-            self.warnings.append(f"not writing cache {self.path}: {len(data)} bytes, more than the {MAX_BYTES} it may hold")
+        data = self._appended(now)
+        if data is None:
+            data = self._whole(now)
+        if data is None:
             return
         try:
             _private_directories(self.path.parent)
@@ -310,6 +320,45 @@ class FactsCache:
                 raise
         except OSError as error:
             self.warnings.append(f"cannot write cache {self.path}: {error}")
+
+    def _whole(self, now: int) -> Optional[bytes]:
+        """The file's new bytes, every entry written: what this run holds, what another
+        run saved meanwhile, less what no run used for `KEEP_DAYS` days (and, past
+        `MAX_BYTES`, all but what this run used); None (with a warning) if still too big."""
+        entries, days = dict(self.entries), {k: d for k, d in self.days.items() if k in self.entries}
+        for k in self.used:
+            days[k] = now
+        self._merge_concurrent(entries, days)
+        keep = {k for k in entries if days.get(k, 0) > now - KEEP_DAYS}
+        data = _dumps(entries, days, keep)
+        if len(data) > MAX_BYTES:
+            data = _dumps(entries, days, keep & self.used)  # what this run used, at least
+        if len(data) > MAX_BYTES:
+            self.warnings.append(f"not writing cache {self.path}: {len(data)} bytes, more than the {MAX_BYTES} it may hold")
+            return None
+        return data
+
+    def _appended(self, now: int) -> Optional[bytes]:
+        """The file's new bytes as the bytes read plus this run's new entries, when that
+        is what `_whole` would write (same entries, same days): no other run saved
+        meanwhile, no stored entry was replaced, dropped, or used on another day than
+        it records, none is old enough to drop. A run that adds one file's facts to a
+        big store then writes the store's bytes again without serialising them. None
+        otherwise."""
+        raw = self._raw
+        if raw is None or not self._added or _signature(self.path) != self._loaded:
+            return None
+        if not (raw.startswith(_HEAD) and raw.endswith(b"}}")):
+            return None
+        stored = [k for k in self.days if k not in self._added]
+        if any(self.days[k] != now for k in stored if k in self.used):
+            return None
+        if any(self.days[k] <= now - KEEP_DAYS for k in stored):
+            return None
+        added = {k: now for k in self._added if k in self.entries}
+        tail = _dumps(self.entries, added, set(added))[len(_HEAD):-2]
+        data = raw[:-2] + (b"," + tail if tail else b"") + b"}}"
+        return data if len(data) <= MAX_BYTES else None
 
     def _merge_concurrent(self, entries: dict, days: dict) -> None:
         """Add what another run (of this or another project) saved since this run
@@ -342,6 +391,13 @@ def _parse(data: bytes) -> tuple:
     """``(entries, days)`` of a cache file's bytes: key -> stored value (facts as
     JSON data, a trigger scan as an int) and key -> day last used. An entry of the
     wrong shape is left out (recomputed); a file of the wrong shape raises."""
+    return _parse_all(data)[:2]
+
+
+def _parse_all(data: bytes) -> tuple:
+    """`_parse`'s ``(entries, days)``, and whether the file is exactly those entries in
+    the layout `_dumps` writes (its two keys, in its order; no entry left out), so that
+    new entries may be appended to its bytes (`FactsCache._appended`)."""
     stored = json.loads(data)
     if not isinstance(stored, dict) or stored.get(FORMAT_KEY) != FORMAT or not isinstance(stored.get("entries"), dict):
         raise ValueError(f"not a policy-check facts cache of format {FORMAT}")
@@ -353,8 +409,14 @@ def _parse(data: bytes) -> tuple:
             key = bytes.fromhex(k)
         except ValueError:
             continue
+        if len(k) != 32 or k != key.hex():  # not as `_dumps` spells a key: no appending
+            stored = None
         entries[key], days[key] = item[1], item[0]
-    return entries, days
+    whole = stored is not None and list(stored) == [FORMAT_KEY, "entries"] and len(entries) == len(stored["entries"])
+    return entries, days, whole
+
+
+_HEAD = f'{{"{FORMAT_KEY}":{FORMAT},"entries":{{'.encode()  # how `_dumps` starts every file
 
 
 def _dumps(entries: dict, days: dict, keep: set) -> bytes:

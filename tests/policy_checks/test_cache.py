@@ -573,3 +573,77 @@ def test_a_key_from_an_object_id_is_only_for_that_blob():
     assert cache_module.blob_key("a.py", oid) != cache_module.blob_key("b.py", oid)
     sha256_oid = cache_module.git_blob_id(data, 64)
     assert len(sha256_oid) == 64 and cache_module.key_of("a.py", data, sha256_oid) == cache_module.blob_key("a.py", sha256_oid)
+
+
+# -- a save that adds a few entries to a big store -----------------------------------
+# It appends them to the bytes it read instead of writing every entry again, only when
+# the result is what writing every entry gives.
+
+
+def _store(tmp_path, entries: dict, day=None) -> cache_module.FactsCache:
+    """A store holding `entries`, written as a save writes it, last used on `day` (today)."""
+    base = tmp_path / "caches"
+    cache_file = cache_module.location(None, base) / cache_module._FILE
+    cache_module._private_directories(cache_file.parent)
+    day = cache_module.today() if day is None else day
+    cache_file.write_bytes(cache_module._dumps(entries, dict.fromkeys(entries, day), set(entries)))
+    cache_file.chmod(0o600)
+    return _reopened(tmp_path)
+
+
+def _reopened(tmp_path) -> cache_module.FactsCache:
+    (tmp_path / "project").mkdir(exist_ok=True)
+    return cache_module.FactsCache(tmp_path / "project", directory=tmp_path / "caches")
+
+
+def _facts(n: int):
+    return FileFacts(f"flashinfer.m{n}", False)
+
+
+def test_a_save_appends_new_entries_to_what_it_read(tmp_path):
+    old = {bytes([n]) * 16: to_data(_facts(n)) for n in range(3)}
+    store = _store(tmp_path, old)
+    before = store.path.read_bytes()
+    assert store.get(bytes([1]) * 16) == _facts(1)
+    store.put(b"\x09" * 16, _facts(9), 5)
+    now = cache_module.today()
+    appended = store._appended(now)
+    assert appended is not None and appended.startswith(before[:-2])
+    assert cache_module._parse(appended) == cache_module._parse(store._whole(now))
+    store.save()
+    again = _reopened(tmp_path)
+    assert again.warnings == [] and again.get(b"\x09" * 16) == _facts(9) and again.get(b"\x00" * 16) == _facts(0)
+    assert again.found(b"\x09" * 16) == 5
+
+
+@pytest.mark.parametrize("change", ["replaced", "damaged", "used-another-day", "old-entry", "concurrent",
+                                    "foreign-layout"])
+def test_a_save_writes_every_entry_when_appending_would_not_give_the_same(tmp_path, change):
+    now = cache_module.today()
+    day = now - 1 if change == "used-another-day" else now - cache_module.KEEP_DAYS if change == "old-entry" else None
+    old = {bytes([n]) * 16: to_data(_facts(n)) for n in range(3)}
+    if change == "damaged":
+        old[b"\x02" * 16] = "not facts"
+    store = _store(tmp_path, old, day)
+    if change == "foreign-layout":
+        store.path.write_text(json.dumps({"entries": json.loads(store.path.read_text())["entries"],
+                                          cache_module.FORMAT_KEY: cache_module.FORMAT}))
+        store = _reopened(tmp_path)
+    store.put(b"\x09" * 16, _facts(9))
+    if change == "replaced":
+        store.put(b"\x00" * 16, _facts(7))
+    elif change == "damaged":
+        assert store.get(b"\x02" * 16) is None
+    elif change == "used-another-day":
+        store.get(b"\x01" * 16)
+    elif change == "concurrent":
+        os.utime(store.path, ns=(0, 0))
+    assert store._appended(now) is None
+    store.save()
+    assert store.warnings == []
+    entries, days = cache_module._parse(store.path.read_bytes())
+    assert b"\x09" * 16 in entries
+    if change == "replaced":
+        assert entries[b"\x00" * 16] == to_data(_facts(7))
+    if change == "old-entry":
+        assert b"\x00" * 16 not in entries
