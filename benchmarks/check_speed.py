@@ -12,9 +12,11 @@ the rounds (interleaved, so that a neighbour's load falls on every kind of run a
 - cold: no cache directory;
 - warm: the cache from the cold run, nothing changed;
 - one file changed: a comment appended to one core module (restored afterwards);
-- ``--staged``, one file staged: the same edit, staged (both undone afterwards);
-- second checkout, cache restored: a clone of the tree (made once) checked with a copy
-  of the warm cache carried as a tar archive, as CI's cache actions carry it;
+- ``--staged``, one file staged: the same edit to a module of median size (a commit's
+  usual file; ``--staged-file`` names another), staged (both undone afterwards);
+- second checkout, cache restored: a clone of the tree (made once, its git index
+  refreshed as CI's workflow refreshes it) checked with a copy of the warm cache
+  carried as a tar archive, as CI's cache actions carry it;
 - no cache: ``--no-cache`` (the cache neither read nor written);
 - ruff: ``ruff check --isolated --select I,F401 --no-cache`` on the Python files the
   checker checks (``--isolated``: the tree's own ruff settings are not read).
@@ -151,7 +153,15 @@ def carried(cache: Path, scratch: Path) -> Path:
     return restored / cache.name
 
 
-def one_round(checker: Checker, root: Path, clone, jobs: int, changed: str, files: list, scratch: Path) -> dict:
+def median_module(root: Path, files: list) -> str:
+    """A core module of median size among the checked files: what a commit usually stages."""
+    core = sorted((os.path.getsize(root / rel), rel) for rel in files
+                  if rel.startswith("flashinfer/") and not rel.startswith("flashinfer/experimental/"))
+    return core[len(core) // 2][1]
+
+
+def one_round(checker: Checker, root: Path, clone, jobs: int, changed: str, staged: str, files: list,
+              scratch: Path) -> dict:
     """label -> ``(wall, CPU, files checked, findings)`` of each run, with a fresh cache."""
     runs = {}
     with tempfile.TemporaryDirectory(prefix="policy-check-bench-", dir=scratch) as cache:
@@ -161,7 +171,7 @@ def one_round(checker: Checker, root: Path, clone, jobs: int, changed: str, file
         with Edited(root, changed):
             runs["one file changed"] = checker.run(root, jobs, cache)
         if clone is not None:
-            with Edited(root, changed, stage=True):
+            with Edited(root, staged, stage=True):
                 runs["--staged, one file staged"] = checker.run(root, jobs, cache, "--staged")
             runs["second checkout, cache restored"] = checker.run(clone, jobs, carried(cache, scratch))
         runs["--no-cache"] = checker.run(root, jobs, None, "--no-cache")
@@ -177,7 +187,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, default=Path("/tmp/fi"))
     parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--changed", default="flashinfer/gemm/gemm_base.py", help="file edited (and staged) for those runs")
+    parser.add_argument("--changed", default="flashinfer/gemm/gemm_base.py", help="file edited for the one-file run")
+    parser.add_argument("--staged-file", default=None, help="file staged for the --staged run (default: a core module "
+                        "of median size)")
     parser.add_argument("--rounds", "--repeat", type=int, default=3, help="rounds of every run; figures are medians")
     parser.add_argument("--no-bytecode", action="store_true", help="run the checker from this checkout as it is")
     parser.add_argument("--json", type=Path, help="also write the headline figures to this JSON record")
@@ -190,6 +202,7 @@ def main() -> None:
     if in_git and _git(root, "status", "--porcelain", "--untracked-files=no"):
         sys.exit(f"{root} has uncommitted changes: the --staged and second-checkout runs need a clean tree")
     files = checked_files(root)
+    staged = args.staged_file or median_module(root, files)
     with tempfile.TemporaryDirectory(prefix="policy-check-bench-") as scratch:
         scratch = Path(scratch)
         checker = Checker(scratch, bytecode=not args.no_bytecode)
@@ -197,7 +210,9 @@ def main() -> None:
         if in_git:  # the second checkout: made once, never edited
             clone = scratch / "second-checkout"
             subprocess.run(["git", "clone", "-q", "--local", str(root), str(clone)], check=True)
-        rounds = [one_round(checker, root, clone, args.jobs, args.changed, files, scratch)
+            time.sleep(1)  # then the refresh CI's workflow does: no file is "racily clean" any more
+            subprocess.run(["git", "-C", str(clone), "update-index", "-q", "--refresh"], check=True)
+        rounds = [one_round(checker, root, clone, args.jobs, args.changed, staged, files, scratch)
                   for _ in range(max(args.rounds, 1))]
     peak_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 
@@ -207,6 +222,8 @@ def main() -> None:
     print(f"checker bytecode: {'from this checkout as it is' if args.no_bytecode else 'compiled (as installed)'}"
           f"  PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '')}")
     print(f"files checked: {first[2]}  findings: {first[3]}  ruff findings: {rounds[0]['ruff (same files, no cache)'][3]}")
+    print(f"changed: {args.changed} ({os.path.getsize(root / args.changed)} bytes)  "
+          f"staged: {staged} ({os.path.getsize(root / staged)} bytes)")
     for label in rounds[0]:
         print(f"{label:<34} {_median(rounds, label, 0):6.2f} s wall  {_median(rounds, label, 1):6.2f} s CPU")
     print(f"peak RSS of one process: {peak_mib:.0f} MiB")

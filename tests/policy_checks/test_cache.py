@@ -242,6 +242,10 @@ def test_ci_saves_the_cache_only_on_the_default_branch_and_a_pull_request_only_r
         checks = _checks(job)
         assert checks and all(CACHE_OPTION in step["run"] for step in checks), name
         assert steps.index(restore) < min(map(steps.index, checks))
+        # git's index refreshed once before the checks, for the checked tree (racily clean files)
+        root = checks[0]["run"].split("--root ")[1].split()[0]
+        [refresh] = [step for step in steps if step.get("run") == f"git -C {root} update-index -q --refresh"]
+        assert steps.index(refresh) < min(map(steps.index, checks))
     assert max(map(jobs["facts-cache"]["steps"].index, _checks(jobs["facts-cache"]))) < jobs["facts-cache"]["steps"].index(save)
 
 
