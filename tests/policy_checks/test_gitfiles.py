@@ -271,3 +271,11 @@ def test_the_listing_names_every_directory_above_a_file():
     assert found.directories == {"a", "a/b", "a/e"}
     assert found.files == {"a/b/c.py", "a/b/d.py", "a/e/f.py", "g.py", "h"}
     assert found.has_file("h/below.py") and not found.has_directory("g")
+
+
+def test_object_ids_are_named_relative_to_a_root_below_the_top(tmp_path):
+    top = repository(tmp_path / "repo", {"sub/a.py": "x = 1\n", "b.py": "y = 1\n", ".gitattributes": "sub/c.py text\n"})
+    write_tree(top, {"sub/c.py": "z = 1\n"})
+    git(top, "add", "sub/c.py")
+    blobs = gitfiles.vouched(top / "sub")
+    assert blobs == {"a.py": blob_id(top, "sub/a.py")}  # c.py: an attribute converts it
