@@ -92,6 +92,15 @@ def _blob(project: Project, rel: str) -> Optional[str]:
     return listing.blobs().get(rel) if listing is not None else None
 
 
+def _readable(path: str) -> bool:
+    """Could this process read `path`? Git vouches for a file's bytes, not for this
+    process's permission to read them: an unreadable file must still be reported as
+    one (read and fail), as a run that reads every file reports it."""
+    if os.access in os.supports_effective_ids:
+        return os.access(path, os.R_OK, effective_ids=True)
+    return os.access(path, os.R_OK)
+
+
 def _by_size(project: Project, tasks: list) -> list:
     """`tasks` as groups (tuples) of files of one size, biggest first: only files
     of equal size can be copies of each other (`_compute`)."""
@@ -309,8 +318,8 @@ def _facts_from_cache(project: Project, needs: Prefilter, facts_cache) -> list:
     for rel, source in list(project.files.items()):
         oid = _blob(project, rel)
         data = None
-        if oid is not None:  # git vouches for the bytes: their key without reading them
-            key = cache_module.blob_key(rel, oid)
+        if oid is not None and _readable(os.path.join(project.root, rel)):  # git vouches for the bytes
+            key = cache_module.blob_key(rel, oid)  # their key without reading them
         else:
             try:
                 with open(os.path.join(project.root, rel), "rb") as handle:

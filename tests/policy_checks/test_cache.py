@@ -651,3 +651,19 @@ def test_a_save_writes_every_entry_when_appending_would_not_give_the_same(tmp_pa
         assert entries[b"\x00" * 16] == to_data(_facts(7))
     if change == "old-entry":
         assert b"\x00" * 16 not in entries
+
+
+@needs_git
+@pytest.mark.skipif(getattr(os, "geteuid", lambda: 0)() == 0, reason="root reads a file of mode 000")
+def test_a_file_git_vouches_for_but_this_user_cannot_read_is_still_reported(tmp_path):
+    """Git vouches for the bytes, not for the permission to read them."""
+    root = committed(write_tree(tmp_path / "project", TREE))
+    base = tmp_path / "caches"
+    checked(root, use_cache=True, cache_dir=base)
+    (root / "flashinfer/gemm.py").chmod(0)
+    try:
+        warm = checked(root, use_cache=True, cache_dir=base)
+        cold = checked(root, use_cache=False)
+    finally:
+        (root / "flashinfer/gemm.py").chmod(0o644)
+    assert warm.findings == cold.findings and any(f.rule == "EXP000" for f in warm.findings)
