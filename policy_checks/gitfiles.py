@@ -115,8 +115,8 @@ class Listing:
 
     def blobs(self) -> Dict[str, str]:
         """Path -> git's object id of the bytes on disk, for the Python files git
-        vouches for (the module's docstring says which); asked once, on the first call
-        (a run without a facts cache never asks). Empty when git cannot say."""
+        vouches for (the module's docstring says which); git is asked once, on the
+        first call. Empty when git cannot say."""
         if self._blobs is None:
             self._blobs = vouched(self.root) if self.root is not None else {}
         return self._blobs
