@@ -24,7 +24,8 @@ the rounds (interleaved, so that a neighbour's load falls on every kind of run a
 Each run is reported as wall-clock seconds and CPU seconds (user + system, of the run's
 process and every process it waited for: workers, git, ruff's threads, from
 ``getrusage(RUSAGE_CHILDREN)``): on a shared machine the wall clock follows the
-neighbours' load, the CPU time much less. The ratios compare CPU seconds. Peak memory
+neighbours' load, the CPU time much less. The ratios compare CPU seconds within each
+round (two runs that met the same load), and give the median over rounds. Peak memory
 is the largest resident set of one process (a checker's or ruff's).
 
 The checker runs with its bytecode, as an installed wheel has it (pip compiles at
@@ -227,15 +228,15 @@ def main() -> None:
     for label in rounds[0]:
         print(f"{label:<34} {_median(rounds, label, 0):6.2f} s wall  {_median(rounds, label, 1):6.2f} s CPU")
     print(f"peak RSS of one process: {peak_mib:.0f} MiB")
-    ratios = {}
-    cpu = {label: _median(rounds, label, 1) for label in rounds[0]}
-    ruff = cpu["ruff (same files, no cache)"]
-    ratios["cold_to_ruff"] = cpu["cold (no cache dir)"] / ruff
-    ratios["warm_to_ruff"] = cpu["warm (nothing changed)"] / ruff
+    pairs = {"cold_to_ruff": ("cold (no cache dir)", "ruff (same files, no cache)"),
+             "warm_to_ruff": ("warm (nothing changed)", "ruff (same files, no cache)")}
     if clone is not None:
-        ratios["second_checkout_to_warm"] = cpu["second checkout, cache restored"] / cpu["warm (nothing changed)"]
-        ratios["staged_to_warm"] = cpu["--staged, one file staged"] / cpu["warm (nothing changed)"]
-    print("ratios (CPU): " + "  ".join(f"{name.replace('_to_', '/')} {value:.2f}x" for name, value in ratios.items()))
+        pairs["second_checkout_to_warm"] = ("second checkout, cache restored", "warm (nothing changed)")
+        pairs["staged_to_warm"] = ("--staged, one file staged", "warm (nothing changed)")
+    # each ratio within a round (the two runs met the same load), then the median over rounds
+    ratios = {name: statistics.median(r[a][1] / r[b][1] for r in rounds) for name, (a, b) in pairs.items()}
+    print("ratios (CPU, median of each round's): "
+          + "  ".join(f"{name.replace('_to_', '/')} {value:.2f}x" for name, value in ratios.items()))
     checker_findings = {r[label][3] for r in rounds for label in r if not label.startswith("ruff")}
     if len(checker_findings) != 1:
         print("WARNING: runs disagree on the number of findings")
