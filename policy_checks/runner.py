@@ -88,8 +88,12 @@ def _task(project: Project, needs: Prefilter, source: SourceFile, complete: bool
 def _blob(project: Project, rel: str) -> Optional[str]:
     """Git's object id of the file `rel` where git vouches for its bytes on disk
     (`gitfiles.Listing.blobs`), else None: its cache key then comes from hashing them."""
+    return _blobs(project).get(rel)
+
+
+def _blobs(project: Project) -> dict:
     listing = getattr(project, "listing", None)
-    return listing.blobs().get(rel) if listing is not None else None
+    return listing.blobs() if listing is not None else {}
 
 
 def _readable(path: str) -> bool:
@@ -315,10 +319,11 @@ def _facts_from_cache(project: Project, needs: Prefilter, facts_cache) -> list:
     if not facts_cache.holds_entries:
         return [_task(project, needs, source) for source in project.files.values()]
     tasks = []
+    blobs, root = _blobs(project), os.path.join(project.root, "")
     for rel, source in list(project.files.items()):
-        oid = _blob(project, rel)
+        oid = blobs.get(rel)
         data = None
-        if oid is not None and _readable(os.path.join(project.root, rel)):  # git vouches for the bytes
+        if oid is not None and _readable(root + rel):  # git vouches for the bytes
             key = cache_module.blob_key(rel, oid)  # their key without reading them
         else:
             try:
