@@ -1,7 +1,8 @@
 """Facts by content hash, kept between runs outside the checked tree.
 
 One JSON file maps a key (hash of the facts version, the file's path relative to
-its project root, and its bytes) to that file's facts, and a key derived from it
+its project root, and its bytes, or, for a file whose bytes git vouches for, git's
+object id of them: `blob_key`, `key_of`) to that file's facts, and a key derived from it
 and the trigger vocabulary (`scan_key`: the triggers the settings and the rules
 make) to which rule triggers occur in those bytes (`needs.Scanner.scan`), so that
 a warm run decides which files are primary without scanning them. Nothing in a
@@ -69,6 +70,32 @@ def key(rel: str, data: bytes, variant: str = "") -> bytes:
     digest = hashlib.sha256(f"{FACTS_VERSION}\0{rel}\0{variant}\0".encode())
     digest.update(data)
     return digest.digest()[:16]
+
+
+def blob_key(rel: str, oid: str, variant: str = "") -> bytes:
+    """The key of the bytes whose git object id is `oid` (`gitfiles.Listing.blobs`):
+    computed from the id, without reading the file. Its own prefix keeps it apart
+    from every `key` (which starts with the facts version, a number)."""
+    return hashlib.sha256(f"git-blob\0{FACTS_VERSION}\0{rel}\0{variant}\0{oid}".encode()).digest()[:16]
+
+
+def git_blob_id(data: bytes, oid_length: int = 40) -> str:
+    """Git's object id of `data` as a blob: SHA-1, or SHA-256 in a repository of
+    that object format (`oid_length` 64)."""
+    digest = hashlib.new("sha256" if oid_length == 64 else "sha1", b"blob %d\0" % len(data))
+    digest.update(data)
+    return digest.hexdigest()
+
+
+def key_of(rel: str, data: bytes, oid: Optional[str] = None) -> bytes:
+    """The key of the bytes `data` read from `rel`: `blob_key` when git vouched for
+    the file with `oid` and these are that blob's bytes (so the facts computed from
+    them are the ones a later run finds without reading), else `key`. The check
+    matters: the file may have changed since git looked, and an entry must never be
+    stored under an id of other bytes."""
+    if oid and git_blob_id(data, len(oid)) == oid:
+        return blob_key(rel, oid)
+    return key(rel, data)
 
 
 def scan_key(k: bytes, vocabulary: str) -> bytes:
@@ -176,6 +203,10 @@ class FactsCache:
         self.warnings: list = []
         self.path = None
         self._loaded = None  # what the file was when read (`_signature`), None when there was none
+        # The bytes read, while a save may append to them (`_appended`): None once they no
+        # longer are the entries held (one replaced or dropped), or when there were none.
+        self._raw: Optional[bytes] = None
+        self._added: set = set()  # keys put that the file did not hold
         if enabled:
             where = location(root, directory)
             problem = refusal(root, where)
@@ -190,8 +221,10 @@ class FactsCache:
 
     def _load(self) -> None:
         try:
-            self.entries, self.days = _parse(read_bounded(self.path, owner_only=True))
+            data = read_bounded(self.path, owner_only=True)
+            self.entries, self.days, whole = _parse_all(data)
             self._loaded = _signature(self.path)
+            self._raw = data if whole and self.entries else None
         except FileNotFoundError:
             pass
         except Untrusted as error:  # never read: the next save replaces it with a file of ours
@@ -209,6 +242,7 @@ class FactsCache:
                 facts = self.entries[k] = from_data(facts)
             except (TypeError, ValueError, KeyError, IndexError):
                 del self.entries[k]  # a damaged entry: recompute
+                self._raw = None
                 return None
         if complete and not facts.complete:
             return None
@@ -231,12 +265,14 @@ class FactsCache:
             return None
         if type(mask) is not int or mask < 0:
             del self.entries[sk]  # a damaged entry: scan again
+            self._raw = None
             return None
         self.used.add(sk)
         return mask
 
     def put(self, k: bytes, facts, found: Optional[int] = None) -> None:
         """Store `facts` under `k`, and `found` (the trigger scan) unless None."""
+        self._note_put(k)
         self.entries[k] = facts
         self.used.add(k)
         self.dirty = True
@@ -245,6 +281,7 @@ class FactsCache:
 
     def put_scan(self, k: bytes, found: int, vocabulary: Optional[str] = None) -> None:
         sk = scan_key(k, self.vocabulary if vocabulary is None else vocabulary)
+        self._note_put(sk)
         self.entries[sk] = found
         self.used.add(sk)
         self.dirty = True
@@ -257,15 +294,23 @@ class FactsCache:
             return None
         if type(item) is not list or len(item) != 2 or item[0] != _FOLLOWED or type(item[1]) is not list \
                 or not all(type(rel) is str for rel in item[1]):
-            del self.entries[k]
+            del self.entries[k]  # a damaged entry: follow again
+            self._raw = None
             return None
         self.used.add(k)
         return item[1]
 
     def put_followed(self, k: bytes, rels: list) -> None:
+        self._note_put(k)
         self.entries[k] = [_FOLLOWED, list(rels)]
         self.used.add(k)
         self.dirty = True
+
+    def _note_put(self, k: bytes) -> None:
+        if k not in self.entries:
+            self._added.add(k)
+        elif k not in self._added:
+            self._raw = None  # a stored entry replaced: the file is written whole
 
     def save(self) -> None:
         """Write what this run used (its day: today) and what runs used in the last
@@ -276,16 +321,10 @@ class FactsCache:
         now = today()
         if not self.dirty and all(self.days.get(k) == now for k in self.used):
             return
-        entries, days = dict(self.entries), {k: d for k, d in self.days.items() if k in self.entries}
-        for k in self.used:
-            days[k] = now
-        self._merge_concurrent(entries, days)
-        keep = {k for k in entries if days.get(k, 0) > now - KEEP_DAYS}
-        data = _dumps(entries, days, keep)
-        if len(data) > MAX_BYTES:
-            data = _dumps(entries, days, keep & self.used)  # what this run used, at least
-        if len(data) > MAX_BYTES:
-            self.warnings.append(f"not writing cache {self.path}: {len(data)} bytes, more than the {MAX_BYTES} it may hold")
+        data = self._appended(now)
+        if data is None:
+            data = self._whole(now)
+        if data is None:
             return
         try:
             _private_directories(self.path.parent)
@@ -303,6 +342,45 @@ class FactsCache:
                 raise
         except OSError as error:
             self.warnings.append(f"cannot write cache {self.path}: {error}")
+
+    def _whole(self, now: int) -> Optional[bytes]:
+        """The file's new bytes, every entry written: what this run holds, what another
+        run saved meanwhile, less what no run used for `KEEP_DAYS` days (and, past
+        `MAX_BYTES`, all but what this run used); None (with a warning) if still too big."""
+        entries, days = dict(self.entries), {k: d for k, d in self.days.items() if k in self.entries}
+        for k in self.used:
+            days[k] = now
+        self._merge_concurrent(entries, days)
+        keep = {k for k in entries if days.get(k, 0) > now - KEEP_DAYS}
+        data = _dumps(entries, days, keep)
+        if len(data) > MAX_BYTES:
+            data = _dumps(entries, days, keep & self.used)  # what this run used, at least
+        if len(data) > MAX_BYTES:
+            self.warnings.append(f"not writing cache {self.path}: {len(data)} bytes, more than the {MAX_BYTES} it may hold")
+            return None
+        return data
+
+    def _appended(self, now: int) -> Optional[bytes]:
+        """The file's new bytes as the bytes read plus this run's new entries, when that
+        is what `_whole` would write (same entries, same days): no other run saved
+        meanwhile, no stored entry was replaced, dropped, or used on another day than
+        it records, none is old enough to drop. A run that adds one file's facts to a
+        big store then writes the store's bytes again without serialising them. None
+        otherwise."""
+        raw = self._raw
+        if raw is None or not self._added or _signature(self.path) != self._loaded:
+            return None
+        if not (raw.startswith(_HEAD) and raw.endswith(b"}}")):
+            return None
+        stored = [k for k in self.days if k not in self._added]
+        if any(self.days[k] != now for k in stored if k in self.used):
+            return None
+        if any(self.days[k] <= now - KEEP_DAYS for k in stored):
+            return None
+        added = {k: now for k in self._added if k in self.entries}
+        tail = _dumps(self.entries, added, set(added))[len(_HEAD):-2]
+        data = raw[:-2] + (b"," + tail if tail else b"") + b"}}"
+        return data if len(data) <= MAX_BYTES else None
 
     def _merge_concurrent(self, entries: dict, days: dict) -> None:
         """Add what another run (of this or another project) saved since this run
@@ -335,6 +413,13 @@ def _parse(data: bytes) -> tuple:
     """``(entries, days)`` of a cache file's bytes: key -> stored value (facts as
     JSON data, a trigger scan as an int) and key -> day last used. An entry of the
     wrong shape is left out (recomputed); a file of the wrong shape raises."""
+    return _parse_all(data)[:2]
+
+
+def _parse_all(data: bytes) -> tuple:
+    """`_parse`'s ``(entries, days)``, and whether the file is exactly those entries in
+    the layout `_dumps` writes (its two keys, in its order; no entry left out), so that
+    new entries may be appended to its bytes (`FactsCache._appended`)."""
     stored = json.loads(data)
     if not isinstance(stored, dict) or stored.get(FORMAT_KEY) != FORMAT or not isinstance(stored.get("entries"), dict):
         raise ValueError(f"not a policy-check facts cache of format {FORMAT}")
@@ -346,8 +431,14 @@ def _parse(data: bytes) -> tuple:
             key = bytes.fromhex(k)
         except ValueError:
             continue
+        if len(k) != 32 or k != key.hex():  # not as `_dumps` spells a key: no appending
+            stored = None
         entries[key], days[key] = item[1], item[0]
-    return entries, days
+    whole = stored is not None and list(stored) == [FORMAT_KEY, "entries"] and len(entries) == len(stored["entries"])
+    return entries, days, whole
+
+
+_HEAD = f'{{"{FORMAT_KEY}":{FORMAT},"entries":{{'.encode()  # how `_dumps` starts every file
 
 
 def _dumps(entries: dict, days: dict, keep: set) -> bytes:

@@ -19,7 +19,6 @@ from . import gitfiles
 from .config import ConfigError
 from .report import FORMATS, Options
 from .output import emit
-from .report.rule_help import explanation, rule_table
 from .rules.registry import ALL_IDS, AUDIT_RULES, checked_elsewhere, unknown_rule
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -100,10 +99,24 @@ def run(paths, output_format, output_file, quiet, select, ignore, jobs, no_cache
         for warning in result.warnings:
             click.echo(f"policy-check: warning: {warning}", err=True)
     names = {i: r.name for i, r in ALL_IDS.items()}
-    report = FORMATS[output_format](result, names, Options(statistics, quiet, sarif_suppressed))
+    options = Options(statistics, quiet, sarif_suppressed, _fix_command(no_baseline, baseline_file))
+    report = FORMATS[output_format](result, names, options)
     emit(report, output_file, EXIT_ERROR)
     failing = result.findings or (result.hidden and not result.approved)
     sys.exit(EXIT_FINDINGS if failing and not exit_zero else EXIT_CLEAN)
+
+
+def _fix_command(no_baseline: bool, baseline_file) -> str:
+    """The ``policy-check fix`` that sees the findings this run reports: with the
+    baseline it applied, or none (plain ``fix`` applies the default baseline and
+    leaves what it accepts alone)."""
+    if no_baseline:
+        return "policy-check fix --no-baseline"
+    if baseline_file is not None:
+        import shlex
+
+        return f"policy-check fix --baseline {shlex.quote(str(baseline_file))}"
+    return "policy-check fix"
 
 
 def _checked(check, paths, select, ignore, jobs, no_cache, cache_dir, root, baseline_file, no_baseline,
@@ -228,6 +241,8 @@ def _changes(baseline, old: dict, new: dict, name: str) -> list:
               show_default=True, help="json: a list of {id, name, summary, fixable, help_uri}.")
 def rules(output_format):
     """List every rule: id, name and what it finds ([*]: `policy-check fix` rewrites it)."""
+    from .report.rule_help import rule_table  # not imported by `run`
+
     table = rule_table()
     if output_format == "json":
         import json
@@ -249,4 +264,6 @@ def explain(rule_id):
     if rule is None:
         click.echo(f"policy-check: error: unknown rule {rule_id!r}; see `policy-check rules`", err=True)
         sys.exit(EXIT_ERROR)
+    from .report.rule_help import explanation
+
     click.echo(explanation(rule), nl=False)

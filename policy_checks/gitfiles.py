@@ -20,6 +20,23 @@ walk of the directories decides alone, as outside a repository.
 The mode of a run is `mode` (default ``work-tree``); `selecting` sets it for the code it
 wraps, so that an entry point can choose it without a new argument on every layer
 between the command line and `project.Project`.
+
+`Listing.blobs` names, for the Python files whose bytes git vouches for, git's object id of
+those bytes: the facts cache keys them by that id instead of hashing them
+(`cache.key_of`). Git vouches for a file only when what it says of it is a statement
+about the bytes on disk: an index entry at stage 0 (not in a merge conflict) of a
+regular file (mode 100644 or 100755: never a symbolic link, whose blob is the link's
+text, nor a submodule), that ``git ls-files --modified`` does not report (the check of
+``git diff-files``: stat data, and the content where the stat data cannot tell), with
+neither the assume-unchanged nor the skip-worktree flag (with these git does not look at
+the file at all, so ``--modified`` would not report a change), and that no conversion
+touches between the index and the work tree (no ``filter``, ``ident``,
+``working-tree-encoding``, ``text``, ``eol`` or ``crlf`` attribute, and no
+``core.autocrlf``): git's id is the id of the converted bytes, which are not the ones
+the checker reads. Every other file (untracked, modified, staged differently from what
+is on disk, flagged, converted) is hashed from its bytes. In ``--staged`` mode the same
+rule holds: the bytes read are the work tree's, so a file whose staged content differs
+from them is hashed.
 """
 
 from __future__ import annotations
@@ -29,7 +46,7 @@ import os
 import subprocess
 from contextlib import contextmanager
 from pathlib import Path
-from typing import FrozenSet, Iterator, Optional
+from typing import Dict, FrozenSet, Iterator, Optional
 
 WORK_TREE = "work-tree"
 STAGED = "staged"
@@ -40,6 +57,12 @@ _ARGUMENTS = {
     WORK_TREE: ("ls-files", "-z", "--cached", "--others", "--exclude-standard"),
     STAGED: ("ls-files", "-z", "--cached"),
 }
+# index entry, as ``ls-files -z -v -s`` prints it: tag, mode, object id, stage, TAB, path; of
+# Python files only (the facts cache holds nothing else): git then looks at no other file
+_BLOBS = ("ls-files", "-z", "-v", "-s", "--cached", "--modified", "--", ":(glob)**/*.py")
+_REGULAR = ("100644", "100755")
+# attributes that make git convert a file between the index and the work tree
+_CONVERTING = frozenset(("filter", "ident", "working-tree-encoding", "text", "eol", "crlf"))
 _MODE: contextvars.ContextVar = contextvars.ContextVar("policy_check_files", default=WORK_TREE)
 
 
@@ -68,8 +91,10 @@ class Listing:
     that ``--others`` shows as ``dir/``) selects everything below it: git does not look
     inside, so neither does this listing."""
 
-    def __init__(self, names, chosen: str):
+    def __init__(self, names, chosen: str, root: Optional[Path] = None):
         self.mode = chosen
+        self.root = root  # where git is asked about `blobs`; None: git vouches for nothing
+        self._blobs: Optional[Dict[str, str]] = None
         files = set()
         directories = set()
         for name in names:
@@ -77,11 +102,24 @@ class Listing:
             if not name:
                 continue
             files.add(name)
-            parts = name.split("/")
-            for end in range(1, len(parts)):
-                directories.add("/".join(parts[:end]))
+            # each directory above the name, the nearest first, until one already seen
+            end = name.rfind("/")
+            while end > 0:
+                parent = name[:end]
+                if parent in directories:
+                    break
+                directories.add(parent)
+                end = name.rfind("/", 0, end)
         self.files: FrozenSet[str] = frozenset(files)
         self.directories: FrozenSet[str] = frozenset(directories)
+
+    def blobs(self) -> Dict[str, str]:
+        """Path -> git's object id of the bytes on disk, for the Python files git
+        vouches for (the module's docstring says which); git is asked once, on the
+        first call. Empty when git cannot say."""
+        if self._blobs is None:
+            self._blobs = vouched(self.root) if self.root is not None else {}
+        return self._blobs
 
     def _below_an_entry(self, rel: str) -> bool:
         parts = rel.split("/")
@@ -119,10 +157,57 @@ def listing(root: Path, chosen: Optional[str] = None, package_dir: Optional[str]
         return None
     if done.returncode != 0:  # not a work tree, a bare repository, "dubious ownership", ...
         return None
-    found = Listing((os.fsdecode(name) for name in done.stdout.split(b"\0")), chosen)
+    found = Listing(os.fsdecode(done.stdout).split("\0"), chosen, Path(root))
     if package_dir is not None and not found.has_directory(package_dir.strip("/")):
         return None
     return found
+
+
+def _git(root: Path, *arguments: str, stdin: bytes = b"") -> Optional[bytes]:
+    """Standard output of one git command in `root`, or None when it fails."""
+    try:
+        done = subprocess.run(["git", "-C", str(root), *arguments], input=stdin, capture_output=True,
+                              timeout=_TIMEOUT)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
+def vouched(root: Path) -> Dict[str, str]:
+    """Path (relative to `root`) -> object id, for each Python file (``*.py``) whose
+    bytes on disk git vouches for (the module's docstring); empty when git cannot say."""
+    listed = _git(root, *_BLOBS)
+    if not listed:
+        return {}
+    candidates: Dict[str, str] = {}
+    changed = set()
+    for line in os.fsdecode(listed).split("\0"):
+        head, tab, path = line.partition("\t")
+        fields = head.split(" ")
+        if not tab or len(fields) != 4:
+            continue
+        tag, mode, oid, stage = fields
+        if tag != "H" or mode not in _REGULAR or stage != "0":
+            changed.add(path)  # modified ("C"), flagged (lower case, "S"), conflicted, a link, ...
+        elif path not in changed:
+            candidates[path] = oid
+    for path in changed:
+        candidates.pop(path, None)
+    if not candidates:
+        return {}
+    autocrlf = _git(root, "config", "--get", "core.autocrlf")  # None: unset (exit 1)
+    if autocrlf is not None and autocrlf.strip().lower() not in (b"false", b"no", b"off", b"0", b""):
+        return {}  # every text file may be converted (the detection is git's, not repeated here)
+    attributes = _git(root, "check-attr", "-z", "--stdin", "--all",
+                      stdin=b"".join(os.fsencode(path) + b"\0" for path in candidates))
+    if attributes is None:
+        return {}
+    fields = os.fsdecode(attributes).split("\0")
+    for at in range(0, len(fields) - 2, 3):
+        path, attribute, value = fields[at:at + 3]
+        if attribute in _CONVERTING and value != "unset":
+            candidates.pop(path, None)
+    return candidates
 
 
 def _maybe_in_a_work_tree(root: Path) -> bool:

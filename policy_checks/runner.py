@@ -9,9 +9,10 @@ get complete facts up front (*primary* files; the soundness argument is in
 rule that follows a reference into it gets its facts on demand.
 
 Work per file happens once: a file whose facts are not in the cache is read,
-hashed, scanned for triggers and parsed by one worker process; a warm run reads and
-hashes each file in this process and finds the rest (facts and trigger scan) in
-the cache. When the cache holds nothing, this process does not read the files at
+hashed, scanned for triggers and parsed by one worker process; a warm run finds
+the rest (facts and trigger scan) in the cache under each file's key: for a file
+whose bytes git vouches for, a key made from git's object id without reading the
+file (`gitfiles.Listing.blobs`), for any other one read and hashed in this process. When the cache holds nothing, this process does not read the files at
 all: the workers do. Files of equal size go to one worker together, which
 syntax-checks each distinct content once (generated trees repeat files: 8% of
 FlashInfer 0.7.4's bytes are copies).
@@ -76,10 +77,32 @@ class Result:
 
 def _task(project: Project, needs: Prefilter, source: SourceFile, complete: bool = False) -> tuple:
     """What a worker needs to know of one file, as a plain tuple (cheap to send):
-    ``(rel, path, module, is_package, want, complete)``; `want` is
-    `Prefilter.want`'s, `complete` asks for complete facts even if not primary."""
+    ``(rel, path, module, is_package, want, complete, oid)``; `want` is
+    `Prefilter.want`'s, `complete` asks for complete facts even if not primary, `oid`
+    is `_blob`'s."""
     want = needs.want(project, source)
-    return source.rel, os.path.join(project.root, source.rel), source.module, source.is_package, want, complete
+    path = os.path.join(project.root, source.rel)
+    return source.rel, path, source.module, source.is_package, want, complete, _blob(project, source.rel)
+
+
+def _blob(project: Project, rel: str) -> Optional[str]:
+    """Git's object id of the file `rel` where git vouches for its bytes on disk
+    (`gitfiles.Listing.blobs`), else None: its cache key then comes from hashing them."""
+    return _blobs(project).get(rel)
+
+
+def _blobs(project: Project) -> dict:
+    listing = getattr(project, "listing", None)
+    return listing.blobs() if listing is not None else {}
+
+
+def _readable(path: str) -> bool:
+    """Could this process read `path`? Git vouches for a file's bytes, not for this
+    process's permission to read them: an unreadable file must still be reported as
+    one (read and fail), as a run that reads every file reports it."""
+    if os.access in os.supports_effective_ids:
+        return os.access(path, os.R_OK, effective_ids=True)
+    return os.access(path, os.R_OK)
 
 
 def _by_size(project: Project, tasks: list) -> list:
@@ -111,7 +134,7 @@ def _compute(scanner: Scanner, keyed: bool, group: tuple) -> list:
 def _compute_group(scanner: Scanner, keyed: bool, group: tuple) -> list:
     results = []
     seen = {}  # bytes -> [trigger scan, syntax-only facts or None]
-    for rel, path, module, is_package, want, complete in group:
+    for rel, path, module, is_package, want, complete, oid in group:
         try:
             data = Path(path).read_bytes()
         except OSError as error:
@@ -128,7 +151,7 @@ def _compute_group(scanner: Scanner, keyed: bool, group: tuple) -> list:
             facts = shared[1] = syntax_only(data, module, is_package)
         else:
             facts = replace(shared[1], module=module, is_package=is_package)
-        results.append((rel, cache_module.key(rel, data) if keyed else None, facts, found, primary))
+        results.append((rel, cache_module.key_of(rel, data, oid) if keyed else None, facts, found, primary))
     return results
 
 
@@ -227,7 +250,7 @@ def check(
             facts = FileFacts(source.module, source.is_package)
             facts.syntax_error = SyntaxProblem(1, 1, f"cannot read: {error.strerror or error}")
             return facts
-        key = cache_module.key(source.rel, data)
+        key = cache_module.key_of(source.rel, data, _blob(project, source.rel))
         facts = facts_cache.get(key, complete=True)
         if facts is None:
             facts = extract(data, source.module, source.is_package)
@@ -298,19 +321,34 @@ def _facts_from_cache(project: Project, needs: Prefilter, facts_cache, keys: dic
     if not facts_cache.holds_entries:
         return [_task(project, needs, source) for source in project.files.values()]
     tasks = []
+    blobs, root = _blobs(project), os.path.join(project.root, "")
     for rel, source in list(project.files.items()):
-        try:
-            with open(os.path.join(project.root, rel), "rb") as handle:
-                data = handle.read()
-        except OSError as error:
-            project.drop_unreadable(rel, f"cannot read: {error.strerror or error}")
-            continue
-        key = keys[rel] = cache_module.key(rel, data)
+        oid = blobs.get(rel)
+        data = None
+        if oid is not None and _readable(root + rel):  # git vouches for the bytes
+            key = cache_module.blob_key(rel, oid)  # their key without reading them
+        else:
+            try:
+                with open(os.path.join(project.root, rel), "rb") as handle:
+                    data = handle.read()
+            except OSError as error:
+                project.drop_unreadable(rel, f"cannot read: {error.strerror or error}")
+                continue
+            key = cache_module.key(rel, data)
+        keys[rel] = key
         if not facts_cache.holds(key):
             tasks.append(_task(project, needs, source))
             continue
         found = facts_cache.found(key)
         if found is None:  # facts stored without their scan (another vocabulary)
+            if data is None:
+                try:
+                    data = (project.root / rel).read_bytes()
+                except OSError:
+                    data = None
+                if data is None or cache_module.key_of(rel, data, oid) != key:  # changed since git looked
+                    tasks.append(_task(project, needs, source))
+                    continue
             found = needs.scanner.scan(data)
             facts_cache.put_scan(key, found)
         primary = is_primary(needs.want(project, source), found)

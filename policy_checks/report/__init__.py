@@ -2,16 +2,36 @@
 (or written to ``--output-file``), called as ``formatter(result, rule_names,
 options)`` with an `Options`.
 
-All formats carry the same findings; `FORMATS` maps the ``--format`` name to it.
+All formats carry the same findings; `FORMATS` maps the ``--format`` name to it,
+importing a format's module only when that format is looked up: a run pays for
+the one report it prints (SARIF's rule help, say, only with ``--format sarif``).
 """
 
 from __future__ import annotations
 
-from .github import github
-from .json_report import json_report
-from .options import Options
-from .sarif import sarif
-from .text import text
+from collections.abc import Mapping
+from importlib import import_module
 
-FORMATS = {"text": text, "json": json_report, "github": github, "sarif": sarif}
+from .options import Options
+
+# --format name -> (module of this package, function)
+_WHERE = {"text": ("text", "text"), "json": ("json_report", "json_report"), "github": ("github", "github"),
+          "sarif": ("sarif", "sarif")}
+
+
+class _Formats(Mapping):
+    """name -> formatter, each imported on first use."""
+
+    def __getitem__(self, name: str):
+        module, function = _WHERE[name]
+        return getattr(import_module(f"{__name__}.{module}"), function)
+
+    def __iter__(self):
+        return iter(_WHERE)
+
+    def __len__(self) -> int:
+        return len(_WHERE)
+
+
+FORMATS = _Formats()
 __all__ = ["FORMATS", "Options"]

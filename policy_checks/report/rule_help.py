@@ -8,8 +8,6 @@ report format can use it without loading the runner or the fixer (libcst)."""
 
 from __future__ import annotations
 
-import inspect
-
 from ..install_forms import REPOSITORY, release_tag
 from ..rules.registry import ALL_IDS
 
@@ -39,6 +37,8 @@ def help_uri(rule_id: str) -> str:
 
 
 def doc(rule) -> str:
+    import inspect  # only for a rule's help, not for every text report
+
     return inspect.cleandoc(getattr(rule, "doc", None) or type(rule).__doc__ or "")
 
 

@@ -1,6 +1,7 @@
 """``path:line:col: EXP00N [*] message`` lines (``[*]``: a rule ``policy-check fix``
 rewrites; a feature's EXP009 findings under one heading), then (``--policy-from``) the findings a policy change hides, each with
-what hid it, the summary line, and one line saying what to do next.
+what hid it, the summary line (with the entries listed, by rule, when headings make
+them fewer than the findings), and one line saying what to do next.
 
 ``--statistics`` prints a count per rule instead of the findings; ``--quiet`` the
 findings and nothing else."""
@@ -86,6 +87,29 @@ def finding_lines(findings) -> list:
     return lines
 
 
+def entries_by_rule(findings) -> dict:
+    """rule -> ``(findings, entries)``: how many findings of the rule there are and how
+    many entries `finding_lines` shows for them (a feature's EXP009 findings are one)."""
+    counts = Counter(f.rule for f in findings)
+    groups = Counter(_feature_of(f) for f in findings if _feature_of(f))
+    entries = Counter(f.rule for f in findings if not _feature_of(f) or groups[_feature_of(f)] == 1)
+    entries[GROUPED_RULE] += sum(1 for n in groups.values() if n > 1)
+    return {rule: (counts[rule], entries[rule]) for rule in sorted(counts)}
+
+
+def entries_words(findings) -> str:
+    """What the listing shows when it is shorter than the findings (grouped EXP009
+    items): ``listed as 3 entries (EXP001 1; EXP009 27 under 2 feature headings)``;
+    "" when each finding is an entry of its own."""
+    by_rule = entries_by_rule(findings)
+    shown = sum(entries for _, entries in by_rule.values())
+    if shown == len(findings):
+        return ""
+    parts = [f"{rule} {count}" + (f" under {entries} feature heading(s)" if entries != count else "")
+             for rule, (count, entries) in by_rule.items()]
+    return f"listed as {shown} entries ({'; '.join(parts)})"
+
+
 def statistics_lines(result, rule_names: dict) -> list:
     """A count per rule, most frequent first (ties by id)."""
     counts = Counter(f.rule for f in result.findings)
@@ -95,20 +119,24 @@ def statistics_lines(result, rule_names: dict) -> list:
     ]
 
 
-def next_step(result) -> str:
-    """What to do about the findings, in one line ("" when there are none)."""
+def next_step(result, fix: str = "policy-check fix") -> str:
+    """What to do about the findings, in one line ("" when there are none). `fix` is
+    the ``fix`` command that sees these findings as this run saw them (the same
+    baseline, or none: `Options.fix`), so that the hint promises only what it does."""
     if not result.findings:
         return ""
     first = result.findings[0].rule
     fixable = sum(1 for f in result.findings if f.rule in FIXABLE)
     steps = [f"`policy-check explain {first}` says what a rule wants and why"]
     if fixable:
-        steps.append(f"`policy-check fix` rewrites the {fixable} finding(s) marked {MARK} (`--diff` to preview)")
+        steps.append(f"`{fix}` rewrites the {fixable} finding(s) marked {MARK} (`--diff` to preview)")
     steps.append(f"`# policy: ignore[{first}] <reason>` on a finding's line suppresses it")
     return "Next: " + "; ".join(steps) + "."
 
 
-def summary_line(result) -> str:
+def summary_line(result, listed: bool = False) -> str:
+    """The run in one line. `listed`: the findings were listed above (not
+    ``--statistics``), so say how many entries they made when fewer (`entries_words`)."""
     noun = "file" if result.files_checked == 1 else "files"
     failing_hidden = len(result.hidden) if not result.approved else 0
     if result.findings or failing_hidden:
@@ -116,6 +144,8 @@ def summary_line(result) -> str:
         if result.hidden:
             summary += f", {len(result.hidden)} hidden by this pull request's policy change"
         summary += f" in {result.files_checked} {noun} checked"
+        entries = entries_words(result.findings) if listed else ""
+        summary += f", {entries}" if entries else ""
     else:
         summary = f"All clear: {result.files_checked} {noun} checked"
         if result.hidden:
@@ -143,7 +173,7 @@ def text(result, rule_names: dict, options: Options = Options()) -> str:
     if not options.quiet:
         fixed = fixed_line(result) if result.baseline is not None else ""
         lines += [fixed] if fixed else []
-        lines.append(summary_line(result))
-        step = next_step(result)
+        lines.append(summary_line(result, listed=not options.statistics))
+        step = next_step(result, options.fix)
         lines += [step] if step else []
     return "".join(line + "\n" for line in lines)

@@ -248,3 +248,19 @@ def test_an_internal_error_exits_2(tree, monkeypatch):
     monkeypatch.setattr(RULES["EXP005"], "check", broken)
     result = invoke(tree)
     assert result.exit_code == 2 and "internal error" in result.output and "RuntimeError: bug" in result.output
+
+
+def test_a_report_format_is_imported_only_when_used():
+    """The commands and the report package load no format; looking one up loads it alone."""
+    code = (
+        "import sys\n"
+        "import policy_checks.commands\n"
+        "from policy_checks.report import FORMATS\n"
+        "formats = lambda: sorted(m for m in sys.modules if m.startswith('policy_checks.report.') and 'options' not in m)\n"
+        "before = formats()\n"
+        "json_report = FORMATS['json']\n"
+        "print(before, formats(), json_report.__name__, sorted(FORMATS))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert done.stdout.split() == ["[]", "['policy_checks.report.json_report']", "json_report",
+                                   "['github',", "'json',", "'sarif',", "'text']"]

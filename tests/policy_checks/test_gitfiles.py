@@ -188,3 +188,94 @@ def test_an_unknown_mode_is_an_error(tmp_path):
             pass
     with pytest.raises(ValueError, match="unknown file selection"):
         gitfiles.listing(tmp_path, "everything")
+
+
+# -- the bytes git vouches for ---------------------------------------------------------
+# A warm run keys a file by git's object id instead of hashing it only where that id is
+# the id of the bytes on disk (`gitfiles.vouched`); every other file is hashed.
+
+
+def blob_id(root: Path, rel: str) -> str:
+    """Git's own id of the bytes on disk (no conversion: ``--no-filters``)."""
+    return git(root, "hash-object", "--no-filters", rel).strip()
+
+
+def test_git_vouches_only_for_unchanged_regular_files_it_looks_at(tmp_path):
+    files = {name: f"# {name}\n" for name in (
+        "clean.py", "edited.py", "staged.py", "staged_then_edited.py", "assumed.py", "skipped.py",
+        "assumed_unchanged_untouched.py", "converted.py", "intent.py")}
+    root = repository(tmp_path / "repo", {**files, ".gitattributes": "converted.py text eol=crlf\n"})
+    os.symlink("clean.py", root / "link.py")
+    git(root, "add", "link.py")
+    git(root, "commit", "-q", "-m", "a link")
+    (root / "edited.py").write_text("# edited, not staged\n")
+    (root / "staged.py").write_text("# staged as it is on disk\n")
+    git(root, "add", "staged.py")
+    (root / "staged_then_edited.py").write_text("# staged\n")
+    git(root, "add", "staged_then_edited.py")
+    (root / "staged_then_edited.py").write_text("# staged, then edited again\n")
+    for name, flag in (("assumed.py", "--assume-unchanged"), ("skipped.py", "--skip-worktree"),
+                       ("assumed_unchanged_untouched.py", "--assume-unchanged")):
+        git(root, "update-index", flag, name)
+    (root / "assumed.py").write_text("# git was told not to look\n")
+    (root / "skipped.py").write_text("# nor here\n")
+    (root / "untracked.py").write_text("# untracked\n")
+    (root / "intent.py").unlink()
+    git(root, "rm", "-q", "--cached", "intent.py")
+    (root / "intent.py").write_text("# added with --intent-to-add\n")
+    git(root, "add", "-N", "intent.py")
+
+    blobs = gitfiles.vouched(root)
+    assert sorted(blobs) == ["clean.py", "staged.py"]  # Python files only
+    assert all(blobs[rel] == blob_id(root, rel) for rel in blobs)
+    for chosen in gitfiles.MODES:  # the staged mode reads the work tree's bytes too
+        assert gitfiles.listing(root, chosen).blobs() == blobs
+
+
+def test_a_conflicted_file_is_not_vouched_for(tmp_path):
+    root = repository(tmp_path / "repo", {"a.py": "x = 1\n", "b.py": "y = 1\n"})
+    oid = blob_id(root, "a.py")
+    stages = "".join(f"100644 {oid} {stage}\ta.py\n" for stage in (1, 2, 3))
+    subprocess.run(["git", "update-index", "--index-info"], cwd=root, input=f"0 {'0' * 40}\ta.py\n" + stages,
+                   text=True, check=True)
+    assert sorted(gitfiles.vouched(root)) == ["b.py"]
+
+
+@pytest.mark.parametrize("attributes, config", [
+    ("*.py filter=crypt\n", None), ("*.py ident\n", None), ("*.py working-tree-encoding=UTF-16\n", None),
+    ("*.py text\n", None), ("*.py eol=lf\n", None), ("*.py crlf\n", None), ("", "true"), ("", "input"),
+])
+def test_a_file_git_may_convert_is_not_vouched_for(tmp_path, attributes, config):
+    """Git's id is then the id of the converted bytes, not of those on disk."""
+    root = repository(tmp_path / "repo", {"a.py": "x = 1\n"})
+    (root / ".gitattributes").write_text(attributes)  # read from the work tree, tracked or not
+    if config:
+        git(root, "config", "core.autocrlf", config)
+    assert "a.py" not in gitfiles.vouched(root)
+
+
+def test_binary_files_and_unset_attributes_are_no_conversion(tmp_path):
+    root = repository(tmp_path / "repo", {"a.py": "x = 1\n", "b.py": "y = 1\n",
+                                          ".gitattributes": "a.py binary\nb.py -text -filter\n"})
+    assert {"a.py", "b.py"} <= set(gitfiles.vouched(root))
+
+
+def test_no_repository_vouches_for_nothing(tmp_path):
+    write_tree(tmp_path, {"a.py": ""})
+    assert gitfiles.vouched(tmp_path) == {}
+    assert gitfiles.Listing(["a.py"], gitfiles.WORK_TREE).blobs() == {}
+
+
+def test_the_listing_names_every_directory_above_a_file():
+    found = gitfiles.Listing(["a/b/c.py", "a/b/d.py", "a/e/f.py", "g.py", "h/"], gitfiles.WORK_TREE)
+    assert found.directories == {"a", "a/b", "a/e"}
+    assert found.files == {"a/b/c.py", "a/b/d.py", "a/e/f.py", "g.py", "h"}
+    assert found.has_file("h/below.py") and not found.has_directory("g")
+
+
+def test_object_ids_are_named_relative_to_a_root_below_the_top(tmp_path):
+    top = repository(tmp_path / "repo", {"sub/a.py": "x = 1\n", "b.py": "y = 1\n", ".gitattributes": "sub/c.py text\n"})
+    write_tree(top, {"sub/c.py": "z = 1\n"})
+    git(top, "add", "sub/c.py")
+    blobs = gitfiles.vouched(top / "sub")
+    assert blobs == {"a.py": blob_id(top, "sub/a.py")}  # c.py: an attribute converts it

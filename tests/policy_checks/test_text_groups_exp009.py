@@ -29,7 +29,7 @@ def run(root, *args):
 def test_text_has_one_heading_per_feature_with_its_items_under_it(tmp_path):
     write_tree(tmp_path, TREE)
     lines = run(tmp_path).output.splitlines()
-    headings = [line for line in lines if " EXP009 " in line]
+    headings = [line for line in lines if ": EXP009 " in line]
     assert headings == [
         "flashinfer/experimental/bare/__init__.py:1:1: EXP009 experimental feature bare lacks 15 item(s):",
         "flashinfer/experimental/partial/__init__.py:1:1: EXP009 experimental feature partial lacks 12 item(s):",
@@ -40,7 +40,18 @@ def test_text_has_one_heading_per_feature_with_its_items_under_it(tmp_path):
     assert "    FEATURE.toml is missing, so nothing states `owner`" in "\n".join(items)
     assert lines[start + 16] == headings[1]
     assert any(" EXP001 " in line for line in lines)
-    assert "28 finding(s) in 5 files checked" in lines
+    # the summary counts the findings and, by rule, the entries a person reads above
+    assert ("28 finding(s) in 5 files checked, listed as 3 entries "
+            "(EXP001 1; EXP009 27 under 2 feature heading(s))") in lines
+
+
+def test_the_summary_says_entries_only_when_headings_make_them_fewer(tmp_path):
+    write_tree(tmp_path, TREE)
+    statistics = run(tmp_path, "--statistics").output.splitlines()  # no entries listed: none counted
+    assert "28 finding(s) in 5 files checked" in statistics
+    one_each = write_tree(tmp_path / "one_each", {"flashinfer/__init__.py": "", "flashinfer/experimental/__init__.py": "",
+                                                  "flashinfer/gemm.py": TREE["flashinfer/gemm.py"]})
+    assert "1 finding(s) in 3 files checked" in run(one_each).output.splitlines()
 
 
 def test_json_and_sarif_keep_one_result_per_item(tmp_path):

@@ -154,11 +154,19 @@ def test_lifecycle_review_is_weekly_and_manual():
 
 
 def test_policy_check_workflow_is_read_only_with_annotations_and_sarif():
+    """The gate on pull requests; on a push to the default branch only the job that warms
+    the facts cache (tests/policy_checks/test_cache.py holds its cache steps)."""
     workflow = load("policy-check.yml")
-    assert list(triggers(workflow)) == ["pull_request"]
-    [job] = workflow["jobs"].values()
-    assert job["permissions"]["contents"] == "read"
-    assert all(v == "read" for k, v in job["permissions"].items() if k != "security-events")
+    on = triggers(workflow)
+    assert list(on) == ["pull_request", "push"] and on["push"] == {"branches": ["main"]}
+    jobs = workflow["jobs"]
+    assert set(jobs) == {"policy-check", "facts-cache"}
+    for job in jobs.values():
+        assert job["permissions"]["contents"] == "read"
+        assert all(v == "read" for k, v in job["permissions"].items() if k != "security-events")
+    assert "security-events" not in jobs["facts-cache"]["permissions"]
+    job = jobs["policy-check"]
+    assert job["if"] == "github.event_name == 'pull_request'"
     runs = " ".join(step.get("run", "") for step in job["steps"])
     assert "-m policy_checks run " in runs and "--format github" in runs and "--format sarif" in runs
     assert any(step.get("uses", "").startswith("github/codeql-action/upload-sarif@") for step in job["steps"])

@@ -5,6 +5,8 @@ the files it rewrites, and ``--diff`` exits 1 exactly when it would change a fil
 from __future__ import annotations
 
 import json
+import re
+import shlex
 import subprocess
 import sys
 
@@ -133,3 +135,44 @@ def test_nothing_to_rewrite_imports_no_libcst(tree):
         "assert not [m for m in sys.modules if m == 'libcst' or m.startswith('libcst.')]\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+
+
+def _hinted_fix(output: str) -> tuple:
+    """The ``fix`` command line the text report's "Next:" hint names, and the count it
+    says that command rewrites."""
+    match = re.search(r"`(policy-check fix[^`]*)` rewrites the (\d+) finding\(s\) marked \[\*\]", output)
+    assert match, output
+    return shlex.split(match[1])[1:], int(match[2])
+
+
+def test_the_hint_after_a_baseline_names_the_fix_that_rewrites_what_it_marks(tree):
+    """Run without the baseline lists [*] findings the baseline accepts: plain ``fix``
+    would leave them alone as baselined, so the hint names ``fix --no-baseline``, and
+    that command does take each one."""
+    tree.write({**PROJECT, "fxpkg/gemm.py": GEMM_MOVABLE})
+    accept_today(tree.root)
+    plain = invoke("fix", "--diff", "--root", str(tree.root))
+    assert "would fix 0 finding(s)" in plain.output and "baselined finding(s) left alone" in plain.output
+    assert "Next:" not in invoke("run", "--root", str(tree.root)).output  # nothing new
+
+    run = invoke("run", "--root", str(tree.root), "--no-baseline")
+    command, count = _hinted_fix(run.output)
+    assert command == ["fix", "--no-baseline"] and count >= 1
+    done = invoke(*command, "--diff", "--root", str(tree.root))
+    handled = len(re.findall(r"^(would fix|needs a person): \S+ EXP00[1246] ", done.output, re.M))
+    assert handled == count and "left alone" not in done.output, done.output
+
+
+def test_the_hint_with_another_baseline_file_names_it(tree, tmp_path_factory):
+    tree.write(PROJECT)
+    other = tmp_path_factory.mktemp("baselines") / "an older baseline.json"
+    assert invoke("baseline", "--root", str(tree.root), "--file", str(other)).exit_code == 0
+    tree.write({"fxpkg/ops.py": GEMM_MOVABLE.replace("def mm", "def ops_mm")})  # [*] findings it lacks
+    accept_today(tree.root)  # the default baseline accepts them
+
+    run = invoke("run", "--root", str(tree.root), "--baseline", str(other))
+    command, count = _hinted_fix(run.output)
+    assert command == ["fix", "--baseline", str(other)] and count >= 1
+    done = invoke(*command, "--diff", "--root", str(tree.root))
+    handled = len(re.findall(r"^(would fix|needs a person): \S+ EXP00[1246] ", done.output, re.M))
+    assert handled == count, done.output
