@@ -656,6 +656,8 @@ class _Extractor(ast.NodeVisitor):
     # imports ---------------------------------------------------------------
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
+            if alias.asname and alias.name.partition(".")[0].encode() in _LOAD_HOMES:
+                self.every_expression = True  # `import os as o`: o.system(...) spells no `os`
             self._add_import(alias.name, (), node)
             if alias.asname:
                 self._bind(alias.asname, ModuleBinding("module", alias.name))
@@ -782,7 +784,7 @@ class _Extractor(ast.NodeVisitor):
         owner, _, short = func.rpartition(".")
         if short in LOADING_METHODS and owner:
             self._load(f"{func}() runs a module from a loader", node)
-        elif short in _MUTATORS and owner.rpartition(".")[2] in _STATE_LAST | {PACKAGE_PATH}:
+        elif short in _MUTATORS and (owner.rpartition(".")[2] in _STATE_LAST | {PACKAGE_PATH} or owner in self.load_aliases):
             if owner == PACKAGE_PATH or owner.endswith("." + PACKAGE_PATH):
                 self._load(f"{func}() changes the package's search path", node)
                 return
@@ -1067,8 +1069,8 @@ class _Extractor(ast.NodeVisitor):
             which = self.import_functions.get(dotted) or dotted.rpartition(".")[2]
             if which in LOADERS:
                 self._alias_import_function(name, which)
-            if which in _UNRESOLVED_LAST and name != which:
-                self.every_expression = True  # `go = subprocess.run`
+            if (which in _UNRESOLVED_LAST or which in _STATE_LAST) and name != which:
+                self.every_expression = True  # `go = subprocess.run`, `P = sys.path`
                 self.load_aliases = self.load_aliases | {name}
             if dotted.rpartition(".")[2] in self.call_names:
                 self.call_names = self.call_names | {name}  # `br = backend_requirement`
@@ -1299,10 +1301,29 @@ for _name in (*LOADING_METHODS, PACKAGE_PATH):
     _LOAD_TOKENS[_name.encode()] = {b""}
 
 
-def _load_tokens(source: bytes) -> tuple:
-    """The last names of loads worth visiting the lines of: those whose module the file
-    spells (``run`` only in a file spelling ``subprocess``: ``os.path`` is everywhere)."""
-    return tuple(token for token, homes in _LOAD_TOKENS.items() if any(home in source for home in homes))
+_LOAD_HOMES = frozenset().union(*_LOAD_TOKENS.values()) - {b""}
+
+
+def _load_offsets(source: bytes) -> list:
+    """Where the last names of loads stand that are worth visiting the lines of: on a line
+    that spells their module too (``sys.path.insert``, not ``os.path.join``), anywhere in a
+    file that imports the name from its module (``from sys import path``). A module bound
+    under another name (``import os as o``) has every expression visited (`_Extractor`)."""
+    offsets = []
+    for token, homes in _LOAD_TOKENS.items():
+        at = source.find(token)
+        if at < 0:
+            continue
+        anywhere = homes == {b""} or any(re.search(rb"from[ \t]+" + home + rb"[\w.]*[ \t]+import", source) for home in homes)
+        while at >= 0:
+            end = at + len(token)
+            if (at == 0 or source[at - 1] not in _NAME_BYTES) and (end == len(source) or source[end] not in _NAME_BYTES):
+                start, stop = source.rfind(b"\n", 0, at) + 1, source.find(b"\n", end)
+                line = source[start:stop if stop >= 0 else len(source)]
+                if anywhere or any(home in line for home in homes):
+                    offsets.append(at)
+            at = source.find(token, end)
+    return offsets
 
 
 def _project_names(tree: ast.AST, module: str) -> frozenset:
@@ -1340,8 +1361,8 @@ def _token_lines(source: bytes, names, words=()) -> list:
     ``evaluate``, ``compiled``: an ASCII name character on either side) names no such
     call, and its line is not kept. `names` (``backend_requirement`` and its aliases)
     count wherever they are spelt. Lines are counted once, in order of the occurrences."""
-    offsets = []
-    for token in CALL_TOKENS + _load_tokens(source) + tuple(w.encode() for w in words):
+    offsets = _load_offsets(source)
+    for token in CALL_TOKENS + tuple(w.encode() for w in words):
         at = source.find(token)
         while at >= 0:
             end = at + len(token)

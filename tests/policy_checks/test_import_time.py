@@ -70,6 +70,14 @@ ROUTES = {
         "import sys, os\nsys.path.insert(0, os.path.dirname(__file__))  # X\n",
         "import sys\nHERE = sys.path[0]\n",
     ),
+    "sys.path under another name": (
+        "import sys\nP = sys.path\nP.insert(0, 'x')  # X\n",
+        "import sys\nP = sys.path\nFIRST = P[0]\n",
+    ),
+    "os bound under another name": (
+        "import os as o\no.system('true')  # X\n",
+        "import os as o\nHOME = o.environ.get('HOME')\n",
+    ),
     "sys.modules changed": (
         "import sys\nsys.modules['flashinfer.fast'] = sys  # X\n",
         "import sys\nME = sys.modules[__name__]\n",
