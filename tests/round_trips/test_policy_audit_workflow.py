@@ -47,8 +47,10 @@ def test_the_audit_job_passes_a_clean_pull_request_and_fails_a_violating_one(rep
     _git(origin, "branch", "base")
     base_sha = _git(origin, "rev-parse", "HEAD")
     clean = _pull_request(origin, "clean", {"flashinfer/harmless_addition.py": "VALUE = 1\n"})
-    leaking = _pull_request(origin, "leaking", {
-        "flashinfer/leaking_addition.py": "from flashinfer.experimental.gated_rmsnorm import kernel\n"})
+    # a feature of this repository's, found rather than named: the graduate and remove round
+    # trips list every literal that still names a feature's path
+    feature = min(d.name for d in (origin / "flashinfer" / "experimental").iterdir() if (d / "__init__.py").is_file())
+    leaking = _pull_request(origin, "leaking", {"flashinfer/leaking_addition.py": f"import flashinfer.experimental.{feature}\n"})
 
     job = tmp_path / "job"
     job.mkdir()
