@@ -18,9 +18,12 @@ Two kinds of thing are found at the end of a chain:
 
 A call the facts cannot resolve to a project function (a method of an object, a name
 reached through a string) is not followed: the behavioural audit runs the code and
-sees what it does. `follow_calls` is what keeps this sound under the prefilter: it
-makes primary every core module that may call, at import, a function reaching
-something (its limits are in its docstring).
+sees what it does. Two follow-ups keep this sound under the prefilter, which parses
+only the files whose bytes spell a rule's trigger: `follow_loads` parses the modules
+whose import-time code uses the load vocabulary (the syntax check's symbol table says
+which), and `follow_calls` every core module that may call, at import, a function
+reaching something (their limits are in their docstrings). The runner replays what
+they did on an unchanged tree (`runner._follow`).
 
 Every rule, `graduate` and the audit's expectations ask this module; nothing else
 derives what runs at import.
