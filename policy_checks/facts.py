@@ -33,7 +33,7 @@ import re
 import _symtable  # the raw tables `symtable` wraps (`_module_level_names`)
 import tokenize
 from dataclasses import dataclass, field
-from typing import NamedTuple, Optional, Union
+from typing import Iterator, NamedTuple, Optional, Union
 
 from . import markers, parsed
 from .markers import dotted_name
@@ -1311,19 +1311,26 @@ def _load_offsets(source: bytes) -> list:
     under another name (``import os as o``) has every expression visited (`_Extractor`)."""
     offsets = []
     for token, homes in _LOAD_TOKENS.items():
-        at = source.find(token)
-        if at < 0:
+        if token not in source:
             continue
         anywhere = homes == {b""} or any(re.search(rb"from[ \t]+" + home + rb"[\w.]*[ \t]+import", source) for home in homes)
-        while at >= 0:
-            end = at + len(token)
-            if (at == 0 or source[at - 1] not in _NAME_BYTES) and (end == len(source) or source[end] not in _NAME_BYTES):
-                start, stop = source.rfind(b"\n", 0, at) + 1, source.find(b"\n", end)
-                line = source[start:stop if stop >= 0 else len(source)]
-                if anywhere or any(home in line for home in homes):
-                    offsets.append(at)
-            at = source.find(token, end)
+        for at in word_offsets(source, token):
+            start, stop = source.rfind(b"\n", 0, at) + 1, source.find(b"\n", at)
+            line = source[start:stop if stop >= 0 else len(source)]
+            if anywhere or any(home in line for home in homes):
+                offsets.append(at)
     return offsets
+
+
+def word_offsets(source: bytes, word: bytes) -> Iterator[int]:
+    """Where `word` stands whole in `source`: no ASCII name character on either side
+    (``exec`` in ``exec(``, not in ``execute``)."""
+    at = source.find(word)
+    while at >= 0:
+        end = at + len(word)
+        if (at == 0 or source[at - 1] not in _NAME_BYTES) and (end == len(source) or source[end] not in _NAME_BYTES):
+            yield at
+        at = source.find(word, end)
 
 
 def _project_names(tree: ast.AST, module: str) -> frozenset:
@@ -1363,12 +1370,7 @@ def _token_lines(source: bytes, names, words=()) -> list:
     count wherever they are spelt. Lines are counted once, in order of the occurrences."""
     offsets = _load_offsets(source)
     for token in CALL_TOKENS + tuple(w.encode() for w in words):
-        at = source.find(token)
-        while at >= 0:
-            end = at + len(token)
-            if (at == 0 or source[at - 1] not in _NAME_BYTES) and (end == len(source) or source[end] not in _NAME_BYTES):
-                offsets.append(at)
-            at = source.find(token, end)
+        offsets.extend(word_offsets(source, token))
     for token in (n.encode() for n in names):
         at = source.find(token)
         while at >= 0:

@@ -29,7 +29,8 @@ facts in the cache, and a warm run decides which files are primary without
 scanning them again.
 
 Rules, the project model and the runner import this module; it imports only the
-names of the import functions from `facts`.
+names of the import functions and the whole-word search (`facts.word_offsets`) from
+`facts`.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from dataclasses import dataclass
 from typing import Callable, NamedTuple, Optional
 
 from . import markers
-from .facts import IMPORT_FUNCTIONS
+from .facts import IMPORT_FUNCTIONS, word_offsets
 
 
 # kinds of file ---------------------------------------------------------------------
@@ -242,13 +243,8 @@ def may_load(data: bytes) -> bool:
     from the module, or the module bound under another name. Found with `bytes.find`
     word by word and one pattern with a literal start each (an alternation of words
     tried at every position took a second on FlashInfer's excluded folder)."""
-    for word in _LOAD_WORDS:
-        at = data.find(word)
-        while at >= 0:
-            end = at + len(word)
-            if (at == 0 or data[at - 1] not in _IDENTIFIER) and (end == len(data) or data[end] not in _IDENTIFIER):
-                return True
-            at = data.find(word, end)
+    if any(next(word_offsets(data, word), None) is not None for word in _LOAD_WORDS):
+        return True
     return any(pattern.search(data) for pattern in _LOAD_PATTERNS)
 
 
