@@ -1294,11 +1294,15 @@ def extract(source: bytes, module: str, is_package: bool, aliases=frozenset(), t
 CALL_TOKENS = tuple(f.encode() for f in LOADERS)
 # the loads `Load` records: each last name, with the modules a file making such a call
 # spells (an import of the module, or of the name from it); "" for one any object has
-_LOAD_TOKENS: dict = {}
-for _name in (*UNRESOLVED_CALLS, *IMPORT_STATE):
-    _LOAD_TOKENS.setdefault(_name.rpartition(".")[2].encode(), set()).add(_name.partition(".")[0].encode())
-for _name in (*LOADING_METHODS, PACKAGE_PATH):
-    _LOAD_TOKENS[_name.encode()] = {b""}
+def _load_token_homes() -> dict:
+    tokens: dict = {}
+    for name in (*UNRESOLVED_CALLS, *IMPORT_STATE):
+        tokens.setdefault(name.rpartition(".")[2].encode(), set()).add(name.partition(".")[0].encode())
+    tokens.update({name.encode(): {b""} for name in (*LOADING_METHODS, PACKAGE_PATH)})
+    return tokens
+
+
+_LOAD_TOKENS = _load_token_homes()
 
 
 _LOAD_HOMES = frozenset().union(*_LOAD_TOKENS.values()) - {b""}

@@ -32,6 +32,7 @@ derives what runs at import.
 from __future__ import annotations
 
 import re
+from functools import cached_property
 from pathlib import Path
 from typing import Iterator, NamedTuple, Optional
 
@@ -59,12 +60,11 @@ def runs_at_import(settings, scope: str) -> bool:
 class Reached(NamedTuple):
     """What a call run at import reaches: through `chain` (the functions called, the
     first the one the call names), an import of the experimental module `target`, or
-    the unresolved `load` (one of the two is set). `module` holds the last function."""
+    the unresolved `load` (one of the two is set)."""
 
     chain: tuple
     target: str
     load: Optional[Load]
-    module: str
 
 
 def of(project: Project) -> "ImportTime":
@@ -85,7 +85,7 @@ class ImportTime:
         self._tainted: Optional[dict] = None
         self._loading: Optional[dict] = None  # `loading_excluded`
         self._support: Optional[dict] = None  # `support_modules`
-        self._texts: Optional[dict] = None  # `_excluded_texts`
+        self._excluded: dict = {}  # module -> `_excluded_facts`
         self.module_names: set = set()  # names of `reaching_names` that are modules, not functions
         self._reaching: Optional[dict] = None  # `reaching`
 
@@ -169,9 +169,9 @@ class ImportTime:
             literal = args[index] if 0 <= index < len(args) else None
             if literal is None:
                 yield Reached(chain, "", Load(f"{name}() hands a computed name to an import function",
-                                              0, 0, MODULE, (handed.qualname,)), target.module)
+                                              0, 0, MODULE, (handed.qualname,)))
             elif self.settings.is_experimental_module(literal.partition(":")[0]):
-                yield Reached(chain, literal.partition(":")[0], None, target.module)
+                yield Reached(chain, literal.partition(":")[0], None)
         for body in bodies:
             for reached in self.body_reach(target.module, body, len(chain)):
                 yield reached._replace(chain=chain[:-1] + reached.chain)
@@ -214,10 +214,10 @@ class ImportTime:
             if imp.functions and imp.functions[-1] == qualname:
                 targets = self.experimental_targets(imp)
                 if targets:
-                    found.append(Reached((name,), targets[-1], None, module))
+                    found.append(Reached((name,), targets[-1], None))
         for load in facts.loads:
             if load.functions and load.functions[-1] == qualname:
-                found.append(Reached((name,), "", load, module))
+                found.append(Reached((name,), "", load))
         for call in facts.body_calls:
             if call.qualname != qualname:
                 continue
@@ -291,18 +291,14 @@ class ImportTime:
             from .needs import names_experimental  # the prefilter's reading of the bytes
 
             project = self.project
-            modules = project.excluded_modules()
             word = self.settings.experimental_package.rpartition(".")[2].encode()
-            texts = self._excluded_texts()
+            texts = project.excluded_texts()
             tainted: dict = {}
-            facts_of: dict = {}
             wanted = {m for m, data in texts.items() if names_experimental(data, self.settings.package, word)}
             for _ in range(MAX_EXCLUDED_HOPS):
                 grew = False
                 for module in sorted(wanted - set(tainted)):
-                    if module not in facts_of:
-                        facts_of[module] = project.load_facts(modules[module])
-                    facts = facts_of[module]
+                    facts = self._excluded_facts(module)
                     for imp in facts.imports if facts.syntax_error is None else ():
                         if not self.runs_at_import(imp.scope) or imp.module is None:
                             continue
@@ -318,16 +314,11 @@ class ImportTime:
             self._tainted = tainted
         return self._tainted
 
-    def _excluded_texts(self) -> dict:
-        """module -> bytes of each excluded module (`Project.excluded_modules`), read once."""
-        if self._texts is None:
-            self._texts = {}
-            for module, source in self.project.excluded_modules().items():
-                try:
-                    self._texts[module] = (self.project.root / source.rel).read_bytes()
-                except OSError:
-                    continue
-        return self._texts
+    def _excluded_facts(self, module: str) -> FileFacts:
+        """Complete facts of an excluded module, computed once for both readings."""
+        if module not in self._excluded:
+            self._excluded[module] = self.project.load_facts(self.project.excluded_modules()[module])
+        return self._excluded[module]
 
     def loading_excluded(self) -> dict:
         """Excluded modules (`Project.excluded_modules`) that make, at import, a load EXP010
@@ -339,10 +330,10 @@ class ImportTime:
             project, found = self.project, {}
             modules = project.excluded_modules()
             scanner = Scanner((MAY_LOAD, *(t.bound(self.settings) for t in IMPORT_CALLS)))
-            for module, data in self._excluded_texts().items():
+            for module, data in project.excluded_texts().items():
                 if not project.scan(modules[module].rel, data, scanner):  # remembered by content
                     continue
-                facts = project.load_facts(modules[module])
+                facts = self._excluded_facts(module)
                 loads = [load for load in facts.loads if facts.syntax_error is None
                          and self.runs_at_import(load.scope) and not self.library_resolved(load)]
                 if loads:
@@ -356,7 +347,7 @@ class ImportTime:
         experimental = self.experimental_targets(imp)
         if experimental:
             return ((experimental[-1], 0),)
-        for target in [imp.module] + [f"{imp.module}.{n}" for n, _ in imp.names if n != "*"]:
+        for target in _imported_modules(imp):
             if target in tainted:
                 return tainted[target]
         return None
@@ -367,10 +358,15 @@ class ImportTime:
         if imp.module is None or project.is_module(imp.module) and not imp.names:
             return []
         tainted = self.tainted_excluded()
-        if not tainted:
+        return [tainted[name] for name in _imported_modules(imp) if name in tainted] if tainted else []
+
+    def excluded_loads(self, imp: Import) -> list:
+        """``(excluded module, load)`` for each load at import (`loading_excluded`) of the
+        excluded modules `imp` imports."""
+        if imp.module is None:
             return []
-        names = [imp.module] + [f"{imp.module}.{n}" for n, _ in imp.names if n != "*"]
-        return [tainted[name] for name in names if name in tainted]
+        loading = self.loading_excluded()
+        return [(name, load) for name in _imported_modules(imp) for load in loading.get(name, ())] if loading else []
 
     # what the prefilter must follow --------------------------------------------------
     def reaching_names(self) -> dict:
@@ -430,6 +426,12 @@ class ImportTime:
                     if homes and not homes.isdisjoint(_call_homes(module, facts, head, rest)) \
                             and _add_name(names, call.qualname, module):
                         grew = True
+
+
+def _imported_modules(imp: Import) -> list:
+    """The modules `imp` may import: the module it names, and each name it imports as a
+    possible submodule."""
+    return [imp.module] + [f"{imp.module}.{n}" for n, _ in imp.names if n != "*"]
 
 
 def _call_homes(module: str, facts: FileFacts, head: str, rest: str) -> set:
@@ -500,60 +502,58 @@ def _names_of(facts: FileFacts) -> Optional[tuple]:
     return frozenset(used), frozenset(used | bound)
 
 
-def _spelled_with_home(path: Path, named: set, pending: dict, used: frozenset, top: str) -> set:
-    """The names of `named` that the file at `path` spells, each with one of the
-    modules (or classes) it comes from (`pending`: name -> their last names) other than
-    `top` named in an import of the project (``from .entry import fast``, ``from . import
-    entry``, ``import flashinfer.entry``): a class or a function of another package with
-    the same name (``cutlass.pipeline.PipelineAsync.create``) is not this project's. A
-    name among the identifiers the file's import-time code uses (`used`) is spelt there;
-    the text is read only when needed, once. A class the file defines is a home too."""
-    data = None
+class _Text:
+    """A file's bytes, and the words of its imports of the project, read when first needed
+    and once (`follow_calls` asks both of a file in two places)."""
 
-    def text() -> bytes:
-        nonlocal data
-        if data is None:
-            try:
-                data = path.read_bytes()
-            except OSError:
-                data = b""
-        return data
+    def __init__(self, path: Path, top: str):
+        self.path, self.top = path, top
 
-    imported = None
+    @cached_property
+    def data(self) -> bytes:
+        try:
+            return self.path.read_bytes()
+        except OSError:
+            return b""
+
+    @cached_property
+    def imports(self) -> frozenset:
+        """Every name spelled in the file's imports of the project (relative ones, or of
+        the top package): the modules of their paths and the names they import."""
+        words, top = set(), self.top.encode()
+        for pattern in (_FROM_PROJECT, _IMPORT_PROJECT):
+            for match in pattern.finditer(self.data):
+                head = match.group(1)
+                if head == top or pattern is _FROM_PROJECT and (head.startswith(b".") or head.split(b".")[0] == top):
+                    words.update(w.decode() for w in _WORD.findall(match.group(0)))
+        return frozenset(words)
+
+    @cached_property
+    def homes(self) -> frozenset:
+        """Where a function of the project can come from here: a module or name its imports
+        of the project name, or a class it defines (its methods' home)."""
+        return self.imports | {c.decode() for c in _CLASS.findall(self.data)}
+
+
+def _spelled_with_home(text: _Text, named: set, pending: dict, used: frozenset, top: str) -> set:
+    """The names of `named` that the file spells, each with one of the modules (or
+    classes) it comes from (`pending`: name -> their last names) other than `top` named
+    in an import of the project (``from .entry import fast``, ``from . import entry``,
+    ``import flashinfer.entry``), or a class the file defines: a class or a function of
+    another package with the same name (``cutlass.pipeline.PipelineAsync.create``) is not
+    this project's. A name among the identifiers the file's import-time code uses
+    (`used`) is spelt there; the text is read only when needed."""
     found = set()
     for name in named:
-        if name not in used and name.encode() not in text():
+        if name not in used and name.encode() not in text.data:
             continue
-        if imported is None:
-            imported = _project_import_words(text(), top) | {c.decode() for c in _CLASS.findall(text())}
         homes = pending[name] - {top}
-        if not imported.isdisjoint(homes):
+        if not text.homes.isdisjoint(homes):
             found.add(name)
-        elif any(home.endswith(".") and home[:-1] in imported and re.search(
-                rb"(?<!\w)" + home[:-1].encode() + rb"\s*\.\s*" + name.encode() + rb"(?!\w)", text()) for home in homes):
+        elif any(home.endswith(".") and home[:-1] in text.homes and re.search(
+                rb"(?<!\w)" + home[:-1].encode() + rb"\s*\.\s*" + name.encode() + rb"(?!\w)", text.data) for home in homes):
             found.add(name)  # `Tool.build`: a method, by its class
     return found
-
-
-def _read(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError:
-        return b""
-
-
-def _project_import_words(data: bytes, top: str) -> frozenset:
-    """Every name spelled in the file's imports of the project (relative ones, or of
-    `top`): the modules of their paths and the names they import."""
-    words = set()
-    for pattern in (_FROM_PROJECT, _IMPORT_PROJECT):
-        for match in pattern.finditer(data):
-            if pattern is _IMPORT_PROJECT and match.group(1) != top.encode():
-                continue
-            if pattern is _FROM_PROJECT and not (match.group(1).startswith(b".") or match.group(1).split(b".")[0] == top.encode()):
-                continue
-            words.update(w.decode() for w in _WORD.findall(match.group(0)))
-    return frozenset(words)
 
 
 _FROM_PROJECT = re.compile(rb"from[ \t\\\n]+([\w.]+)[ \t\\\n]+import[ \t\\]*(?:\([^)]*\)|(?:[^\n\\]|\\.|\\\n)*)", re.S)
@@ -566,8 +566,8 @@ def follow_loads(project: Project) -> None:
     """Make primary every core module whose import-time code uses the load vocabulary
     (`facts.FileFacts.load_words`, from the symbol table the syntax check builds):
     ``threading``, ``ctypes``, ``atexit``, ``sys.path`` and the rest of
-    `facts.LOAD_VOCABULARY`, a vocabulary module bound under another name, a loader
-    method called on any object. Its loads at import are then EXP010's to judge. A file
+    `facts.LOAD_VOCABULARY`, or a vocabulary module bound under another name.
+    Its loads at import are then EXP010's to judge. A file
     calling a loader by name (``import_module``) is primary already (`needs.IMPORT_CALLS`)."""
     for rel, source in project.files.items():
         if project.is_primary(rel) or not project.is_module_file(rel) or not project.settings.is_core(source.module):
@@ -601,7 +601,7 @@ def follow_calls(project: Project) -> None:
     pending = analysis.reaching()
     top = project.settings.package.partition(".")[0]
     names_of: dict = {}  # rel -> `_names_of` (the same in every round)
-    imports_of: dict = {}  # rel -> `_project_import_words`
+    texts: dict = {}  # rel -> `_Text`
     searched: dict = {}  # name -> homes searched for already
     for _ in range(MAX_FOLLOW_ROUNDS):
         pending = {name: homes - searched.get(name, set()) for name, homes in pending.items()}
@@ -630,11 +630,10 @@ def follow_calls(project: Project) -> None:
             else:
                 used, bound = names
                 home = source.module.rpartition(".")[2]
+                text = texts.get(rel) or texts.setdefault(rel, _Text(project.root / rel, top))
                 rebound = every.keys() & bound
                 if rebound:  # binds it by an import of the project: callers may name this module
-                    if rel not in imports_of:
-                        imports_of[rel] = _project_import_words(_read(project.root / rel), top)
-                    for name in rebound & imports_of[rel]:
+                    for name in rebound & text.imports:
                         found.setdefault(name, set()).add(home)
                 named = set(used & every.keys())
                 for word in used & by_home.keys():
@@ -645,7 +644,7 @@ def follow_calls(project: Project) -> None:
                         named |= by_home[word] & modules
                 own = {name for name in named if name in used and home in every[name]}  # its own function
                 if named - own:  # the identifiers point at it: does its text name the function and its module?
-                    own |= _spelled_with_home(project.root / rel, named - own, every, used | bound, top)
+                    own |= _spelled_with_home(text, named - own, every, used | bound, top)
                 named = own
                 if not named:
                     continue

@@ -257,6 +257,7 @@ class Project:
         self._examples = None
         self._excluded = None
         self._excluded_modules: Optional[dict] = None  # module -> SourceFile (`excluded_modules`)
+        self._excluded_texts: Optional[dict] = None  # module -> bytes (`excluded_texts`)
         # (rel, bytes, scanner) -> the scanner's mask, remembered by content where the runner keeps a cache
         self.scan: Callable = lambda rel, data, scanner: scanner.scan(data)
         for top in (settings.package.replace(".", "/"), settings.stable_tests):
@@ -364,6 +365,18 @@ class Project:
                 found[_rel(self.root, path)] = text
             self._examples = found
         return self._examples
+
+    def excluded_texts(self) -> dict:
+        """module -> the bytes of each excluded module (`excluded_modules`) that can be
+        read, read once a run (the import-time analysis and the runner's digest of it)."""
+        if self._excluded_texts is None:
+            self._excluded_texts = {}
+            for module, source in self.excluded_modules().items():
+                try:
+                    self._excluded_texts[module] = (self.root / source.rel).read_bytes()
+                except OSError:
+                    continue
+        return self._excluded_texts
 
     # facts -------------------------------------------------------------------
     def set_facts(self, rel: str, facts: FileFacts) -> None:

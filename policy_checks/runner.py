@@ -399,11 +399,8 @@ def _follow_digest(project: Project, follows: list, keys: dict) -> Optional[byte
         digest.update(Path(inspect.getsourcefile(follow)).read_bytes())
     for rel in sorted(project.files):
         digest.update(rel.encode("utf-8", "surrogateescape") + b"\0" + keys[rel])
-    for module, source in sorted(project.excluded_modules().items()):
-        try:
-            digest.update(module.encode() + b"\0" + (project.root / source.rel).read_bytes())
-        except OSError:
-            digest.update(module.encode() + b"\0unreadable")
+    for module, data in sorted(project.excluded_texts().items()):
+        digest.update(module.encode() + b"\0" + data)
     return digest.digest()[:16]
 
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..needs import CORE_MODULE, EXPERIMENTAL_NAME
 from ..import_time import support_modules
-from .base import STDLIB, Example, Rule, checker_import, core_primary, memo, runs_at_import
+from ..needs import CORE_MODULE, EXPERIMENTAL_NAME
+from .base import STDLIB, Example, Rule, memo, runs_at_import
 
 
 class HeavySupportModule(Rule):

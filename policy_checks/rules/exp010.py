@@ -154,21 +154,16 @@ class UnresolvedImportTimeLoad(Rule):
                                subject=load.what + (f" via {chain[0]}" if chain else ""))
 
     def _excluded(self, project, analysis, rel, facts):
-        loading = analysis.loading_excluded()
-        if not loading:
-            return
         for imp in facts.imports:
-            if not runs_at_import(project, imp.scope) or imp.module is None:
+            if not runs_at_import(project, imp.scope):
                 continue
-            names = [imp.module] + [f"{imp.module}.{n}" for n, _ in imp.names if n != "*"]
-            for name in names:
-                for load in loading.get(name, ()):
-                    yield self.finding(
-                        rel, imp.line, imp.column,
-                        f"core module imports {name}, which the settings exclude from the checks but which "
-                        f"runs {load.what} at import (line {load.line}): {_FIX}",
-                        subject=f"{load.what} via {name}",
-                    )
+            for name, load in analysis.excluded_loads(imp):
+                yield self.finding(
+                    rel, imp.line, imp.column,
+                    f"core module imports {name}, which the settings exclude from the checks but which "
+                    f"runs {load.what} at import (line {load.line}): {_FIX}",
+                    subject=f"{load.what} via {name}",
+                )
 
 
 def _checker_lines(facts) -> set:
