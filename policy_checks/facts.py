@@ -39,7 +39,7 @@ from . import markers, parsed
 from .markers import dotted_name
 
 # Bump when the shape or meaning of facts changes: it invalidates every cache entry.
-FACTS_VERSION = "15"
+FACTS_VERSION = "16"
 
 # calls that import the module their first argument names (``pytest.importorskip``
 # too: stable tests use it, EXP008); the track's vocabulary lives in `markers`
@@ -339,6 +339,8 @@ class FileFacts:
     syntax_error: Optional[SyntaxProblem] = None
     suppressions: list = field(default_factory=list)
     complete: bool = True  # False: only syntax_error and suppressions were computed
+    # False: not even syntax-checked; only the bytes were read (`bytes_only`): suppressions
+    checked: bool = True
     # definitions a later one of the same qualname replaced in `definitions` (a
     # ``def`` in each branch of an ``if``): still places a line can be inside
     shadowed: list = field(default_factory=list)
@@ -1651,11 +1653,29 @@ def _load_summary(table, source: bytes) -> tuple:
     return " ".join(sorted(words)), " ".join(sorted(kept))
 
 
+def unreadable(module: str, is_package: bool, error: OSError) -> FileFacts:
+    """Facts of a file that could not be read: an EXP000 finding."""
+    facts = FileFacts(module, is_package)
+    facts.syntax_error = SyntaxProblem(1, 1, f"cannot read: {error.strerror or error}")
+    return facts
+
+
+def bytes_only(source: bytes, module: str, is_package: bool) -> FileFacts:
+    """Facts of a file no rule needs parsed: its suppression comments, found in its
+    bytes. Not syntax-checked: a file whose bytes can concern no rule is not parsed
+    at all (EXP000 reports the files the checker must read and cannot)."""
+    facts = FileFacts(module, is_package, complete=False, checked=False)
+    if may_hold_suppressions(source):
+        facts.suppressions = python_suppressions(source)
+    return facts
+
+
 def syntax_only(source: bytes, module: str, is_package: bool) -> FileFacts:
-    """Facts of a file no rule inspects: its syntax error (EXP000), suppressions, and
-    the identifiers its import-time code binds or uses (`_module_level_names`) and the load
-    vocabulary it uses (`_load_summary`), from the symbol table the syntax check builds
-    anyway: for the import-time analysis's follow-ups (`policy_checks.import_time`)."""
+    """The summary of a file the import-time analysis's follow-ups ask about
+    (`policy_checks.import_time`): its syntax error (EXP000), suppressions, the
+    identifiers its import-time code binds or uses (`_module_level_names`) and the load
+    vocabulary it uses (`_load_summary`), from one run of the parser and the symbol table,
+    which build no syntax tree."""
     facts = FileFacts(module, is_package, complete=False)
     facts.syntax_error, table = _checked(source)
     if table is not None:
@@ -1693,7 +1713,7 @@ def to_data(facts: FileFacts) -> list:
         facts.module, facts.is_package, facts.complete, facts.syntax_error, facts.imports,
         list(facts.definitions.values()), facts.bindings, facts.backend_calls, facts.suppressions,
         facts.shadowed, facts.calls, facts.param_imports, facts.top_names, facts.loads, facts.body_calls,
-        facts.load_words, facts.suspects,
+        facts.load_words, facts.suspects, facts.checked,
     ]
 
 
@@ -1735,8 +1755,8 @@ def _binding(data) -> Binding:
 
 def from_data(data: list) -> FileFacts:
     (module, is_package, complete, error, imports, definitions, bindings, calls, suppressions, shadowed,
-     module_calls, param_imports, top_names, loads, body_calls, load_words, suspects) = data
-    facts = FileFacts(module, is_package, complete=complete)
+     module_calls, param_imports, top_names, loads, body_calls, load_words, suspects, checked) = data
+    facts = FileFacts(module, is_package, complete=complete, checked=bool(checked))
     if error is not None:
         facts.syntax_error = SyntaxProblem(*error)
     if imports:

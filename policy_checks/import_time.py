@@ -36,8 +36,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Iterator, NamedTuple, Optional
 
-from .facts import MODULE, TYPE_CHECKING, FileFacts, Import, Load
-from .needs import CORE_MODULE
+from .facts import MODULE, TYPE_CHECKING, FileFacts, Import, Load, word_offsets
+from .needs import CORE_MODULE, IMPORT_CALLS, MAY_LOAD
 from .project import DefTarget, Project
 
 MAX_DEPTH = 12  # calls followed from one call run at import
@@ -186,6 +186,8 @@ class ImportTime:
         project = self.project
         rel = project.rel_of(module)
         known = project.known_facts(rel) if rel is not None else None
+        if known is not None and not known.checked:  # read as bytes only: check it now
+            known = project.summary(rel)
         if known is not None and not known.complete and not known.suspects:
             names = _names_of(known)
             if names is not None and names[1].isdisjoint(self.reaching()):
@@ -391,7 +393,12 @@ class ImportTime:
                 complete.append((source.module, facts))
                 for qualname in self._own_reach(facts):
                     _add_name(names, qualname, source.module)
-            elif facts.suspects:
+                continue
+            if not facts.checked:  # read as bytes only: checked when they may use the vocabulary
+                if not may_load(project, rel):
+                    continue
+                facts = project.summary(rel)
+            if facts.suspects:
                 for qualname in facts.suspects.split():
                     _add_name(names, qualname, source.module)
         self._spread(names, complete)
@@ -535,6 +542,22 @@ class _Text:
         return self.imports | {c.decode() for c in _CLASS.findall(self.data)}
 
 
+def _may_call(text: _Text, home: str, pending: dict, by_home: dict, top: str) -> bool:
+    """Could the file name one of `pending` (name -> the last names of its homes) the way
+    `follow_calls` looks for, by its bytes alone? Each way needs the file to spell a name
+    whose home is the file's own module, or one its imports of the project name, or a
+    class it defines; or to import one of the names from the project. The symbol table
+    then says whether its import-time code uses it. A file that is not ASCII is checked:
+    Python reads its identifiers normalised (NFKC), its bytes need not spell them."""
+    if not text.data.isascii():
+        return True
+    names = set(by_home.get(home, ()))
+    for word in text.homes - {top}:
+        names |= by_home.get(word, set())
+    names |= text.imports & pending.keys()
+    return any(next(word_offsets(text.data, name.encode()), None) is not None for name in names)
+
+
 def _spelled_with_home(text: _Text, named: set, pending: dict, used: frozenset, top: str) -> set:
     """The names of `named` that the file spells, each with one of the modules (or
     classes) it comes from (`pending`: name -> their last names) other than `top` named
@@ -573,11 +596,23 @@ def follow_loads(project: Project) -> None:
         if project.is_primary(rel) or not project.is_module_file(rel) or not project.settings.is_core(source.module):
             continue
         facts = project.known_facts(rel)
+        if facts is not None and not facts.checked:  # read as bytes only
+            if not may_load(project, rel):
+                continue  # its bytes spell no load, so its symbol table shows none
+            facts = project.summary(rel)
         if facts is None or not facts.complete and (facts.load_words is None or facts.load_words):
             project.facts(rel)  # unknown (not compiled), or it uses the vocabulary at import
             project.mark_primary(rel)
         elif facts.complete and facts.loads:
             project.mark_primary(rel)
+
+
+def may_load(project: Project, rel: str) -> bool:
+    """Could `rel` make a load, by its trigger scan: does it spell the load vocabulary
+    (`needs.MAY_LOAD`) or a loader (`needs.IMPORT_CALLS`)? A file that spells neither
+    uses no name of the vocabulary, at import or in a function's body, so its symbol
+    table need not be built to say so."""
+    return any(project.spells(rel, matcher) for matcher in (MAY_LOAD, *IMPORT_CALLS))
 
 
 def follow_calls(project: Project) -> None:
@@ -621,15 +656,20 @@ def follow_calls(project: Project) -> None:
         for rel, source in project.files.items():
             if project.is_primary(rel) or not project.is_module_file(rel) or not project.settings.is_core(source.module):
                 continue
+            home = source.module.rpartition(".")[2]
             if rel not in names_of:
                 known = project.known_facts(rel)
+                if known is not None and not known.checked:  # read as bytes only
+                    text = texts.get(rel) or texts.setdefault(rel, _Text(project.root / rel, top))
+                    if not _may_call(text, home, every, by_home, top):
+                        continue  # no round before this one named it either
+                    known = project.summary(rel)
                 names_of[rel] = _names_of(known) if known is not None else None
             names = names_of[rel]
             if names is None:  # not compiled: read it whole
                 named = set(every)
             else:
                 used, bound = names
-                home = source.module.rpartition(".")[2]
                 text = texts.get(rel) or texts.setdefault(rel, _Text(project.root / rel, top))
                 rebound = every.keys() & bound
                 if rebound:  # binds it by an import of the project: callers may name this module
@@ -659,3 +699,9 @@ def follow_calls(project: Project) -> None:
                 if homes - searched.get(name, set()):
                     found.setdefault(name, set()).update(homes)
         pending = found
+
+
+# What the follow-ups read of a file's bytes: the runner scans every file for it with the
+# rules' triggers (`needs.Prefilter`), so a follow-up asks the scan (`Project.spells`).
+follow_loads.scans = (MAY_LOAD, *IMPORT_CALLS)
+follow_calls.scans = (MAY_LOAD, *IMPORT_CALLS)

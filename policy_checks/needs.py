@@ -10,8 +10,9 @@ Every rule class declares two things (`policy_checks.rules.base.Rule`):
 
 `Prefilter` composes the declarations of the rules a run checks: a Python file is
 primary when one of those rules reads a kind the file belongs to and one of that
-rule's triggers occurs in the file. Every other file is only syntax-checked
-(EXP000), and a rule that follows a reference into one gets its facts on demand.
+rule's triggers occurs in the file. Every other file is read as bytes only, not
+parsed (EXP000 reports only the files the checker must read), and a rule that follows
+a reference into one gets its facts on demand.
 
 Why that is sound: a rule reaches primary files only through
 ``Project.primary_facts(kind)`` for kinds it declares, and each rule's class says
@@ -364,21 +365,28 @@ class Prefilter:
     """The prefilter of one run: the declarations of the rules it checks, composed.
 
     `scanner` covers the triggers of every registered rule (`all_rules`), not only
-    the selected ones, so that a cached scan serves runs with any selection.
+    the selected ones, so that a cached scan serves runs with any selection, and what
+    their follow-ups ask of a file's bytes (a follow-up's ``scans``), which makes no
+    file primary.
     `triggers` are the selected rules' triggers, unbound.
     """
 
     def __init__(self, selected_rules, all_rules, settings, enabled: bool = True):
         vocabulary = []
         for rule in all_rules:
-            for trigger in rule.triggers:
+            scans = [matcher for follow in rule.follow_ups for matcher in getattr(follow, "scans", ())]
+            for trigger in (*rule.triggers, *scans):
                 if trigger is not ALWAYS and trigger.bound(settings) not in vocabulary:
                     vocabulary.append(trigger.bound(settings))
         self.scanner = Scanner(tuple(vocabulary))
         self.enabled = enabled
-        self.triggers = frozenset(t for rule in selected_rules for t in rule.triggers)
-        wants = {}  # Python kind -> [always, mask]
+        declaring = []  # a rule that reports what every rule reads (EXP000) declares for them all
         for rule in selected_rules:
+            declaring.extend(all_rules if getattr(rule, "reads_every_rules_files", False) else (rule,))
+        declaring = list(dict.fromkeys(declaring))
+        self.triggers = frozenset(t for rule in declaring for t in rule.triggers)
+        wants = {}  # Python kind -> [always, mask]
+        for rule in declaring:
             for kind in rule.reads:
                 if not kind.python or not rule.triggers:
                     continue

@@ -6,7 +6,8 @@ parsing, so a rule may follow a re-export into any module. The runner computes,
 in parallel and up front, the facts of the files some rule must inspect (the
 *primary* files, chosen by the prefilter of `needs.py`) and marks them
 (`mark_primary`); rules iterate over them with `primary_facts`. Every other file is
-only syntax-checked unless a rule asks.
+only read as bytes (its trigger scan and suppressions) unless a rule or a follow-up
+asks: `summary` runs the syntax check and symbol table, `facts` parses it whole.
 
 `resolve` answers with a `Target`: a named tuple whose first field, ``tag``, says
 which of the four it is (and keeps it equal to the tagged tuple it stands for).
@@ -26,6 +27,7 @@ from typing import Callable, Iterator, Mapping, NamedTuple, Optional, Union
 from . import gitfiles, markers
 from .config import Settings, under
 from .facts import AliasBinding, DefBinding, Definition, DictBinding, DictValue, FileFacts, FromBinding, Import
+from .facts import syntax_only, unreadable
 from .facts import CallRef, DictRef, ModuleBinding, NameRef, StrRef
 
 _GLOB_CHARS = set("*?[")
@@ -260,6 +262,11 @@ class Project:
         self._excluded_texts: Optional[dict] = None  # module -> bytes (`excluded_texts`)
         # (rel, bytes, scanner) -> the scanner's mask, remembered by content where the runner keeps a cache
         self.scan: Callable = lambda rel, data, scanner: scanner.scan(data)
+        # the runner's trigger scan of each file read (`needs.Scanner`; rel -> mask), for `spells`
+        self.scanner = None
+        self._found: dict = {}
+        # SourceFile -> its syntax-only facts (`facts.syntax_only`), cached where the runner keeps a cache
+        self.summarize: Callable = self._summarize
         for top in (settings.package.replace(".", "/"), settings.stable_tests):
             for source in walk_python_files(root, top, settings.exclude, self.read_problems, self.listing):
                 if source.rel in self._files:
@@ -286,6 +293,22 @@ class Project:
         if self._by_module.get(source.module) == rel:
             del self._by_module[source.module]
         self.read_problems.append((rel, message))
+
+    def set_found(self, rel: str, found: Optional[int]) -> None:
+        """`rel`'s trigger scan by `scanner` (None: not scanned)."""
+        if found is not None:
+            self._found[rel] = found
+
+    def spells(self, rel: str, matcher) -> bool:
+        """Does `rel`'s trigger scan find `matcher` (a `needs` trigger, unbound)? True
+        when the scan does not say: the answer only spares work, so doubt costs a parse."""
+        found = self._found.get(rel)
+        if found is None or self.scanner is None:
+            return True
+        bound = matcher.bound(self.settings)
+        if bound not in self.scanner.matchers:
+            return True
+        return bool(found >> self.scanner.matchers.index(bound) & 1)
 
     def mark_primary(self, rel: str) -> None:
         """`rel`'s complete facts were computed up front (the runner's prefilter)."""
@@ -389,6 +412,21 @@ class Project:
             facts = self._load_facts(self._files[rel])
             self._facts[rel] = facts
         return facts
+
+    def summary(self, rel: str) -> FileFacts:
+        """Facts of `rel` at least syntax-checked (`facts.syntax_only`'s summary, or
+        complete): a file read as bytes only is checked now."""
+        facts = self._facts.get(rel)
+        if facts is None or not facts.checked:
+            facts = self._facts[rel] = self.summarize(self._files[rel])
+        return facts
+
+    def _summarize(self, source: SourceFile) -> FileFacts:
+        try:
+            data = (self.root / source.rel).read_bytes()
+        except OSError as error:
+            return unreadable(source.module, source.is_package, error)
+        return syntax_only(data, source.module, source.is_package)
 
     def load_facts(self, source: SourceFile) -> FileFacts:
         """Complete facts of a file that need not be one of the checked files."""

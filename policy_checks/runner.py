@@ -5,8 +5,9 @@ The rules the run checks come from the rule table (`rules.registry`); what each
 needs comes from its own declaration (`Rule.reads`, `Rule.triggers`), which
 `needs.Prefilter` composes into the byte-level prefilter that decides which files
 get complete facts up front (*primary* files; the soundness argument is in
-`policy_checks/needs.py`). Every other file is only syntax-checked (EXP000), and a
-rule that follows a reference into it gets its facts on demand.
+`policy_checks/needs.py`). Every other file is read as bytes only (its suppression
+comments), not parsed, and a rule or a follow-up that reaches into it gets its facts
+on demand (`Project.facts`, or its symbol table alone: `Project.summary`).
 
 Work per file happens once: a file whose facts are not in the cache is read,
 hashed, scanned for triggers and parsed by one worker process; a warm run finds
@@ -14,7 +15,7 @@ the rest (facts and trigger scan) in the cache under each file's key: for a file
 whose bytes git vouches for, a key made from git's object id without reading the
 file (`gitfiles.Listing.blobs`), for any other one read and hashed in this process. When the cache holds nothing, this process does not read the files at
 all: the workers do. Files of equal size go to one worker together, which
-syntax-checks each distinct content once (generated trees repeat files: 8% of
+scans each distinct content once (generated trees repeat files: 8% of
 FlashInfer 0.7.4's bytes are copies).
 """
 
@@ -36,7 +37,7 @@ from . import markers
 from . import cache as cache_module
 from .config import Settings, under
 from .context import Context
-from .facts import FileFacts, SyntaxProblem, extract, syntax_only, text_suppressions
+from .facts import FileFacts, bytes_only, extract, syntax_only, text_suppressions, unreadable
 from .needs import BACKEND_REQUIREMENT, CORE_MODULE, EXPERIMENTAL_MODULE, Prefilter, Scanner, is_primary
 from .project import Project, SourceFile, excluder, printable
 from .rules.registry import ALL_IDS, RULES, check_settings, matches, selected_ids
@@ -118,7 +119,7 @@ def _compute(scanner: Scanner, keyed: bool, group: tuple) -> list:
     """Worker: for each file of `group`, ``(rel, cache key, facts, trigger scan,
     primary?)``, or ``(rel, None, None, error message, False)`` when it cannot be
     read. The key is None unless `keyed` (a run with a cache). Copies are scanned
-    and syntax-checked once: both depend on the bytes alone."""
+    and read for suppressions once: both depend on the bytes alone."""
     # A syntax tree is many objects that all survive until the tree dies whole, by
     # reference counting: the cyclic collector would only walk them again and again
     # (a quarter of the time `extract` takes).
@@ -133,7 +134,7 @@ def _compute(scanner: Scanner, keyed: bool, group: tuple) -> list:
 
 def _compute_group(scanner: Scanner, keyed: bool, group: tuple) -> list:
     results = []
-    seen = {}  # bytes -> [trigger scan, syntax-only facts or None]
+    seen = {}  # bytes -> [trigger scan, bytes-only facts or None]
     for rel, path, module, is_package, want, complete, oid in group:
         try:
             data = Path(path).read_bytes()
@@ -148,7 +149,7 @@ def _compute_group(scanner: Scanner, keyed: bool, group: tuple) -> list:
         if primary or complete:
             facts = extract(data, module, is_package)
         elif shared[1] is None:
-            facts = shared[1] = syntax_only(data, module, is_package)
+            facts = shared[1] = bytes_only(data, module, is_package)
         else:
             facts = replace(shared[1], module=module, is_package=is_package)
         results.append((rel, cache_module.key_of(rel, data, oid) if keyed else None, facts, found, primary))
@@ -247,9 +248,7 @@ def check(
         try:
             data = (root / source.rel).read_bytes()
         except OSError as error:
-            facts = FileFacts(source.module, source.is_package)
-            facts.syntax_error = SyntaxProblem(1, 1, f"cannot read: {error.strerror or error}")
-            return facts
+            return unreadable(source.module, source.is_package, error)
         key = cache_module.key_of(source.rel, data, _blob(project, source.rel))
         facts = facts_cache.get(key, complete=True)
         if facts is None:
@@ -258,8 +257,22 @@ def check(
             parsed[0] += 1
         return facts
 
+    def summarize(source: SourceFile) -> FileFacts:
+        """Syntax-only facts of a file a follow-up asks about (`Project.summary`)."""
+        try:
+            data = (root / source.rel).read_bytes()
+        except OSError as error:
+            return unreadable(source.module, source.is_package, error)
+        key = cache_module.key_of(source.rel, data, _blob(project, source.rel))
+        facts = facts_cache.get(key)
+        if facts is None or not facts.checked:
+            facts = syntax_only(data, source.module, source.is_package)
+            facts_cache.put(key, facts)
+        return facts
+
     project = context.project(load)
     project.scan = partial(_scan, facts_cache)
+    project.scanner, project.summarize = needs.scanner, summarize
     if rel_paths:
         check_paths(project, given)
     keys: dict = {}  # rel -> cache key, of every file read (`_follow`)
@@ -273,7 +286,7 @@ def check(
         _follow(project, rules, facts_cache, keys)
 
     findings = []
-    for rule in rules:
+    for rule in sorted(rules, key=lambda rule: getattr(rule, "runs_last", False)):  # EXP000 sees what they read
         findings.extend(f for f in rule.check(project) if f.rule in selected)
     found = _suppressions(project)
     findings = apply(findings, found if suppressions is None else suppressions(found), set(ALL_IDS), selected)
@@ -357,6 +370,7 @@ def _facts_from_cache(project: Project, needs: Prefilter, facts_cache, keys: dic
             tasks.append(_task(project, needs, source))
             continue
         project.set_facts(rel, cached)
+        project.set_found(rel, found)
         if primary:
             project.mark_primary(rel)
     return tasks
@@ -515,6 +529,7 @@ def _collect(project, facts_cache, groups, bar, keys: dict) -> None:
                     facts_cache.put(key, facts, found)
                     keys[rel] = key
                 project.set_facts(rel, facts)
+                project.set_found(rel, found)
                 if primary:
                     project.mark_primary(rel)
             done += 1

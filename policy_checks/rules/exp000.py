@@ -10,11 +10,17 @@ class ParseError(Rule):
     """A file the checker reads could not be read or parsed, or has a name that is
     not valid UTF-8 (shown with ``\\xNN`` escapes; no module can have such a name).
 
-    Every other rule reasons about what a file imports and defines; a file that does
-    not parse cannot be reasoned about, so a violation could hide in it. The finding
-    says so instead of silently passing the file. The rest of the tree is still
-    checked. Files whose bytes cannot concern any other rule are syntax-checked
-    with the compiler's parser and symbol table only; no syntax tree is built.
+    Every other rule reasons about what a file imports and defines; a file a rule
+    must read that does not parse cannot be reasoned about, so a violation could hide
+    in it. The finding says so instead of silently passing the file. The rest of the
+    tree is still checked.
+
+    Only the files the checker must read are parsed, so only those are reported: the
+    files whose bytes spell a trigger of a rule (`policy_checks.needs`), the
+    files a rule or the import-time analysis follows into, and the conftest files of
+    the stable lane. A file whose bytes concern no rule is not parsed, so a syntax
+    error there is not reported: Python cannot import such a file, so nothing in it
+    runs, and the project's own tests or linters meet it.
 
     What the checker cannot trust is reported the same way, as unread: a symbolic
     link (to a file or a directory) anywhere in the package or the test lanes,
@@ -27,20 +33,23 @@ class ParseError(Rule):
     id = "EXP000"
     name = "parse-error"
     summary = "a file could not be read or parsed; the others are still checked"
-    # Every file is syntax-checked whether or not it is primary; no file needs
-    # complete facts for this rule.
+    # It reports what the rules read: the files every registered rule's declaration
+    # makes primary, selected or not (`needs.Prefilter`), and what they read beyond
+    # those, so it runs after them.
     reads = (PYTHON_FILE, DOCS_PAGE)
     triggers = ()
+    reads_every_rules_files = True
+    runs_last = True
 
     VALID = [Example({"flashinfer/__init__.py": "", "flashinfer/ok.py": "x = 1\n"})]
     INVALID = [
         Example(
-            {"flashinfer/__init__.py": "", "flashinfer/bad.py": "x = 1\ndef broken(:\n    pass\n"},
+            {"flashinfer/__init__.py": "", "flashinfer/bad.py": "from . import experimental\ndef broken(:\n    pass\n"},
             expect=(("flashinfer/bad.py", 2),),
         ),
         Example(
-            {"flashinfer/__init__.py": "", "flashinfer/latin.py": b"s = '\xff\xfe'\n"},
-            expect=(("flashinfer/latin.py", 1),),
+            {"flashinfer/__init__.py": "", "flashinfer/latin.py": b"from . import experimental\ns = '\xff\xfe'\n"},
+            expect=(("flashinfer/latin.py", 2),),
             note="undecodable bytes",
         ),
         Example(

@@ -427,6 +427,8 @@ class StableLaneNotIsolated(Rule):
 
     def _conftests(self, project):
         for rel in lane_links.lane_conftests(project):
+            if rel in project.files:
+                project.summary(rel)  # read whole here: EXP000 reports it if it does not parse
             text = project.read_text(rel)
             for found in readmissions(text or ""):
                 yield self.finding(rel, found.line, found.column,

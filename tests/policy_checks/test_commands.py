@@ -105,9 +105,10 @@ UNREADABLE = {
 def unreadable_tree(tree):
     """TREE plus a file of every kind the checker cannot read, parse or name."""
     write_tree(tree, {
-        "flashinfer/nul.py": b"x = 1\x00\n",
-        "flashinfer/encoding.py": b"# -*- coding: no-such-codec -*-\n",
-        "flashinfer/nested.py": "x = " + "(" * 200_000 + ")" * 200_000 + "\n",
+        # each names the experimental package, so a rule must read it
+        "flashinfer/nul.py": b"import flashinfer.experimental\nx = 1\x00\n",
+        "flashinfer/encoding.py": b"# -*- coding: no-such-codec -*-\nimport flashinfer.experimental\n",
+        "flashinfer/nested.py": "import flashinfer.experimental\nx = " + "(" * 200_000 + ")" * 200_000 + "\n",
     })
     os.mkfifo(tree / "flashinfer/fifo.py")
     os.symlink(os.devnull, tree / "flashinfer/device.py")
