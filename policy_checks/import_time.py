@@ -36,7 +36,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Iterator, NamedTuple, Optional
 
-from .facts import MODULE, TYPE_CHECKING, FileFacts, Import, Load, word_offsets
+from .facts import FUNCTION, MODULE, TYPE_CHECKING, FileFacts, Import, Load, word_offsets
 from .needs import CORE_MODULE, IMPORT_CALLS, MAY_LOAD
 from .project import DefTarget, Project
 
@@ -55,6 +55,13 @@ def runs_at_import(settings, scope: str) -> bool:
     docs/policy_check.rst, "Rules")? The module body, not function bodies, and not
     ``if TYPE_CHECKING:`` blocks unless the settings say those count."""
     return scope == MODULE or (scope == TYPE_CHECKING and settings.type_checking_imports)
+
+
+def runs_on_call(imp: Import) -> bool:
+    """Does the import run only when a function is called (a deferred import, EXP007's
+    business), not when its module is imported? Inside a function's body; a default
+    value or a decorator of a nested function still runs with the enclosing code."""
+    return imp.scope == FUNCTION and bool(imp.functions)
 
 
 class Reached(NamedTuple):

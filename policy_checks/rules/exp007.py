@@ -7,7 +7,7 @@ from .base import (
     experimental_targets, is_aot,
 )
 from ..entry_points import entry_point
-from ..facts import MODULE
+from ..import_time import runs_on_call
 from ..needs import CORE_MODULE, EXPERIMENTAL_NAME, IMPORT_CALLS
 
 
@@ -102,7 +102,7 @@ class DeferredImportOutsideEntryPoint(Rule):
             if is_aot(project, facts):
                 continue
             for imp in facts.imports:
-                if imp.scope == MODULE or not imp.functions:
+                if not runs_on_call(imp):
                     continue
                 targets = experimental_targets(project, imp)
                 if targets and not sanctioned(project, facts, imp.functions):

@@ -12,7 +12,8 @@ import libcst as cst
 
 from ... import markers
 from ...editing.cst_tools import PythonFile, Unfixable, add_edit, apply_edits, backend_branch, dotted_name, import_at
-from ...facts import FUNCTION, Import
+from ...facts import Import
+from ...import_time import runs_on_call
 from ...project import Project
 from ... import entry_points
 from ...entry_points import entry_point
@@ -46,7 +47,7 @@ def feature_entry_points(graduation: Graduation, project: Project,
     for rel, hits in reaching.items():
         facts = project.facts(rel)
         for imp in hits:
-            if imp.scope != FUNCTION or not imp.functions:
+            if not runs_on_call(imp):
                 continue
             found = entry_point(project, facts, imp.functions)
             if found is not None and found.kind in (entry_points.EXPERIMENTAL, entry_points.CLASS):
@@ -73,7 +74,7 @@ def _swap_file(graduation: Graduation, project: Project, rel: str, hits: List[Im
     file = parse_file(graduation.target, rel, data)
     edits: dict = {}
     retarget_or_refuse(file, graduation.old, graduation.home, module, edits)
-    deferred = [imp for imp in hits if imp.scope == FUNCTION and imp.functions]
+    deferred = [imp for imp in hits if runs_on_call(imp)]
     outermost = {imp.functions[0] for imp in deferred}
     swapped = swap_decorators(file, lambda qualname, decorator: qualname in outermost
                               or any(_within(qualname, q) for q in owned)
@@ -101,7 +102,7 @@ def _drop_guarding_gates(graduation: Graduation, project: Project, rel: str, fil
     """The gate calls that guarded the feature go with their imports, and only those: a
     function that still routes to other experimental code keeps its gates."""
     elsewhere = {f for imp, _ in reach.experimental_imports(project, project.facts(rel), graduation.old)
-                 if imp.scope == FUNCTION for f in imp.functions}
+                 if runs_on_call(imp) for f in imp.functions}
     names = backends | _branch_backends(file, deferred) | {graduation.feature}
     graduation.gate_names |= names
     removed = _drop_gate_calls(file, graduation.entry_points[rel], elsewhere, names, edits)

@@ -16,7 +16,7 @@ from ... import parsed
 from ... import entry_points, markers
 from ...config import module_under, under
 from ...entry_points import entry_point
-from ...facts import FUNCTION
+from ...import_time import runs_on_call
 from ...editing.target import Refused
 from ...project import Project
 from . import reach
@@ -85,7 +85,7 @@ def _list_marks_left(graduation: Graduation, project: Project, rel: str) -> None
         return
     owned = set(graduation.feature_entry_points.get(rel, ()))
     for imp in facts.imports:
-        if imp.scope == FUNCTION and imp.functions and any(
+        if runs_on_call(imp) and any(
                 module_under(t, graduation.home) or module_under(t, graduation.old) for t in project.import_targets(imp)):
             found = entry_point(project, facts, imp.functions)
             if found is not None and found.kind in (entry_points.EXPERIMENTAL, entry_points.CLASS):

@@ -22,7 +22,7 @@ from typing import Iterator, List, NamedTuple, Optional, Set, Tuple
 
 from ... import import_time, markers
 from ...config import module_under
-from ...facts import FUNCTION, FileFacts, Import, extract
+from ...facts import FileFacts, Import, extract
 from ...project import Project
 
 # What a feature may import from the experimental package only to mark its checkers: the
@@ -80,7 +80,7 @@ def at_call_time(project: Project, rel: str, facts: FileFacts, functions: Option
     `functions`, qualnames, when given)."""
     found = []
     for imp, targets in experimental_imports(project, facts):
-        if imp.scope != FUNCTION or not imp.functions:
+        if not import_time.runs_on_call(imp):
             continue
         if functions is None or any(_within(f, functions) for f in imp.functions):
             found.append(Reach(rel, imp.line, imp.functions[-1], targets[-1]))

@@ -219,6 +219,27 @@ def test_an_added_suppression_is_flagged(repo, bot_cli):
                                       "`policy: ignore[EXP001] needed`")
 
 
+def test_an_unresolved_load_made_visible_by_a_suppression_needs_a_maintainer(repo, bot_cli, tmp_path):
+    """Deny by default at import (EXP010): a load the checker cannot resolve stays red
+    unless suppressed with a reason, and the bot holds that suppression for a maintainer;
+    the explicit twin (a literal name) is green for both."""
+    from policy_checks.config import Settings
+    from policy_checks.runner import run
+
+    from ..conftest import write_tree
+
+    load = "import importlib, os\nPLUGIN = importlib.import_module(os.environ.get('FI_PLUGIN', 'flashinfer.norm'))"
+    explicit = "import importlib\nNORM = importlib.import_module('flashinfer.norm')\n"
+    files = {"flashinfer/__init__.py": "", "flashinfer/norm.py": "", "flashinfer/experimental/__init__.py": ""}
+    checked = {name: run(write_tree(tmp_path / name, {**files, "flashinfer/gemm.py": GEMM + text}), Settings(),
+                         select=["EXP010"], use_cache=False, jobs=1, progress=False).findings
+               for name, text in (("bare", load + "\n"), ("twin", explicit))}
+    assert [f.rule for f in checked["bare"]] == ["EXP010"] and checked["twin"] == []
+    pr = pull(repo, {"flashinfer/gemm.py": GEMM + load + "  # policy: ignore[EXP010] plugins pick a module\n"})
+    assert_flagged(repo, bot_cli, pr, "adds the suppression `policy: ignore[EXP010] plugins pick a module`")
+    assert_green(repo, bot_cli, pull(repo, {"flashinfer/gemm.py": GEMM + explicit}))
+
+
 def test_a_suppression_out_of_a_string_is_flagged_though_its_line_is_unchanged(repo, bot_cli):
     """The line's text is at the base, inside a string; at the head the string is gone and it is a comment."""
     head = GEMM.replace('NOTE = """\n', "if False:\n").replace('# policy: ignore[EXP001] hidden in a string\n"""\n',
