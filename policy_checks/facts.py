@@ -351,6 +351,9 @@ class FileFacts:
     # the functions whose bodies use it (None: unknown)
     load_words: Optional[str] = None
     suspects: Optional[str] = None
+    # bytes-only facts of a core module: `project_words` (None: not read)
+    import_words: Optional[str] = None
+    class_words: Optional[str] = None
     param_imports: list = field(default_factory=list)  # ParamImport
     loads: list = field(default_factory=list)  # Load, at any scope
     body_calls: list = field(default_factory=list)  # BodyCall
@@ -1653,6 +1656,28 @@ def _load_summary(table, source: bytes) -> tuple:
     return " ".join(sorted(words)), " ".join(sorted(kept))
 
 
+def project_words(source: bytes, top: str) -> tuple:
+    """``(import words, class words)``, each a string of names separated by spaces: every
+    name spelled in the file's imports of the project (relative ones, or of the top
+    package `top`: the modules of their paths and the names they import), and the names
+    of the classes it defines. Read from the bytes: where a function the import-time
+    analysis follows may come from (`import_time.follow_calls`)."""
+    words, head = set(), top.encode()
+    for pattern in (_FROM_PROJECT, _IMPORT_PROJECT):
+        for match in pattern.finditer(source):
+            first = match.group(1)
+            if first == head or pattern is _FROM_PROJECT and (first.startswith(b".") or first.split(b".")[0] == head):
+                words.update(w.decode() for w in _WORD.findall(match.group(0)))
+    classes = {c.decode() for c in _CLASS.findall(source)}
+    return " ".join(sorted(words)), " ".join(sorted(classes))
+
+
+_FROM_PROJECT = re.compile(rb"from[ \t\\\n]+([\w.]+)[ \t\\\n]+import[ \t\\]*(?:\([^)]*\)|(?:[^\n\\]|\\.|\\\n)*)", re.S)
+_IMPORT_PROJECT = re.compile(rb"import[ \t\\]+(\w+)(?:[\w. \t,]|\\\n)*")
+_WORD = re.compile(rb"\w+")
+_CLASS = re.compile(rb"^[ \t]*class[ \t]+(\w+)", re.M)  # a class of its own: its methods' home
+
+
 def unreadable(module: str, is_package: bool, error: OSError) -> FileFacts:
     """Facts of a file that could not be read: an EXP000 finding."""
     facts = FileFacts(module, is_package)
@@ -1660,13 +1685,16 @@ def unreadable(module: str, is_package: bool, error: OSError) -> FileFacts:
     return facts
 
 
-def bytes_only(source: bytes, module: str, is_package: bool) -> FileFacts:
+def bytes_only(source: bytes, module: str, is_package: bool, top: Optional[str] = None) -> FileFacts:
     """Facts of a file no rule needs parsed: its suppression comments, found in its
-    bytes. Not syntax-checked: a file whose bytes can concern no rule is not parsed
-    at all (EXP000 reports the files the checker must read and cannot)."""
+    bytes, and with `top` (a core module's package) its `project_words`. Not
+    syntax-checked: a file whose bytes can concern no rule is not parsed at all (EXP000
+    reports the files the checker must read and cannot)."""
     facts = FileFacts(module, is_package, complete=False, checked=False)
     if may_hold_suppressions(source):
         facts.suppressions = python_suppressions(source)
+    if top is not None:
+        facts.import_words, facts.class_words = project_words(source, top)
     return facts
 
 
@@ -1713,7 +1741,7 @@ def to_data(facts: FileFacts) -> list:
         facts.module, facts.is_package, facts.complete, facts.syntax_error, facts.imports,
         list(facts.definitions.values()), facts.bindings, facts.backend_calls, facts.suppressions,
         facts.shadowed, facts.calls, facts.param_imports, facts.top_names, facts.loads, facts.body_calls,
-        facts.load_words, facts.suspects, facts.checked,
+        facts.load_words, facts.suspects, facts.checked, facts.import_words, facts.class_words,
     ]
 
 
@@ -1755,8 +1783,11 @@ def _binding(data) -> Binding:
 
 def from_data(data: list) -> FileFacts:
     (module, is_package, complete, error, imports, definitions, bindings, calls, suppressions, shadowed,
-     module_calls, param_imports, top_names, loads, body_calls, load_words, suspects, checked) = data
+     module_calls, param_imports, top_names, loads, body_calls, load_words, suspects, checked, import_words,
+     class_words) = data
     facts = FileFacts(module, is_package, complete=complete, checked=bool(checked))
+    if import_words is not None:
+        facts.import_words, facts.class_words = str(import_words), str(class_words or "")
     if error is not None:
         facts.syntax_error = SyntaxProblem(*error)
     if imports:

@@ -36,7 +36,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Iterator, NamedTuple, Optional
 
-from .facts import FUNCTION, MODULE, TYPE_CHECKING, FileFacts, Import, Load, word_offsets
+from .facts import FUNCTION, MODULE, TYPE_CHECKING, FileFacts, Import, Load, project_words, word_offsets
 from .needs import CORE_MODULE, IMPORT_CALLS, MAY_LOAD
 from .project import DefTarget, Project
 
@@ -517,11 +517,14 @@ def _names_of(facts: FileFacts) -> Optional[tuple]:
 
 
 class _Text:
-    """A file's bytes, and the words of its imports of the project, read when first needed
-    and once (`follow_calls` asks both of a file in two places)."""
+    """A file's bytes, and the words of its imports of the project and its class names,
+    read when first needed and once (`follow_calls` asks both of a file in two places).
+    The worker that read the file kept the words with its facts (`facts.project_words`)."""
 
-    def __init__(self, path: Path, top: str):
+    def __init__(self, path: Path, top: str, known: Optional[FileFacts] = None):
         self.path, self.top = path, top
+        self.words = (known.import_words, known.class_words) if known is not None \
+            and known.import_words is not None else None
 
     @cached_property
     def data(self) -> bytes:
@@ -534,19 +537,15 @@ class _Text:
     def imports(self) -> frozenset:
         """Every name spelled in the file's imports of the project (relative ones, or of
         the top package): the modules of their paths and the names they import."""
-        words, top = set(), self.top.encode()
-        for pattern in (_FROM_PROJECT, _IMPORT_PROJECT):
-            for match in pattern.finditer(self.data):
-                head = match.group(1)
-                if head == top or pattern is _FROM_PROJECT and (head.startswith(b".") or head.split(b".")[0] == top):
-                    words.update(w.decode() for w in _WORD.findall(match.group(0)))
-        return frozenset(words)
+        if self.words is None:
+            self.words = project_words(self.data, self.top)
+        return frozenset(self.words[0].split())
 
     @cached_property
     def homes(self) -> frozenset:
         """Where a function of the project can come from here: a module or name its imports
         of the project name, or a class it defines (its methods' home)."""
-        return self.imports | {c.decode() for c in _CLASS.findall(self.data)}
+        return self.imports | frozenset(self.words[1].split())
 
 
 def _may_call(text: _Text, home: str, pending: dict, by_home: dict, top: str) -> bool:
@@ -586,10 +585,6 @@ def _spelled_with_home(text: _Text, named: set, pending: dict, used: frozenset, 
     return found
 
 
-_FROM_PROJECT = re.compile(rb"from[ \t\\\n]+([\w.]+)[ \t\\\n]+import[ \t\\]*(?:\([^)]*\)|(?:[^\n\\]|\\.|\\\n)*)", re.S)
-_IMPORT_PROJECT = re.compile(rb"import[ \t\\]+(\w+)(?:[\w. \t,]|\\\n)*")
-_WORD = re.compile(rb"\w+")
-_CLASS = re.compile(rb"^[ \t]*class[ \t]+(\w+)", re.M)  # a class of its own: its methods' home
 
 
 def follow_loads(project: Project) -> None:
@@ -667,7 +662,7 @@ def follow_calls(project: Project) -> None:
             if rel not in names_of:
                 known = project.known_facts(rel)
                 if known is not None and not known.checked:  # read as bytes only
-                    text = texts.get(rel) or texts.setdefault(rel, _Text(project.root / rel, top))
+                    text = texts.get(rel) or texts.setdefault(rel, _Text(project.root / rel, top, known))
                     if not _may_call(text, home, every, by_home, top):
                         continue  # no round before this one named it either
                     known = project.summary(rel)
@@ -677,7 +672,7 @@ def follow_calls(project: Project) -> None:
                 named = set(every)
             else:
                 used, bound = names
-                text = texts.get(rel) or texts.setdefault(rel, _Text(project.root / rel, top))
+                text = texts.get(rel) or texts.setdefault(rel, _Text(project.root / rel, top, project.known_facts(rel)))
                 rebound = every.keys() & bound
                 if rebound:  # binds it by an import of the project: callers may name this module
                     for name in rebound & text.imports:

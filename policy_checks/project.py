@@ -418,7 +418,10 @@ class Project:
         complete): a file read as bytes only is checked now."""
         facts = self._facts.get(rel)
         if facts is None or not facts.checked:
-            facts = self._facts[rel] = self.summarize(self._files[rel])
+            read, facts = facts, self.summarize(self._files[rel])
+            if read is not None and facts.import_words is None:  # what the bytes said stays true
+                facts.import_words, facts.class_words = read.import_words, read.class_words
+            self._facts[rel] = facts
         return facts
 
     def _summarize(self, source: SourceFile) -> FileFacts:

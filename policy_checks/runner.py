@@ -78,12 +78,15 @@ class Result:
 
 def _task(project: Project, needs: Prefilter, source: SourceFile, complete: bool = False) -> tuple:
     """What a worker needs to know of one file, as a plain tuple (cheap to send):
-    ``(rel, path, module, is_package, want, complete, oid)``; `want` is
+    ``(rel, path, module, is_package, want, complete, oid, top)``; `want` is
     `Prefilter.want`'s, `complete` asks for complete facts even if not primary, `oid`
-    is `_blob`'s."""
+    is `_blob`'s, `top` the package's top name for a core module (whose bytes-only facts
+    keep `facts.project_words` for the import-time follow-ups), else None."""
     want = needs.want(project, source)
     path = os.path.join(project.root, source.rel)
-    return source.rel, path, source.module, source.is_package, want, complete, _blob(project, source.rel)
+    core = project.settings.is_core(source.module) and project.is_module_file(source.rel)
+    top = project.settings.package.partition(".")[0] if core else None
+    return source.rel, path, source.module, source.is_package, want, complete, _blob(project, source.rel), top
 
 
 def _blob(project: Project, rel: str) -> Optional[str]:
@@ -134,22 +137,22 @@ def _compute(scanner: Scanner, keyed: bool, group: tuple) -> list:
 
 def _compute_group(scanner: Scanner, keyed: bool, group: tuple) -> list:
     results = []
-    seen = {}  # bytes -> [trigger scan, bytes-only facts or None]
-    for rel, path, module, is_package, want, complete, oid in group:
+    seen = {}  # (bytes, top) -> [trigger scan, bytes-only facts or None]
+    for rel, path, module, is_package, want, complete, oid, top in group:
         try:
             data = Path(path).read_bytes()
         except OSError as error:
             results.append((rel, None, None, f"cannot read: {error.strerror or error}", False))
             continue
-        shared = seen.get(data)
+        shared = seen.get((data, top))
         if shared is None:
-            shared = seen[data] = [scanner.scan(data), None]
+            shared = seen[(data, top)] = [scanner.scan(data), None]
         found = shared[0]
         primary = is_primary(want, found)
         if primary or complete:
             facts = extract(data, module, is_package)
         elif shared[1] is None:
-            facts = shared[1] = bytes_only(data, module, is_package)
+            facts = shared[1] = bytes_only(data, module, is_package, top)
         else:
             facts = replace(shared[1], module=module, is_package=is_package)
         results.append((rel, cache_module.key_of(rel, data, oid) if keyed else None, facts, found, primary))
