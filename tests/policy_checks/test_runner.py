@@ -368,9 +368,9 @@ def test_copies_are_read_once(tmp_path, monkeypatch):
     calls = []
     real = runner.bytes_only
 
-    def counting(source, module, is_package):
+    def counting(source, module, is_package, top=None):
         calls.append(module)
-        return real(source, module, is_package)
+        return real(source, module, is_package, top)
 
     monkeypatch.setattr(runner, "bytes_only", counting)
     copy = "x = 1  # policy: ignore[EXP001] copied\ndef broken(:\n"
