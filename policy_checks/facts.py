@@ -1322,11 +1322,16 @@ def _load_offsets(source: bytes) -> list:
     for token, homes in _LOAD_TOKENS.items():
         if token not in source:
             continue
-        anywhere = homes == {b""} or any(re.search(rb"from[ \t]+" + home + rb"[\w.]*[ \t]+import", source) for home in homes)
+        homes = [home for home in homes if home in source]  # a line can spell only these
+        if not homes:
+            continue
+        if b"" in homes or any(re.search(rb"from[ \t]+" + home + rb"[\w.]*[ \t]+import", source) for home in homes):
+            offsets.extend(word_offsets(source, token))
+            continue
         for at in word_offsets(source, token):
             start, stop = source.rfind(b"\n", 0, at) + 1, source.find(b"\n", at)
             line = source[start:stop if stop >= 0 else len(source)]
-            if anywhere or any(home in line for home in homes):
+            if any(home in line for home in homes):
                 offsets.append(at)
     return offsets
 
