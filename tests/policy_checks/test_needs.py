@@ -108,3 +108,35 @@ def test_kinds_classify_files(tmp_path):
         "tests/test_x.py": ["stable tests"],
         "tests/experimental/test_y.py": ["experimental tests"],
     }
+
+
+def _load_forms(dotted: str):
+    """Each way a file may spell a call of `dotted` (``module.name``)."""
+    module, _, name = dotted.rpartition(".")
+    yield f"import {module}\n{dotted}(x)\n"
+    yield f"from {module} import {name}\n{name}(x)\n"
+    yield f"import {module} as m\nm.{name}(x)\n"
+    yield f"from {module} import {name} as q\nq(x)\n"
+
+
+def test_every_load_the_extractor_records_is_spelt_in_bytes_the_prefilter_finds():
+    """The import-time follow-ups skip a file whose bytes `may_load` does not flag (nor a
+    loader trigger): that is sound only if every `facts.Load` the extractor records comes
+    with such bytes. One vocabulary is read twice (the byte scan and the facts); this
+    ties them, in every spelling of every call and every change of the import state."""
+    from policy_checks.facts import IMPORT_STATE, UNRESOLVED_CALLS, extract
+    from policy_checks.needs import may_load
+
+    cases = [src for dotted in sorted(UNRESOLVED_CALLS) for src in _load_forms(dotted)]
+    for dotted in IMPORT_STATE:
+        module, _, name = dotted.rpartition(".")
+        cases += [f"import {module}\n{dotted}.append(x)\n", f"from {module} import {name}\n{name}.append(x)\n",
+                  f"import {module} as m\nm.{name}.append(x)\n", f"import {module}\n{dotted} = x\n"]
+    recorded = 0
+    for source in cases:
+        data = source.encode()
+        if not extract(data, "flashinfer.gemm", False).loads:
+            continue
+        recorded += 1
+        assert may_load(data) or any(trigger(data) for trigger in IMPORT_CALLS), source
+    assert recorded >= len(UNRESOLVED_CALLS)  # the forms do make loads: the check is not empty
