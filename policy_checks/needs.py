@@ -22,6 +22,14 @@ editing the prefilter: its declaration is the argument.
 ``tests/policy_checks/test_runner.py`` checks it by running each rule alone, and
 all together, with and without the prefilter over generated import forms.
 
+The import-time follow-ups (`policy_checks.import_time`) look beyond the triggers,
+and ask the same scan first: a follow-up's ``scans`` join the vocabulary without making
+any file primary. `MAY_LOAD` flags every file that may make a load the facts record
+(``tests/policy_checks/test_needs.py`` ties the two vocabularies, spelling by
+spelling); a file it does not flag uses no name of the load vocabulary, so its symbol
+table need not be built to say so. A file that is not parsed is not syntax-checked:
+EXP000 reports the files the checker must read and cannot.
+
 Triggers are matched as Python reads identifiers (NFKC, PEP 3131): the bytes of a
 non-ASCII file are normalised first, so ``ｅxperimental`` is found too. Which
 triggers occur in a file depends only on its bytes, so the runner keeps the answer
