@@ -246,36 +246,27 @@ def check(
         facts_cache = context.facts_cache(needs.scanner.key)
     parsed = [0]
 
-    def load(source: SourceFile) -> FileFacts:
-        """Complete facts of a file a rule reached on demand."""
+    def on_demand(source: SourceFile, complete: bool = True) -> FileFacts:
+        """Facts of a file a rule reached on demand: complete ones, or (`complete`
+        False) the syntax-only summary a follow-up asks for (`Project.summary`)."""
         try:
             data = (root / source.rel).read_bytes()
         except OSError as error:
             return unreadable(source.module, source.is_package, error)
         key = cache_module.key_of(source.rel, data, _blob(project, source.rel))
-        facts = facts_cache.get(key, complete=True)
-        if facts is None:
-            facts = extract(data, source.module, source.is_package)
-            facts_cache.put(key, facts, needs.scanner.scan(data))
-            parsed[0] += 1
-        return facts
-
-    def summarize(source: SourceFile) -> FileFacts:
-        """Syntax-only facts of a file a follow-up asks about (`Project.summary`)."""
-        try:
-            data = (root / source.rel).read_bytes()
-        except OSError as error:
-            return unreadable(source.module, source.is_package, error)
-        key = cache_module.key_of(source.rel, data, _blob(project, source.rel))
-        facts = facts_cache.get(key)
+        facts = facts_cache.get(key, complete=complete)
         if facts is None or not facts.checked:
-            facts = syntax_only(data, source.module, source.is_package)
-            facts_cache.put(key, facts)
+            if complete:
+                facts, found = extract(data, source.module, source.is_package), needs.scanner.scan(data)
+                parsed[0] += 1
+            else:
+                facts, found = syntax_only(data, source.module, source.is_package), None
+            facts_cache.put(key, facts, found)
         return facts
 
-    project = context.project(load)
+    project = context.project(on_demand)
     project.scan = partial(_scan, facts_cache)
-    project.scanner, project.summarize = needs.scanner, summarize
+    project.scanner, project.summarize = needs.scanner, partial(on_demand, complete=False)
     if rel_paths:
         check_paths(project, given)
     keys: dict = {}  # rel -> cache key, of every file read (`_follow`)
