@@ -511,8 +511,8 @@ class Project:
                 if lazy is not None:
                     return self._descend(self.resolve(lazy, first, seen), rest, seen)
                 return External("external", f"{module}.{name}")
-        elif isinstance(binding, DefBinding):
-            return DefTarget("def", module, facts.definitions[binding.qualname])
+        elif isinstance(binding, DefBinding):  # ``Cls.method``: the rest names a method, or nothing known
+            target = DefTarget("def", module, facts.definitions[binding.qualname])
         elif isinstance(binding, ModuleBinding):
             found = self.is_module(binding.module)
             target = ModuleTarget("module", binding.module) if found else External("external", binding.module)

@@ -89,3 +89,17 @@ def test_decorators_are_followed_through_aliases_in_other_modules(tmp_path):
     assert not project.decorated_with("flashinfer.norm", facts.definitions["plain"], "flashinfer_experimental_api")
     assert project.resolve_absolute("flashinfer.norm.fast")[2].qualname == "fast"
     assert project.resolve_absolute("numpy.linalg") is None
+
+
+def test_an_attribute_of_a_definition_is_its_method_or_unknown(tmp_path):
+    """``Cls.method`` resolves to the method; an attribute no definition holds (an
+    inherited method, an attribute set on a function) is not the class or the function
+    itself, which the import-time analysis would then follow as a construction or a call."""
+    project = _project(tmp_path, {
+        "flashinfer/__init__.py": "",
+        "flashinfer/gemm.py": "class Runner:\n    def go(self):\n        pass\ndef plan():\n    pass\n",
+    })
+    assert project.resolve("flashinfer.gemm", "Runner.go").definition.qualname == "Runner.go"
+    for name in ("Runner.inherited", "plan.cache_clear"):
+        target = project.resolve("flashinfer.gemm", name)
+        assert target.tag == "external" and target.name == f"flashinfer.gemm.{name}", target
