@@ -1571,7 +1571,7 @@ _FROM_MODULE = {
 _VOCABULARY_MODULES = rb"(?:os|sys|signal|threading|_thread|weakref|atexit|ctypes|subprocess|multiprocessing" \
                       rb"|concurrent|importlib|runpy|pkgutil|builtins)"
 _IMPORT_AS = re.compile(rb"import[ \t]+(" + _VOCABULARY_MODULES + rb")\b[\w.]*[ \t]+as[ \t]+(\w+)")
-_FROM_AS = re.compile(rb"from[ \t]+" + _VOCABULARY_MODULES + rb"\b[\w.]*[ \t]+import[ \t]*(?:\(([^)]*)\)|([^\n]*))")
+_FROM_AS = re.compile(rb"from[ \t]+" + _VOCABULARY_MODULES + rb"\b[\w.]*[ \t]+import[ \t]*(?:\(((?:[^()#]|#[^\n]*)*)\)|([^\n]*))")
 _NAME_AS = re.compile(rb"(\w+)[ \t]+as[ \t]+(\w+)")
 
 
@@ -1604,7 +1604,7 @@ def _vocabulary(words: set, source: bytes, aliases: dict) -> set:
             if pattern.search(source) or re.search(rb"from\s+" + word.encode() + rb"\s+import", source):
                 kept.add(word)
         elif home is not None:
-            if re.search(rb"from[ \t]+" + home + rb"[ \t]+import[ \t]*(?:\([^)]*|[^\n]*)(?<!\w)" + word.encode()
+            if re.search(rb"from[ \t]+" + home + rb"[ \t]+import[ \t]*(?:\([^()]*|[^\n]*)(?<!\w)" + word.encode()
                          + rb"(?!\w)", source):
                 kept.add(word)
         else:
@@ -1677,7 +1677,10 @@ def project_words(source: bytes, top: str) -> tuple:
     return " ".join(sorted(words)), " ".join(sorted(classes))
 
 
-_FROM_PROJECT = re.compile(rb"from[ \t\\\n]+([\w.]+)[ \t\\\n]+import[ \t\\]*(?:\([^)]*\)|(?:[^\n\\]|\\.|\\\n)*)", re.S)
+# A parenthesised list of names ends at its ")", and never runs past the next "(": an
+# unclosed one (hostile bytes) then costs a scan to the next import, not to the end of the
+# file (which, repeated, is quadratic). Comments inside the list are skipped whole.
+_FROM_PROJECT = re.compile(rb"from[ \t\\\n]+([\w.]+)[ \t\\\n]+import[ \t\\]*(?:\((?:[^()#]|#[^\n]*)*\)|(?:[^\n\\]|\\.|\\\n)*)", re.S)
 _IMPORT_PROJECT = re.compile(rb"import[ \t\\]+(\w+)(?:[\w. \t,]|\\\n)*")
 _WORD = re.compile(rb"\w+")
 _CLASS = re.compile(rb"^[ \t]*class[ \t]+(\w+)", re.M)  # a class of its own: its methods' home

@@ -285,3 +285,25 @@ def test_a_dynamic_import_points_at_its_statement():
     assert [(g[0], g[2], g[3]) for g in got[1:]] == [
         ("flashinfer.experimental.f", 2, 1), ("a.b", 6, 5), ("c", 9, 1), ("d", 10, 5),
     ]
+
+
+def test_the_byte_readers_of_imports_take_linear_time_on_unclosed_lists():
+    """Hostile bytes: thousands of ``from ... import (`` never closed. A list that may run
+    to the end of the file would be scanned again from each of them (quadratic: tens of
+    seconds here); each scan now stops at the next parenthesis. The bound is twenty
+    times the linear cost on a loaded machine, a tenth of the quadratic one."""
+    import time
+
+    from policy_checks.facts import _aliases, _vocabulary, project_words
+
+    hostile = b"from . import (\n" * 100_000
+    vocabulary = b"from os import (\n" * 100_000 + b"from os import system as s\n"
+    start = time.process_time()
+    words, classes = project_words(hostile, "flashinfer")
+    assert _aliases(vocabulary) == {"s": "system"} and _vocabulary({"system"}, vocabulary, {}) == {"system"}
+    assert time.process_time() - start < 3.0
+    assert words == "from import" and classes == ""
+    # a list closed further on, with a comment holding parentheses, is still read whole
+    closed = b"from .entry import (fast,  # see slow(x)\n    quick)\nclass Tool:\n    pass\n"
+    assert set(project_words(closed, "flashinfer")[0].split()) >= {"entry", "fast", "quick"}
+    assert project_words(closed, "flashinfer")[1] == "Tool"
