@@ -516,6 +516,10 @@ def _names_of(facts: FileFacts) -> Optional[tuple]:
     return frozenset(used), frozenset(used | bound)
 
 
+_WORD = re.compile(rb"\w+")
+_FEW = 8  # names a file is searched for one by one (`_Text.spelled`)
+
+
 class _Text:
     """A file's bytes, and the words of its imports of the project and its class names,
     read when first needed and once (`follow_calls` asks both of a file in two places).
@@ -542,6 +546,21 @@ class _Text:
         return frozenset(self.words[0].split())
 
     @cached_property
+    def identifiers(self) -> frozenset:
+        """Every identifier the file spells, as bytes: one pass, however many names are
+        asked about (a name at a time would cost names x bytes)."""
+        return frozenset(_WORD.findall(self.data))
+
+    def spelled(self, names) -> set:
+        """Those of `names` the file spells whole (``.build`` in ``Tool.build`` too): a few
+        searched for one by one, more looked up among its `identifiers`, so that the work
+        never grows as names x bytes."""
+        names = set(names)
+        if len(names) <= _FEW and "identifiers" not in self.__dict__:
+            return {name for name in names if next(word_offsets(self.data, name.encode()), None) is not None}
+        return {name for name in names if name.encode() in self.identifiers}
+
+    @cached_property
     def homes(self) -> frozenset:
         """Where a function of the project can come from here: a module or name its imports
         of the project name, or a class it defines (its methods' home)."""
@@ -561,7 +580,7 @@ def _may_call(text: _Text, home: str, pending: dict, by_home: dict, top: str) ->
     for word in text.homes - {top}:
         names |= by_home.get(word, set())
     names |= text.imports & pending.keys()
-    return any(next(word_offsets(text.data, name.encode()), None) is not None for name in names)
+    return bool(text.spelled(names))
 
 
 def _spelled_with_home(text: _Text, named: set, pending: dict, used: frozenset, top: str) -> set:
@@ -573,8 +592,9 @@ def _spelled_with_home(text: _Text, named: set, pending: dict, used: frozenset, 
     this project's. A name among the identifiers the file's import-time code uses
     (`used`) is spelt there; the text is read only when needed."""
     found = set()
+    spelled = text.spelled(named - used)
     for name in named:
-        if name not in used and name.encode() not in text.data:
+        if name not in used and name not in spelled:
             continue
         homes = pending[name] - {top}
         if not text.homes.isdisjoint(homes):
