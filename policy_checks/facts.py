@@ -1695,13 +1695,13 @@ def unreadable(module: str, is_package: bool, error: OSError) -> FileFacts:
 
 def bytes_only(source: bytes, module: str, is_package: bool, top: Optional[str] = None) -> FileFacts:
     """Facts of a file no rule needs parsed: its suppression comments, found in its
-    bytes, and with `top` (a core module's package) its `project_words`. Not
+    bytes, and with `top` (a core module's package) its `project_words` if it is ASCII. Not
     syntax-checked: a file whose bytes can concern no rule is not parsed at all (EXP000
     reports the files the checker must read and cannot)."""
     facts = FileFacts(module, is_package, complete=False, checked=False)
     if may_hold_suppressions(source):
         facts.suppressions = python_suppressions(source)
-    if top is not None:
+    if top is not None and source.isascii():  # else Python's reading of its names (NFKC) may differ
         facts.import_words, facts.class_words = project_words(source, top)
     return facts
 

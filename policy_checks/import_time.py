@@ -529,6 +529,7 @@ class _Text:
         self.path, self.top = path, top
         self.words = (known.import_words, known.class_words) if known is not None \
             and known.import_words is not None else None
+        self.kept = self.words is not None  # the worker keeps them for ASCII files only
 
     @cached_property
     def data(self) -> bytes:
@@ -544,6 +545,11 @@ class _Text:
         if self.words is None:
             self.words = project_words(self.data, self.top)
         return frozenset(self.words[0].split())
+
+    @cached_property
+    def ascii(self) -> bool:
+        """Is the file ASCII? The worker kept its words only if so (`facts.bytes_only`)."""
+        return self.kept or self.data.isascii()
 
     @cached_property
     def identifiers(self) -> frozenset:
@@ -574,7 +580,7 @@ def _may_call(text: _Text, home: str, pending: dict, by_home: dict, top: str) ->
     class it defines; or to import one of the names from the project. The symbol table
     then says whether its import-time code uses it. A file that is not ASCII is checked:
     Python reads its identifiers normalised (NFKC), its bytes need not spell them."""
-    if not text.data.isascii():
+    if not text.ascii:
         return True
     names = set(by_home.get(home, ()))
     for word in text.homes - {top}:
@@ -603,8 +609,6 @@ def _spelled_with_home(text: _Text, named: set, pending: dict, used: frozenset, 
                 rb"(?<!\w)" + home[:-1].encode() + rb"\s*\.\s*" + name.encode() + rb"(?!\w)", text.data) for home in homes):
             found.add(name)  # `Tool.build`: a method, by its class
     return found
-
-
 
 
 def follow_loads(project: Project) -> None:

@@ -191,6 +191,19 @@ def test_a_transitive_experimental_import_is_exp001(check):
     assert "flashinfer.helpers.outer -> flashinfer.helpers.inner" in message
 
 
+@pytest.mark.parametrize("prefilter", [True, False], ids=["prefilter", "every file"])
+def test_a_caller_spelling_the_name_in_other_letters_is_followed(check, prefilter):
+    """Python reads identifiers normalised (NFKC): ``ｏuter()`` calls ``outer``. The caller's
+    bytes do not spell the name, so the follow-up builds its symbol table rather than trust
+    them; a caller that only names the function in a function body stays unparsed."""
+    helpers = "def outer():\n    from .experimental.feat import kernels\n    return kernels\n"
+    caller = "from .helpers import \uff4futer\nX = \uff4futer()\n"
+    lazy = "from .helpers import outer\ndef later():\n    return outer()\n"
+    result = check({**TREE, "flashinfer/helpers.py": helpers, "flashinfer/gemm.py": caller, "flashinfer/norm.py": lazy},
+                   prefilter=prefilter)
+    assert [(path, rule) for path, _, rule in found(result) if rule == "EXP001"] == [("flashinfer/gemm.py", "EXP001")]
+
+
 @pytest.mark.parametrize("family", ["a name built at run time", "a thread started at import", "a helper two calls down"])
 def test_ci_fails_the_pull_request_and_passes_its_twin(tmp_path, family):
     """As the workflow runs it: the head judged with the base commit's policy."""
