@@ -374,7 +374,8 @@ def _follow(project: Project, rules: list, facts_cache, keys: dict) -> None:
     """Run the selected rules' follow-ups (`Rule.follow_ups`), each once, or replay what
     they did on these very inputs: the files they made primary, remembered in the facts
     cache under a digest of everything they read (every file's key, the excluded
-    folders' bytes, the settings, and the follow-ups' own code). A warm run of an
+    folders' files, by git's object id where git vouches for them, the settings, and the
+    follow-ups' own code). A warm run of an
     unchanged tree then reads the few files' facts instead of searching the project."""
     follows = list(dict.fromkeys(follow for rule in rules for follow in rule.follow_ups))
     if not follows:
@@ -407,8 +408,14 @@ def _follow_digest(project: Project, follows: list, keys: dict) -> Optional[byte
         digest.update(Path(inspect.getsourcefile(follow)).read_bytes())
     for rel in sorted(project.files):
         digest.update(rel.encode("utf-8", "surrogateescape") + b"\0" + keys[rel])
-    for module, data in sorted(project.excluded_texts().items()):
-        digest.update(module.encode() + b"\0" + data)
+    blobs, root = _blobs(project), os.path.join(project.root, "")
+    for module, source in sorted(project.excluded_modules().items()):
+        oid = blobs.get(source.rel)
+        if oid is not None and _readable(root + source.rel):  # git vouches for its bytes
+            digest.update(module.encode() + b"\0git\0" + oid.encode())
+        else:
+            data = project.excluded_texts().get(module)
+            digest.update(module.encode() + (b"\0unread" if data is None else b"\0bytes\0" + data))
     return digest.digest()[:16]
 
 

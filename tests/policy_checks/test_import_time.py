@@ -253,6 +253,28 @@ def test_a_loop_over_literal_names_is_resolved_and_a_parameter_is_not(check):
     assert ("flashinfer/gemm.py", 5, "EXP001") in found(check({**TREE, "flashinfer/gemm.py": hidden}))
 
 
+def test_in_git_an_excluded_module_counts_by_its_object_id_edited_or_committed(check, tmp_path):
+    """In a git work tree the replay's digest names an excluded module by git's object id
+    where git vouches for its bytes (none of them read), and by its bytes where it does
+    not (an edit git has not seen yet): either change computes the follow-ups again."""
+    root, cache = tmp_path / "tree", tmp_path / "cache"
+    files = {**TREE, "flashinfer/data/__init__.py": "", "flashinfer/data/tables.py": "TABLE = [1]\n",
+             "flashinfer/gemm.py": "from .data import tables\n"}
+    write_tree(root, files)
+    git(root, "init", "-q")
+    commit(root, "base")
+    assert found(check({}, root=root, use_cache=True, cache_dir=cache), "EXP010") == []
+    assert found(check({}, root=root, use_cache=True, cache_dir=cache), "EXP010") == []  # replayed
+    edited = check({"flashinfer/data/tables.py": "import sys\nsys.path.append('x')\n"}, root=root,
+                   use_cache=True, cache_dir=cache)
+    assert ("flashinfer/gemm.py", 1, "EXP010") in found(edited)
+    commit(root, "load")
+    committed = check({}, root=root, use_cache=True, cache_dir=cache)
+    assert ("flashinfer/gemm.py", 1, "EXP010") in found(committed)
+    commit(root, "harmless again", {"flashinfer/data/tables.py": "TABLE = [2]\n"})
+    assert found(check({}, root=root, use_cache=True, cache_dir=cache), "EXP010") == []
+
+
 def test_a_warm_run_replays_the_follow_ups_and_a_changed_input_does_not(check, tmp_path):
     """The follow-ups' result is remembered under a digest of what they read: an
     unchanged tree replays it (same findings), and a change to any input, an excluded
