@@ -60,7 +60,8 @@ STORE = "facts"  # the subdirectory of the directory chosen for caches that hold
 FORMAT_KEY = "policy-check-facts"  # the file's top-level key, holding the format's version
 FORMAT = 2  # {FORMAT_KEY: 2, "entries": {hex key: [day last used, value]}}
 KEEP_DAYS = 30
-_FOLLOWED = "followed"  # the tag of a follow-up result (`FactsCache.followed`)  # an entry no run used for this long is dropped at the next save
+_FOLLOWED = "followed"  # the tag of a follow-up result (`FactsCache.followed`)
+_LAST_FOLLOWED = "last-followed"  # the tag of the last follow-up run's record (`FactsCache.last_followed`)  # an entry no run used for this long is dropped at the next save
 
 
 def key(rel: str, data: bytes, variant: str = "") -> bytes:
@@ -306,6 +307,27 @@ class FactsCache:
         self.used.add(k)
         self.dirty = True
 
+    def last_followed(self, k: bytes) -> Optional[dict]:
+        """The record of the last run of the follow-ups on inputs like these
+        (`runner._replay_unchanged`), stored under `k`, or None. Its shape is checked
+        (strings, lists and maps of strings); a damaged one is dropped."""
+        item = self.entries.get(k)
+        if item is None:
+            return None
+        record = item[1] if type(item) is list and len(item) == 2 and item[0] == _LAST_FOLLOWED else None
+        if type(record) is not dict or not _plain(record):
+            del self.entries[k]
+            self._raw = None
+            return None
+        self.used.add(k)
+        return record
+
+    def put_last_followed(self, k: bytes, record: dict) -> None:
+        self._note_put(k)
+        self.entries[k] = [_LAST_FOLLOWED, record]
+        self.used.add(k)
+        self.dirty = True
+
     def _note_put(self, k: bytes) -> None:
         if k not in self.entries:
             self._added.add(k)
@@ -398,6 +420,19 @@ class FactsCache:
                 days[k] = their_days[k]
             elif their_days[k] > days.get(k, 0):
                 days[k] = their_days[k]
+
+
+def _plain(value, depth: int = 0) -> bool:
+    """Is `value` strings, in lists and maps of strings, two levels deep at most?"""
+    if type(value) is str:
+        return True
+    if depth > 2:
+        return False
+    if type(value) is list:
+        return all(_plain(item, depth + 1) for item in value)
+    if type(value) is dict:
+        return all(type(key) is str and _plain(item, depth + 1) for key, item in value.items())
+    return False
 
 
 def _signature(path: Path) -> Optional[tuple]:

@@ -95,6 +95,11 @@ class ImportTime:
         self._excluded: dict = {}  # module -> `_excluded_facts`
         self.module_names: set = set()  # names of `reaching_names` that are modules, not functions
         self._reaching: Optional[dict] = None  # `reaching`
+        # what `follow_calls` searched for, the modules it built the symbol table of because
+        # their bytes named something, and those whose text it read (the runner's replay)
+        self.searched: dict = {}
+        self.called: set = set()
+        self.read_texts: set = set()
 
     # imports ------------------------------------------------------------------------
     def runs_at_import(self, scope: str) -> bool:
@@ -641,6 +646,18 @@ def may_load(project: Project, rel: str) -> bool:
     return any(project.spells(rel, matcher) for matcher in (MAY_LOAD, *IMPORT_CALLS))
 
 
+def may_be_called(project: Project, rel: str, searched: dict) -> bool:
+    """Could `follow_calls` have a use for the core module `rel`, by its bytes, in any round
+    whose names are among `searched` (name -> the last names of its homes)?"""
+    top = project.settings.package.partition(".")[0]
+    by_home: dict = {}
+    for name, homes in searched.items():
+        for home in homes:
+            by_home.setdefault(home.rstrip("."), set()).add(name)
+    text = _Text(project.root / rel, top, project.known_facts(rel))
+    return _may_call(text, project.files[rel].module.rpartition(".")[2], searched, by_home, top)
+
+
 def follow_calls(project: Project) -> None:
     """Make primary every core module that may call, at import, a function reaching
     something (`ImportTime.reaching_names`), though it spells none of the rules'
@@ -664,6 +681,8 @@ def follow_calls(project: Project) -> None:
     names_of: dict = {}  # rel -> `_names_of` (the same in every round)
     texts: dict = {}  # rel -> `_Text`
     searched: dict = {}  # name -> homes searched for already
+    # what the runner keeps to replay this after a change that cannot matter (`runner._replay_unchanged`)
+    analysis.searched, analysis.called, analysis.read_texts = searched, set(), set()
     for _ in range(MAX_FOLLOW_ROUNDS):
         pending = {name: homes - searched.get(name, set()) for name, homes in pending.items()}
         pending = {name: homes | {top} for name, homes in pending.items() if homes - {top}}
@@ -689,11 +708,13 @@ def follow_calls(project: Project) -> None:
                     text = texts.get(rel) or texts.setdefault(rel, _Text(project.root / rel, top, known))
                     if not _may_call(text, home, every, by_home, top):
                         continue  # no round before this one named it either
+                    analysis.called.add(rel)
                     known = project.summary(rel)
                 names_of[rel] = _names_of(known) if known is not None else None
             names = names_of[rel]
             if names is None:  # not compiled: read it whole
                 named = set(every)
+                analysis.read_texts.add(rel)
             else:
                 used, bound = names
                 text = texts.get(rel) or texts.setdefault(rel, _Text(project.root / rel, top, project.known_facts(rel)))
@@ -710,6 +731,7 @@ def follow_calls(project: Project) -> None:
                         named |= by_home[word] & modules
                 own = {name for name in named if name in used and home in every[name]}  # its own function
                 if named - own:  # the identifiers point at it: does its text name the function and its module?
+                    analysis.read_texts.add(rel)
                     own |= _spelled_with_home(text, named - own, every, used | bound, top)
                 named = own
                 if not named:

@@ -267,6 +267,8 @@ class Project:
         self._found: dict = {}
         # SourceFile -> its syntax-only facts (`facts.syntax_only`), cached where the runner keeps a cache
         self.summarize: Callable = self._summarize
+        # while the runner watches (its follow-ups): "facts" and "summary" -> the rels asked
+        self.watch: Optional[dict] = None
         for top in (settings.package.replace(".", "/"), settings.stable_tests):
             for source in walk_python_files(root, top, settings.exclude, self.read_problems, self.listing):
                 if source.rel in self._files:
@@ -408,6 +410,8 @@ class Project:
     def facts(self, rel: str) -> FileFacts:
         """Complete facts of `rel` (parsed on demand)."""
         facts = self._facts.get(rel)
+        if self.watch is not None:
+            self.watch["facts"].add(rel)
         if facts is None or not facts.complete:
             facts = self._load_facts(self._files[rel])
             self._facts[rel] = facts
@@ -417,6 +421,8 @@ class Project:
         """Facts of `rel` at least syntax-checked (`facts.syntax_only`'s summary, or
         complete): a file read as bytes only is checked now."""
         facts = self._facts.get(rel)
+        if self.watch is not None:
+            self.watch["summary"].add(rel)
         if facts is None or not facts.checked:
             read, facts = facts, self.summarize(self._files[rel])
             if read is not None and facts.import_words is None:  # what the bytes said stays true

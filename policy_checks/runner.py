@@ -372,42 +372,105 @@ def _facts_from_cache(project: Project, needs: Prefilter, facts_cache, keys: dic
 
 def _follow(project: Project, rules: list, facts_cache, keys: dict) -> None:
     """Run the selected rules' follow-ups (`Rule.follow_ups`), each once, or replay what
-    they did on these very inputs: the files they made primary, remembered in the facts
-    cache under a digest of everything they read (every file's key, the excluded
-    folders' files, by git's object id where git vouches for them, the settings, and the
-    follow-ups' own code). A warm run of an
-    unchanged tree then reads the few files' facts instead of searching the project."""
+    they did: the files they made primary, remembered in the facts cache under a digest
+    of everything they read (every file's key, the excluded folders' files, by git's
+    object id where git vouches for them, the settings, and the follow-ups' own code). A
+    warm run of an unchanged tree then reads the few files' facts instead of searching
+    the project; so does a run where the only files changed are ones the follow-ups
+    could have no use for (`_replay_unchanged`: a comment added to a module, say)."""
+    from . import import_time
+
     follows = list(dict.fromkeys(follow for rule in rules for follow in rule.follow_ups))
     if not follows:
         return
-    digest = _follow_digest(project, follows, keys) if facts_cache.enabled else None
+    base = _follow_base(project, follows) if facts_cache.enabled and all(rel in keys for rel in project.files) else None
+    digest = _follow_digest(base, project, keys) if base is not None else None
     done = facts_cache.followed(digest) if digest is not None else None
+    record = facts_cache.last_followed(base) if base is not None and done is None else None
+    if record is not None:
+        done = _replay_unchanged(project, record, keys)
     if done is not None:
         for rel in done:
             if rel in project.files:
                 project.facts(rel)
                 project.mark_primary(rel)
+        if record is not None:  # the same result, on these inputs
+            facts_cache.put_followed(digest, done)
+            facts_cache.put_last_followed(base, {**record, "keys": _key_list(project, keys)})
         return
     before = set(project.primary_rels())
-    for follow in follows:
-        follow(project)
-    if digest is not None:
-        facts_cache.put_followed(digest, sorted(set(project.primary_rels()) - before))
+    primary = _rels_digest(before)
+    project.watch = {"facts": set(), "summary": set()}
+    try:
+        for follow in follows:
+            follow(project)
+        watched = project.watch
+    finally:
+        project.watch = None
+    if digest is None:
+        return
+    made = sorted(set(project.primary_rels()) - before)
+    facts_cache.put_followed(digest, made)
+    analysis = import_time.of(project)
+    early = watched["summary"] - analysis.called
+    facts_cache.put_last_followed(base, {
+        "rels": _rels_digest(project.files), "primary": primary, "keys": _key_list(project, keys), "made": made,
+        "facts": sorted(watched["facts"]), "texts": sorted(analysis.read_texts), "called": sorted(analysis.called),
+        "early": {rel: _summary_signature(project.summary(rel)) for rel in sorted(early) if rel in project.files},
+        "searched": {name: sorted(homes) for name, homes in sorted(analysis.searched.items())},
+    })
 
 
-def _follow_digest(project: Project, follows: list, keys: dict) -> Optional[bytes]:
-    """What the follow-ups' result depends on, hashed; None when some file's key is unknown."""
+def _replay_unchanged(project: Project, record: dict, keys: dict) -> Optional[list]:
+    """What the follow-ups made primary in the run `record` describes, if no file changed
+    since in a way they could use; else None (they run again). The same files must be
+    there with the same ones primary before the follow-ups, and each changed file (a few at most)
+    must be one the follow-ups neither parsed nor read the text of, nor made primary; a
+    module whose symbol table they built because its bytes may load must have the same
+    summary (`facts.syntax_only`) and still may load; any other must still neither may
+    load nor name, with one of its homes, a name they searched for (`import_time`). Each
+    of those is a question the follow-ups ask of a file alone, so the answers for every
+    other file, and the result, are what they were."""
+    from . import import_time
+
+    try:
+        if record["rels"] != _rels_digest(project.files) or record["primary"] != _rels_digest(project.primary_rels()):
+            return None
+        old = set(record["keys"])
+        changed = [rel for rel in project.files if keys[rel].hex() not in old]
+        untouchable = set(record["facts"]) | set(record["texts"]) | set(record["called"]) | set(record["made"])
+        early, searched = record["early"], {name: set(homes) for name, homes in record["searched"].items()}
+        made = list(record["made"])
+    except (KeyError, TypeError, AttributeError):
+        return None
+    if not changed or len(changed) > _FEW_CHANGED:
+        return None
+    for rel in changed:
+        source = project.files[rel]
+        core = project.is_module_file(rel) and project.settings.is_core(source.module)
+        if rel in untouchable or project.is_primary(rel) or getattr(project.known_facts(rel), "complete", True):
+            return None
+        if rel in early:
+            if not import_time.may_load(project, rel) or _summary_signature(project.summary(rel)) != early[rel]:
+                return None
+        elif core and (import_time.may_load(project, rel) or import_time.may_be_called(project, rel, searched)):
+            return None
+    return made
+
+
+_FEW_CHANGED = 16  # more changed files than this: the follow-ups run again
+
+
+def _follow_base(project: Project, follows: list) -> bytes:
+    """What the follow-ups' result depends on besides the checked files' keys, hashed:
+    the settings, the follow-ups' own code, the excluded folders' files."""
     import hashlib
     import inspect
 
-    if any(rel not in keys for rel in project.files):
-        return None
     digest = hashlib.sha256(b"follow\0" + repr(project.settings).encode())
     for follow in follows:
         digest.update(f"{follow.__module__}.{follow.__qualname__}\0".encode())
         digest.update(Path(inspect.getsourcefile(follow)).read_bytes())
-    for rel in sorted(project.files):
-        digest.update(rel.encode("utf-8", "surrogateescape") + b"\0" + keys[rel])
     blobs, root = _blobs(project), os.path.join(project.root, "")
     for module, source in sorted(project.excluded_modules().items()):
         oid = blobs.get(source.rel)
@@ -417,6 +480,35 @@ def _follow_digest(project: Project, follows: list, keys: dict) -> Optional[byte
             data = project.excluded_texts().get(module)
             digest.update(module.encode() + (b"\0unread" if data is None else b"\0bytes\0" + data))
     return digest.digest()[:16]
+
+
+def _follow_digest(base: bytes, project: Project, keys: dict) -> bytes:
+    """`_follow_base` and every checked file's key, hashed."""
+    import hashlib
+
+    digest = hashlib.sha256(b"followed\0" + base)
+    for rel in sorted(project.files):
+        digest.update(rel.encode("utf-8", "surrogateescape") + b"\0" + keys[rel])
+    return digest.digest()[:16]
+
+
+def _key_list(project: Project, keys: dict) -> list:
+    return sorted(keys[rel].hex() for rel in project.files)
+
+
+def _rels_digest(rels) -> str:
+    import hashlib
+
+    return hashlib.sha256("\0".join(sorted(rels)).encode("utf-8", "surrogateescape")).hexdigest()[:32]
+
+
+def _summary_signature(facts: FileFacts) -> str:
+    """What the follow-ups read of a module's syntax-only summary, hashed."""
+    import hashlib
+
+    read = (facts.syntax_error, facts.top_names, facts.load_words, facts.suspects, facts.import_words,
+            facts.class_words, facts.complete)
+    return hashlib.sha256(repr(read).encode()).hexdigest()[:32]
 
 
 def _scan(facts_cache, rel: str, data: bytes, scanner: Scanner) -> int:

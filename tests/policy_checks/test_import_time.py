@@ -289,3 +289,62 @@ def test_a_warm_run_replays_the_follow_ups_and_a_changed_input_does_not(check, t
     changed = check({"flashinfer/data/tables.py": "import sys\nsys.path.append('x')\n"}, root=root,
                     use_cache=True, cache_dir=cache)
     assert ("flashinfer/gemm.py", 1, "EXP010") in found(changed)
+
+
+# ----- replaying the follow-ups after a change they have no use for -------------------------------
+
+REPLAY_TREE = {
+    **TREE,
+    "flashinfer/jobs.py": "import threading\ndef worker():\n    threading.Thread(target=print).start()\n",
+    "flashinfer/gemm.py": "from .helpers import outer\ndef later():\n    outer()\n",
+    "flashinfer/quiet.py": "X = 1\n",
+    "flashinfer/caller.py": "from .jobs import worker\nworker()\n",
+    "tests/test_quiet.py": "def test_x():\n    pass\n",
+}
+# edit -> (file, its new text, may the follow-ups' last result be replayed?)
+EDITS = {
+    "a comment in a module no follow-up reads": ("flashinfer/quiet.py", "X = 1  # outer, worker\n", True),
+    "a comment in a module that may load": ("flashinfer/jobs.py", REPLAY_TREE["flashinfer/jobs.py"] + "# later\n", True),
+    "a test changed": ("tests/test_quiet.py", "def test_y():\n    pass\n", True),
+    "a comment in a module whose text the follow-ups read": (
+        "flashinfer/gemm.py", REPLAY_TREE["flashinfer/gemm.py"] + "# later\n", False),
+    "a call at import added": ("flashinfer/quiet.py", "from .helpers import outer\nouter()\n", False),
+    "a thread started at import": ("flashinfer/jobs.py", "import threading\nthreading.Thread(target=print).start()\n", False),
+    "a call at import removed": ("flashinfer/caller.py", "from .jobs import worker\n", False),
+    "a load moved into a function no one calls": (
+        "flashinfer/jobs.py", "import threading\ndef worker():\n    pass\ndef other():\n    threading.Thread().start()\n",
+        False),
+}
+
+
+@pytest.mark.parametrize("edit", EDITS)
+def test_a_run_after_a_change_finds_what_a_cold_run_finds(check, tmp_path, monkeypatch, edit):
+    """After a change the follow-ups could have no use for, their last result is replayed
+    (they do not run); after any other, they run again. Either way the findings are a cold
+    run's, finding for finding."""
+    import shutil
+
+    from policy_checks.rules.registry import RULES
+
+    ran = []
+
+    def counted(follow):
+        def run_and_count(project):
+            ran.append(follow.__name__)
+            return follow(project)
+        run_and_count.scans = follow.scans
+        return run_and_count
+
+    wrapped = {follow: counted(follow) for rule in RULES.values() for follow in rule.follow_ups}
+    for rule in RULES.values():
+        monkeypatch.setattr(rule, "follow_ups", tuple(wrapped[f] for f in rule.follow_ups))
+    warm = tmp_path / "warm"
+    check(REPLAY_TREE, root=tmp_path / "base", use_cache=True, cache_dir=warm)
+    rel, text, replayed = EDITS[edit]
+    cache = tmp_path / "cache"
+    shutil.copytree(warm, cache)
+    root = tmp_path / "edited"
+    ran.clear()
+    after = check({**REPLAY_TREE, rel: text}, root=root, use_cache=True, cache_dir=cache)
+    assert (ran == []) == replayed, ran
+    assert found(after) == found(check({}, root=root))
