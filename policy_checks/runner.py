@@ -388,7 +388,7 @@ def _follow(project: Project, rules: list, facts_cache, keys: dict) -> None:
     done = facts_cache.followed(digest) if digest is not None else None
     record = facts_cache.last_followed(base) if base is not None and done is None else None
     if record is not None:
-        done = _replay_unchanged(project, record, keys)
+        done = _replay_unchanged(project, record, keys, facts_cache)
     if done is not None:
         for rel in done:
             if rel in project.files:
@@ -415,17 +415,19 @@ def _follow(project: Project, rules: list, facts_cache, keys: dict) -> None:
     early = watched["summary"] - analysis.called
     facts_cache.put_last_followed(base, {
         "rels": _rels_digest(project.files), "primary": primary, "keys": _key_list(project, keys), "made": made,
-        "facts": sorted(watched["facts"]), "texts": sorted(analysis.read_texts), "called": sorted(analysis.called),
+        "parsed": {rel: keys[rel].hex() for rel in sorted(before | watched["facts"]) if rel in keys},
+        "texts": sorted(analysis.read_texts), "called": sorted(analysis.called),
         "early": {rel: _summary_signature(project.summary(rel)) for rel in sorted(early) if rel in project.files},
         "searched": {name: sorted(homes) for name, homes in sorted(analysis.searched.items())},
     })
 
 
-def _replay_unchanged(project: Project, record: dict, keys: dict) -> Optional[list]:
+def _replay_unchanged(project: Project, record: dict, keys: dict, facts_cache) -> Optional[list]:
     """What the follow-ups made primary in the run `record` describes, if no file changed
     since in a way they could use; else None (they run again). The same files must be
     there with the same ones primary before the follow-ups, and each changed file (a few at most)
-    must be one the follow-ups neither parsed nor read the text of, nor made primary; a
+    must be one the follow-ups neither read the text of nor made primary; one whose
+    complete facts they read (a primary file among them) must have the same facts; a
     module whose symbol table they built because its bytes may load must have the same
     summary (`facts.syntax_only`) and still may load; any other must still neither may
     load nor name, with one of its homes, a name they searched for (`import_time`). Each
@@ -438,9 +440,9 @@ def _replay_unchanged(project: Project, record: dict, keys: dict) -> Optional[li
             return None
         old = set(record["keys"])
         changed = [rel for rel in project.files if keys[rel].hex() not in old]
-        untouchable = set(record["facts"]) | set(record["texts"]) | set(record["called"]) | set(record["made"])
+        untouchable = set(record["texts"]) | set(record["called"]) | set(record["made"])
         early, searched = record["early"], {name: set(homes) for name, homes in record["searched"].items()}
-        made = list(record["made"])
+        parsed, made = record["parsed"], list(record["made"])
     except (KeyError, TypeError, AttributeError):
         return None
     if not changed or len(changed) > _FEW_CHANGED:
@@ -448,7 +450,17 @@ def _replay_unchanged(project: Project, record: dict, keys: dict) -> Optional[li
     for rel in changed:
         source = project.files[rel]
         core = project.is_module_file(rel) and project.settings.is_core(source.module)
-        if rel in untouchable or project.is_primary(rel) or getattr(project.known_facts(rel), "complete", True):
+        if rel in untouchable:
+            return None
+        if rel in parsed:  # they read its complete facts: the same ones?
+            try:
+                before = facts_cache.get(bytes.fromhex(parsed[rel]), complete=True)
+            except ValueError:
+                return None
+            if before is None or before != project.facts(rel):
+                return None
+            continue
+        if project.is_primary(rel) or getattr(project.known_facts(rel), "complete", True):
             return None
         if rel in early:
             if not import_time.may_load(project, rel) or _summary_signature(project.summary(rel)) != early[rel]:

@@ -306,6 +306,11 @@ EDITS = {
     "a comment in a module no follow-up reads": ("flashinfer/quiet.py", "X = 1  # outer, worker\n", True),
     "a comment in a module that may load": ("flashinfer/jobs.py", REPLAY_TREE["flashinfer/jobs.py"] + "# later\n", True),
     "a test changed": ("tests/test_quiet.py", "def test_y():\n    pass\n", True),
+    "a comment in a module parsed up front": ("flashinfer/helpers.py", HELPERS + "# later\n", True),
+    "a function added to a module parsed up front": (
+        "flashinfer/helpers.py", HELPERS + "def more():\n    import subprocess\n    subprocess.run(['x'])\n", False),
+    "a caller added for the new function": (
+        "flashinfer/quiet.py", "from .helpers import spawn\nspawn()\n", False),
     "a comment in a module whose text the follow-ups read": (
         "flashinfer/gemm.py", REPLAY_TREE["flashinfer/gemm.py"] + "# later\n", False),
     "a call at import added": ("flashinfer/quiet.py", "from .helpers import outer\nouter()\n", False),
