@@ -258,6 +258,7 @@ class Project:
         self._excluded = None
         self._excluded_modules: Optional[dict] = None  # module -> SourceFile (`excluded_modules`)
         self._excluded_texts: Optional[dict] = None  # module -> bytes (`excluded_texts`)
+        self._rest: Optional[list] = None  # `rest_of_repository`
         # (rel, bytes, scanner) -> the scanner's mask, remembered by content where the runner keeps a cache
         self.scan: Callable = lambda rel, data, scanner: scanner.scan(data)
         for top in (settings.package.replace(".", "/"), settings.stable_tests):
@@ -365,6 +366,18 @@ class Project:
                 found[_rel(self.root, path)] = text
             self._examples = found
         return self._examples
+
+    def rest_of_repository(self) -> list:
+        """`SourceFile` of each Python file outside the package, the test lanes and the
+        examples: scripts, benchmarks, other top-level packages, the root's own files. The
+        checker does not index them, but a lifecycle command can break them, so remove and
+        graduate read this one listing. As git selects, less the ``exclude`` setting;
+        links are not followed."""
+        if self._rest is None:
+            s = self.settings
+            indexed = (s.package.replace(".", "/"), s.stable_tests, s.examples)
+            self._rest = list(walk_python_files(self.root, "", (*s.exclude, *indexed), [], self.listing))
+        return self._rest
 
     def excluded_texts(self) -> dict:
         """module -> the bytes of each excluded module (`excluded_modules`) that can be
