@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Dict, List, Optional, Set
+from typing import Dict, List, Optional, Set, Tuple
 
 from ... import parsed
 from ... import markers
@@ -58,12 +58,14 @@ class Lost:
         return any(b in data and any(api in data for api in apis) for b, apis in self._served)
 
 
-def check_kept_files(project, texts: Texts, kept: List[KeptFile], lost: Lost, after_of=None, skip=()) -> List[str]:
-    """Refuse when a kept Python file would still import, use or load what goes, or
-    name a removed backend where a backend is meant; return its other mentions of a
-    retired backend, or a test's of what goes, for a person ("file:line: text").
-    `after_of`: the bytes of the files the plan rewrites; `skip`: files not read (their
-    imports of the feature are the plan's to remove)."""
+def scan_kept_files(project, texts: Texts, kept: List[KeptFile], lost: Lost, after_of=None,
+                    skip=()) -> Tuple[List[str], List[str]]:
+    """``(problems, notes)``: each use by a kept Python file of what goes (an import, a
+    use, a load, a removed backend named where a backend is meant), which refuses the
+    removal, and its other mentions of a retired backend, or a test's of what goes,
+    for a person; both as "file:line: text". `after_of`: the bytes of the files the
+    plan rewrites; `skip`: files not read (their imports of the feature are the plan's
+    to remove)."""
     after_of = after_of or {}
     problems: List[str] = []
     notes: List[str] = []
@@ -79,9 +81,19 @@ def check_kept_files(project, texts: Texts, kept: List[KeptFile], lost: Lost, af
         problems += scan.problems
         lines = data.decode("utf-8", "replace").splitlines()
         notes += [f"{rel}:{n}: {lines[n - 1].strip()}" for n in sorted(scan.mentions) if n <= len(lines)]
-    if problems:
-        raise Refused("kept files would use what the removal deletes:\n" + "\n".join(f"  {p}" for p in problems))
-    return notes
+    return problems, notes
+
+
+def kept_refusal(problems: List[str]) -> Refused:
+    """The refusal naming every use of what goes, once each, by file and line."""
+    unique = sorted(set(problems), key=_file_and_line)
+    return Refused("kept files would use what the removal deletes:\n" + "\n".join(f"  {p}" for p in unique))
+
+
+def _file_and_line(problem: str) -> tuple:
+    rel, _, rest = problem.partition(":")
+    line = rest.partition(":")[0]
+    return (rel, int(line) if line.isdigit() else 0, problem)
 
 
 def _parse(data: bytes) -> Optional[ast.Module]:
