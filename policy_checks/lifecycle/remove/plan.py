@@ -20,7 +20,7 @@ from .debris import clear_debris
 from .emptied import Edited, apply_core_edits, refuse_imported_emptied
 from .entry_points import remove_backend_mentions
 from .exports import Exports, plan_exports
-from .kept import Lost, kept_refusal, retired_backends, scan_kept_files
+from .kept import Lost, kept_refusal, left_in_losing_apis, retired_backends, scan_kept_files
 from .model import CoreEdits, Feature, Removal
 from .naming import GoneFiles, feature_spelling
 from .reach import find_reach, plan_entry_points
@@ -52,6 +52,7 @@ def plan_removal(target: FixTarget, name: str) -> Removal:
         raise kept_refusal(blocking + planned.blocking)
     refuse_imported_emptied(project, texts, removal, planned.edited)
     core, exports, lost = planned.core, planned.exports, planned.lost
+    removal.notes += [n for n in left_in_losing_apis(core, planned.edited.after_of) if n not in removal.notes]
     plan_docs(target, project, removal, [feature.name, *lost.retired, *exports.public])
     prune_baseline(project, removal, feature, core.names_by_module)
     removal.closing_note = closing_note(removal, feature, target.root / feature.directory)

@@ -215,3 +215,42 @@ def test_a_file_spelling_a_served_backend_but_no_api_losing_it_is_not_read(tmp_p
                 GoneFiles(frozenset(), ("pkg", "experimental", "feat"), "pkg/experimental/feat"), {"gone"})
     texts = Texts(tmp_path)
     assert {name for name in files if lost.may_use(texts, name)} == {"both.py", "retired.py"}
+
+
+SHARED_OPS = OPS.replace('''def op(x, backend="auto"):
+    return x
+''', '''def op(x, backend="auto", backends=("plain",)):
+    """Runs on "plain"; the experimental "feat" backend is opt-in."""
+    if list(backends) not in (["plain"], ["feat"]):
+        raise ValueError(
+            "op runs on the 'plain' and 'feat' backends only"
+        )
+    return x
+
+
+def _check_other(x, backend="auto"):
+    return True
+
+
+@backend_requirement({"feat": _check_other})
+def other_op(x, backend="auto"):
+    """Its own "feat" backend stays."""
+    return x
+''')
+
+
+def test_what_no_step_edits_in_an_api_losing_a_backend_is_listed_for_a_person(tree):
+    """FlashInfer 0.7.x's ``mm_fp4`` after ``remove cake_nvfp4_per_token``: a backend
+    list no edit can shorten, an error message and a docstring still name the backend
+    the API lost, while another API of the module keeps serving it."""
+    result = remove(tree, {"fxpkg/ops.py": SHARED_OPS})
+    assert result.exit_code == 0, result.output
+    after = tree.read("fxpkg/ops.py").decode()
+    assert '"feat": _check_other' in after and '(["plain"], ["feat"])' in after
+    lines = after.splitlines()
+    for text in ('"""Runs on "plain"; the experimental "feat" backend is opt-in."""',
+                 'if list(backends) not in (["plain"], ["feat"]):',
+                 "\"op runs on the 'plain' and 'feat' backends only\""):
+        line = next(n for n, written in enumerate(lines, 1) if written.strip() == text)
+        assert f"left for a person: fxpkg/ops.py:{line}: {text}" in result.output, result.output
+    assert "Its own" not in result.output
