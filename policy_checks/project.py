@@ -23,7 +23,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Callable, Iterator, Mapping, NamedTuple, Optional, Union
 
-from . import gitfiles, markers
+from . import gitfiles, markers, sphinx_pages
 from .config import Settings, under
 from .facts import AliasBinding, DefBinding, Definition, DictBinding, DictValue, FileFacts, FromBinding, Import
 from .facts import CallRef, DictRef, ModuleBinding, NameRef, StrRef
@@ -315,22 +315,23 @@ class Project:
         return self._excluded(rel) or (self.listing is not None and not self.listing.selects(rel))
 
     def docs_pages(self) -> list:
-        """``(rel, text)`` of the docs pages the settings name (EXP006)."""
+        """``(rel, text)`` of the stable API pages as Sphinx builds them: the settings'
+        globs and the pages below their directories a toctree reaches
+        (`sphinx_pages.api_pages`). EXP006 and graduate read them."""
         if self._docs is None:
             pages = {}
-            for pattern in self.settings.docs:
-                for path in sorted(self.root.glob(pattern)):
-                    rel = _rel(self.root, path)
-                    if rel in pages or self.excluded(rel) or not path.is_file():
-                        continue
-                    if not is_utf8(rel):
-                        self.read_problems.append((rel, NOT_UTF8))
-                        continue
-                    text = _read_text(path)
-                    if text is None:
-                        self.read_problems.append((rel, "cannot read"))
-                    else:
-                        pages[rel] = text
+            for rel in sphinx_pages.api_pages(self.root, self.settings.docs):
+                path = self.root / rel
+                if rel in pages or self.excluded(rel) or not path.is_file():
+                    continue
+                if not is_utf8(rel):
+                    self.read_problems.append((rel, NOT_UTF8))
+                    continue
+                text = _read_text(path)
+                if text is None:
+                    self.read_problems.append((rel, "cannot read"))
+                else:
+                    pages[rel] = text
             self._docs = sorted(pages.items())
         return self._docs
 
