@@ -173,14 +173,15 @@ def test_feature_readmes_are_found_where_remove_and_graduate_leave_them(tmp_path
     new home, which the shim names; after ``remove splitk_gemm`` there is none to fill."""
     from policy_checks.lifecycle.graduate.move import shim
 
-    readme = f"# gated_rmsnorm\n\n{measured.BEGIN}\n- stale\n{measured.END}\n"
+    feature = "gated_rmsnorm"  # named once: a graduation of it lists each string spelling its old path
+    readme = f"# {feature}\n\n{measured.BEGIN}\n- stale\n{measured.END}\n"
     (tmp_path / "flashinfer/gated_norm").mkdir(parents=True)
     (tmp_path / "flashinfer/gated_norm/README.md").write_text(readme)
-    old = tmp_path / "flashinfer/experimental/gated_rmsnorm"
+    old = tmp_path / "flashinfer" / "experimental" / feature
     old.mkdir(parents=True)
-    (old / "__init__.py").write_bytes(shim("gated_rmsnorm", "flashinfer.experimental.gated_rmsnorm",
+    (old / "__init__.py").write_bytes(shim(feature, f"flashinfer.experimental.{feature}",
                                            "flashinfer.gated_norm", True, "flashinfer.gated_norm"))
-    assert measured.feature_readme("gated_rmsnorm", tmp_path) == tmp_path / "flashinfer/gated_norm/README.md"
+    assert measured.feature_readme(feature, tmp_path) == tmp_path / "flashinfer/gated_norm/README.md"
     assert measured.feature_readme("splitk_gemm", tmp_path) is None
     blocks = measured.feature_blocks(measured.load_records(), tmp_path)
     assert list(blocks) == ["flashinfer/gated_norm/README.md"]
