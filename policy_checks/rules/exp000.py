@@ -27,6 +27,8 @@ class ParseError(Rule):
     id = "EXP000"
     name = "parse-error"
     summary = "a file could not be read or parsed; the others are still checked"
+    # the message of a file that does not parse ({message}: the parser's)
+    CANNOT_PARSE = "cannot parse: {message}"
     # Every file is syntax-checked whether or not it is primary; no file needs
     # complete facts for this rule.
     reads = (PYTHON_FILE, DOCS_PAGE)
@@ -60,4 +62,5 @@ class ParseError(Rule):
                 line, column, message = facts.syntax_error
                 # the error's kind ("SyntaxError"), not its wording: that may name a line
                 kind = message.partition(":")[0]
-                yield self.finding(rel, line, column, f"cannot parse: {message}", subject=f"cannot parse: {kind}")
+                yield self.finding(rel, line, column, self.CANNOT_PARSE.format(message=message),
+                                   subject=self.CANNOT_PARSE.format(message=kind))
