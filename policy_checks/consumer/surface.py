@@ -183,7 +183,8 @@ def _texts(project: Project) -> Dict[str, bytes]:
     (``warn_experimental_backend_once``)."""
     settings = project.settings
     words = tuple(w.encode() for w in _WORDS)
-    branch = (markers.STABLE_API.encode(), _imports(settings.experimental_package))
+    warning, public, imports = markers.BACKEND_WARNING.encode(), markers.STABLE_API.encode(), _imports(
+        settings.experimental_package)
     found = {}
     package_dir = settings.package.replace(".", "/") + "/"
     for rel in project.files:
@@ -194,9 +195,9 @@ def _texts(project: Project) -> Dict[str, bytes]:
         except (OSError, ValueError):
             continue
         if not _is_core(project, rel):
-            wanted = words[2] in data
+            wanted = warning in data
         else:
-            wanted = any(w in data for w in words) or (branch[0] in data and branch[1].search(data) is not None)
+            wanted = any(w in data for w in words) or (public in data and imports.search(data) is not None)
         if wanted:
             found[rel] = data
     return found
