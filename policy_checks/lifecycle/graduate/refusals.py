@@ -163,13 +163,16 @@ def check_module_level_reach(target: FixTarget, project: Project, changes: Chang
 
 
 def module_level_refusal(found: List[reach.Reach], home: str, experimental_package: str, old: str) -> str:
-    """Why the graduation refuses, naming the first import and what to do first."""
+    """Why the graduation refuses, naming the first import and what to do first, then
+    every other such import, so that one pass settles them all."""
     first = found[0]
-    more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+    more = f" (and {len(found) - 1} more, below)" if len(found) > 1 else ""
     what = (f"once in {home}, {first.where()} would import {first.module} at module level{more}: stable code may "
             "not run experimental code when it is imported (EXP001). ")
     if module_under(first.module, old):
-        return what + f"A string names that old path, which the move does not rewrite: name {home} there first"
-    other = first.module[len(experimental_package) + 1:].partition(".")[0] or first.module
-    return what + (f"Graduate {other} first, or move the import into the function that uses it (then it is listed "
-                   "for a person)")
+        what += f"A string names that old path, which the move does not rewrite: name {home} there first"
+    else:
+        other = first.module[len(experimental_package) + 1:].partition(".")[0] or first.module
+        what += (f"Graduate {other} first, or move the import into the function that uses it (then it is listed "
+                 "for a person)")
+    return what + "".join(f"\n  also: {r.where()} would import {r.module}" for r in found[1:])

@@ -135,3 +135,15 @@ def test_a_feature_reached_only_from_outside_core_names_what_reaches_it(tree):
     assert "no core module reaches feat" in result.output
     assert "reached from outside core by package shim (shim/__init__.py)" in result.output, result.output
     assert f"@flashinfer_experimental_api(feature='feat')" in result.output
+
+
+def test_every_module_level_import_of_other_experimental_code_is_named(tree):
+    """The moved code would import other experimental code at module level in two
+    places: one refusal names both, so that one pass fixes them."""
+    tree.write({**ENTRY, "fxpkg/experimental/other/__init__.py": "",
+                "fxpkg/experimental/other/kernels.py": "",
+                "fxpkg/experimental/feat/vision.py": "from ..other import kernels\n",
+                "fxpkg/experimental/feat/audio.py": "import fxpkg.experimental.other.kernels\n"})
+    result = graduate_checked(tree, "feat", "--to", "fxpkg.fancy_ops")
+    assert result.exit_code == 1, result.output
+    assert "fxpkg/experimental/feat/audio.py:1" in result.output and "fxpkg/experimental/feat/vision.py:1" in result.output
