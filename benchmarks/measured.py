@@ -45,6 +45,8 @@ END = "<!-- measured:end -->"
 sys.path.insert(0, str(HERE))
 import bench_record  # noqa: E402
 
+from policy_checks.lifecycle.records import graduated_to  # noqa: E402
+
 
 class RecordError(Exception):
     """A stored record cannot give its rows: missing, unreadable, or lacking a field."""
@@ -349,16 +351,32 @@ def _gated_rmsnorm_figures(records: dict) -> str:
             f"  bandwidth (target 70%).")
 
 
-#: README (relative to the repository) -> its measured block, made from the records.
+#: feature -> its README's measured block, made from the records.
 FEATURE_FIGURES = {
-    "flashinfer/experimental/splitk_gemm/README.md": _splitk_figures,
-    "flashinfer/experimental/gated_rmsnorm/README.md": _gated_rmsnorm_figures,
+    "splitk_gemm": _splitk_figures,
+    "gated_rmsnorm": _gated_rmsnorm_figures,
 }
 
 
-def feature_blocks(records: dict) -> dict:
-    """README path -> (its current measured block, the block the records make)."""
-    return {rel: (readme_table((REPOSITORY / rel).read_text()), make(records)) for rel, make in FEATURE_FIGURES.items()}
+def feature_readme(feature: str, repository: Path = REPOSITORY) -> Path | None:
+    """The feature's README: in its experimental directory, or, once it graduated, in
+    the home its shim names; None once it was removed. So ``remove`` and ``graduate``
+    of a feature leave this script and its test working."""
+    directory = repository / "flashinfer" / "experimental" / feature
+    home = graduated_to(directory, "flashinfer.experimental") if directory.is_dir() else None
+    readme = (repository.joinpath(*home.split(".")) if home else directory) / "README.md"
+    return readme if readme.is_file() else None
+
+
+def feature_blocks(records: dict, repository: Path = REPOSITORY) -> dict:
+    """README path (relative to `repository`) -> (its current measured block, the block
+    the records make), for each feature still in the repository."""
+    blocks = {}
+    for feature, make in FEATURE_FIGURES.items():
+        readme = feature_readme(feature, repository)
+        if readme is not None:
+            blocks[readme.relative_to(repository).as_posix()] = (readme_table(readme.read_text()), make(records))
+    return blocks
 
 
 def readme_table(text: str) -> str:

@@ -237,12 +237,16 @@ def _changes(baseline, old: dict, new: dict, name: str) -> list:
 
 
 @click.command()
-@click.option("--format", "--output-format", "output_format", type=click.Choice(["text", "json"]), default="text",
-              show_default=True, help="json: a list of {id, name, summary, fixable, help_uri}.")
+@click.option("--format", "--output-format", "output_format", type=click.Choice(["text", "json", "rst"]),
+              default="text", show_default=True,
+              help="json: a list of {id, name, summary, fixable, help_uri}; rst: the rule table of the docs.")
 def rules(output_format):
     """List every rule: id, name and what it finds ([*]: `policy-check fix` rewrites it)."""
-    from .report.rule_help import rule_table  # not imported by `run`
+    from .report.rule_help import rst_table, rule_table  # not imported by `run`
 
+    if output_format == "rst":
+        click.echo(rst_table(), nl=False)
+        return
     table = rule_table()
     if output_format == "json":
         import json

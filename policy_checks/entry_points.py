@@ -14,6 +14,14 @@ Core may hand off to experimental code only in an entry point:
   and the class goes, or graduates, whole;
 - the module ``__getattr__`` of a package ``__init__.py`` (kind ``lazy``).
 
+What a caller of FlashInfer meets (the consumer's surface) is read here too: the
+experimental APIs of a module (`experimental_apis`: marked functions and methods, and
+the classes that are experimental as a whole, whose construction is a use) and the
+experimental backends of stable APIs (`experimental_backends`: checkers marked
+``@experimental_backend`` in a ``backend_requirement`` mapping and the backend
+branches that hand off to experimental code; `announced_in`: literal
+``warn_experimental_backend_once`` calls, wherever they are written).
+
 A nested function counts as inside its enclosing definition. Anything else that
 imports experimental code is a helper, which EXP007 reports; the lifecycle commands
 follow it to the entry points that call it (`policy_checks/lifecycle/helpers.py`).
@@ -22,9 +30,10 @@ follow it to the entry points that call it (`policy_checks/lifecycle/helpers.py`
 from __future__ import annotations
 
 import ast
-from typing import NamedTuple, Optional, Sequence
+from typing import Callable, Dict, Iterator, NamedTuple, Optional, Sequence, Tuple
 
 from . import markers
+from .facts import CallRef
 
 EXPERIMENTAL = "experimental"
 PUBLIC = "public"
@@ -61,18 +70,125 @@ def entry_point(project, facts, functions: Sequence[str]) -> Optional[EntryPoint
     return None
 
 
-def experimental_class(project, facts, qualname: str) -> Optional[str]:
-    """`qualname` when it names a class that is an experimental API, else None."""
+def experimental_class(project, facts, qualname: str, wanted: Sequence[str] = _ALL_MARKERS) -> Optional[str]:
+    """`qualname` when it names a class that is an experimental API, else None. A class
+    decorated with one of `wanted` counts; the surface asks for the experimental marker
+    alone, since a stable marker on a class makes it an entry point, not experimental."""
     cls = facts.definitions.get(qualname) if qualname else None
     if cls is None or cls.kind != "class":
         return None
-    if getattr(cls, "flagged", False) or _marked(project, facts, cls, _ALL_MARKERS):
+    if getattr(cls, "flagged", False) or _marked(project, facts, cls, wanted):
         return qualname
     prefix = qualname + "."
     for name, method in facts.definitions.items():
         if (name.startswith(prefix) and "." not in name[len(prefix):] and method.kind == "function"
                 and _marked(project, facts, method, (markers.EXPERIMENTAL_API,))):
             return qualname
+    return None
+
+
+def experimental_apis(project, facts) -> Iterator[str]:
+    """Qualnames of the experimental APIs defined in the module of `facts`: functions and
+    methods marked ``@flashinfer_experimental_api``, and classes that are experimental
+    as a whole (`experimental_class`), whose construction is a use of the API."""
+    for qualname, definition in facts.definitions.items():
+        if definition.kind == "class":
+            if experimental_class(project, facts, qualname, (markers.EXPERIMENTAL_API,)):
+                yield qualname
+        elif _marked(project, facts, definition, (markers.EXPERIMENTAL_API,)):
+            yield qualname
+
+
+def experimental_backends(project, facts, tree: Callable[[], Optional[ast.Module]]) -> Iterator[Tuple[str, str]]:
+    """``(api qualname, backend)`` of each experimental backend a stable API of the
+    module of `facts` declares: a checker marked ``@experimental_backend`` in its
+    ``backend_requirement`` mapping, or a backend branch handing off to experimental
+    code. `tree` gives the module's ``ast`` (None when it does not parse), asked only
+    when a function imports experimental code."""
+    for call in facts.backend_calls:
+        api = _decorated_by(facts, call.line)
+        if api is None:
+            continue
+        for key, where, ref in project.backend_entries(facts.module, call.checks):
+            if key is not None and _experimental_checker(project, where, ref):
+                yield api, key
+    yield from _branch_backends(project, facts, tree)
+
+
+def announced_in(facts, tree: ast.Module) -> Iterator[Tuple[str, str]]:
+    """``(api, backend)`` of each backend the module announces (`announced_backends`):
+    `api` is the qualname of the module's definition of that name, else the bare name
+    (the API is defined elsewhere)."""
+    names = {d.qualname.rpartition(".")[2]: d.qualname for d in facts.definitions.values()}
+    for api, backend in announced_backends(tree):
+        yield names.get(api, api), backend
+
+
+def _decorated_by(facts, line: int) -> Optional[str]:
+    """The qualname of the definition a ``backend_requirement`` call on `line` decorates:
+    the first definition at or below it carrying that marker."""
+    best = None
+    for definition in facts.definitions.values():
+        if definition.line >= line and any(markers.is_marker(d, markers.BACKEND_REQUIREMENT)
+                                            for d in definition.decorators):
+            if best is None or definition.line < best.line:
+                best = definition
+    return None if best is None else best.qualname
+
+
+def _experimental_checker(project, module: str, ref) -> bool:
+    """Is a mapping value marked ``@experimental_backend`` (inline, or on its definition)?"""
+    if isinstance(ref, CallRef):
+        return markers.is_marker(ref.func, markers.EXPERIMENTAL_BACKEND) or any(
+            _experimental_checker(project, module, arg) for arg in ref.args)
+    found = project.checker_of(module, ref)
+    return found is not None and project.decorated_with(found[0], found[1], markers.EXPERIMENTAL_BACKEND)
+
+
+def _branch_backends(project, facts, tree: Callable[[], Optional[ast.Module]]) -> Iterator[Tuple[str, str]]:
+    """``(api, backend)`` of each public API's backend branch that imports experimental code."""
+    parents: Optional[Dict[ast.AST, ast.AST]] = None
+    for imp in facts.imports:
+        if not imp.functions or not any(project.settings.is_experimental_module(t)
+                                        for t in project.import_targets(imp)):
+            continue
+        found = entry_point(project, facts, imp.functions)
+        if found is None or found.kind != PUBLIC:
+            continue
+        if parents is None:
+            module = tree()
+            parents = parent_map(module) if module is not None else {}
+        arm = branch_around(parents, imp.line)
+        if arm is not None:
+            yield found.qualname, branch_backend(arm.test)
+
+
+def announced_backends(tree: ast.Module) -> Iterator[Tuple[str, str]]:
+    """``(api, backend)`` of each ``warn_experimental_backend_once("api", "backend")``
+    with two literal strings: how hand-routed code announces an experimental backend."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and len(node.args) >= 2:
+            name = markers.dotted_name(node.func) or ""
+            if name.rpartition(".")[2] != markers.BACKEND_WARNING:
+                continue
+            api, backend = node.args[0], node.args[1]
+            if all(isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value for a in (api, backend)):
+                yield api.value, backend.value
+
+
+def parent_map(tree: ast.AST) -> Dict[ast.AST, ast.AST]:
+    """Each node of `tree` -> the node holding it."""
+    return {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+
+
+def branch_around(parents: Dict[ast.AST, ast.AST], line: int) -> Optional[ast.If]:
+    """The innermost backend branch (`branch_backend`) holding the import on `line`,
+    within its function; None when the import sits in no such branch."""
+    node = next((n for n in parents if isinstance(n, (ast.Import, ast.ImportFrom)) and n.lineno == line), None)
+    while node is not None and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        if isinstance(node, ast.If) and branch_backend(node.test) is not None:
+            return node
+        node = parents.get(node)
     return None
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Callable, Iterator, Mapping, NamedTuple, Optional, Union
 
-from . import gitfiles, markers
+from . import gitfiles, markers, sphinx_pages
 from .config import Settings, under
 from .facts import AliasBinding, DefBinding, Definition, DictBinding, DictValue, FileFacts, FromBinding, Import
 from .facts import syntax_only, unreadable
@@ -260,6 +260,7 @@ class Project:
         self._excluded = None
         self._excluded_modules: Optional[dict] = None  # module -> SourceFile (`excluded_modules`)
         self._excluded_texts: Optional[dict] = None  # module -> bytes (`excluded_texts`)
+        self._rest: Optional[list] = None  # `rest_of_repository`
         # (rel, bytes, scanner) -> the scanner's mask, remembered by content where the runner keeps a cache
         self.scan: Callable = lambda rel, data, scanner: scanner.scan(data)
         # the runner's trigger scan of each file read (`needs.Scanner`; rel -> mask), for `spells`
@@ -339,22 +340,23 @@ class Project:
         return self._excluded(rel) or (self.listing is not None and not self.listing.selects(rel))
 
     def docs_pages(self) -> list:
-        """``(rel, text)`` of the docs pages the settings name (EXP006)."""
+        """``(rel, text)`` of the stable API pages as Sphinx builds them: the settings'
+        globs and the pages below their directories a toctree reaches
+        (`sphinx_pages.api_pages`). EXP006 and graduate read them."""
         if self._docs is None:
             pages = {}
-            for pattern in self.settings.docs:
-                for path in sorted(self.root.glob(pattern)):
-                    rel = _rel(self.root, path)
-                    if rel in pages or self.excluded(rel) or not path.is_file():
-                        continue
-                    if not is_utf8(rel):
-                        self.read_problems.append((rel, NOT_UTF8))
-                        continue
-                    text = _read_text(path)
-                    if text is None:
-                        self.read_problems.append((rel, "cannot read"))
-                    else:
-                        pages[rel] = text
+            for rel in sphinx_pages.api_pages(self.root, self.settings.docs):
+                path = self.root / rel
+                if rel in pages or self.excluded(rel) or not path.is_file():
+                    continue
+                if not is_utf8(rel):
+                    self.read_problems.append((rel, NOT_UTF8))
+                    continue
+                text = _read_text(path)
+                if text is None:
+                    self.read_problems.append((rel, "cannot read"))
+                else:
+                    pages[rel] = text
             self._docs = sorted(pages.items())
         return self._docs
 
@@ -390,6 +392,18 @@ class Project:
                 found[_rel(self.root, path)] = text
             self._examples = found
         return self._examples
+
+    def rest_of_repository(self) -> list:
+        """`SourceFile` of each Python file outside the package, the test lanes and the
+        examples: scripts, benchmarks, other top-level packages, the root's own files. The
+        checker does not index them, but a lifecycle command can break them, so remove and
+        graduate read this one listing. As git selects, less the ``exclude`` setting;
+        links are not followed."""
+        if self._rest is None:
+            s = self.settings
+            indexed = (s.package.replace(".", "/"), s.stable_tests, s.examples)
+            self._rest = list(walk_python_files(self.root, "", (*s.exclude, *indexed), [], self.listing))
+        return self._rest
 
     def excluded_texts(self) -> dict:
         """module -> the bytes of each excluded module (`excluded_modules`) that can be

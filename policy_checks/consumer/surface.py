@@ -18,19 +18,19 @@ strict and bounded: a file that is not this shape is an error, never an empty su
 
 from __future__ import annotations
 
-import ast
+import functools
 import importlib.util
 import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, FrozenSet, Iterable, Optional, Set
+from typing import Dict, FrozenSet, Optional, Set, Tuple
 
-from .. import markers
+from .. import entry_points, markers
 from ..cache import read_bounded
 from ..config import ConfigError, load
-from ..facts import CallRef, DictRef, FileFacts, NameRef, extract
-from ..project import DefTarget, DictTarget, External, Project
+from ..facts import FileFacts, extract
+from ..project import DefTarget, External, Project
 
 KEY = "flashinfer-experimental-surface"  # the top-level key, holding the format's version
 VERSION = 1
@@ -148,19 +148,15 @@ def from_tree(root: Path) -> Surface:
         return extract(data, source.module, source.is_package)
 
     project = Project(root, settings, load_facts, files="work-tree")
-    texts = _texts(project)
-    defined = _experimental_definitions(project, texts)
-    backends = _experimental_backends(project, texts)
-    owners = {api.rpartition(".")[0] for api in defined if _is_method(project, api)}
-    paths = _reexport_paths(project, set(defined) | set(backends) | owners)
+    defined, backends = _declared(project, _texts(project))
+    owners = {api for api in defined if _is_class(project, api)}
+    paths = _reexport_paths(project, set(defined) | set(backends))
     apis = set()
     for api in defined:
         owner, _, method = api.rpartition(".")
         if owner in owners:  # a method: reached through every path of its class
             apis.update(f"{path}.{method}" for path in paths.get(owner, {owner}))
-            if method in _CONSTRUCTORS:  # constructing the class calls it
-                apis.update(paths.get(owner, {owner}))
-        else:
+        else:  # a function, or a class (constructing it is a use)
             apis.update(paths.get(api, {api}))
     table: Dict[str, Set[str]] = {}
     for api, names in backends.items():
@@ -170,122 +166,80 @@ def from_tree(root: Path) -> Surface:
                    markers.AUTO_BACKENDS_ENV, str(root))
 
 
-_CONSTRUCTORS = ("__init__", "__new__")
-
-
-def _is_method(project: Project, api: str) -> bool:
-    """Is the dotted path `api` a method (its owner a class of the project)?"""
-    owner = api.rpartition(".")[0]
-    target = project.resolve_absolute(owner)
+def _is_class(project: Project, api: str) -> bool:
+    """Is the dotted path `api` a class of the project?"""
+    target = project.resolve_absolute(api)
     return isinstance(target, DefTarget) and target.definition.kind == "class"
 
 
+# what a core module must spell to declare part of the surface (a byte search spares the parse)
+_WORDS = (markers.EXPERIMENTAL_API, markers.BACKEND_REQUIREMENT, markers.BACKEND_WARNING, markers.EXPERIMENTAL_FLAG)
+
+
 def _texts(project: Project) -> Dict[str, bytes]:
-    """The bytes of every module that spells a marker the surface is made of (the rest is
-    never parsed: a byte search is far cheaper than a parse)."""
-    words = (markers.EXPERIMENTAL_API.encode(), markers.BACKEND_REQUIREMENT.encode(), markers.BACKEND_WARNING.encode())
+    """The bytes of each module of the package that may declare part of the surface: a
+    core module spelling a marker, or a public API's marker beside an import of the
+    experimental package (a backend branch); an experimental one announcing a backend
+    (``warn_experimental_backend_once``)."""
+    settings = project.settings
+    words = tuple(w.encode() for w in _WORDS)
+    warning, public, imports = markers.BACKEND_WARNING.encode(), markers.STABLE_API.encode(), _imports(
+        settings.experimental_package)
     found = {}
-    package_dir = project.settings.package.replace(".", "/") + "/"
+    package_dir = settings.package.replace(".", "/") + "/"
     for rel in project.files:
         if not rel.startswith(package_dir):
             continue  # the package's tests define toy APIs
-        if project.settings.is_experimental_path(rel) and not rel.endswith("__init__.py"):
-            continue  # the APIs live in core; checkers are reached through the mappings
         try:
             data = read_bounded(project.root / rel, MAX_SOURCE_BYTES)
         except (OSError, ValueError):
             continue
-        if any(word in data for word in words):
+        if not _is_core(project, rel):
+            wanted = warning in data
+        else:
+            wanted = any(w in data for w in words) or (public in data and imports.search(data) is not None)
+        if wanted:
             found[rel] = data
     return found
 
 
-def _experimental_definitions(project: Project, texts: Dict[str, bytes]) -> Set[str]:
-    found = set()
-    word = markers.EXPERIMENTAL_API.encode()
+def _imports(package: str) -> "re.Pattern[bytes]":
+    """An import of `package` as spelt: its last name after ``from``/``import`` and dots,
+    or followed by a dot and a name (``flashinfer.experimental.x`` in an import call)."""
+    last = re.escape(package.rpartition(".")[2].encode())
+    return re.compile(rb"(?:\bfrom|\bimport)\s+[\w.]*\b" + last + rb"\b|\b" + last + rb"\.[A-Za-z_]")
+
+
+def _is_core(project: Project, rel: str) -> bool:
+    """Where the APIs live: core, and the experimental package's ``__init__`` files."""
+    return not project.settings.is_experimental_path(rel) or rel.endswith("__init__.py")
+
+
+def _declared(project: Project, texts: Dict[str, bytes]) -> Tuple[Set[str], Dict[str, Set[str]]]:
+    """The experimental APIs (dotted paths) and backends (API path, or the bare name of
+    an API a backend is announced for elsewhere -> names), read by the entry-point
+    model (`policy_checks.entry_points`). Experimental code counts only for the
+    backends it announces."""
+    apis: Set[str] = set()
+    backends: Dict[str, Set[str]] = {}
+    warning = markers.BACKEND_WARNING.encode()
     for rel, data in texts.items():
-        if word not in data:
+        read = functools.lru_cache(maxsize=1)(lambda data=data: markers.parse(data))
+        announced = warning in data and read() is not None
+        if not _is_core(project, rel):  # the API is core's: named bare, as the call spells it
+            for api, backend in entry_points.announced_backends(read()) if announced else ():
+                backends.setdefault(api, set()).add(backend)
             continue
         facts = project.facts(rel)
-        for definition in facts.definitions.values():
-            if project.decorated_with(facts.module, definition, markers.EXPERIMENTAL_API):
-                found.add(f"{facts.module}.{definition.qualname}")
-    return found
-
-
-def _experimental_backends(project: Project, texts: Dict[str, bytes]) -> Dict[str, Set[str]]:
-    """API path (or bare name, for a hand-routed backend) -> its experimental backends."""
-    found: Dict[str, Set[str]] = {}
-    for rel, data in texts.items():
-        if markers.BACKEND_REQUIREMENT.encode() in data:
-            facts = project.facts(rel)
-            for call in facts.backend_calls:
-                api = _decorated_by(facts, call.line)
-                if api is None:
-                    continue
-                for key, where, ref in _mapping(project, facts.module, call.checks, set()):
-                    if key is not None and _is_experimental_checker(project, where, ref):
-                        found.setdefault(f"{facts.module}.{api}", set()).add(key)
-        if markers.BACKEND_WARNING.encode() in data:
-            module = project.facts(rel).module
-            names = {d.qualname.rpartition(".")[2]: d.qualname for d in project.facts(rel).definitions.values()}
-            for api, backend in _literal_warnings(data):
-                path = f"{module}.{names[api]}" if api in names else api
-                found.setdefault(path, set()).add(backend)
-    return found
-
-
-def _decorated_by(facts: FileFacts, line: int) -> Optional[str]:
-    """The qualname of the definition a decorator on `line` applies to: the first
-    ``def`` at or below it that carries a ``backend_requirement`` decorator."""
-    best = None
-    for definition in facts.definitions.values():
-        if definition.line >= line and any(markers.is_marker(d, markers.BACKEND_REQUIREMENT)
-                                            for d in definition.decorators):
-            if best is None or definition.line < best.line:
-                best = definition
-    return None if best is None else best.qualname
-
-
-def _mapping(project: Project, module: str, ref, seen: set) -> Iterable[tuple]:
-    """``(backend name, module the value is written in, value ref)`` of a checks mapping."""
-    if isinstance(ref, DictRef):
-        for entry in ref.entries:
-            if entry.key is None:
-                yield from _mapping(project, module, entry.value, seen)
-            else:
-                yield entry.key, module, entry.value
-    elif isinstance(ref, NameRef) and (module, ref.dotted) not in seen:
-        seen.add((module, ref.dotted))
-        target = project.resolve(module, ref.dotted)
-        if isinstance(target, DictTarget):
-            yield from _mapping(project, target.module, DictRef("dict", target.value.entries), seen)
-
-
-def _is_experimental_checker(project: Project, module: str, ref) -> bool:
-    if isinstance(ref, CallRef):  # experimental_backend(check), inline
-        return markers.is_marker(ref.func, markers.EXPERIMENTAL_BACKEND) or any(
-            _is_experimental_checker(project, module, arg) for arg in ref.args)
-    if isinstance(ref, NameRef):
-        target = project.resolve(module, ref.dotted)
-        if isinstance(target, DefTarget):
-            return project.decorated_with(target.module, target.definition, markers.EXPERIMENTAL_BACKEND)
-    return False
-
-
-def _literal_warnings(data: bytes) -> Iterable[tuple]:
-    """``(api, backend)`` of each ``warn_experimental_backend_once("api", "backend")``."""
-    tree = markers.parse(data)
-    if tree is None:
-        return
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and len(node.args) >= 2:
-            name = markers.dotted_name(node.func) or ""
-            if name.rpartition(".")[2] != markers.BACKEND_WARNING:
-                continue
-            api, backend = node.args[0], node.args[1]
-            if all(isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value for a in (api, backend)):
-                yield api.value, backend.value
+        if facts.syntax_error is not None:
+            continue
+        apis.update(f"{facts.module}.{q}" for q in entry_points.experimental_apis(project, facts))
+        found = list(entry_points.experimental_backends(project, facts, read))
+        found += entry_points.announced_in(facts, read()) if announced else []
+        for api, backend in found:
+            path = f"{facts.module}.{api}" if api in facts.definitions else api
+            backends.setdefault(path, set()).add(backend)
+    return apis, backends
 
 
 def _reexport_paths(project: Project, defined: Set[str]) -> Dict[str, Set[str]]:

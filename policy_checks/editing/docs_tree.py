@@ -8,17 +8,13 @@ feature that now read wrong. Both find the docs through the ``docs`` setting.
 
 from __future__ import annotations
 
-import posixpath
 import re
 from typing import Iterable, Iterator, List, Set, Tuple
 
+from ..sphinx_pages import PAGE_SUFFIXES, entry_path, toctree_entries
 from .target import FixTarget
 
-PAGE_SUFFIXES = (".rst", ".md")
 TEXT_SUFFIXES = (".rst", ".md", ".txt")
-_RST_TOCTREE = re.compile(r"^([ \t]*)\.\.[ \t]+toctree::")
-_MYST_TOCTREE = re.compile(r"^[ \t]*(`{3,}|:{3,})\{toctree\}")
-_TITLED_ENTRY = re.compile(r"^(.*?)\s*<([^<>]+)>$")
 
 
 def docs_dirs(target: FixTarget) -> List[str]:
@@ -82,42 +78,7 @@ def source_dir(target: FixTarget, rel: str, top: str) -> str:
 
 def toctree_lines(lines: List[bytes], rel: str, source_dir: str, gone_pages: Set[str]) -> Set[int]:
     """Indexes of the toctree entry lines of a page that name a deleted page."""
-    dropped = set()
-    for index, entry in toctree_entries(lines):
-        titled = _TITLED_ENTRY.match(entry)
-        name = titled.group(2).strip() if titled else entry
-        base = source_dir if name.startswith("/") else rel.rpartition("/")[0]
-        path = posixpath.normpath(posixpath.join(base, name.lstrip("/")))
-        if path.endswith(PAGE_SUFFIXES):
-            path = path.rpartition(".")[0]
-        if path in gone_pages:
-            dropped.add(index)
-    return dropped
-
-
-def toctree_entries(lines: List[bytes]):
-    """``(index, entry)`` of each entry line of the page's toctrees: an indented
-    ``.. toctree::`` block (reST) or a ``{toctree}`` fence (MyST); options and
-    comments are not entries."""
-    index = 0
-    while index < len(lines):
-        text = lines[index].decode("utf-8", "replace").rstrip("\r\n")
-        rst, myst = _RST_TOCTREE.match(text), _MYST_TOCTREE.match(text)
-        index += 1
-        if not (rst or myst):
-            continue
-        while index < len(lines):
-            line = lines[index].decode("utf-8", "replace").rstrip("\r\n")
-            entry = line.strip()
-            if rst and entry and len(line) - len(line.lstrip(" \t")) <= len(rst.group(1)):
-                break
-            if myst and entry.startswith(myst.group(1)[0] * len(myst.group(1))) and entry.strip(myst.group(1)[0]) == "":
-                index += 1
-                break
-            if entry and not entry.startswith((":", "..", "#", "---")):
-                yield index, entry
-            index += 1
-
+    return {index for index, entry in toctree_entries(lines) if entry_path(entry, rel, source_dir) in gone_pages}
 
 
 def word_pattern(words: Iterable[str]) -> "re.Pattern":

@@ -8,8 +8,10 @@ report format can use it without loading the runner or the fixer (libcst)."""
 
 from __future__ import annotations
 
+import re
+
 from ..install_forms import REPOSITORY, release_tag
-from ..rules.registry import ALL_IDS
+from ..rules.registry import ALL_IDS, ELSEWHERE, META_RULES, RULES
 
 # No site publishes docs/: the links the reports give point at the page in the repository,
 # at the running version's release tag (docs/releasing.rst), so that a rule's text is the
@@ -82,6 +84,28 @@ def markdown(rule) -> str:
             lines += [f"`{path}`:", "", fence + language, *content.splitlines(), fence, ""]
     lines += ["", f"[{rule.id} in the policy-check documentation]({help_uri(rule.id)})"]
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def rst_table() -> str:
+    """The rule table of docs/policy_check.rst, made from the registry (``policy-check
+    rules --format rst``): each id an anchor, its name and what it finds (its summary;
+    the command that reports it, for the ids ``run`` never checks)."""
+    rows = [(f"_`{i}`", r.name, r.summary) for i, r in [*RULES.items(), *META_RULES.items()]]
+    rows += [(f"_`{i}`", r.name, f"{r.summary} (``policy-check {command}``)")
+             for command, ids in ELSEWHERE.items() for i, r in ids.items()]
+    rows = [(i, n, _rst_text(f)) for i, n, f in rows]
+    widths = [max(len(row[c]) for row in [*rows, ("id", "name", "finds")]) for c in range(3)]
+    rule = "  ".join("=" * w for w in widths)
+    lines = [rule, "  ".join(h.ljust(w) for h, w in zip(("id", "name", "finds"), widths)).rstrip(), rule]
+    lines += ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    return "\n".join([*lines, rule]) + "\n"
+
+
+def _rst_text(text: str) -> str:
+    """`text` as reST shows it: the characters markup would take escaped (``__init__``
+    is no link), double-backquoted literals kept."""
+    parts = re.split(r"(``[^`]+``)", text)
+    return "".join(p if p.startswith("``") else re.sub(r"([\\*_`|])", r"\\\1", p) for p in parts)
 
 
 def rule_table() -> list:

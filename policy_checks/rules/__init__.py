@@ -1,4 +1,5 @@
-"""The rules, one module each (``exp000`` ... ``exp009``); `registry` lists them.
+"""The rules, one module each (``exp000``, ``exp001``, ...), which `registry` finds by
+scanning this package for `base.Rule` subclasses.
 
 `base` holds what every rule is made of (`Rule`, `Finding`, `Example`) and the
 helpers several rules share; `meta` declares the suppressions' SUP001/SUP002, which

@@ -33,6 +33,8 @@ class ParseError(Rule):
     id = "EXP000"
     name = "parse-error"
     summary = "a file could not be read or parsed; the others are still checked"
+    # the message of a file that does not parse ({message}: the parser's)
+    CANNOT_PARSE = "cannot parse: {message}"
     # It reports what the rules read: the files every registered rule's declaration
     # makes primary, selected or not (`needs.Prefilter`), and what they read beyond
     # those, so it runs after them.
@@ -69,4 +71,5 @@ class ParseError(Rule):
                 line, column, message = facts.syntax_error
                 # the error's kind ("SyntaxError"), not its wording: that may name a line
                 kind = message.partition(":")[0]
-                yield self.finding(rel, line, column, f"cannot parse: {message}", subject=f"cannot parse: {kind}")
+                yield self.finding(rel, line, column, self.CANNOT_PARSE.format(message=message),
+                                   subject=self.CANNOT_PARSE.format(message=kind))

@@ -55,6 +55,13 @@ class CoreImportsExperimental(Rule):
     id = "EXP001"
     name = "core-imports-experimental"
     summary = "a core module imports flashinfer.experimental... at module level"
+    # the messages, one per shape of finding
+    IMPORT = ("core module imports {target} at module level; defer the import into a sanctioned entry point "
+              f"(only @{EXPERIMENTAL_BACKEND} checkers may be imported from a support module)")
+    EXCLUDED_IMPORT = ("core module imports {first} at module level, which the settings exclude from the checks but "
+                       "which imports {last}: {chain}; defer the import")
+    CALL = ("core module calls {func} ({function}) at module level, which imports {target}: that is a module-level "
+            "import; call it from a function instead")
     # A core module that imports experimental code names the experimental package
     # in the import (static forms), or calls an import function or loader (dynamic
     # forms: `needs.IMPORT_CALLS`). One that does so through a call of a function that
@@ -212,23 +219,19 @@ class CoreImportsExperimental(Rule):
                 if targets and not checker_import(project, imp):
                     yield self.finding(
                         rel, imp.line, imp.column,
-                        f"core module imports {targets[-1]} at module level; defer the import "
-                        f"into a sanctioned entry point (only @{EXPERIMENTAL_BACKEND} checkers "
-                        "may be imported from a support module)",
+                        self.IMPORT.format(target=targets[-1]),
                         subject=targets[-1],
                     )
                 for chain in excluded_imports(project, imp) if not targets else ():
                     yield self.finding(
                         rel, imp.line, imp.column,
-                        f"core module imports {chain[0][0]} at module level, which the settings exclude from "
-                        f"the checks but which imports {chain[-1][0]}: {describe_chain(chain)}; defer the import",
+                        self.EXCLUDED_IMPORT.format(first=chain[0][0], last=chain[-1][0], chain=describe_chain(chain)),
                         subject=f"{chain[-1][0]} via {chain[0][0]}",
                     )
             for call, chain, target in calls_importing(project, facts):
                 function = describe_calls(chain)
                 yield self.finding(
                     rel, call.line, call.column,
-                    f"core module calls {call.func} ({function}) at module level, which imports {target}: "
-                    "that is a module-level import; call it from a function instead",
+                    self.CALL.format(func=call.func, function=function, target=target),
                     subject=f"{target} via {function}",
                 )

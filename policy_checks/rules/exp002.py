@@ -22,6 +22,12 @@ class InitImportsExperimental(Rule):
     id = "EXP002"
     name = "init-imports-experimental"
     summary = "flashinfer/__init__.py imports flashinfer.experimental at module level"
+    # the messages, one per shape of finding ({init}: the package's __init__.py)
+    EXCLUDED_IMPORT = ("{init} imports {first} at module level, which the settings exclude from the checks but which "
+                       "imports {last}: {chain}")
+    IMPORT = "{init} imports from {module} at module level; export it lazily from __getattr__"
+    CALL = ("{init} calls {func} ({function}) at module level, which imports {target}: that is a module-level "
+            "import; export it lazily from __getattr__")
     reads = (PACKAGE_INIT,)
     follow_ups = (import_time.follow_calls,)  # callers of functions reaching experimental code
     triggers = (ALWAYS,)  # one file, read by other rules through re-exports anyway
@@ -70,22 +76,21 @@ class InitImportsExperimental(Rule):
                 for chain in chains:
                     yield self.finding(
                         rel, imp.line, imp.column,
-                        f"{project.settings.package}/__init__.py imports {chain[0][0]} at module level, which the "
-                        f"settings exclude from the checks but which imports {chain[-1][0]}: {describe_chain(chain)}",
+                        self.EXCLUDED_IMPORT.format(init=f"{project.settings.package}/__init__.py", first=chain[0][0],
+                                                    last=chain[-1][0], chain=describe_chain(chain)),
                         subject=f"{chain[-1][0]} via {chain[0][0]}",
                     )
                 if targets:
                     yield self.finding(
                         rel, imp.line, imp.column,
-                        f"{project.settings.package}/__init__.py imports from "
-                        f"{imp.module} at module level; export it lazily from __getattr__",
+                        self.IMPORT.format(init=f"{project.settings.package}/__init__.py", module=imp.module),
                         subject=targets[-1],
                     )
             for call, chain, target in calls_importing(project, facts):
                 function = describe_calls(chain)
                 yield self.finding(
                     rel, call.line, call.column,
-                    f"{project.settings.package}/__init__.py calls {call.func} ({function}) at module level, "
-                    f"which imports {target}: that is a module-level import; export it lazily from __getattr__",
+                    self.CALL.format(init=f"{project.settings.package}/__init__.py", func=call.func, function=function,
+                                     target=target),
                     subject=f"{target} via {function}",
                 )

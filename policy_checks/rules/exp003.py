@@ -27,6 +27,9 @@ class HeavySupportModule(Rule):
     id = "EXP003"
     name = "heavy-support-module"
     summary = "a support module imports more than stdlib, torch and light core modules"
+    MESSAGE = ("support module {module} (imported by core at {importer}) imports {target} at module level; a "
+               "support module may import only the standard library, torch, typing_extensions, the experimental "
+               "package and core modules outside the JIT")
     # Support modules are found from core modules' static imports of experimental
     # checkers, which name the experimental package; the support modules themselves
     # are reached through those imports, their facts loaded on demand.
@@ -129,10 +132,7 @@ class HeavySupportModule(Rule):
                     if not allowed:
                         yield self.finding(
                             rel, imp.line, imp.column,
-                            f"support module {module} (imported by core at {importer}) imports "
-                            f"{target} at module level; a support module may import only the "
-                            "standard library, torch, typing_extensions, the experimental package "
-                            "and core modules outside the JIT",
+                            self.MESSAGE.format(module=module, importer=importer, target=target),
                             subject=target,
                         )
                         break

@@ -28,6 +28,8 @@ class UnmarkedExperimentalChecker(Rule):
     id = "EXP004"
     name = "unmarked-experimental-checker"
     summary = "an experimental backend checker lacks @experimental_backend"
+    MESSAGE = ("checker {checker} is defined under the experimental package and used{label} by "
+               f"{markers.BACKEND_REQUIREMENT} at {{where}} but lacks @{EXPERIMENTAL_BACKEND}")
     # Checkers are found from backend_requirement calls: a module making one spells
     # the name, or an alias the runner follows across modules after its first pass.
     reads = (CORE_MODULE, EXPERIMENTAL_MODULE)
@@ -136,8 +138,6 @@ class UnmarkedExperimentalChecker(Rule):
                     label = f" for backend {key!r}" if key else ""
                     yield self.finding(  # at the statement's first line: its first decorator's
                         def_rel, definition.first_line or definition.line, definition.column,
-                        f"checker {definition.qualname} is defined under the experimental package "
-                        f"and used{label} by {markers.BACKEND_REQUIREMENT} at {rel}:{call.line} but lacks "
-                        f"@{EXPERIMENTAL_BACKEND}",
+                        self.MESSAGE.format(checker=definition.qualname, label=label, where=f"{rel}:{call.line}"),
                         subject=definition.qualname,
                     )

@@ -22,6 +22,9 @@ class AotRegistersExperimental(Rule):
     id = "EXP005"
     name = "aot-registers-experimental"
     summary = "the AOT module imports or registers experimental JIT specs"
+    # the messages: an import of experimental code, a use of an experimental spec factory
+    IMPORT = "AOT module imports {target}; experimental kernels are JIT-only"
+    USE = "AOT module uses {name}, defined in {module}; experimental kernels are JIT-only"
     # The AOT modules are few and read whole; what they import is loaded on demand
     # (computed up front in the pool: `prefetch`).
     reads = (AOT_MODULE,)
@@ -78,7 +81,7 @@ class AotRegistersExperimental(Rule):
                 if targets:
                     yield self.finding(
                         rel, imp.line, imp.column,
-                        f"AOT module imports {targets[-1]}; experimental kernels are JIT-only",
+                        self.IMPORT.format(target=targets[-1]),
                         subject=targets[-1],
                     )
                     continue
@@ -87,8 +90,7 @@ class AotRegistersExperimental(Rule):
                     if isinstance(target, DefTarget) and project.settings.is_experimental_module(target.module):
                         yield self.finding(
                             rel, imp.line, imp.column,
-                            f"AOT module uses {name}, defined in {target.module}; experimental "
-                            "kernels are JIT-only",
+                            self.USE.format(name=name, module=target.module),
                             subject=f"{target.module}.{target.definition.qualname}",
                         )
                         break

@@ -96,6 +96,9 @@ class ExperimentalApiInDocs(Rule):
     id = "EXP006"
     name = "experimental-api-in-docs"
     summary = "a docs/api page lists an experimental API"
+    # the messages: an experimental API listed, members that include one ({through}: an include chain)
+    LISTED = "stable API page lists {name}{through}: {reason}"
+    MEMBERS = "stable API page lists the members of {name}{through}, which include {hidden}; exclude them"
     # The pages are read whole; the names they list are followed into modules,
     # whose facts are loaded on demand.
     reads = (DOCS_PAGE,)
@@ -233,7 +236,8 @@ class ExperimentalApiInDocs(Rule):
         target = self._target(project, name, current)
         reason = self._experimental(project, target)
         if reason:
-            yield self.finding(rel, item.line, item.column, f"stable API page lists {name}{through}: {reason}",
+            yield self.finding(rel, item.line, item.column,
+                               self.LISTED.format(name=name, through=through, reason=reason),
                                subject=entry)
         elif isinstance(target, (ModuleTarget, DefTarget)) and (
             "members" in options or (item.directive == "autosummary" and "toctree" in options)
@@ -246,8 +250,8 @@ class ExperimentalApiInDocs(Rule):
             if hidden:
                 yield self.finding(
                     rel, item.line, item.column,
-                    f"stable API page lists the members of {name}{through}, which include "
-                    + "; ".join(f"{member} ({why})" for member, why in hidden) + "; exclude them",
+                    self.MEMBERS.format(name=name, through=through,
+                                        hidden="; ".join(f"{member} ({why})" for member, why in hidden)),
                     subject=entry,
                 )
 

@@ -44,6 +44,8 @@ class DeferredImportOutsideEntryPoint(Rule):
     id = "EXP007"
     name = "deferred-import-outside-entry-point"
     summary = "a core function that is not an entry point imports experimental code"
+    MESSAGE = ("{function} imports {target} but is not an entry point "
+               f"(@{EXPERIMENTAL_API}, @{PUBLIC_API} / @{BACKEND_REQUIREMENT}, or a package's module __getattr__)")
     # As for EXP001: a deferred import of experimental code names the experimental
     # package (static forms) or calls an import function (dynamic forms).
     reads = (CORE_MODULE,)
@@ -108,8 +110,6 @@ class DeferredImportOutsideEntryPoint(Rule):
                 if targets and not sanctioned(project, facts, imp.functions):
                     yield self.finding(
                         rel, imp.line, imp.column,
-                        f"{imp.functions[-1]} imports {targets[-1]} but is not an entry point "
-                        f"(@{EXPERIMENTAL_API}, @{PUBLIC_API} / @{BACKEND_REQUIREMENT}, "
-                        "or a package's module __getattr__)",
+                        self.MESSAGE.format(function=imp.functions[-1], target=targets[-1]),
                         subject=targets[-1],
                     )

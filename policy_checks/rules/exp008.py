@@ -210,6 +210,18 @@ class StableLaneNotIsolated(Rule):
     id = "EXP008"
     name = "stable-lane-not-isolated"
     summary = "the stable test lane is not isolated from tests/experimental"
+    # the messages, one per way the stable lane can reach experimental tests ({lane}: their directory)
+    NO_CONFIG = ("no pytest configuration: add `norecursedirs = {lane}` to keep the experimental lane out of the "
+                 "stable one")
+    NOT_EXCLUDED = "pytest's norecursedirs does not exclude {lane} by path; add the entry `{lane}`{why}"
+    LANE_CONFIG = (" ({name} is the configuration `pytest {stable}/` reads: pytest looks in the lane's directory "
+                   "before the root)")
+    IMPORT = "stable test imports {module}; experimental tests belong under {lane}/"
+    ADDOPTS = "addopts: {problem}; the stable lane may collect {lane}"
+    LINK = ("link {rel} -> {target} lets `pytest {stable}/` collect {lane} (norecursedirs matches the link's path, "
+            "not its target)")
+    CONFTEST = "{problem}: the stable lane may collect {lane}"
+    WORKFLOW = "a workflow's pytest {problem}; the stable lane may collect {lane}"
     # A stable test imports below the experimental package with an absolute name
     # (tests are not in the package), which names it, or through an import function.
     reads = (STABLE_TEST, PYTEST_CONFIG, WORKFLOWS, CONFTESTS)
@@ -366,8 +378,7 @@ class StableLaneNotIsolated(Rule):
         if config is None:
             yield self.finding(
                 "pytest.ini", 1, 1,
-                f"no pytest configuration: add `norecursedirs = {s.experimental_tests}` to keep the "
-                "experimental lane out of the stable one",
+                self.NO_CONFIG.format(lane=s.experimental_tests),
                 subject="pytest configuration",
             )
         else:
@@ -375,10 +386,8 @@ class StableLaneNotIsolated(Rule):
             if not any(anchored(e, s.experimental_tests) for e in entries or ()):
                 yield self.finding(
                     name, line, 1,
-                    f"pytest's norecursedirs does not exclude {s.experimental_tests} by path; "
-                    f"add the entry `{s.experimental_tests}`"
-                    + (f" ({name} is the configuration `pytest {s.stable_tests}/` reads: pytest looks in the "
-                       "lane's directory before the root)" if "/" in name else ""),
+                    self.NOT_EXCLUDED.format(lane=s.experimental_tests, why=self.LANE_CONFIG.format(
+                        name=name, stable=s.stable_tests) if "/" in name else ""),
                     subject="norecursedirs",
                 )
             yield from self._addopts(project, name)
@@ -397,8 +406,7 @@ class StableLaneNotIsolated(Rule):
                 if below:
                     yield self.finding(
                         rel, imp.line, imp.column,
-                        f"stable test imports {below[-1]}; experimental tests belong under "
-                        f"{s.experimental_tests}/",
+                        self.IMPORT.format(module=below[-1], lane=s.experimental_tests),
                         subject=below[-1],
                     )
 
@@ -412,16 +420,16 @@ class StableLaneNotIsolated(Rule):
         line, arguments = found
         for problem in pytest_commands.problems(arguments, project.settings.experimental_tests, rel,
                                                 self._anchored(project)):
-            yield self.finding(rel, line, 1, f"addopts: {problem.message}; the stable lane may collect "
-                                             f"{project.settings.experimental_tests}", subject=f"addopts {problem.key}")
+            yield self.finding(rel, line, 1, self.ADDOPTS.format(problem=problem.message,
+                                                                 lane=project.settings.experimental_tests),
+                               subject=f"addopts {problem.key}")
 
     def _links(self, project):
         s = project.settings
         for rel, target in lane_links.links_to_experimental(project):
             yield self.finding(
                 rel, 1, 1,
-                f"link {rel} -> {target} lets `pytest {s.stable_tests}/` collect {s.experimental_tests} "
-                "(norecursedirs matches the link's path, not its target)",
+                self.LINK.format(rel=rel, target=target, stable=s.stable_tests, lane=s.experimental_tests),
                 subject=f"link {rel}",
             )
 
@@ -432,11 +440,12 @@ class StableLaneNotIsolated(Rule):
             text = project.read_text(rel)
             for found in readmissions(text or ""):
                 yield self.finding(rel, found.line, found.column,
-                                   f"{found.message}: the stable lane may collect {project.settings.experimental_tests}",
+                                   self.CONFTEST.format(problem=found.message,
+                                                        lane=project.settings.experimental_tests),
                                    subject=found.key)
 
     def _workflows(self, project, config_file):
         s = project.settings
         for rel, line, problem in workflows.pytest_problems(project, config_file, self._anchored(project)):
-            yield self.finding(rel, line, 1, f"a workflow's pytest {problem.message}; the stable lane may collect "
-                                             f"{s.experimental_tests}", subject=f"workflow pytest {problem.key}")
+            yield self.finding(rel, line, 1, self.WORKFLOW.format(problem=problem.message, lane=s.experimental_tests),
+                               subject=f"workflow pytest {problem.key}")

@@ -76,6 +76,10 @@ class FeatureRecordIncomplete(Rule):
     id = "EXP009"
     name = "feature-record-incomplete"
     summary = "an experimental feature lacks FEATURE.toml, README.md, tests or an example"
+    # the messages: a shim holding other code, a lack outside the record (a lack in it says itself)
+    SHIM = ("{rel} binds {marker} but the shim holds other code ({problem}): it is still an experimental feature; "
+            "leave only the re-exports `policy-check graduate` writes")
+    LACK = "experimental feature {feature}: {lack}"
     reads = (FEATURE_TOML, FEATURE_README, EXPERIMENTAL_TEST, EXAMPLE)
     triggers = ()  # it reads directories and texts, no Python file's facts
     fingerprint_by_path = True  # a feature's record, even when reported at its __init__.py
@@ -175,14 +179,12 @@ class FeatureRecordIncomplete(Rule):
             if feature.shim_problem is not None:
                 yield self.finding(
                     f"{feature.rel}/__init__.py", 1, 1,
-                    f"{feature.rel} binds {features.SHIM_MARKER} but the shim holds other code "
-                    f"({feature.shim_problem}): it is still an experimental feature; leave only the re-exports "
-                    "`policy-check graduate` writes",
+                    self.SHIM.format(rel=feature.rel, marker=features.SHIM_MARKER, problem=feature.shim_problem),
                     subject=f"{feature.name}: a shim holding other code")
             for lack in feature.lacks:
                 subject = f"{feature.name}: {lack.item}"
                 if lack.in_record:
                     yield self.finding(f"{feature.rel}/{RECORD}", lack.line, 1, lack.message, subject=subject)
                 else:
-                    yield self.finding(feature.anchor, 1, 1, f"experimental feature {feature.name}: {lack.message}",
+                    yield self.finding(feature.anchor, 1, 1, self.LACK.format(feature=feature.name, lack=lack.message),
                                        subject=subject)

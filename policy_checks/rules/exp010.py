@@ -58,6 +58,14 @@ class UnresolvedImportTimeLoad(Rule):
     id = "EXP010"
     name = "unresolved-import-time-load"
     summary = "code run at import loads something the checker cannot resolve"
+    # the messages: a support module's call at import, a load at import reached through calls or not
+    SUPPORT_CALL = ("support module calls {func} at import: core imports this module for its checkers, so whatever "
+                    "its body runs, stable code runs; keep the body to checkers, constants and light imports")
+    LOAD_VIA = ("{who} calls {calls} at import, and there ({where}) {what}, which the checker cannot resolve: "
+                + _FIX)
+    LOAD = "{who} runs, at import, {what}, which the checker cannot resolve: " + _FIX
+    EXCLUDED = ("core module imports {name}, which the settings exclude from the checks but which runs {what} at "
+                "import (line {line}): " + _FIX)
     # A file that makes such a load at import calls a loader (`needs.IMPORT_CALLS`, which
     # its bytes spell), or its import-time code uses a name of the load vocabulary, which
     # the symbol table of the syntax check says (`import_time.follow_loads`); one that only
@@ -136,9 +144,7 @@ class UnresolvedImportTimeLoad(Rule):
                 if runs_at_import(project, call.scope) and call.line not in checkers:
                     yield self.finding(
                         rel, call.line, call.column,
-                        f"support module calls {call.func} at import: core imports this module for its checkers, "
-                        "so whatever its body runs, stable code runs; keep the body to checkers, constants and "
-                        "light imports",
+                        self.SUPPORT_CALL.format(func=call.func),
                         subject=f"call of {call.func}",
                     )
 
@@ -146,10 +152,9 @@ class UnresolvedImportTimeLoad(Rule):
         for line, column, chain, load in analysis.loads_at_import(facts):
             if chain:
                 where = f"line {load.line} of {chain[-1]}" if load.line else chain[-1]
-                message = (f"{who} calls {describe_calls(chain)} at import, and there ({where}) "
-                           f"{load.what}, which the checker cannot resolve: {_FIX}")
+                message = self.LOAD_VIA.format(who=who, calls=describe_calls(chain), where=where, what=load.what)
             else:
-                message = f"{who} runs, at import, {load.what}, which the checker cannot resolve: {_FIX}"
+                message = self.LOAD.format(who=who, what=load.what)
             yield self.finding(rel, line, column, message,
                                subject=load.what + (f" via {chain[0]}" if chain else ""))
 
@@ -160,8 +165,7 @@ class UnresolvedImportTimeLoad(Rule):
             for name, load in analysis.excluded_loads(imp):
                 yield self.finding(
                     rel, imp.line, imp.column,
-                    f"core module imports {name}, which the settings exclude from the checks but which "
-                    f"runs {load.what} at import (line {load.line}): {_FIX}",
+                    self.EXCLUDED.format(name=name, what=load.what, line=load.line),
                     subject=f"{load.what} via {name}",
                 )
 

@@ -1,48 +1,53 @@
 """The rule table: every rule by id, with its metadata, and rule selection.
 
-Adding a rule means writing its module (a `Rule` subclass that declares what it
-reads, beside its examples) and listing it here; nothing else changes. The CLI's
-``rules`` and ``explain``, the report formats and the runner all read rule
-metadata here, without importing each other.
+A rule is one file: a module of this package defining a `Rule` subclass with its id,
+what it reads, its message and its examples. The table is found by scanning the
+package's modules for such subclasses (as Fixit finds its rules), so adding a rule
+changes nothing else: ``rules``, ``explain``, the docs table (``rules --format rst``),
+the report formats, the runner and the example tests all read it here.
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+import re
+from pathlib import Path
 from typing import Optional
 
 from ..config import ConfigError, SECTION, Settings
-from .exp000 import ParseError
-from .exp001 import CoreImportsExperimental
-from .exp002 import InitImportsExperimental
-from .exp003 import HeavySupportModule
-from .exp004 import UnmarkedExperimentalChecker
-from .exp005 import AotRegistersExperimental
-from .exp006 import ExperimentalApiInDocs
-from .exp007 import DeferredImportOutsideEntryPoint
-from .exp008 import StableLaneNotIsolated
-from .exp009 import FeatureRecordIncomplete
-from .exp010 import UnresolvedImportTimeLoad
 from .audit import AUDIT_RULES
+from .base import Rule
 from .consumer import CONSUMER_RULES
 from .meta import META_RULES
 
+RULE_ID = re.compile(r"^[A-Z]{3}\d{3}$")
+
+
+class RuleTableError(RuntimeError):
+    """Two rules share an id, or a rule's id is malformed: the table cannot be built."""
+
+
+def discover(package: str = __package__, directory: Path = Path(__file__).parent) -> dict:
+    """id -> an instance of each `Rule` subclass defined in a module of `package`, in id
+    order. Modules whose name starts with ``_`` and this one are not read."""
+    found: dict = {}
+    for info in sorted(pkgutil.iter_modules([str(directory)]), key=lambda i: i.name):
+        if info.name.startswith("_") or info.name == __name__.rpartition(".")[2]:
+            continue
+        module = importlib.import_module(f"{package}.{info.name}")
+        for value in vars(module).values():
+            if not (isinstance(value, type) and issubclass(value, Rule) and value is not Rule
+                    and value.__module__ == module.__name__ and value.id):
+                continue
+            if not RULE_ID.match(value.id) or value.id in found:
+                raise RuleTableError(f"{module.__name__}.{value.__name__}: rule id {value.id!r} is malformed or taken")
+            found[value.id] = value()
+    return dict(sorted(found.items()))
+
+
 # the containment rules, in id order: id -> rule instance
-RULES = {
-    rule.id: rule
-    for rule in (
-        ParseError(),
-        CoreImportsExperimental(),
-        InitImportsExperimental(),
-        HeavySupportModule(),
-        UnmarkedExperimentalChecker(),
-        AotRegistersExperimental(),
-        ExperimentalApiInDocs(),
-        DeferredImportOutsideEntryPoint(),
-        StableLaneNotIsolated(),
-        FeatureRecordIncomplete(),
-        UnresolvedImportTimeLoad(),
-    )
-}
+RULES = discover()
 # the ids other commands report: ``policy-check audit`` (AUDnnn) and ``policy-check
 # consumer`` (CONnnn), command -> its ids. ``rules``, ``explain``, SARIF and suppression
 # comments know them; a static run never checks them (`selected_ids`).

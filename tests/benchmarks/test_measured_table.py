@@ -137,11 +137,14 @@ def test_feature_readmes_figures_are_the_records():
     """Each feature README's measured block is what measured.py makes of the stored records
     (split-K once claimed 3.7-4.6x where its record says 2.09-2.25x)."""
     blocks = measured.feature_blocks(measured.load_records())
-    assert set(blocks) == {str(p.relative_to(ROOT)) for p in (ROOT / "flashinfer/experimental").glob("*/README.md")
-                           if FIGURE.search(p.read_text()) or measured.BEGIN in p.read_text()}
+    readmes = {feature: measured.feature_readme(feature) for feature in measured.FEATURE_FIGURES}
+    assert set(blocks) == {str(path.relative_to(ROOT)) for path in readmes.values() if path is not None}
+    assert {str(p.relative_to(ROOT)) for p in (ROOT / "flashinfer/experimental").glob("*/README.md")
+            if FIGURE.search(p.read_text()) or measured.BEGIN in p.read_text()} <= set(blocks)
     for rel, (current, made) in blocks.items():
         assert current == made, f"{rel}'s figures drifted from benchmarks/results/: run benchmarks/measured.py --table-only"
-    assert "2.25x / 2.19x / 2.09x" in blocks["flashinfer/experimental/splitk_gemm/README.md"][0]
+    if readmes["splitk_gemm"] is not None:  # still in the repository (not removed)
+        assert "2.25x / 2.19x / 2.09x" in blocks[str(readmes["splitk_gemm"].relative_to(ROOT))][0]
 
 
 def test_feature_readmes_state_no_figure_outside_the_measured_block():
@@ -163,3 +166,23 @@ def test_a_slow_benchmark_runs_only_when_asked(results, tmp_path, monkeypatch, c
     assert ran == [] and "lifecycle_release: slow, not run without --slow" in capsys.readouterr().out
     assert measured.main(["--only", "lifecycle_release", "--slow"]) == 0
     assert ran == ["lifecycle_release"]
+
+
+def test_feature_readmes_are_found_where_remove_and_graduate_leave_them(tmp_path):
+    """After ``graduate gated_rmsnorm --to flashinfer.gated_norm`` its README lies in the
+    new home, which the shim names; after ``remove splitk_gemm`` there is none to fill."""
+    from policy_checks.lifecycle.graduate.move import shim
+
+    feature = "gated_rmsnorm"  # named once: a graduation of it lists each string spelling its old path
+    readme = f"# {feature}\n\n{measured.BEGIN}\n- stale\n{measured.END}\n"
+    (tmp_path / "flashinfer/gated_norm").mkdir(parents=True)
+    (tmp_path / "flashinfer/gated_norm/README.md").write_text(readme)
+    old = tmp_path / "flashinfer" / "experimental" / feature
+    old.mkdir(parents=True)
+    (old / "__init__.py").write_bytes(shim(feature, f"flashinfer.experimental.{feature}",
+                                           "flashinfer.gated_norm", True, "flashinfer.gated_norm"))
+    assert measured.feature_readme(feature, tmp_path) == tmp_path / "flashinfer/gated_norm/README.md"
+    assert measured.feature_readme("splitk_gemm", tmp_path) is None
+    blocks = measured.feature_blocks(measured.load_records(), tmp_path)
+    assert list(blocks) == ["flashinfer/gated_norm/README.md"]
+    assert blocks["flashinfer/gated_norm/README.md"][0] == "- stale"

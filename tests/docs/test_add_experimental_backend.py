@@ -15,10 +15,13 @@ from pathlib import Path
 
 import pytest
 
+from policy_checks.lifecycle.records import graduated_to
+
 from ..round_trips.conftest import repo_copy  # noqa: F401  (a fixture: the scratch copy)
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "add_experimental_backend.rst"
+CONTEXT_FEATURE = re.compile(r"^ .*\bexperimental\.(\w+)", re.M)  # a diff's context line naming a feature
 BLOCK = re.compile(r"^\.\. code-block:: (\w+)\n((?:   :\w+: .*\n)*)\n((?:   .*\n|\n)+)", re.M)
 
 
@@ -34,6 +37,23 @@ def blocks():
     return found
 
 
+def features_built_on(diff: str) -> set:
+    """The features the page's diff keeps as context (the page adds its backend beside
+    ``splitk``): the diff applies only while each is still there, as it was."""
+    return set(CONTEXT_FEATURE.findall(diff))
+
+
+def absent(root: Path, features) -> set:
+    """Those of `features` that are no longer experimental features at `root`:
+    removed, or graduated (a shim is left)."""
+    gone = set()
+    for feature in features:
+        directory = root / "flashinfer" / "experimental" / feature
+        if not directory.is_dir() or graduated_to(directory, "flashinfer.experimental"):
+            gone.add(feature)
+    return gone
+
+
 def test_the_page_is_in_the_docs_and_every_step_has_a_block():
     made = [caption for _, caption, _ in blocks() if caption]
     assert "flashinfer/experimental/chunked_gemm/support.py" in made
@@ -42,10 +62,23 @@ def test_the_page_is_in_the_docs_and_every_step_has_a_block():
     assert [language for language, _, _ in blocks()].count("console") == 1
 
 
+def test_the_walkthrough_follows_the_features_it_builds_on(tmp_path):
+    """After ``remove splitk_gemm`` (or its graduation) the page's diff cannot apply: the
+    walk-through says so and skips, rather than failing a repository that did right."""
+    diff = next(text for language, _, text in blocks() if language == "diff")
+    assert features_built_on(diff) == {"splitk_gemm"}
+    (tmp_path / "flashinfer/experimental/gated_rmsnorm").mkdir(parents=True)
+    assert absent(tmp_path, {"splitk_gemm", "gated_rmsnorm"}) == {"splitk_gemm"}
+
+
 @pytest.mark.timeout(600)
 @pytest.mark.skipif(shutil.which("git") is None, reason="git applies the page's diff")
 def test_following_the_page_gives_a_clean_checker_and_a_passing_lane(repo_copy):  # noqa: F811
     root = repo_copy.root
+    diff = next(text for language, _, text in blocks() if language == "diff")
+    gone = absent(ROOT, features_built_on(diff))
+    if gone:
+        pytest.skip(f"the page's diff builds on {', '.join(sorted(gone))}, no longer an experimental feature here")
     commands = []
     for language, caption, text in blocks():
         if caption:

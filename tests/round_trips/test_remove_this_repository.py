@@ -47,14 +47,15 @@ def _snapshot(root: Path) -> dict:
 def _remove_past_the_benchmarks(repo_copy, feature: str) -> str:
     """The benchmarks of this repository measure both features, so ``remove`` first
     refuses, naming them, and writes nothing; a maintainer who drops those benchmarks
-    (here: deletes the files the refusal names) can then remove the feature. Uses of
-    the feature's modules and paths are refused before the plan of core is made, uses
-    of its backend names after it, so a second refusal may name more benchmarks."""
+    (here: deletes the files the refusal names) can then remove the feature. The one
+    refusal names every use: of the feature's modules and paths, found before the plan
+    of core, and of its backend names, found after it."""
     for round_ in range(3):
         before = _snapshot(repo_copy.root)
         done = repo_copy.policy_check("remove", feature, check=False)
         if done.returncode == 0:
             assert round_ > 0, "remove went through while the benchmarks still measure the feature"
+            assert round_ == 1, f"remove {feature} refused {round_} times: a refusal left out a use it could see"
             return done.stdout
         assert done.returncode == 1 and "refused, nothing written" in done.stderr, done.stdout + done.stderr
         assert _snapshot(repo_copy.root) == before

@@ -1,13 +1,11 @@
 """Imports of the old path outside the feature, its tests and the core that reaches it:
-other experimental features, tests, examples and the repository's other top-level
-packages. Each import is pointed at the new home (the shim would serve it for one
+other experimental features, tests, examples and the rest of the repository. Each import is pointed at the new home (the shim would serve it for one
 release, with a warning), or listed for a person when a rewrite cannot do it; a string
 that spells the old path is listed too."""
 
 from __future__ import annotations
 
 import ast
-import os
 import re
 from typing import Iterator, List
 
@@ -16,7 +14,7 @@ from ...config import module_under, under
 from ...editing.cst_tools import apply_edits
 from ...editing.target import Refused
 from ...facts import docstring_ids, extract
-from ...project import Project, module_name, walk_python_files
+from ...project import Project, module_name
 from .plan import Graduation
 from .rewrite import parse_file, retarget
 from .text_retarget import retargeted_text
@@ -87,23 +85,8 @@ def _other_code(graduation: Graduation, project: Project) -> List[str]:
     found += [rel for rel in project.links() if rel.endswith(".py") and not s.is_core(module_name(rel)[0])
               and not under(rel, feature_dir) and not under(rel, feature_tests)]
     found += project.example_texts()
-    found += other_packages(graduation, project)
+    found += [source.rel for source in project.rest_of_repository()]  # the listing remove reads too
     return sorted(set(found))
-
-
-def other_packages(graduation: Graduation, project: Project) -> Iterator[str]:
-    """Python files of the repository's other top-level packages and of its root (the
-    checker reads the package, the tests and the examples only)."""
-    s, root = graduation.target.settings, graduation.target.root
-    known = {s.package.split(".")[0], s.stable_tests.split("/")[0], s.examples.split("/")[0]}
-    for entry in sorted(os.scandir(root), key=lambda e: e.name):
-        if entry.name in known or entry.name.startswith("."):
-            continue
-        if entry.is_dir(follow_symlinks=False) and os.path.isfile(os.path.join(entry.path, "__init__.py")):
-            yield from (source.rel for source in walk_python_files(root, entry.name, s.exclude, [], project.listing))
-        elif entry.name.endswith(".py") and entry.is_file(follow_symlinks=False) and (
-                project.listing is None or project.listing.has_file(entry.name)):
-            yield entry.name
 
 
 def _read(root, rel: str):
@@ -125,7 +108,7 @@ def strings_naming_the_old_path(graduation: Graduation, project: Project) -> Non
     new_bytes = {**{fix.path: fix.after for fix in graduation.rewrites}, **graduation.creations}
     feature_dir = f"{target.settings.experimental_dir}/{graduation.feature}"
     shims = {fix.path for fix in graduation.rewrites if under(fix.path, feature_dir)}
-    paths = {*project.files, *project.example_texts(), *other_packages(graduation, project), *new_bytes} - shims
+    paths = {*project.files, *project.example_texts(), *(source.rel for source in project.rest_of_repository()), *new_bytes} - shims
     for rel in sorted(paths):
         if not rel.endswith(".py"):
             continue

@@ -18,6 +18,7 @@ from ...facts import Import, extract
 from ...project import Project
 from .. import records as feature_records
 from . import reach
+from ..remove.naming import feature_spelling
 from .elsewhere import names_the_feature
 from .exports import exported_names, free_name
 from .stable_lane import stable_tests_dir
@@ -43,7 +44,9 @@ def check_feature(target: FixTarget, changes: ChangeSet, feature: str) -> Path:
         raise Refused(f"{s.experimental_dir}/{feature} binds {markers.SHIM_MARKER} but is no pure re-export shim "
                       f"({why}); finish or undo the earlier graduation by hand")
     if not (feature_dir / "__init__.py").is_file():
-        raise Refused(f"{s.experimental_dir}/{feature} has no __init__.py; only a package can graduate")
+        init = f"{s.experimental_dir}/{feature}/__init__.py"
+        raise Refused(f"{s.experimental_dir}/{feature} has no __init__.py; only a package can graduate: "
+                      f"add {init} (it may be empty), then run graduate again")
     return feature_dir
 
 
@@ -97,8 +100,34 @@ def reaching_core(target: FixTarget, project: Project, feature: str) -> Dict[str
             found[rel] = hits
     if not found:
         raise Refused(f"no core module reaches {feature}: nothing imports it or marks it "
-                      f"@{markers.EXPERIMENTAL_API}(feature={feature!r})")
+                      f"@{markers.EXPERIMENTAL_API}(feature={feature!r}){_reached_elsewhere(target, project, feature)}")
     return found
+
+
+def _reached_elsewhere(target: FixTarget, project: Project, feature: str) -> str:
+    """What to do next for a feature no core module reaches: the files of the rest of the
+    repository that load it (by import, module name or path), by their top-level
+    package, folder or script; or, when none does, that it can be removed."""
+    spelling = feature_spelling((target.settings.experimental_dir.rpartition("/")[2], feature))
+    users: Dict[str, List[str]] = {}
+    for source in project.rest_of_repository():
+        try:
+            data = (target.root / source.rel).read_bytes()
+        except OSError:
+            continue
+        if spelling.found_in(data):
+            top, slash, _ = source.rel.partition("/")
+            kind = ("package" if (target.root / top / "__init__.py").is_file() else "folder") if slash else "script"
+            users.setdefault(f"{kind} {top}", []).append(source.rel)
+    mark = f"@{markers.EXPERIMENTAL_API}(feature={feature!r})"
+    if not users:
+        return (f". Nothing else loads it either: remove it (policy-check remove {feature}), or mark the core "
+                f"function that should serve it {mark}")
+    named = "; ".join(f"{who} ({', '.join(rels[:3])}{', ...' if len(rels) > 3 else ''})"
+                      for who, rels in sorted(users.items()))
+    return (f"; it is reached from outside core by {named}. Graduate moves what core hands off to: mark the core "
+            f"function that serves it {mark} (or import the feature there), or move it by hand and point those "
+            "files at the new home")
 
 
 def _marks_feature(data: bytes, feature: str) -> bool:
@@ -134,13 +163,16 @@ def check_module_level_reach(target: FixTarget, project: Project, changes: Chang
 
 
 def module_level_refusal(found: List[reach.Reach], home: str, experimental_package: str, old: str) -> str:
-    """Why the graduation refuses, naming the first import and what to do first."""
+    """Why the graduation refuses, naming the first import and what to do first, then
+    every other such import, so that one pass settles them all."""
     first = found[0]
-    more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+    more = f" (and {len(found) - 1} more, below)" if len(found) > 1 else ""
     what = (f"once in {home}, {first.where()} would import {first.module} at module level{more}: stable code may "
             "not run experimental code when it is imported (EXP001). ")
     if module_under(first.module, old):
-        return what + f"A string names that old path, which the move does not rewrite: name {home} there first"
-    other = first.module[len(experimental_package) + 1:].partition(".")[0] or first.module
-    return what + (f"Graduate {other} first, or move the import into the function that uses it (then it is listed "
-                   "for a person)")
+        what += f"A string names that old path, which the move does not rewrite: name {home} there first"
+    else:
+        other = first.module[len(experimental_package) + 1:].partition(".")[0] or first.module
+        what += (f"Graduate {other} first, or move the import into the function that uses it (then it is listed "
+                 "for a person)")
+    return what + "".join(f"\n  also: {r.where()} would import {r.module}" for r in found[1:])

@@ -13,9 +13,10 @@ removed backend, the entries of a package ``__init__``'s lazy-export table and o
 nothing a user could call goes. In the docs: the feature's own pages and the toctree
 lines naming them; other prose that mentions the feature is listed for a person.
 
-The plan is computed in full before anything is written, and what refuses without
-an edit refuses first (`plan`). Anything it cannot remove cleanly refuses the whole
-removal with its reason: nothing is half done. That covers the whole repository, not
+The plan is computed in full before anything is written, and what core holds that no
+edit removes refuses first (`plan`). Anything it cannot remove cleanly refuses the
+whole removal with its reason: nothing is half done. Kept files' uses of what goes
+are gathered before and after the plan of core and refused in one answer. That covers the whole repository, not
 only the checked package: a kept file anywhere (other top-level packages, scripts,
 tests, examples) that imports the feature, uses a removed name or backend, or loads
 the feature by its module name or a path into its directory. Where the feature's

@@ -6,9 +6,10 @@ a retired backend, and a test's strings naming what goes, are left for a person.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Dict, List, Optional, Set
+from typing import Dict, List, Optional, Set, Tuple
 
 from ... import parsed
 from ... import markers
@@ -58,12 +59,14 @@ class Lost:
         return any(b in data and any(api in data for api in apis) for b, apis in self._served)
 
 
-def check_kept_files(project, texts: Texts, kept: List[KeptFile], lost: Lost, after_of=None, skip=()) -> List[str]:
-    """Refuse when a kept Python file would still import, use or load what goes, or
-    name a removed backend where a backend is meant; return its other mentions of a
-    retired backend, or a test's of what goes, for a person ("file:line: text").
-    `after_of`: the bytes of the files the plan rewrites; `skip`: files not read (their
-    imports of the feature are the plan's to remove)."""
+def scan_kept_files(project, texts: Texts, kept: List[KeptFile], lost: Lost, after_of=None,
+                    skip=()) -> Tuple[List[str], List[str]]:
+    """``(problems, notes)``: each use by a kept Python file of what goes (an import, a
+    use, a load, a removed backend named where a backend is meant), which refuses the
+    removal, and its other mentions of a retired backend, or a test's of what goes,
+    for a person; both as "file:line: text". `after_of`: the bytes of the files the
+    plan rewrites; `skip`: files not read (their imports of the feature are the plan's
+    to remove)."""
     after_of = after_of or {}
     problems: List[str] = []
     notes: List[str] = []
@@ -79,9 +82,19 @@ def check_kept_files(project, texts: Texts, kept: List[KeptFile], lost: Lost, af
         problems += scan.problems
         lines = data.decode("utf-8", "replace").splitlines()
         notes += [f"{rel}:{n}: {lines[n - 1].strip()}" for n in sorted(scan.mentions) if n <= len(lines)]
-    if problems:
-        raise Refused("kept files would use what the removal deletes:\n" + "\n".join(f"  {p}" for p in problems))
-    return notes
+    return problems, notes
+
+
+def kept_refusal(problems: List[str]) -> Refused:
+    """The refusal naming every use of what goes, once each, by file and line."""
+    unique = sorted(set(problems), key=_file_and_line)
+    return Refused("kept files would use what the removal deletes:\n" + "\n".join(f"  {p}" for p in unique))
+
+
+def _file_and_line(problem: str) -> tuple:
+    rel, _, rest = problem.partition(":")
+    line = rest.partition(":")[0]
+    return (rel, int(line) if line.isdigit() else 0, problem)
 
 
 def _parse(data: bytes) -> Optional[ast.Module]:
@@ -349,3 +362,62 @@ def _literals(node: ast.AST) -> List[ast.Constant]:
     if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
         return [s for element in node.elts for s in _literals(element)]
     return []
+
+
+# what no step edits --------------------------------------------------------------------
+
+
+def left_in_losing_apis(core, after_of: Dict[str, bytes]) -> List[str]:
+    """Lines of an API that lost a backend which still name it in a string: a backend
+    list no edit can shorten (``list(backends) not in (["a"], ["cake"])``), an error
+    message, its docstring. No step can rewrite prose or change what a test accepts,
+    so each line is listed for a person ("file:line: text")."""
+    notes: List[str] = []
+    for rel, mod in sorted(core.modules.items()):
+        losing = _lost_by_api(mod.file.module_name, core.backends)
+        data = after_of.get(rel)
+        tree = _parse(data) if losing and data is not None else None
+        if tree is None:
+            continue
+        lines = data.decode("utf-8", "replace").splitlines()
+        for node, qualname in _definitions(tree.body, ""):
+            if qualname in losing:
+                marked = _string_lines(node, _word(losing[qualname]), lines)
+                notes += [f"{rel}:{n}: {lines[n - 1].strip()}" for n in sorted(marked)]
+    return notes
+
+
+def _lost_by_api(module: str, backends) -> Dict[str, Set[str]]:
+    """Qualname in `module` -> the removed backends that API loses."""
+    prefix = module + "."
+    losing: Dict[str, Set[str]] = {}
+    for name, apis in backends.items():
+        for api in apis:
+            if api.startswith(prefix):
+                losing.setdefault(api[len(prefix):], set()).add(name)
+    return losing
+
+
+def _definitions(body, prefix: str):
+    """``(node, qualname)`` of the functions and classes of `body`, methods included."""
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            qualname = prefix + node.name
+            yield node, qualname
+            if isinstance(node, ast.ClassDef):
+                yield from _definitions(node.body, qualname + ".")
+
+
+def _word(names) -> "re.Pattern[str]":
+    """A backend name standing whole (``cake``, not ``cake_mm`` nor ``cute-cake``)."""
+    return re.compile(r"(?<![\w-])(?:" + "|".join(re.escape(n) for n in sorted(names)) + r")(?![\w-])")
+
+
+def _string_lines(node: ast.AST, word, lines: List[str]) -> Set[int]:
+    """The lines of the strings inside `node` that spell `word`."""
+    found: Set[int] = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Constant) and isinstance(sub.value, str) and word.search(sub.value):
+            found |= {n for n in range(sub.lineno, (sub.end_lineno or sub.lineno) + 1)
+                      if n <= len(lines) and word.search(lines[n - 1])}
+    return found

@@ -1,12 +1,14 @@
 """The plan of a removal, step by step, each step a module of this package: what goes
 whole (the directory, its tests, its examples), what in core reaches the feature, the
 repository's other uses of it, then the edits and what they leave. Every refusal
-comes before anything is written; the ones that need no edit come before any edit
-is planned."""
+comes before anything is written. What core holds that no edit removes refuses before
+any edit is planned; the kept files' uses are gathered before the plan and after it,
+and refused in one answer, so a person fixes them all in one pass."""
 
 from __future__ import annotations
 
 import os
+from typing import NamedTuple
 
 from ... import parsed
 from ...editing.changes import ChangeSet
@@ -18,7 +20,7 @@ from .debris import clear_debris
 from .emptied import Edited, apply_core_edits, refuse_imported_emptied
 from .entry_points import remove_backend_mentions
 from .exports import Exports, plan_exports
-from .kept import Lost, check_kept_files, retired_backends
+from .kept import Lost, kept_refusal, left_in_losing_apis, retired_backends, scan_kept_files
 from .model import CoreEdits, Feature, Removal
 from .naming import GoneFiles, feature_spelling
 from .reach import find_reach, plan_entry_points
@@ -38,23 +40,47 @@ def plan_removal(target: FixTarget, name: str) -> Removal:
     hits, reached = find_reach(project, texts, removal, feature, feature_spelling(feature.path_segments))
     kept = kept_python_files(project, removal)
     early = _feature_lost(project, removal, feature)
-    removal.notes += check_kept_files(project, texts, kept, early, skip={hit.rel for hit in hits})
-
-    core = _plan_core(target, project, removal, hits, reached)
-    exports = plan_exports(target, project, texts, removal, core)
-    edited = apply_core_edits(target, project, removal, core)
-    clear_debris(target, project, texts, removal, edited.after_of, kept)
-
-    lost = _lost(project, texts, removal, feature, core, exports, edited)
-    kept = [file for file in kept if not removal.gone(file.rel)]
-    removal.notes += [n for n in check_kept_files(project, texts, kept, lost, edited.after_of) if n not in removal.notes]
-    refuse_imported_emptied(project, texts, removal, edited)
+    blocking, notes = scan_kept_files(project, texts, kept, early, skip={hit.rel for hit in hits})
+    removal.notes += notes
+    try:
+        planned = _plan_edits(target, project, texts, removal, feature, hits, reached, kept)
+    except Refused as why:  # the uses found before are named too: one answer, not one per attempt
+        if blocking:
+            raise Refused(f"{kept_refusal(blocking)}\nand: {why}") from None
+        raise
+    if blocking or planned.blocking:
+        raise kept_refusal(blocking + planned.blocking)
+    refuse_imported_emptied(project, texts, removal, planned.edited)
+    core, exports, lost = planned.core, planned.exports, planned.lost
+    removal.notes += [n for n in left_in_losing_apis(core, planned.edited.after_of) if n not in removal.notes]
     plan_docs(target, project, removal, [feature.name, *lost.retired, *exports.public])
     prune_baseline(project, removal, feature, core.names_by_module)
     removal.closing_note = closing_note(removal, feature, target.root / feature.directory)
     removal.closing_how = how_to_post(target.root / feature.directory)
     removal.changes.add_planned(removal.rewrites, deletions=removal.deletions)
     return removal
+
+
+class _Planned(NamedTuple):
+    core: CoreEdits
+    exports: Exports
+    edited: Edited
+    lost: Lost
+    blocking: list  # the kept files' uses of what the edits take away
+
+
+def _plan_edits(target: FixTarget, project, texts: Texts, removal: Removal, feature: Feature, hits, reached,
+                kept) -> _Planned:
+    """Core's edits and what they take away, with every kept file's use of it."""
+    core = _plan_core(target, project, removal, hits, reached)
+    exports = plan_exports(target, project, texts, removal, core)
+    edited = apply_core_edits(target, project, removal, core)
+    clear_debris(target, project, texts, removal, edited.after_of, kept)
+    lost = _lost(project, texts, removal, feature, core, exports, edited)
+    kept = [file for file in kept if not removal.gone(file.rel)]
+    problems, notes = scan_kept_files(project, texts, kept, lost, edited.after_of)
+    removal.notes += [n for n in notes if n not in removal.notes]
+    return _Planned(core, exports, edited, lost, problems)
 
 
 def _feature(target: FixTarget, name: str) -> Feature:

@@ -6,14 +6,14 @@ their modules (`entry_points`)."""
 from __future__ import annotations
 
 import ast
-from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
+from typing import Iterator, List, NamedTuple, Optional, Tuple
 
 from ...config import module_under
 from ...facts import FUNCTION, MODULE, TYPE_CHECKING, FileFacts
 from ...editing.cst_tools import Unfixable, import_at
 from ...editing.target import FixTarget, Refused
 from ... import entry_points
-from ...entry_points import arm_goes_alone, branch_backend, entry_point
+from ...entry_points import arm_goes_alone, branch_around, entry_point, parent_map
 from ..helpers import CallGraph, Reached, follow
 from .entry_points import EXPERIMENTAL_API, branch_with_else, not_an_entry_point, remove_checker_import
 from .entry_points import drop_imported_names, remove_function_import, remove_named_definition
@@ -150,20 +150,14 @@ def _in_a_branch(tree: Optional[ast.Module], where: str, imp, source: bytes = b"
     `cst_tools.backend_branch`, read here with ``ast``, which costs a fraction of libcst
     on a 10,000-line module)? One whose ``else:`` would have to take its place refuses
     (`entry_points.arm_goes_alone`)."""
-    parents = _parents(tree) if tree is not None else {}
-    node = next((n for n in parents if isinstance(n, (ast.Import, ast.ImportFrom)) and n.lineno == imp.line), None)
-    while node is not None and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-        if isinstance(node, ast.If) and branch_backend(node.test) is not None:
-            if not arm_goes_alone(node, parents.get(node)):
-                text = ast.get_source_segment(source.decode("utf-8", "replace"), node.test) if source else None
-                raise branch_with_else(where, " ".join((text or ast.unparse(node.test)).split()))
-            return True
-        node = parents.get(node)
-    return False
-
-
-def _parents(tree: ast.Module) -> Dict[ast.AST, ast.AST]:
-    return {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    parents = parent_map(tree) if tree is not None else {}
+    arm = branch_around(parents, imp.line)
+    if arm is None:
+        return False
+    if not arm_goes_alone(arm, parents.get(arm)):
+        text = ast.get_source_segment(source.decode("utf-8", "replace"), arm.test) if source else None
+        raise branch_with_else(where, " ".join((text or ast.unparse(arm.test)).split()))
+    return True
 
 
 def _outer(imp) -> str:

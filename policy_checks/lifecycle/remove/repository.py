@@ -1,6 +1,6 @@
 """Every Python file of the repository a removal keeps: the checker's own files (core,
-tests, other features), the examples, and the rest (other top-level packages, scripts,
-benchmarks), which the checker does not index but a removal can break as well."""
+tests, other features), the examples, and the rest of the repository
+(`Project.rest_of_repository`: other top-level packages, scripts, benchmarks)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import fnmatch
 from typing import List, NamedTuple
 
 from ...config import under
-from ...project import module_name, walk_python_files
+from ...project import module_name
 from .model import Removal
 
 _TEST_NAMES = ("test_*.py", "*_test.py", "conftest.py")  # what pytest collects, wherever it lies
@@ -27,8 +27,7 @@ def kept_python_files(project, removal: Removal) -> List[KeptFile]:
     settings = project.settings
     found = [KeptFile(rel, s.module, s.is_package, _is_test(settings, rel)) for rel, s in sorted(project.files.items())]
     found += [KeptFile(rel, module_name(rel)[0], False, _is_test(settings, rel)) for rel in sorted(project.example_texts())]
-    indexed = (settings.package.replace(".", "/"), settings.stable_tests, settings.examples)
-    for source in walk_python_files(project.root, "", (*settings.exclude, *indexed), [], project.listing):
+    for source in project.rest_of_repository():
         found.append(KeptFile(source.rel, source.module, source.is_package, _is_test(settings, source.rel)))
     return [kept for kept in found if not removal.gone(kept.rel)]
 

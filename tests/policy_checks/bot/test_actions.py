@@ -23,6 +23,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from ...tools import tool, tool_env
+
 ROOT = Path(__file__).resolve().parents[3]
 ACTIONS = ROOT / ".github" / "actions"
 GATE, BOT = ACTIONS / "policy-check", ACTIONS / "policy-check-bot"
@@ -253,7 +255,7 @@ def test_the_docs_show_each_action_pinned_with_its_permissions():
     assert bot_job["permissions"] == reference["permissions"] and bot_job["if"] == reference["if"]
 
 
-@pytest.mark.skipif(shutil.which("actionlint") is None, reason="actionlint is not installed")
+@pytest.mark.skipif(tool("actionlint") is None, reason="actionlint is not installed")
 def test_actionlint_accepts_the_docs_examples(tmp_path):
     shutil.copytree(ACTIONS, tmp_path / ".github" / "actions")
     workflows = tmp_path / ".github" / "workflows"
@@ -261,11 +263,12 @@ def test_actionlint_accepts_the_docs_examples(tmp_path):
     for name, workflow in examples().items():
         (workflows / f"{name}.yml").write_text(PLACEHOLDER.sub(r"./.github/actions/\1", workflow))
     subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
-    done = subprocess.run(["actionlint", "-no-color"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    done = subprocess.run([tool("actionlint"), "-no-color"], cwd=tmp_path, capture_output=True, text=True,
+                          env=tool_env(), timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-@pytest.mark.skipif(shutil.which("zizmor") is None, reason="zizmor is not installed")
+@pytest.mark.skipif(tool("zizmor") is None, reason="zizmor is not installed")
 def test_zizmor_accepts_the_docs_examples_as_published(tmp_path):
     workflows = tmp_path / ".github" / "workflows"
     workflows.mkdir(parents=True)
@@ -274,6 +277,6 @@ def test_zizmor_accepts_the_docs_examples_as_published(tmp_path):
         pinned = PLACEHOLDER.sub(r"flashinfer-ai/flashinfer-experimental-track/.github/actions/\1@" + "a" * 40 + r" # \2",
                                  workflow)
         (workflows / f"{name}.yml").write_text(pinned)
-    done = subprocess.run(["zizmor", "--offline", "--pedantic", "--no-progress", str(workflows)],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run([tool("zizmor"), "--offline", "--pedantic", "--no-progress", str(workflows)],
+                          capture_output=True, text=True, env=tool_env(), timeout=120)
     assert done.returncode == 0 and "No findings to report" in done.stdout, done.stdout + done.stderr

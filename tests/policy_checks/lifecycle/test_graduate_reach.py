@@ -16,6 +16,9 @@ import textwrap
 import warnings
 
 import pytest
+from click.testing import CliRunner
+
+from policy_checks.cli import main
 
 from .test_graduate_invariants import graduate_checked
 
@@ -420,3 +423,16 @@ def test_moved_code_calling_a_core_function_only_when_called_graduates(tree):
                                                      "    return load_other()\n"})
     result = graduate_checked(tree, "feat", "--to", "fxpkg.fancy_ops")
     assert result.exit_code == 0, result.output
+
+
+def test_a_script_in_a_plain_folder_is_pointed_at_the_new_home_as_remove_refuses_over_it(tree):
+    """The rest of the repository is one listing: a folder without ``__init__.py``
+    (``benchmarks/``) counts for graduate as it counts for remove."""
+    bench = "from fxpkg.experimental.feat.kernels import run\n\nprint(run(1))\n"
+    tree.write({**ENTRY, "benchmarks/bench_feat.py": bench})
+    refused = CliRunner().invoke(main, ["remove", "feat", "--diff", "--root", str(tree.root)])
+    assert refused.exit_code == 1 and "benchmarks/bench_feat.py:1" in refused.output, refused.output
+    result = graduate_checked(tree, "feat", "--to", "fxpkg.fancy_ops")
+    assert result.exit_code == 0, result.output
+    assert "benchmarks/bench_feat.py: imports point at fxpkg.fancy_ops" in result.output
+    assert tree.read("benchmarks/bench_feat.py") == b"from fxpkg.fancy_ops.kernels import run\n\nprint(run(1))\n"

@@ -105,3 +105,45 @@ def test_a_refusal_is_decided_before_the_move_is_planned(tree, monkeypatch, case
     with pytest.raises(Refused) as refused:
         planner.plan_graduation(load_project(tree.root), "feat", home)
     assert reason in str(refused.value)
+
+
+# each refusal says what to do next ---------------------------------------------------------
+
+
+def test_a_feature_without_init_is_told_to_add_one(tree):
+    """FlashInfer 0.7.2.post1's ``deepgemm_kgroup_gemm`` holds modules but no
+    ``__init__.py``: adding one is the whole fix, so the refusal says so."""
+    tree.write(ENTRY)
+    (tree.root / "fxpkg/experimental/feat/__init__.py").unlink()
+    result = graduate_checked(tree, "feat", "--to", "fxpkg.fancy_ops")
+    assert result.exit_code == 1, result.output
+    assert "fxpkg/experimental/feat has no __init__.py" in result.output
+    assert "add fxpkg/experimental/feat/__init__.py (it may be empty), then run graduate again" in result.output
+
+
+def test_a_feature_reached_only_from_outside_core_names_what_reaches_it(tree):
+    """FlashInfer 0.7.2.post1's ``b12x`` is loaded by the wheel's top-level ``b12x``
+    package (a module prefix and a path into the feature), never by core: the refusal
+    names that package and its file."""
+    tree.write({"shim/__init__.py": (
+        "import importlib\nfrom pathlib import Path\n\n"
+        "PREFIX = 'fxpkg.experimental.feat.'\n"
+        "ROOT = Path(__file__).parent.parent / 'fxpkg' / 'experimental' / 'feat'\n"
+    )})
+    result = graduate_checked(tree, "feat", "--to", "fxpkg.fancy_ops")
+    assert result.exit_code == 1, result.output
+    assert "no core module reaches feat" in result.output
+    assert "reached from outside core by package shim (shim/__init__.py)" in result.output, result.output
+    assert f"@flashinfer_experimental_api(feature='feat')" in result.output
+
+
+def test_every_module_level_import_of_other_experimental_code_is_named(tree):
+    """The moved code would import other experimental code at module level in two
+    places: one refusal names both, so that one pass fixes them."""
+    tree.write({**ENTRY, "fxpkg/experimental/other/__init__.py": "",
+                "fxpkg/experimental/other/kernels.py": "",
+                "fxpkg/experimental/feat/vision.py": "from ..other import kernels\n",
+                "fxpkg/experimental/feat/audio.py": "import fxpkg.experimental.other.kernels\n"})
+    result = graduate_checked(tree, "feat", "--to", "fxpkg.fancy_ops")
+    assert result.exit_code == 1, result.output
+    assert "fxpkg/experimental/feat/audio.py:1" in result.output and "fxpkg/experimental/feat/vision.py:1" in result.output

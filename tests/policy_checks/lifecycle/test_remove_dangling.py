@@ -56,6 +56,11 @@ def check_feat(x, backend="auto"):
 """
 
 
+def reasons(output: str) -> list:
+    """The refusal's file:line reasons, one a line."""
+    return [line.strip() for line in output.splitlines()[1:] if line.startswith("  ")]
+
+
 def remove(tree, files):
     tree.write({"fxpkg/__init__.py": INIT, "fxpkg/ops.py": OPS, "fxpkg/experimental/feat/support.py": SUPPORT, **files})
     before = {p: p.read_bytes() for p in tree.root.rglob("*") if p.is_file()}
@@ -89,10 +94,14 @@ def test_an_example_or_another_feature_using_the_removed_code_refuses(tree):
             "fxpkg/experimental/other/__init__.py": "def go():\n    from ..feat.kernels import run\n\n    return run\n",
         },
     )
-    # an import of the feature itself refuses first, before the plan of core
+    # an import of the feature itself, found before the plan of core, and a use of what
+    # the plan takes away, found after it, are named in one refusal
     assert result.exit_code == 1
-    assert "fxpkg/experimental/other/__init__.py:2: imports run from fxpkg.experimental.feat.kernels" in result.output
-    assert "examples/demo.py" not in result.output
+    assert reasons(result.output) == [
+        "examples/demo.py:1: imports fancy from fxpkg.ops, which the removal deletes",
+        "fxpkg/experimental/other/__init__.py:2: imports run from fxpkg.experimental.feat.kernels, which the "
+        "removal deletes",
+    ]
     (tree.root / "fxpkg/experimental/other/__init__.py").unlink()
     result = remove(tree, {"examples/demo.py": "from fxpkg.ops import fancy\n"})
     assert result.exit_code == 1
@@ -206,3 +215,42 @@ def test_a_file_spelling_a_served_backend_but_no_api_losing_it_is_not_read(tmp_p
                 GoneFiles(frozenset(), ("pkg", "experimental", "feat"), "pkg/experimental/feat"), {"gone"})
     texts = Texts(tmp_path)
     assert {name for name in files if lost.may_use(texts, name)} == {"both.py", "retired.py"}
+
+
+SHARED_OPS = OPS.replace('''def op(x, backend="auto"):
+    return x
+''', '''def op(x, backend="auto", backends=("plain",)):
+    """Runs on "plain"; the experimental "feat" backend is opt-in."""
+    if list(backends) not in (["plain"], ["feat"]):
+        raise ValueError(
+            "op runs on the 'plain' and 'feat' backends only"
+        )
+    return x
+
+
+def _check_other(x, backend="auto"):
+    return True
+
+
+@backend_requirement({"feat": _check_other})
+def other_op(x, backend="auto"):
+    """Its own "feat" backend stays."""
+    return x
+''')
+
+
+def test_what_no_step_edits_in_an_api_losing_a_backend_is_listed_for_a_person(tree):
+    """FlashInfer 0.7.x's ``mm_fp4`` after ``remove cake_nvfp4_per_token``: a backend
+    list no edit can shorten, an error message and a docstring still name the backend
+    the API lost, while another API of the module keeps serving it."""
+    result = remove(tree, {"fxpkg/ops.py": SHARED_OPS})
+    assert result.exit_code == 0, result.output
+    after = tree.read("fxpkg/ops.py").decode()
+    assert '"feat": _check_other' in after and '(["plain"], ["feat"])' in after
+    lines = after.splitlines()
+    for text in ('"""Runs on "plain"; the experimental "feat" backend is opt-in."""',
+                 'if list(backends) not in (["plain"], ["feat"]):',
+                 "\"op runs on the 'plain' and 'feat' backends only\""):
+        line = next(n for n, written in enumerate(lines, 1) if written.strip() == text)
+        assert f"left for a person: fxpkg/ops.py:{line}: {text}" in result.output, result.output
+    assert "Its own" not in result.output

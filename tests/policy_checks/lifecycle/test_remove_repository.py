@@ -230,8 +230,6 @@ def test_a_link_or_special_file_refuses_before_anything_is_written(tree, tmp_pat
 # refusing early ---------------------------------------------------------------------------
 
 EARLY = {
-    "a script importing the feature": ({"tools/bench.py": "import fxpkg.experimental.feat\n"},
-                                       "tools/bench.py:1: imports fxpkg.experimental.feat"),
     "a core import_module": ({"fxpkg/dyn.py": "def f():\n    import importlib\n\n"
                               "    return importlib.import_module('fxpkg.experimental.feat.kernels')\n"},
                              "fxpkg/dyn.py:4: loads the feature with importlib.import_module"),
@@ -251,3 +249,16 @@ def test_a_refusal_that_needs_no_edit_comes_before_any_edit_is_planned(tree, mon
     tree.write({"fxpkg/ops.py": OPS, **files})
     result = CliRunner().invoke(main, ["remove", "feat", "--root", str(tree.root)])
     assert result.exit_code == 1 and reason in result.output, result.output
+
+
+def test_a_refusal_names_every_kept_use_found_before_and_after_the_plan(tree):
+    """A script importing the feature (found before any edit) and one using what the
+    edits take away (found after them) are one refusal, not two in turn."""
+    tree.write({"fxpkg/ops.py": OPS, "tools/bench.py": "import fxpkg.experimental.feat\n",
+                "tools/use.py": "from fxpkg.ops import fancy\n"})
+    result = CliRunner().invoke(main, ["remove", "feat", "--root", str(tree.root)])
+    assert result.exit_code == 1
+    assert reasons(result.output) == [
+        "tools/bench.py:1: imports fxpkg.experimental.feat, which the removal deletes",
+        "tools/use.py:1: imports fancy from fxpkg.ops, which the removal deletes",
+    ]
