@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from ..context import Context
+from ..facts import may_hold_suppressions
 from .aot import aot_requests, declared_aot_line, judge_aot, missing_aot
 from .chains import keep_first
 from .collection import audit_collection, stable_lane
@@ -101,12 +102,13 @@ def _text(path) -> Optional[str]:
 
 def read_suppressions(project, texts: dict, judge: Optional[Callable[[dict], dict]]) -> dict:
     """rel -> the ``# policy: ignore[...]`` comments of every Python file (those whose
-    bytes spell one), as read before the audit runs; with `judge`, only those it keeps
+    bytes may spell one, as the facts decide it: ``# type: ignore[...]`` is no reason
+    to parse a file), as read before the audit runs; with `judge`, only those it keeps
     (the base revision's, read from git now, replace refs ignored)."""
     found = {}
     for rel in sorted(project.files):
         data = texts.get(rel)
-        if rel.endswith(".py") and data is not None and b"ignore[" in data:
+        if rel.endswith(".py") and data is not None and may_hold_suppressions(data):
             items = project.facts(rel).suppressions
             if items:
                 found[rel] = items
