@@ -436,6 +436,25 @@ class Worker:
         return f"the interpreter exited (status {info.si_status})"
 
 
+class Shares:
+    """The requests in one run of neighbours per worker (the modules of a package
+    together): a worker imports a package's common dependencies once rather than every
+    worker importing them all, which on FlashInfer cost as much again as the imports.
+    A worker whose run is done takes from the far end of the longest other run."""
+
+    def __init__(self, requests: list, parts: int):
+        size = -(-len(requests) // max(1, parts))
+        self.runs = [deque(requests[i * size:(i + 1) * size]) for i in range(max(1, parts))]
+
+    def __bool__(self) -> bool:
+        return any(self.runs)
+
+    def take(self, slot: int) -> Request:
+        """The next request of share `slot` (IndexError when none is left at all)."""
+        own = self.runs[slot]
+        return own.popleft() if own else max(self.runs, key=len).pop()
+
+
 class Pool:
     """`jobs` workers answering `requests` in order, whichever is free; every request
     gets one `Outcome`. `start` may start them early (they import the preloads while
@@ -466,19 +485,21 @@ class Pool:
         own = scratch is None
         scratch = scratch or Scratch()
         config = json.dumps(self.config)
-        pending = deque(requests)
+        pending = Shares(requests, min(self.jobs, len(requests)))
         outcomes = []
         selector = selectors.DefaultSelector()
         workers = []
+        slots = {}  # worker -> its share of `pending`
 
-        def enlist(worker: Worker) -> Worker:
+        def enlist(worker: Worker, slot: int) -> Worker:
             worker.tree_ready()
             selector.register(worker.process.stdout, selectors.EVENT_READ, worker)
             workers.append(worker)
+            slots[worker] = slot
             return worker
 
-        def start() -> Worker:
-            return enlist(Worker(config, scratch, self.python))
+        def start(slot: int) -> Worker:
+            return enlist(Worker(config, scratch, self.python), slot)
 
         def retire(worker: Worker, problem: str) -> None:
             selector.unregister(worker.process.stdout)
@@ -489,23 +510,23 @@ class Pool:
                 self._tick(len(outcomes), len(requests))
             elif not worker.ready:  # it never started: nothing can run
                 while pending:
-                    outcomes.append(Outcome(pending.popleft(), None, f"the worker could not start: {problem}"))
+                    outcomes.append(Outcome(pending.take(0), None, f"the worker could not start: {problem}"))
             if pending:
-                start()
+                start(slots[worker])  # its replacement goes on with its share
 
         def dispatch(worker: Worker) -> None:
             worker.current = None
             if pending:
-                worker.send(pending.popleft(), self.timeout)
+                worker.send(pending.take(slots[worker]), self.timeout)
 
         early, self.started = self.started, []
         try:
-            for worker in early[:len(requests)]:
-                enlist(worker)
+            for slot, worker in enumerate(early[:len(requests)]):
+                enlist(worker, slot)
             for worker in early[len(requests):]:
                 worker.kill()
-            for _ in range(min(self.jobs, len(requests)) - len(workers)):
-                start()
+            for slot in range(len(workers), min(self.jobs, len(requests))):
+                start(slot)
             while workers:
                 now = time.monotonic()
                 wait = max(0.0, min(w.deadline for w in workers) - now)
