@@ -438,9 +438,10 @@ class Worker:
 
 class Shares:
     """The requests in one run of neighbours per worker (the modules of a package
-    together): a worker imports a package's common dependencies once rather than every
-    worker importing them all, which on FlashInfer cost as much again as the imports.
-    A worker whose run is done takes from the far end of the longest other run."""
+    together, as sorted): a package's common dependencies are imported by the worker
+    whose run holds it, rather than by every worker as when each takes the next
+    request in turn. A worker whose run is done takes from the far end of the longest
+    other run."""
 
     def __init__(self, requests: list, parts: int):
         size = -(-len(requests) // max(1, parts))
@@ -456,8 +457,8 @@ class Shares:
 
 
 class Pool:
-    """`jobs` workers answering `requests` in order, whichever is free; every request
-    gets one `Outcome`. `start` may start them early (they import the preloads while
+    """`jobs` workers answering `requests`, each its `Shares` run; every request gets
+    one `Outcome`. `start` may start them early (they import the preloads while
     the tree is still being copied); `run` says the tree is ready, then hands out the
     requests."""
 
