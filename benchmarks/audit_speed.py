@@ -51,7 +51,7 @@ def _policy_check(*args: str) -> dict:
 
 
 def _error_type(message: str) -> str:
-    found = re.search(r"raised (\w+)", message)
+    found = re.search(r"raised (\w+)", message) or re.search(r"the audit (refused [\w.]+)", message)
     return found.group(1) if found else message.split(": ", 1)[-1][:40]
 
 
