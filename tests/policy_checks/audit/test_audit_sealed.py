@@ -206,3 +206,18 @@ def test_bytecode_cached_in_the_copy_is_no_load(tmp_path):
     findings = json.loads(result.stdout)["findings"]
     assert [(f["rule"], f["path"], f["line"]) for f in findings] == [("AUD001", "flashinfer/asks.py", 1)], findings
     assert not list(root.rglob("__pycache__"))
+
+
+def test_the_preloads_come_from_the_environment_never_from_the_tree(tmp_path):
+    """The workers import torch before the tree is on their path (they start while the
+    tree is still being copied): a ``torch`` folder at the tree's root, which would run
+    untraced there, never runs; the environment's torch does (the twin: the core module
+    importing it is audited clean)."""
+    marker = tmp_path / "ran-from-the-tree"
+    root = write_tree(tmp_path / "tree", {
+        **BASE,
+        "torch/__init__.py": f"import pathlib\npathlib.Path({str(marker)!r}).write_text('x')\n",
+        "flashinfer/uses_torch.py": "import torch\nassert hasattr(torch, 'Tensor')\n",
+    }).resolve()
+    assert _audit(root) == (0, [])
+    assert not marker.exists()
