@@ -1,8 +1,9 @@
 """What runs inside an audit worker: a standalone script, standard library only.
 
 The parent (`policy_checks.audit.sandbox`) starts ``python -I tracer.py``, sends
-its configuration as the first JSON line on standard input, then one JSON request a
-line; the answers go back, one JSON line
+its configuration as the first JSON line on standard input (the worker then imports
+the preloads, the tree not yet on its path), ``{"tree": true}`` once the private copy
+of the tree is whole, then one JSON request a line; the answers go back, one JSON line
 each, on the file descriptor that was standard output (the process's own standard
 output and input are pointed at ``/dev/null`` first, so the code under test can
 neither forge an answer by printing nor read the requests).
