@@ -2,6 +2,7 @@
 Prints figures; asserts nothing.
 
     python benchmarks/audit_speed.py --root /tmp/fi/src --jobs 2 [--timeout 60] [--static] [--exclude GLOB]
+        [--python PATH] [--report FILE]
 
 Get the tree with ``pip download --no-deps flashinfer-python==0.7.4`` and unzip the
 wheel into a folder outside this repository (never install it here); the audit
@@ -11,8 +12,12 @@ clock, and CPU seconds of the process and its workers from
 ``getrusage(RUSAGE_CHILDREN)``: on a shared machine the wall clock follows the
 neighbours' load, the CPU time much less). Prints the modules audited and not
 audited (by error type), the stand-ins, and the findings by rule. ``--static``
-also runs ``policy-check run --select EXP001,EXP002`` and says which static
-finding the audit confirms (an AUD001 at the same file naming the same module).
+also runs ``policy-check run --select EXP001,EXP002`` and compares the AUD001 and
+EXP001 findings as two sets of core lines: equal or not, and for each line found by
+one only, why (its module not audited, and the error; the audit charging another line
+of the file; the line loading nothing here; a route the static rule does not follow).
+``--python PATH`` runs the tree's code in another interpreter (FlashInfer's
+environment); ``--report FILE`` keeps the audit's JSON report, to compare two runs.
 """
 
 from __future__ import annotations
@@ -46,8 +51,53 @@ def _policy_check(*args: str) -> dict:
 
 
 def _error_type(message: str) -> str:
-    found = re.search(r"raised (\w+)", message)
+    found = re.search(r"raised (\w+)", message) or re.search(r"the audit (refused [\w.]+)", message)
     return found.group(1) if found else message.split(": ", 1)[-1][:40]
+
+
+_MODULE = re.compile(r"[\w.]+")
+
+
+def _experimental(message: str, word: str) -> str:
+    """The experimental module a finding's message names last (EXP001 names the chain's
+    end last but one when it names an excluded module between), else ""."""
+    names = [m for m in _MODULE.findall(message) if "." in m and f".{word}." in f".{m}." and not m.endswith(".py")]
+    return names[0] if names else ""
+
+
+def _compare(audit: list, static: list, word: str = "experimental") -> dict:
+    """Print the AUD001 and the static EXP001 findings as two sets of core lines
+    (path:line), whether they are equal, and why each line in only one of them is there;
+    return the counts."""
+    aud = {(f["path"], f["line"]): f for f in audit if f["rule"] == "AUD001"}
+    exp = {(f["path"], f["line"]): f for f in static if f["rule"] == "EXP001"}
+    not_audited = {f["path"]: f["message"] for f in audit if f["rule"] == "AUD000"}
+    exp002 = [f for f in static if f["rule"] == "EXP002"]
+    print(f"AUD001 lines {len(aud)}, static EXP001 lines {len(exp)}: "
+          + ("the sets are equal" if aud.keys() == exp.keys() else
+             f"the sets differ ({len(aud.keys() & exp.keys())} in both, {len(exp.keys() - aud.keys())} static only, "
+             f"{len(aud.keys() - exp.keys())} audit only)"))
+    for key in sorted(exp.keys() & aud.keys()):
+        print(f"  both {key[0]}:{key[1]}: {_experimental(aud[key]['message'], word)}")
+    for key in sorted(exp.keys() - aud.keys()):
+        path, line = key
+        module = _experimental(exp[key]["message"], word)
+        elsewhere = sorted(k[1] for k in aud if k[0] == path)
+        if path in not_audited:
+            why = "its module was not audited (" + not_audited[path].split(" not audited: ", 1)[-1][:160] + ")"
+        elif elsewhere:
+            why = f"the audit charges the same file at line(s) {', '.join(map(str, elsewhere))}"
+        else:
+            why = "its module imported without loading experimental code here (a branch not taken, a stand-in)"
+        print(f"  static only {path}:{line}: {module}: {why}")
+    for key in sorted(aud.keys() - exp.keys()):
+        path, line = key
+        message = aud[key]["message"]
+        same = [f"EXP002 {f['path']}:{f['line']}" for f in exp002 if (f["path"], f["line"]) == key]
+        why = f"static {same[0]}" if same else "a route the static rule does not follow: " + message[:200]
+        print(f"  audit only {path}:{line}: {_experimental(message, word)}: {why}")
+    return {"aud001_lines": len(aud), "exp001_lines": len(exp), "lines_in_both": len(aud.keys() & exp.keys()),
+            "aud001_equals_exp001": aud.keys() == exp.keys(), "static_findings": len(static)}
 
 
 def main() -> int:
@@ -59,15 +109,24 @@ def main() -> int:
     parser.add_argument("--json", type=Path, default=None, help="also write the figures as a benchmark record")
     parser.add_argument("--exclude", action="append", default=[], metavar="GLOB",
                         help="also leave these paths out of the imports (policy-check audit --exclude)")
+    parser.add_argument("--python", default=None, metavar="PATH",
+                        help="run the tree's code in this interpreter (policy-check audit --python)")
+    parser.add_argument("--report", type=Path, default=None, metavar="FILE",
+                        help="also keep the audit's JSON report here (to compare the findings of two runs)")
     options = parser.parse_args()
     cpu, start = _cpu(), time.perf_counter()
     report = _policy_check("audit", "--root", str(options.root), "--no-baseline", "--jobs", str(options.jobs),
                            "--timeout", str(options.timeout), "--quiet",
-                           *[a for glob in options.exclude for a in ("--exclude", glob)])
+                           *[a for glob in options.exclude for a in ("--exclude", glob)],
+                           *(("--python", options.python) if options.python else ()))
     wall, cpu = time.perf_counter() - start, _cpu() - cpu
+    if options.report is not None:
+        options.report.write_text(json.dumps(report, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     summary = report["audit"]
     findings = report["findings"]
     print(f"tree: {options.root}")
+    python = summary.get("python") or {}
+    print(f"interpreter: {python.get('path')} (Python {python.get('version')}, environment {python.get('prefix')})")
     print(f"wall {wall:.1f} s, CPU {cpu:.1f} s, jobs {options.jobs}")
     print(f"core modules {summary['modules']}: audited {summary['audited']}, not audited {summary['not_audited']}")
     errors = Counter(_error_type(f["message"]) for f in findings if f["rule"] == "AUD000")
@@ -86,16 +145,7 @@ def main() -> int:
                "findings": {k: n for k, n in sorted(Counter(f["rule"] for f in findings).items())}}
     if options.static:
         static = _policy_check("run", "--root", str(options.root), "--select", "EXP001,EXP002", "--no-baseline")
-        audit = [f for f in findings if f["rule"] == "AUD001"]
-        for f in static["findings"]:
-            module = re.search(r"imports (\S+)", f["message"])
-            name = module.group(1) if module else ""
-            confirmed = [a for a in audit if a["path"] == f["path"] and name and name in a["message"]]
-            verdict = "confirmed" if confirmed else "NOT confirmed"
-            print(f"static {f['rule']} {f['path']}:{f['line']} {name}: {verdict}")
-            figures.setdefault("static_confirmed", 0)
-            figures["static_confirmed"] += bool(confirmed)
-        figures["static_findings"] = len(static["findings"])
+        figures.update(_compare(findings, static["findings"]))
     if options.json is not None:
         sys.path.insert(0, str(Path(__file__).resolve().parent))
         import bench_record

@@ -73,7 +73,8 @@ class TreeFinder(importlib.abc.MetaPathFinder):
 def put_tree_first(root: str, package: str) -> None:
     """The tree first on the path and its package found there; no bytecode written
     (into the tree, or anywhere: a bytecode prefix would also hide every installed
-    package's own bytecode, and recompile torch in each child)."""
+    package's own bytecode, and recompile torch in each child). The import audit's
+    workers turn writing back on: their tree is the private copy (`tracer.main`)."""
     sys.dont_write_bytecode = True
     sys.path[:0] = [root]
     sys.meta_path.insert(0, TreeFinder(package, root))

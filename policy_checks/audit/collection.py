@@ -114,7 +114,7 @@ def audit_collection(root: Path, settings: Settings, *, timeout: float = COLLECT
             "preload": list(preload), "stand_ins": stand_ins, "scratch": str(place.path),
         })
         try:
-            status = run_once(isolated_command(COLLECTOR, python=python), place, root, timeout, log,
+            status = run_once(isolated_command(COLLECTOR, python=python, binds=place.binds), place, root, timeout, log,
                               give=(writing,), first_line=config)
         finally:
             data, cut = reader.result()

@@ -14,6 +14,7 @@ from ..config import Settings, under
 from ..facts import extract
 from ..project import Project, SourceFile, excluder
 from ..import_time import support_modules
+from ..needs import names_experimental
 
 _IDENTIFIER_PARTS = str.isidentifier
 
@@ -106,10 +107,13 @@ def preloads(project: Project, texts: dict, candidates) -> list:
 def allowed_support(project: Project, texts: dict) -> dict:
     """The support modules the static rules allow core to import (module -> the first
     core line importing it), as EXP003 computes them, from every core module that
-    names the experimental package."""
-    word = project.settings.experimental_package.rpartition(".")[2].encode()
+    may name the experimental package (the prefilter's reading of the bytes, as a
+    static run's: a bare substring would parse every file that says
+    ``flashinfer_experimental_api``, two thirds of those FlashInfer's core parses)."""
+    settings = project.settings
+    word = settings.experimental_package.rpartition(".")[2].encode()
     for rel, data in _core_texts(project, texts):
-        if word in data:
+        if names_experimental(data, settings.package, word):
             project.mark_primary(rel)
     return support_modules(project)
 

@@ -56,6 +56,9 @@ class Scratch:
         self.path = Path(tempfile.mkdtemp(prefix="policy-check-audit-"))
         for name in ("home", "cache", "config", "data", "tmp"):
             (self.path / name).mkdir()
+        # (folder of the tree, where it belongs in the private copy): bound read-only there
+        # in every child's mount namespace rather than copied (`bind_read_only`)
+        self.binds: list = []
 
     def environment(self) -> dict:
         env = {key: os.environ[key] for key in _KEPT if key in os.environ}
@@ -150,11 +153,43 @@ def interpreter(python: Optional[str] = None) -> Interpreter:
     return Interpreter(path, str(version), str(prefix))
 
 
-def isolated_command(script: Path, *args: str, python: Optional[str] = None) -> list:
+# run inside a child's namespaces before its interpreter: each pair of arguments up to
+# "--" is bound read-only (a folder of the tree, at its place in the private copy)
+_BIND = 'while [ "$1" != -- ]; do mount --bind -o ro "$1" "$2" || exit 125; shift 2; done; shift; exec "$@"'
+
+
+def _bound(binds) -> list:
+    """The command prefix that binds `binds` (``(folder, place)`` pairs) read-only, then
+    runs what follows it (none when there is nothing to bind)."""
+    if not binds:
+        return []
+    return ["sh", "-c", _BIND, "sh", *[path for pair in binds for path in pair], "--"]
+
+
+@functools.lru_cache(maxsize=8)
+def bind_read_only(folder: str) -> bool:
+    """Can every child see `folder` read-only at another place, in a mount namespace of
+    its own (``unshare --mount``)? Tried once with a scratch mount point: the bind is
+    made and the place is not writable. A folder the children see so need not be
+    copied: no write of theirs (by Python, a library or a process) can reach it."""
+    prefix, _ = _isolation()
+    if "--mount" not in prefix or shutil.which("mount") is None or shutil.which("sh") is None:
+        return False
+    with tempfile.TemporaryDirectory(prefix="policy-check-bind-") as place:
+        try:
+            done = subprocess.run([*prefix, *_bound([(folder, place)]), "sh", "-c", 'test ! -w "$1"', "sh", place],
+                                  capture_output=True, timeout=20, stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired):
+            return False
+    return done.returncode == 0
+
+
+def isolated_command(script: Path, *args: str, python: Optional[str] = None, binds=()) -> list:
     """The command line of one child: `script` under ``python -I`` (no user site, no
     ``PYTHON*`` variables, neither its folder nor the current one on the path), in
-    a network namespace of its own where one can be made."""
-    return [*_isolation()[0], python or sys.executable, "-I", str(script), *args]
+    a network namespace of its own where one can be made; `binds` (``(folder, place)``
+    pairs, only where `bind_read_only` said so) bound read-only first."""
+    return [*_isolation()[0], *_bound(binds), python or sys.executable, "-I", str(script), *args]
 
 
 def start(command: list, scratch: Scratch, cwd: Optional[Path] = None, **streams) -> subprocess.Popen:
@@ -330,7 +365,7 @@ class Worker:
     """One tracer subprocess."""
 
     def __init__(self, config: str, scratch: Scratch, python: str):
-        self.process = start(isolated_command(TRACER, python=python), scratch,
+        self.process = start(isolated_command(TRACER, python=python, binds=scratch.binds), scratch,
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         self.process.stdin.write(config.encode() + b"\n")  # its configuration, the first line
         self.process.stdin.flush()
@@ -339,6 +374,16 @@ class Worker:
         self.current: Optional[Request] = None
         self.deadline = time.monotonic() + STARTUP_SECONDS
         self.ready = False
+
+    def tree_ready(self) -> None:
+        """Tell the worker, which imported the preloads meanwhile, that the private copy
+        of the tree is whole: it puts the tree on its path and says when it is ready."""
+        try:
+            self.process.stdin.write(b'{"tree": true}\n')
+            self.process.stdin.flush()
+        except OSError:
+            pass  # it is gone already: its end is read from its output
+        self.deadline = time.monotonic() + STARTUP_SECONDS
 
     def send(self, request: Request, timeout: float) -> None:
         self.current = request
@@ -391,31 +436,71 @@ class Worker:
         return f"the interpreter exited (status {info.si_status})"
 
 
+class Shares:
+    """The requests in one run of neighbours per worker (the modules of a package
+    together, as sorted): a package's common dependencies are imported by the worker
+    whose run holds it, rather than by every worker as when each takes the next
+    request in turn. A worker whose run is done takes from the far end of the longest
+    other run."""
+
+    def __init__(self, requests: list, parts: int):
+        size = -(-len(requests) // max(1, parts))
+        self.runs = [deque(requests[i * size:(i + 1) * size]) for i in range(max(1, parts))]
+
+    def __bool__(self) -> bool:
+        return any(self.runs)
+
+    def take(self, slot: int) -> Request:
+        """The next request of share `slot` (IndexError when none is left at all)."""
+        own = self.runs[slot]
+        return own.popleft() if own else max(self.runs, key=len).pop()
+
+
 class Pool:
-    """`jobs` workers answering `requests` in order, whichever is free; every request
-    gets one `Outcome`."""
+    """`jobs` workers answering `requests`, each its `Shares` run; every request gets
+    one `Outcome`. `start` may start them early (they import the preloads while
+    the tree is still being copied); `run` says the tree is ready, then hands out the
+    requests."""
 
     def __init__(self, config: dict, jobs: int, timeout: float, python: Optional[str] = None,
                  progress: Optional[Callable[[int, int], None]] = None):
         self.config, self.jobs, self.timeout = config, max(1, jobs), timeout
         self.python = python or sys.executable
         self.progress = progress
+        self.started: list = []  # workers `start` started, not yet told the tree is ready
+
+    def start(self, scratch: Scratch, count: int) -> None:
+        """Start `count` workers (at most `jobs`) in `scratch` now."""
+        config = json.dumps(self.config)
+        for _ in range(min(self.jobs, count) - len(self.started)):
+            self.started.append(Worker(config, scratch, self.python))
+
+    def close(self) -> None:
+        """End the workers `start` started that `run` never took (it was not reached)."""
+        for worker in self.started:
+            worker.kill()
+        self.started = []
 
     def run(self, requests: list, scratch: Optional[Scratch] = None) -> list:
         """The outcomes of `requests`, the workers in `scratch` (default: their own)."""
         own = scratch is None
         scratch = scratch or Scratch()
         config = json.dumps(self.config)
-        pending = deque(requests)
+        pending = Shares(requests, min(self.jobs, len(requests)))
         outcomes = []
         selector = selectors.DefaultSelector()
         workers = []
+        slots = {}  # worker -> its share of `pending`
 
-        def start() -> Worker:
-            worker = Worker(config, scratch, self.python)
+        def enlist(worker: Worker, slot: int) -> Worker:
+            worker.tree_ready()
             selector.register(worker.process.stdout, selectors.EVENT_READ, worker)
             workers.append(worker)
+            slots[worker] = slot
             return worker
+
+        def start(slot: int) -> Worker:
+            return enlist(Worker(config, scratch, self.python), slot)
 
         def retire(worker: Worker, problem: str) -> None:
             selector.unregister(worker.process.stdout)
@@ -426,18 +511,23 @@ class Pool:
                 self._tick(len(outcomes), len(requests))
             elif not worker.ready:  # it never started: nothing can run
                 while pending:
-                    outcomes.append(Outcome(pending.popleft(), None, f"the worker could not start: {problem}"))
+                    outcomes.append(Outcome(pending.take(0), None, f"the worker could not start: {problem}"))
             if pending:
-                start()
+                start(slots[worker])  # its replacement goes on with its share
 
         def dispatch(worker: Worker) -> None:
             worker.current = None
             if pending:
-                worker.send(pending.popleft(), self.timeout)
+                worker.send(pending.take(slots[worker]), self.timeout)
 
+        early, self.started = self.started, []
         try:
-            for _ in range(min(self.jobs, len(requests))):
-                start()
+            for slot, worker in enumerate(early[:len(requests)]):
+                enlist(worker, slot)
+            for worker in early[len(requests):]:
+                worker.kill()
+            for slot in range(len(workers), min(self.jobs, len(requests))):
+                start(slot)
             while workers:
                 now = time.monotonic()
                 wait = max(0.0, min(w.deadline for w in workers) - now)

@@ -1,8 +1,9 @@
 """What runs inside an audit worker: a standalone script, standard library only.
 
 The parent (`policy_checks.audit.sandbox`) starts ``python -I tracer.py``, sends
-its configuration as the first JSON line on standard input, then one JSON request a
-line; the answers go back, one JSON line
+its configuration as the first JSON line on standard input (the worker then imports
+the preloads, the tree not yet on its path), ``{"tree": true}`` once the private copy
+of the tree is whole, then one JSON request a line; the answers go back, one JSON line
 each, on the file descriptor that was standard output (the process's own standard
 output and input are pointed at ``/dev/null`` first, so the code under test can
 neither forge an answer by printing nor read the requests).
@@ -386,12 +387,27 @@ def _note_imported(state, module, name, fromlist, frame, loader: str) -> None:
                 record["asked"] = True
 
 
+def _caching_bytecode(frame) -> bool:
+    """Is `frame` the import system writing a module's bytecode cache?"""
+    code = frame.f_code if frame is not None else None
+    return (code is not None and code.co_filename == "<frozen importlib._bootstrap_external>"
+            and code.co_name in ("set_data", "_write_atomic"))
+
+
 def _hook(event: str, args) -> None:
     state = STATE
-    if state is None or state.busy:
+    if state is None:  # the preloads: only the network is refused
+        if ISOLATION.refuses(event, args):
+            raise ISOLATION.refusal(event)
+        return
+    if state.busy:
         return
     refused = ISOLATION.refused_write(event, args, state.scratch) if state.tracing and state.scratch else ""
     if refused:
+        if _caching_bytecode(sys._getframe(1)):
+            # an installed package's missing bytecode: the import system gives up on the
+            # error quietly, and so does the report (the code under test asked nothing)
+            raise ISOLATION.write_refusal(refused)
         state.busy = True
         try:
             if len(state.refusals) < _MAX_REFUSALS:
@@ -432,9 +448,10 @@ def _hook(event: str, args) -> None:
             return
         if event in ("open", "ctypes.dlopen"):
             # any file of the experimental package opened, in any mode, by anyone (the
-            # import system, a pool thread reading its text), and any library loaded from it
+            # import system, a pool thread reading its text), and any library loaded from
+            # it; but the import system caching a module's bytecode loads nothing
             path = args[0] if args else None
-            if not isinstance(path, (str, bytes)):
+            if not isinstance(path, (str, bytes)) or _caching_bytecode(sys._getframe(1)):
                 return
             text = os.fsdecode(path)
             rel = state.experimental_file(text)
@@ -654,11 +671,15 @@ def _holds(filename, source) -> bool:
     return _bounded_read(os.fsdecode(filename)) == data
 
 
-def _bounded_read(path: str):
+def _bounded_read(path: str, sizes=None):
     """The bytes of the regular file at `path` when it is small enough to be one of the
-    experimental package's remembered files, else None."""
+    experimental package's remembered files (and, given `sizes`, of one of those
+    sizes: a listing names thousands of sources, most of them unlike any), else None."""
     try:
-        if not os.path.isfile(path) or os.path.getsize(path) > _MAX_CONTENT:
+        if not os.path.isfile(path):
+            return None
+        size = os.path.getsize(path)
+        if size > _MAX_CONTENT or (sizes is not None and size not in sizes):
             return None
         with open(path, "rb") as handle:
             return handle.read(_MAX_CONTENT + 1)
@@ -678,7 +699,7 @@ def _spec_facts(state, spec) -> dict:
     flagged = [state.shown(s) for s in sources if state.experimental_file(s)]
     for source in sources:  # what a build would compile: a copy of an experimental file counts too
         if not state.experimental_file(source):
-            rel = state.by_content(_bounded_read(source))
+            rel = state.by_content(_bounded_read(source, state.contents))
             if rel:
                 flagged.append(f"{state.shown(source)} (the text of {state.experimental_dir_shown}/{rel})")
     return {
@@ -778,6 +799,15 @@ def main() -> None:
     os.dup2(null, 1)
     sys.stdin = open(os.devnull, encoding="utf-8")
     sys.stdout = open(os.devnull, "w", encoding="utf-8")
+    sys.dont_write_bytecode = True
+    ISOLATION.exit_with_parent(requests.fileno())
+    sys.addaudithook(_hook)  # the network refused from the start (no state yet: nothing else)
+    # the heavy packages first, from the environment alone (the tree is not on the path
+    # yet): the parent starts the workers while it still copies the tree, and says when
+    # the copy is whole with the second line
+    preloaded = _preload(config.get("preload", ()))
+    if json.loads(requests.readline() or "{}").get("tree") is not True:
+        return
     state = _State(config)
     ISOLATION.put_tree_first(state.root, state.package)
     if config.get("stand_ins", True):
@@ -788,13 +818,15 @@ def main() -> None:
                 not ISOLATION.of_the_tree(name, state.root) and ISOLATION.requested_from(state.root)))
 
         sys.meta_path.append(ISOLATION.StandInFinder(state.protected, state.stand_ins, wanted))
-    STATE = state
-    ISOLATION.exit_with_parent(requests.fileno())
     state.read_contents()
-    sys.addaudithook(_hook)
     _wrap_imports(state)
     _wrap_atexit(state)
-    preloaded = _preload(config.get("preload", ()))
+    STATE = state
+    # from now on the tree's bytecode is cached in the private copy (writes elsewhere
+    # are refused while a request runs), so each module is compiled once an audit,
+    # not once a worker: compiling was half of a worker's time on FlashInfer 0.7.4.
+    # The real tree's own caches are never copied, so what runs is the source's.
+    sys.dont_write_bytecode = False
     answers.write(json.dumps({"ready": True, "preloaded": preloaded}) + "\n")
     for line in requests:
         request = json.loads(line)

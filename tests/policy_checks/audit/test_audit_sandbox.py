@@ -105,3 +105,30 @@ def test_the_report_says_which_protections_are_off(tmp_path, monkeypatch):
     if sandbox.protections() == {"network": True, "processes": True}:
         full = CliRunner().invoke(main, ["audit", "--root", str(root), "-j", "1"])
         assert "protection off" not in full.output
+
+
+def test_each_worker_takes_a_run_of_neighbours_then_the_far_end_of_the_longest():
+    """Neighbouring modules (one package's) go to one worker, which imports their common
+    dependencies once; a worker done with its run helps the longest other run from its far
+    end; one worker takes everything in order."""
+    shares = sandbox.Shares(list(range(7)), 2)
+    assert [shares.take(1) for _ in range(4)] == [4, 5, 6, 3]  # its own run, then the other's far end
+    assert [shares.take(0) for _ in range(3)] == [0, 1, 2]
+    assert not shares
+    alone = sandbox.Shares(list(range(3)), 1)
+    assert [alone.take(0) for _ in range(3)] == [0, 1, 2]
+
+
+def test_workers_started_early_end_when_the_audit_goes_no_further(tmp_path):
+    """Workers start before the copy is whole (they import the preloads meanwhile); when
+    the audit stops before handing them any request, closing the pool ends them."""
+    config = {"root": str(tmp_path), "package": "flashinfer", "experimental_package": "flashinfer.experimental",
+              "stand_ins": True, "preload": [], "scratch": str(tmp_path)}
+    pool = sandbox.Pool(config, 2, 10.0)
+    with sandbox.Scratch() as scratch:
+        pool.start(scratch, 5)
+        started = [worker.process for worker in pool.started]
+        assert len(started) == 2
+        pool.close()
+    assert all(process.poll() is not None for process in started)
+    assert not pool.started

@@ -10,8 +10,11 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
+from policy_checks import config
+from policy_checks.audit import sandbox, tree
 from policy_checks.cli import main
 
 from ..conftest import write_tree
@@ -138,3 +141,83 @@ def test_a_line_on_the_answer_pipe_that_is_no_answer_is_not_believed(tmp_path):
     assert (finding["rule"], finding["path"]) == ("AUD000", "flashinfer/garbler.py")
     assert "not one the audit's tracer writes" in finding["message"]
     assert document["audit"]["audited"] == document["audit"]["modules"] - 1
+
+
+# at import, a new process (which the audit hook does not see) writes into the module's own
+# folder; only if that worked does the module load experimental code
+WRITES_BESIDE_ITSELF = f"""\
+import os, subprocess
+here = os.path.dirname(os.path.abspath(__file__))
+if subprocess.run(["sh", "-c", 'echo x > "$0/planted"', here]).returncode == 0:
+    import {KERNEL}
+"""
+
+
+@pytest.mark.skipif(not sandbox.bind_read_only(str(Path(__file__).parent)),
+                    reason="no mount namespace here: an excluded folder is copied like the rest")
+def test_an_excluded_folder_is_seen_read_only_where_it_lies_not_copied(tmp_path):
+    """``flashinfer/data`` (excluded by the default settings) is bound read-only into each
+    child rather than copied: a core module imports from it, and no write reaches it, not
+    even a new process's. The twin, the same module in a copied folder, writes into the
+    copy (so it loads the kernel: AUD001), never into the tree."""
+    root = write_tree(tmp_path / "tree", {
+        **BASE,
+        "flashinfer/data/__init__.py": "",
+        "flashinfer/data/helper.py": WRITES_BESIDE_ITSELF,
+        "flashinfer/uses_data.py": "import flashinfer.data.helper\n",
+        "flashinfer/copied/__init__.py": "",
+        "flashinfer/copied/helper.py": WRITES_BESIDE_ITSELF,
+    }).resolve()
+    # uses_data.py imported the helper (no AUD000), which could not write beside itself
+    assert _audit(root) == (1, [("AUD001", "flashinfer/copied/helper.py", 4)])
+    assert not (root / "flashinfer" / "data" / "planted").exists()
+    assert not (root / "flashinfer" / "copied" / "planted").exists()
+
+
+def test_a_folder_the_copy_would_change_is_copied_not_shared(tmp_path):
+    """A folder is shared only when the copy would hold the same: one holding a bytecode
+    cache (which the copy leaves out) or an absolute link into the tree (which the copy
+    points into itself) is copied; its clean twin is shared where mounts allow."""
+    root = write_tree(tmp_path / "tree", {**BASE, "flashinfer/data/x.py": "", "build/x.py": "",
+                                          "dist/__pycache__/x.cpython-311.pyc": ""}).resolve()
+    (root / "build" / "link").symlink_to(root / "flashinfer" / "bad.py")
+    (root / "flashinfer" / "data" / "link").symlink_to("../bad.py")  # relative: it reads the same in place
+    settings = config.load(root)
+    assert tree.shared_folders(root, settings) == (["flashinfer/data"] if sandbox.bind_read_only(str(root)) else [])
+
+
+SUPPORT = {
+    "flashinfer/api.py": "def experimental_backend(f):\n    return f\n",
+    "flashinfer/experimental/feat/support.py": (
+        "from flashinfer.api import experimental_backend\n\n@experimental_backend\ndef check(x):\n    return True\n"),
+    "flashinfer/gemm.py": "from .experimental.feat.support import check\n",  # allowed: a support module
+    "flashinfer/norm.py": "from .experimental.feat.support import check\n",
+    "flashinfer/asks.py": f"import {KERNEL}\n",
+}
+
+
+def test_bytecode_cached_in_the_copy_is_no_load(tmp_path):
+    """The workers cache the tree's bytecode in the private copy (each module compiled once
+    an audit): writing the support module's cache (a file under the experimental package)
+    is no load of anything, and the next request, which imports the support module from
+    that cache, is allowed the same; the twin, a core line asking for the kernel, is AUD001."""
+    root = write_tree(tmp_path / "tree", {**BASE, **SUPPORT}).resolve()
+    result = CliRunner().invoke(main, ["audit", "--root", str(root), "--format", "json", "-j", "1"])
+    findings = json.loads(result.stdout)["findings"]
+    assert [(f["rule"], f["path"], f["line"]) for f in findings] == [("AUD001", "flashinfer/asks.py", 1)], findings
+    assert not list(root.rglob("__pycache__"))
+
+
+def test_the_preloads_come_from_the_environment_never_from_the_tree(tmp_path):
+    """The workers import torch before the tree is on their path (they start while the
+    tree is still being copied): a ``torch`` folder at the tree's root, which would run
+    untraced there, never runs; the environment's torch does (the twin: the core module
+    importing it is audited clean)."""
+    marker = tmp_path / "ran-from-the-tree"
+    root = write_tree(tmp_path / "tree", {
+        **BASE,
+        "torch/__init__.py": f"import pathlib\npathlib.Path({str(marker)!r}).write_text('x')\n",
+        "flashinfer/uses_torch.py": "import torch\nassert hasattr(torch, 'Tensor')\n",
+    }).resolve()
+    assert _audit(root) == (0, [])
+    assert not marker.exists()
