@@ -353,3 +353,44 @@ def test_a_run_after_a_change_finds_what_a_cold_run_finds(check, tmp_path, monke
     after = check({**REPLAY_TREE, rel: text}, root=root, use_cache=True, cache_dir=cache)
     assert (ran == []) == replayed, ran
     assert found(after) == found(check({}, root=root))
+
+
+# Pieces a hostile or ordinary edit puts in a module: calls at import and in bodies of the
+# functions the follow-ups search for, loads, imports of their homes, and inert text.
+PIECES = (
+    "# a comment naming outer, worker and start\n",
+    "from .helpers import outer\n", "from .helpers import outer\nouter()\n", "from .helpers import outer\ndef f():\n    outer()\n",
+    "from .jobs import worker\nworker()\n", "from . import jobs\njobs.worker()\n", "from .helpers import Tool\nTool.build()\n",
+    "import threading\nthreading.Thread(target=print).start()\n", "import threading\ndef g():\n    threading.Timer(1, print)\n",
+    "def outer():\n    pass\n", "X = 'outer worker spawn'\n", "from .helpers import spawn as s\ns()\n",
+    "import importlib\nimportlib.import_module('flashinfer.norm')\n", "class Tool:\n    pass\n",
+)
+
+
+def test_any_edit_of_one_module_finds_what_a_cold_run_finds(check, tmp_path):
+    """Property: whatever one module becomes, a run on the warm cache (replaying the
+    follow-ups or not) finds exactly what a cold run finds."""
+    import shutil
+
+    from hypothesis import HealthCheck, given, settings, strategies as st
+
+    warm = tmp_path / "warm"
+    check(REPLAY_TREE, root=tmp_path / "base", use_cache=True, cache_dir=warm)
+    targets = sorted(rel for rel in REPLAY_TREE if rel.startswith("flashinfer/") and "experimental" not in rel)
+    runs = []
+
+    @settings(max_examples=40, deadline=None, derandomize=True, database=None,
+              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+    @given(st.sampled_from(targets), st.lists(st.sampled_from(PIECES), min_size=1, max_size=3), st.booleans())
+    def edited(rel, pieces, keep):
+        n = len(runs)
+        runs.append(rel)
+        cache = tmp_path / f"cache{n}"
+        shutil.copytree(warm, cache)
+        root = tmp_path / f"edited{n}"
+        text = (REPLAY_TREE[rel] if keep else "") + "".join(pieces)
+        after = check({**REPLAY_TREE, rel: text}, root=root, use_cache=True, cache_dir=cache)
+        assert found(after) == found(check({}, root=root)), (rel, text)
+
+    edited()
+    assert len(runs) == 40
