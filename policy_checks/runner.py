@@ -426,8 +426,8 @@ def _replay_unchanged(project: Project, record: dict, keys: dict, facts_cache) -
     """What the follow-ups made primary in the run `record` describes, if no file changed
     since in a way they could use; else None (they run again). The same files must be
     there with the same ones primary before the follow-ups, and each changed file (a few at most)
-    must be one the follow-ups neither read the text of nor made primary; one whose
-    complete facts they read (a primary file among them) must have the same facts; a
+    must be one the follow-ups neither read the text of nor made primary; a primary one
+    (whose complete facts they read, and nothing else) must have the same facts; a
     module whose symbol table they built because its bytes may load must have the same
     summary (`facts.syntax_only`) and still may load; any other must still neither may
     load nor name, with one of its homes, a name they searched for (`import_time`). Each
@@ -452,13 +452,13 @@ def _replay_unchanged(project: Project, record: dict, keys: dict, facts_cache) -
         core = project.is_module_file(rel) and project.settings.is_core(source.module)
         if rel in untouchable:
             return None
-        if rel in parsed:  # they read its complete facts: the same ones?
+        if rel in parsed:  # they read its complete facts: the same ones, and nothing else of it?
             try:
                 before = facts_cache.get(bytes.fromhex(parsed[rel]), complete=True)
             except ValueError:
                 return None
-            if before is None or before != project.facts(rel):
-                return None
+            if before is None or not project.is_primary(rel) or before != project.facts(rel):
+                return None  # of a file not primary they may also read the bytes
             continue
         if project.is_primary(rel) or getattr(project.known_facts(rel), "complete", True):
             return None
