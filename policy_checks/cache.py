@@ -5,7 +5,11 @@ its project root, and its bytes, or, for a file whose bytes git vouches for, git
 object id of them: `blob_key`, `key_of`) to that file's facts, and a key derived from it
 and the trigger vocabulary (`scan_key`: the triggers the settings and the rules
 make) to which rule triggers occur in those bytes (`needs.Scanner.scan`), so that
-a warm run decides which files are primary without scanning them. Nothing in a
+a warm run decides which files are primary without scanning them. The import-time
+follow-ups keep two more kinds of entry: what they made primary, under a digest of every
+input they read (`followed`), and the record of their last run on a project's settings
+and excluded folders (`last_followed`), which lets a run replay them after a change they
+have no use for (`runner._replay_unchanged`). Nothing in a
 key names the project: facts depend on nothing else, so every project of this user
 shares one store, and a second clone or worktree of a repository starts warm
 (`location`). Each entry records the day it was last used; a save keeps what the
