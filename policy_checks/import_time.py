@@ -638,24 +638,33 @@ def follow_loads(project: Project) -> None:
             project.mark_primary(rel)
 
 
+_MAY_LOAD_SCANS = (MAY_LOAD, *IMPORT_CALLS)  # the byte questions behind `may_load`
+
+
 def may_load(project: Project, rel: str) -> bool:
     """Could `rel` make a load, by its trigger scan: does it spell the load vocabulary
     (`needs.MAY_LOAD`) or a loader (`needs.IMPORT_CALLS`)? A file that spells neither
     uses no name of the vocabulary, at import or in a function's body, so its symbol
     table need not be built to say so."""
-    return any(project.spells(rel, matcher) for matcher in (MAY_LOAD, *IMPORT_CALLS))
+    return any(project.spells(rel, matcher) for matcher in _MAY_LOAD_SCANS)
 
 
 def may_be_called(project: Project, rel: str, searched: dict) -> bool:
     """Could `follow_calls` have a use for the core module `rel`, by its bytes, in any round
     whose names are among `searched` (name -> the last names of its homes)?"""
     top = project.settings.package.partition(".")[0]
-    by_home: dict = {}
-    for name, homes in searched.items():
-        for home in homes:
-            by_home.setdefault(home.rstrip("."), set()).add(name)
     text = _Text(project.root / rel, top, project.known_facts(rel))
-    return _may_call(text, project.files[rel].module.rpartition(".")[2], searched, by_home, top)
+    return _may_call(text, project.files[rel].module.rpartition(".")[2], searched, _by_home(searched), top)
+
+
+def _by_home(pending: dict) -> dict:
+    """home -> the names of `pending` (name -> the last names of its homes) it is a home
+    of; a class's home (``Tool.``) under the class's name."""
+    found: dict = {}
+    for name, homes in pending.items():
+        for home in homes:
+            found.setdefault(home.rstrip("."), set()).add(name)
+    return found
 
 
 def follow_calls(project: Project) -> None:
@@ -691,10 +700,7 @@ def follow_calls(project: Project) -> None:
         for name, homes in pending.items():
             searched.setdefault(name, set()).update(homes)
         every = {name: searched[name] for name in pending}  # a new home counts with the old ones
-        by_home: dict = {}  # home -> the names it is a home of
-        for name, homes in every.items():
-            for home in homes:
-                by_home.setdefault(home.rstrip("."), set()).add(name)
+        by_home = _by_home(every)
         modules = analysis.module_names & every.keys()  # an import of one runs it: binding it is enough
         found: dict = {}
         parsed = []
@@ -751,5 +757,4 @@ def follow_calls(project: Project) -> None:
 
 # What the follow-ups read of a file's bytes: the runner scans every file for it with the
 # rules' triggers (`needs.Prefilter`), so a follow-up asks the scan (`Project.spells`).
-follow_loads.scans = (MAY_LOAD, *IMPORT_CALLS)
-follow_calls.scans = (MAY_LOAD, *IMPORT_CALLS)
+follow_loads.scans = follow_calls.scans = _MAY_LOAD_SCANS

@@ -100,6 +100,13 @@ def _blobs(project: Project) -> dict:
     return listing.blobs() if listing is not None else {}
 
 
+def _vouched(project: Project, rel: str) -> Optional[str]:
+    """`_blob` of a file this process may also read: its key can then be made without
+    reading it, and what a run would read of it is what git says."""
+    oid = _blobs(project).get(rel)
+    return oid if oid is not None and _readable(os.path.join(project.root, rel)) else None
+
+
 def _readable(path: str) -> bool:
     """Could this process read `path`? Git vouches for a file's bytes, not for this
     process's permission to read them: an unreadable file must still be reported as
@@ -328,11 +335,10 @@ def _facts_from_cache(project: Project, needs: Prefilter, facts_cache, keys: dic
     if not facts_cache.holds_entries:
         return [_task(project, needs, source) for source in project.files.values()]
     tasks = []
-    blobs, root = _blobs(project), os.path.join(project.root, "")
     for rel, source in list(project.files.items()):
-        oid = blobs.get(rel)
+        oid = _vouched(project, rel)
         data = None
-        if oid is not None and _readable(root + rel):  # git vouches for the bytes
+        if oid is not None:
             key = cache_module.blob_key(rel, oid)  # their key without reading them
         else:
             try:
@@ -483,10 +489,9 @@ def _follow_base(project: Project, follows: list) -> bytes:
     for follow in follows:
         digest.update(f"{follow.__module__}.{follow.__qualname__}\0".encode())
         digest.update(Path(inspect.getsourcefile(follow)).read_bytes())
-    blobs, root = _blobs(project), os.path.join(project.root, "")
     for module, source in sorted(project.excluded_modules().items()):
-        oid = blobs.get(source.rel)
-        if oid is not None and _readable(root + source.rel):  # git vouches for its bytes
+        oid = _vouched(project, source.rel)
+        if oid is not None:
             digest.update(module.encode() + b"\0git\0" + oid.encode())
         else:
             data = project.excluded_texts().get(module)
