@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from policy_checks import baseline  # noqa: E402
+from policy_checks.engine import baseline  # noqa: E402
 
 
 def policy_check(*args) -> tuple:

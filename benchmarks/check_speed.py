@@ -101,7 +101,7 @@ class Checker:
 def checked_files(root: Path) -> list:
     """The Python files the checker checks in `root` (its project model's), relative to it."""
     sys.path.insert(0, str(REPOSITORY))
-    from policy_checks.context import Context
+    from policy_checks.engine.context import Context
 
     context = Context.build(root, read=False, use_cache=False)
     return sorted(context.project(lambda source: None).files)

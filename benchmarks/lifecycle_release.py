@@ -45,7 +45,7 @@ Then, as pass / FAIL / n.a. with the reason:
              = True``, a ``require_experimental*`` gate call) in the moved code or on the
              feature's entry points (core definitions around an import of the feature's old
              path or new home, or whose marker says ``feature="FEATURE"``), read with the
-             checker's own readers (policy_checks/markers.py, facts.py); one left passes only
+             checker's own readers (policy_checks/model/markers.py, facts.py); one left passes only
              when the printed checklist leaves step 3 unticked and names its place
 
 Speed: a cold ``policy-check run`` of the base (no cache, default jobs) is timed once in
@@ -509,7 +509,7 @@ def _checker():
     """The checker's own readers (this checkout's), for the marker invariant."""
     if str(CHECKOUT) not in sys.path:
         sys.path.insert(0, str(CHECKOUT))
-    from policy_checks import facts, markers
+    from policy_checks.model import facts, markers
 
     return facts, markers
 

@@ -44,7 +44,7 @@ def timed(args, repeat: int) -> tuple:
 def files_read(tree: Path) -> int:
     """The Python files `remove` and `graduate` read (and `policy-check run` checks): the
     checker's project model of the tree, with the tree's settings."""
-    from policy_checks import config, project
+    from policy_checks.model import config, project
 
     return len(project.Project(tree, config.load(tree), lambda source: None).files)
 

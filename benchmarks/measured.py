@@ -45,7 +45,7 @@ END = "<!-- measured:end -->"
 sys.path.insert(0, str(HERE))
 import bench_record  # noqa: E402
 
-from policy_checks.lifecycle.records import graduated_to  # noqa: E402
+from policy_checks.model.records import graduated_to  # noqa: E402
 
 
 class RecordError(Exception):

@@ -35,7 +35,7 @@ CONFIG = ROOT / "pyproject.toml"
 # body (otherwise the rule belongs in a contract). `policy-check rules` / `explain` read the
 # rule table; only running the checks loads the runner (and with it the fact machinery).
 AT_IMPORT_TIME = {
-    "policy_checks.commands": ("policy_checks.runner",),
+    "policy_checks.cli.commands": ("policy_checks.engine.runner",),
 }
 
 
@@ -116,33 +116,35 @@ PLANTED = {
     "rt_planted/capabilities.py": "",
     "rt_planted/track.py": "",
     "ck_planted/__init__.py": "",
-    "ck_planted/suppressions.py": "from .rules.base import Finding\n",
-    "ck_planted/rules/__init__.py": "",
+    **{f"ck_planted/{layer}/__init__.py": "" for layer in (
+        "cli", "bot", "audit", "consumer", "fix", "lifecycle", "report", "editing", "engine", "rules", "analysis",
+        "model")},
+    "ck_planted/engine/suppressions.py": "from ..rules.base import Finding\n",
     "ck_planted/rules/base.py": "Finding = object\n",
-    "ck_planted/rules/registry.py": "from ..suppressions import META_RULES  # checker-acyclic, suppressions-above-rules\n",
-    "ck_planted/project.py": """
+    "ck_planted/rules/registry.py": "from ..engine.suppressions import META_RULES  # checker-acyclic, suppressions-above-rules\n",
+    "ck_planted/model/project.py": """
         def module_names():
             from rt_planted import track  # checker-not-runtime
+            from ..engine import cache  # checker-layers: the model reaches up
     """,
-    "ck_planted/runner.py": """
+    "ck_planted/engine/runner.py": """
         import github  # pygithub-in-bot
         def run():
             import multiprocessing
     """,
-    "ck_planted/bot/__init__.py": "",
-    "ck_planted/bot/client.py": "import github, requests, urllib3\nfrom .. import board\n",
+    "ck_planted/bot/client.py": "import github, requests, urllib3\nfrom ..lifecycle import board\n",
     "ck_planted/bot/markdown.py": "",
-    "ck_planted/board.py": "from .bot.markdown import code  # bot-above-checker\n",
-    "ck_planted/config.py": """
+    "ck_planted/lifecycle/board.py": "from ..bot.markdown import code  # bot-above-checker\n",
+    "ck_planted/model/config.py": """
         def load():
             from .features import read  # settings-import-nothing
     """,
-    "ck_planted/features.py": "",
+    "ck_planted/model/features.py": "",
     "ck_planted/report/__init__.py": """
         def render():
-            from ..runner import run  # rule-metadata-without-runner
+            from ..engine.runner import run  # rule-metadata-without-runner
     """,
-    "ck_planted/cache.py": "import multiprocessing  # one-process-pool\n",
+    "ck_planted/engine/cache.py": "import multiprocessing  # one-process-pool\n",
 }
 
 

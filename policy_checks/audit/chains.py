@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..config import Settings, under
+from ..model.config import Settings, under
 from ..rules.base import Finding
 from .rules import CORE_LOADS_EXPERIMENTAL
 

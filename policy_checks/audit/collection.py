@@ -47,7 +47,7 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import List, NamedTuple, Optional
 
-from ..config import Settings, load
+from ..model.config import Settings, load
 from ..rules.base import Finding
 from .rules import NOT_AUDITED, STABLE_LANE_COLLECTS_EXPERIMENTAL
 from .sandbox import Scratch, isolated_command, run_once

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import click
 
-from .. import baseline as baseline_module
-from ..config import ConfigError
-from ..context import Context, baseline_name
-from ..output import emit
+from ..engine import baseline as baseline_module
+from ..model.config import ConfigError
+from ..engine.context import Context, baseline_name
+from ..report.output import emit
 from ..report import FORMATS, Options
 from ..rules.registry import matches
 from .rules import AUDIT_RULES
@@ -78,7 +78,7 @@ def audit(root, output_format, output_file, quiet, select, ignore, jobs, timeout
           no_baseline, update_baseline, policy_from, python, exit_zero):
     """Import flashinfer and every core module, call the AOT listing, in isolated
     interpreters, and report what loaded experimental code (AUD000-AUD003)."""
-    from ..runner import Result
+    from ..engine.runner import Result
     from .tree import audit_tree
 
     try:
@@ -92,7 +92,7 @@ def audit(root, output_format, output_file, quiet, select, ignore, jobs, timeout
         name = baseline_name(root, path)
         accepted, policy_from_pair, judge = None, None, None
         if policy_from is not None:
-            from ..policy_change import Revision, SuppressionJudge, baseline_at_base, read_policy
+            from ..engine.policy_change import Revision, SuppressionJudge, baseline_at_base, read_policy
 
             at = Revision(root, policy_from)
             rel, outside = baseline_at_base(root, None if no_baseline else path)
@@ -146,7 +146,7 @@ def _unsuppressed(findings: list, suppressions: dict) -> list:
     comments as read before the audit ran (with ``--policy-from``, only those the base
     revision already had), never as the code under test may have left the tree."""
     from ..rules.registry import ALL_IDS
-    from ..suppressions import apply
+    from ..engine.suppressions import apply
 
     return [f for f in apply(findings, suppressions, set(ALL_IDS), set()) if f.rule in AUDIT_RULES]
 

@@ -10,11 +10,11 @@ import re
 from pathlib import Path
 from typing import NamedTuple
 
-from ..config import Settings, under
-from ..facts import extract
-from ..project import Project, SourceFile, excluder
-from ..import_time import support_modules
-from ..needs import names_experimental
+from ..model.config import Settings, under
+from ..model.facts import extract
+from ..model.project import Project, SourceFile, excluder
+from ..analysis.import_time import support_modules
+from ..analysis.needs import names_experimental
 
 _IDENTIFIER_PARTS = str.isidentifier
 

@@ -15,8 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from ..context import Context
-from ..facts import may_hold_suppressions
+from ..engine.context import Context
+from ..model.facts import may_hold_suppressions
 from .aot import aot_requests, declared_aot_line, judge_aot, missing_aot
 from .chains import keep_first
 from .collection import audit_collection, stable_lane

@@ -9,10 +9,10 @@ its request budgets and its threat model are docs/bot.rst.
 Layout, one concern per module:
 
 - ``parsers``      text in, facts out: PR body section, tracking-issue body, extension
-                   commands; FEATURE.toml through ``policy_checks.lifecycle.records``, the record
+                   commands; FEATURE.toml through ``policy_checks.model.records``, the record
                    module the checker's EXP009 uses too. No network.
 - ``deadlines``    UTC dates, the weekly cycle and the "N days left" wording; the window
-                   and the deadline status come from ``policy_checks.lifecycle.window``.
+                   and the deadline status come from ``policy_checks.model.window``.
 - ``markdown``     escaping of user text quoted in comments.
 - ``client``       PyGithub connection with a bounded retry budget, error wording.
 - ``graphql``      the bulk reads (one request where REST needs one per issue or file),
@@ -28,7 +28,7 @@ Layout, one concern per module:
 - ``review``       ``policy-check bot review``.
 - ``cli``          the click commands.
 
-PyGithub is an optional extra (``[bot]``; `policy_checks.install_forms` says how to install it). It is
+PyGithub is an optional extra (``[bot]``; `policy_checks.report.install_forms` says how to install it). It is
 imported only below this package, and ``cli`` imports it only when a command runs, so
 ``policy-check run`` never loads it and installs without it.
 """

@@ -3,7 +3,7 @@ module and imported under that alias in another is still the experimental decora
 
 ``helpers.py`` binds ``from flashinfer.api_logging import flashinfer_experimental_api as mark``;
 ``kernel.py`` does ``from .helpers import mark`` and decorates with ``@mark``. Read alone,
-``kernel.py`` spells no marker (`policy_checks.markers` reads one file). `AliasTable` reads every
+``kernel.py`` spells no marker (`policy_checks.model.markers` reads one file). `AliasTable` reads every
 Python text of one side of the PR (its head, or its base) and works out, module by module, the
 names that stand for a marker (`markers.exported_marks`), then what each module imports of them
 (``from X import name [as y]``, ``from X import *``, ``import X [as y]`` and ``from P import
@@ -22,7 +22,7 @@ from __future__ import annotations
 import ast
 from typing import Mapping
 
-from .. import markers
+from ..model import markers
 
 MAX_ROUNDS = 8  # modules an alias may pass through (a longer chain is not followed)
 MAX_IMPORTS = 10_000  # import statements one module's table reads (beyond: not followed)

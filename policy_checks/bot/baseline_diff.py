@@ -18,7 +18,7 @@ and the bot lists it apart (``anywhere``), as debt for a person to look at rathe
 rename it can vouch for. A line that is neither an entry nor part of the file's frame is
 reported as unreadable (a maintainer must look at it: the checker may read it differently).
 
-The texts are read as the checker reads the file (`policy_checks.baseline.read`: one JSON
+The texts are read as the checker reads the file (`policy_checks.engine.baseline.read`: one JSON
 document, exactly its keys and version, each entry well formed, none repeated). A text the
 checker would refuse is still read a line at a time, as a patch is, so that the comment can
 name what it holds; the refusal itself is reported as a problem. Everything runs in time
@@ -32,11 +32,11 @@ import re
 from collections import deque
 from dataclasses import dataclass, field, replace
 
-from ..baseline import FILE_NAME, KEY, MAX_COUNT, VERSION
+from ..engine.baseline import FILE_NAME, KEY, MAX_COUNT, VERSION
 
 BASELINE_FILE = FILE_NAME  # the baseline's path at a project's root (no other path is the baseline)
 
-# The file's format is policy_checks/baseline.py's (``dumps`` writes it, ``read`` holds entries to this
+# The file's format is policy_checks/engine/baseline.py's (``dumps`` writes it, ``read`` holds entries to this
 # shape); read a line at a time (a diff, or a text the checker would refuse), each line is checked on its own.
 _FIELDS = ("rule", "module", "scope", "subject")
 # The lines of the file around the entries: braces, brackets, the version and the list's key.
@@ -128,7 +128,7 @@ def read_baseline_text(text: str) -> BaselineText:
 
 
 def _document_problem(text: str) -> str | None:
-    """Why `policy_checks.baseline.read` would refuse this text, or None (the same checks, on a string)."""
+    """Why `policy_checks.engine.baseline.read` would refuse this text, or None (the same checks, on a string)."""
     try:
         document = json.loads(text)
     except (ValueError, RecursionError) as error:
@@ -213,7 +213,7 @@ def parse_entry(text: str) -> BaselineEntry | None:
     if not isinstance(data, dict) or set(data) != {*_FIELDS, "count"}:
         return None
     if not all(isinstance(data[name], str) for name in _FIELDS) or not data["rule"] or not data["module"]:
-        return None  # as policy_checks/baseline.py reads an entry: rule and module non-empty
+        return None  # as policy_checks/engine/baseline.py reads an entry: rule and module non-empty
     count = data["count"]
     if type(count) is not int or not 1 <= count <= MAX_COUNT:  # bool is an int subclass: not a count
         return None

@@ -4,7 +4,7 @@ The token comes from ``GITHUB_TOKEN`` only (never an option, so it never lands i
 history or a process list) and is never printed. Exit status: 0 fine, 1 the PR check
 failed or a review write failed, 2 usage, configuration or API error.
 
-PyGithub is an optional extra (``[bot]``, `policy_checks.install_forms`): this module imports
+PyGithub is an optional extra (``[bot]``, `policy_checks.report.install_forms`): this module imports
 nothing that needs it until a command runs, so ``policy-check --help`` and
 ``policy-check bot pr --help`` work without it, and a command says in one line what to
 install.
@@ -19,8 +19,8 @@ import os
 
 import click
 
-from ..install_forms import needs_extra
-from ..lifecycle.records import repository_problem
+from ..report.install_forms import needs_extra
+from ..model.records import repository_problem
 
 DEFAULT_API_URL = "https://api.github.com"
 NEEDS_PYGITHUB = needs_extra("the bot needs PyGithub")

@@ -1,7 +1,7 @@
 """Calendar dates for graduation deadlines, as the bot uses them: UTC days, the weekly cycle, the wording.
 
 The window and the status of a deadline (`status`: on track, due soon, overdue) are
-`policy_checks.lifecycle.window`'s, shared with the checker; they are imported here so that the
+`policy_checks.model.window`'s, shared with the checker; they are imported here so that the
 bot has one calendar module.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from ..lifecycle.window import DUE_SOON, ON_TRACK, OVERDUE, default_deadline, days_left, status
+from ..model.window import DUE_SOON, ON_TRACK, OVERDUE, default_deadline, days_left, status
 
 __all__ = ["DUE_SOON", "ON_TRACK", "OVERDUE", "days_left", "default_deadline", "describe", "review_cycle", "status",
            "today_utc", "utc_date"]

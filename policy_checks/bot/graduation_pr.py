@@ -6,14 +6,14 @@ The PR check lists the PR's files (``pull.get_files()``): each entry has a ``fil
 hold is read from their texts at the base and head commits (`FileAtRevisions`, filled by the
 PR check's reader), never from the look of diff lines: a decorator spelt
 ``@api_logging.flashinfer_experimental_api``, ``@(fx)(...)`` through an alias, or a docstring
-line starting ``@flashinfer_api`` is read for what it is (`policy_checks.markers`).
+line starting ``@flashinfer_api`` is read for what it is (`policy_checks.model.markers`).
 
 A PR graduates feature ``<f>`` when all of these hold:
 
 * its record ``flashinfer/experimental/<f>/FEATURE.toml`` is removed (or renamed away), and
   its text at base is readable (its ``apis`` and ``tracking_issue`` are read from it);
 * the directory ``flashinfer/experimental/<f>/`` at head is a pure re-export shim
-  (`policy_checks.markers.is_pure_shim`, the same test EXP009 and the board apply): every
+  (`policy_checks.model.markers.is_pure_shim`, the same test EXP009 and the board apply): every
   file under it at head is listed in ``trees`` and its text given;
 * ``<f>``'s own entry points, the definitions marked experimental for it at base, are no
   longer marked experimental at head: every experimental definition in the feature's own
@@ -28,7 +28,7 @@ experimental code a PR adds, in the feature's directory or anywhere, is not part
 graduation: `added_experimental` lists it for the caller, which asks for a declaration as
 for any experimental change.
 
-Each of the seven steps of `policy_checks.lifecycle.window.GRADUATION_STEPS` gets a state:
+Each of the seven steps of `policy_checks.model.window.GRADUATION_STEPS` gets a state:
 
 * step 2 (move the code): the directory is a pure shim (required), with the files moved out;
 * step 3 (the decorator swap): each core entry point is marked ``@flashinfer_api`` at head,
@@ -42,7 +42,7 @@ Each of the seven steps of `policy_checks.lifecycle.window.GRADUATION_STEPS` get
 * steps 1, 4 and 7 are for a person; step 7 names the tracking issue when the bot knows
   it (the removed record's ``tracking_issue``, else the PR's ``Tracking issue:``).
 
-Texts are untrusted: they are parsed by ``ast`` and read by `policy_checks.markers`, in time
+Texts are untrusted: they are parsed by ``ast`` and read by `policy_checks.model.markers`, in time
 linear in their size; text from them reaches the comment only through `markdown.code`.
 """
 
@@ -54,11 +54,11 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Collection, Iterable, Iterator, Mapping
 
-from .. import markers
-from ..config import DEFAULT, Settings, under
-from ..lifecycle.records import TrackingRef, is_feature_name, parse as parse_record
-from ..lifecycle.window import GRADUATION_STEPS, GraduationStep
-from ..markers import Marked
+from ..model import markers
+from ..model.config import DEFAULT, Settings, under
+from ..model.records import TrackingRef, is_feature_name, parse as parse_record
+from ..model.window import GRADUATION_STEPS, GraduationStep
+from ..model.markers import Marked
 from .aliases import AliasTable
 from .markdown import bullet_list, code
 from .revisions import FileAtRevisions

@@ -30,11 +30,12 @@ from __future__ import annotations
 from collections import Counter
 from typing import Iterable, Mapping
 
-from .. import markers
-from ..config import DEFAULT, Settings, under
-from ..rules import exp008, workflows
-from ..rules.conftest_hooks import readmissions
-from ..rules.lane_links import lane_directories
+from ..model import markers
+from ..model.config import DEFAULT, Settings, under
+from ..rules import exp008
+from ..rules.readers import workflows
+from ..rules.readers.conftest_hooks import readmissions
+from ..rules.readers.lane_links import lane_directories
 from .markdown import code
 from .revisions import FileAtRevisions
 

@@ -3,14 +3,14 @@
 Everything the bot echoes from input goes through `code`: a code span shows its text
 literally, so no link, autolink, HTML, emphasis, ``#N`` or ``owner/repo#N`` cross-reference
 and no mention can come from input (tests/policy_checks/bot/test_bot_inert_text.py proves
-it on the rendered comments). `code` and `table_row` live in `policy_checks.markdown`,
+it on the rendered comments). `code` and `table_row` live in `policy_checks.report.markdown`,
 below the bot, because the checker's board quotes with them too; the bot's own helpers
 are here.
 """
 
 from __future__ import annotations
 
-from ..markdown import MAX_QUOTE, ZWJ, code, table_row
+from ..report.markdown import MAX_QUOTE, ZWJ, code, table_row
 
 __all__ = ["MAX_LIST_ITEMS", "MAX_QUOTE", "ZWJ", "bullet_list", "code", "table_row"]
 

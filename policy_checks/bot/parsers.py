@@ -1,6 +1,6 @@
 """Text in, facts out: everything the bot reads from PR bodies, issues, comments and records.
 
-``FEATURE.toml`` is read by `policy_checks.lifecycle.records` (shared with the checker's EXP009);
+``FEATURE.toml`` is read by `policy_checks.model.records` (shared with the checker's EXP009);
 `parse_feature_toml` only quotes its problems as Markdown. GitHub's rules for logins and
 tracking references come from there too.
 
@@ -28,8 +28,8 @@ from html.parser import HTMLParser
 
 from markdown_it import MarkdownIt
 
-from ..lifecycle import records as features
-from ..lifecycle.records import (CROSS_REPO_REF, ISSUE_NUMBER, LOGIN_RE, NAME_CHARS, OWNER_CHARS, FeatureRecord, TrackingRef,
+from ..model import records as features
+from ..model.records import (CROSS_REPO_REF, ISSUE_NUMBER, LOGIN_RE, NAME_CHARS, OWNER_CHARS, FeatureRecord, TrackingRef,
                         issue_number)
 from .markdown import code
 
@@ -42,7 +42,7 @@ _CHECKBOX_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+\[([ xX])\]\s*(.*)$")
 # Starts with a literal; the blanks around the colon can split two ways, but (.*) after them
 # cannot fail, so nothing is retried.
 _TRACKING_LINE_RE = re.compile(r"tracking[ \t]+issue[ \t]*:?[ \t]*(.*)", re.IGNORECASE)
-# Owners, names and issue numbers are `policy_checks.lifecycle.records`' pieces (numbers: at most nine
+# Owners, names and issue numbers are `policy_checks.model.records`' pieces (numbers: at most nine
 # ASCII digits, not followed by a tenth).
 _ISSUE_URL_RE = re.compile(
     rf"https?://[A-Za-z0-9.-]+(?::[0-9]{{1,5}})?/({OWNER_CHARS})/({NAME_CHARS})/(issues|pull|pulls)/{ISSUE_NUMBER}"
@@ -397,7 +397,7 @@ def normalise_reason(reason: str) -> str:
 
 
 def parse_feature_toml(name: str, text: str) -> FeatureRecord:
-    """Read a FEATURE.toml (`policy_checks.lifecycle.records.parse`), quoting its text in problems as inert code spans."""
+    """Read a FEATURE.toml (`policy_checks.model.records.parse`), quoting its text in problems as inert code spans."""
     return features.parse(name, text, quote=code)
 
 

@@ -53,11 +53,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping
 
-from ..config import ConfigError, Settings, from_table
-from ..facts import python_suppressions, text_suppressions
+from ..model.config import ConfigError, Settings, from_table
+from ..model.facts import python_suppressions, text_suppressions
 from ..rules.registry import ALL_IDS, check_settings, matches, selected_ids
-from ..markers import RECORD
-from ..rules.workflows import is_workflow_file
+from ..model.markers import RECORD
+from ..rules.readers.workflows import is_workflow_file
 from . import lane_weakening as lanes
 from .baseline_diff import BASELINE_FILE, BaselineChange, BaselineEntry
 from .markdown import code

@@ -49,9 +49,9 @@ from itertools import islice
 import github
 import requests
 
-from ..config import DEFAULT, is_experimental_path, under  # FlashInfer's default layout: the PR is of a FlashInfer checkout
-from ..lifecycle.records import TrackingRef
-from ..lifecycle.window import WINDOW_IN_WORDS
+from ..model.config import DEFAULT, is_experimental_path, under  # FlashInfer's default layout: the PR is of a FlashInfer checkout
+from ..model.records import TrackingRef
+from ..model.window import WINDOW_IN_WORDS
 from . import aliases, deadlines, graduation_pr, graphql, policy_weakening as pw
 from .baseline_diff import (BASELINE_FILE, BaselineChange, BaselineEntry, baseline_texts_change, module_paths,
                             parse_baseline_patch, texts_delta)

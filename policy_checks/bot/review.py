@@ -21,9 +21,9 @@ from urllib.parse import quote, unquote
 
 from ..lifecycle.board import BoardRow, render_markdown
 from ..lifecycle.board import rows as board_rows
-from ..config import DEFAULT
-from ..lifecycle.records import FeatureRecord, TrackingRef, is_feature_name
-from ..markers import RECORD
+from ..model.config import DEFAULT
+from ..model.records import FeatureRecord, TrackingRef, is_feature_name
+from ..model.markers import RECORD
 from . import deadlines, graphql
 from .client import BotError
 from .comments import BotIdentity, keep_comment, list_comments, own_comments

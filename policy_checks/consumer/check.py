@@ -7,11 +7,11 @@ FlashInfer nor the gate is not parsed. Suppression comments work as for ``run``:
 ``# policy: ignore[CON001] reason`` on the finding's line.
 
 A Python file's findings are remembered by its content and the surface (in the checker's
-cache directory, `policy_checks.cache`, a store of their own), so an unchanged file is not
+cache directory, `policy_checks.engine.cache`, a store of their own), so an unchanged file is not
 parsed again; ``--no-cache`` turns that off.
 
 The baseline (``policy-check-consumer-baseline.json`` at the root) is the checker's own
-format (`policy_checks.baseline`): a finding's fingerprint is its rule, its file, the
+format (`policy_checks.engine.baseline`): a finding's fingerprint is its rule, its file, the
 enclosing ``def``/``class`` and what it is about (the API, ``api:backend``, the gate), so
 it survives edits that move lines.
 """
@@ -24,14 +24,14 @@ import warnings
 from pathlib import Path
 from typing import List, Optional
 
-from .. import baseline as baseline_module
-from ..cache import FactsCache, read_bounded
-from ..facts import may_hold_suppressions, python_suppressions, text_suppressions
+from ..engine import baseline as baseline_module
+from ..engine.cache import FactsCache, read_bounded
+from ..model.facts import may_hold_suppressions, python_suppressions, text_suppressions
 from ..rules.base import Finding
 from ..rules.consumer import CONSUMER_RULES
 from ..rules.registry import ALL_IDS
-from ..runner import Result  # the one result every report format reads
-from ..suppressions import apply
+from ..engine.runner import Result  # the one result every report format reads
+from ..engine.suppressions import apply
 from . import files, python_code
 from .settings_text import lines_setting_gate
 from .surface import Surface, dumps

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import click
 
-from .. import baseline as baseline_module
-from ..output import emit
+from ..engine import baseline as baseline_module
+from ..report.output import emit
 from ..report import FORMATS, Options
 from ..rules.registry import ALL_IDS
 from . import surface as surface_module

@@ -2,7 +2,7 @@
 
 PATHS are walked without following symbolic links; version-control, cache and virtual
 environment directories are skipped. In a git work tree the files are those git selects,
-as for ``policy-check run`` (`policy_checks.gitfiles`: tracked and not ignored; with
+as for ``policy-check run`` (`policy_checks.model.gitfiles`: tracked and not ignored; with
 ``--staged`` only the index). A file's *kind* comes from its name: Python, or one of the
 settings formats that can set an environment variable (shell, Dockerfile, YAML, TOML,
 INI, ``.env``, JSON); everything else is not read.
@@ -15,7 +15,7 @@ import stat
 from pathlib import Path
 from typing import Iterator, List, Optional, Tuple
 
-from .. import gitfiles
+from ..model import gitfiles
 
 PYTHON = "python"
 SETTINGS = "settings"

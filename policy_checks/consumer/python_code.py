@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
-from ..markers import dotted_name
+from ..model.markers import dotted_name
 from .settings_text import gate_assignments
 from .surface import Surface
 

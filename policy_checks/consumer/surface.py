@@ -5,7 +5,7 @@ dotted paths a caller can reach it by (the defining module's and each re-export'
 ``flashinfer.norm.gated_rmsnorm`` and ``flashinfer.gated_rmsnorm``), every experimental
 backend of a stable API as ``api:backend`` (again under each path of the API), and the
 gate's variable. It is computed from a FlashInfer tree without importing it, through the
-checker's project model (`policy_checks.project.Project`): the markers on definitions
+checker's project model (`policy_checks.model.project.Project`): the markers on definitions
 (``@flashinfer_experimental_api``), the ``@experimental_backend`` checkers of each
 ``backend_requirement`` mapping, hand-routed backends announced with a literal
 ``warn_experimental_backend_once("api", "backend")``, and the re-exports of package
@@ -26,11 +26,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, FrozenSet, Optional, Set, Tuple
 
-from .. import entry_points, markers
-from ..cache import read_bounded
-from ..config import ConfigError, load
-from ..facts import FileFacts, extract
-from ..project import DefTarget, External, Project
+from ..model import entry_points, markers
+from ..engine.cache import read_bounded
+from ..model.config import ConfigError, load
+from ..model.facts import FileFacts, extract
+from ..model.project import DefTarget, External, Project
 
 KEY = "flashinfer-experimental-surface"  # the top-level key, holding the format's version
 VERSION = 1
@@ -218,7 +218,7 @@ def _is_core(project: Project, rel: str) -> bool:
 def _declared(project: Project, texts: Dict[str, bytes]) -> Tuple[Set[str], Dict[str, Set[str]]]:
     """The experimental APIs (dotted paths) and backends (API path, or the bare name of
     an API a backend is announced for elsewhere -> names), read by the entry-point
-    model (`policy_checks.entry_points`). Experimental code counts only for the
+    model (`policy_checks.model.entry_points`). Experimental code counts only for the
     backends it announces."""
     apis: Set[str] = set()
     backends: Dict[str, Set[str]] = {}

@@ -15,8 +15,8 @@ from typing import Callable, Dict, Iterator, List, Optional, Sequence, Union
 import libcst as cst
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider, ScopeProvider
 
-from .. import markers
-from ..entry_points import branch_backend
+from ..model import markers
+from ..model.entry_points import branch_backend
 from .target import FixTarget
 
 Edit = Callable[[cst.CSTNode], cst.CSTNode]
@@ -61,7 +61,7 @@ class PythonFile:
 
     @property
     def names(self):
-        """The file's names as `policy_checks.markers` reads them (built on first use)."""
+        """The file's names as `policy_checks.model.markers` reads them (built on first use)."""
         names = self.__dict__.get("_names")
         if names is None:
             tree = markers.parse(self.tree.code)
@@ -289,7 +289,7 @@ def backend_branch(file: PythonFile, node: cst.CSTNode):
 def backend_test(test: cst.BaseExpression) -> Optional[str]:
     """``"x"`` for a test selecting the one backend ``"x"`` (``backend == "x"``,
     ``list(backends) == ["x"]``: how an entry point hands a backend off, as
-    `policy_checks.entry_points.branch_backend` reads it), else None."""
+    `policy_checks.model.entry_points.branch_backend` reads it), else None."""
     if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
             and isinstance(test.comparisons[0].operator, cst.Equal)):
         return None
@@ -313,7 +313,7 @@ def in_module_scope(file: PythonFile, node: cst.CSTNode) -> bool:
 def decorator_name(decorator: cst.Decorator) -> str:
     """Last component of a decorator's name, calls unwrapped (parentheses are no nodes in
     libcst): ``api`` for ``@x.api(trace=1)`` and ``@(x.api)(trace=1)(f)``; the same reading
-    as `policy_checks.markers.decorator_target`, without following names."""
+    as `policy_checks.model.markers.decorator_target`, without following names."""
     expression = decorator.decorator
     while isinstance(expression, (cst.Call, cst.NamedExpr)):
         expression = expression.func if isinstance(expression, cst.Call) else expression.value
@@ -321,7 +321,7 @@ def decorator_name(decorator: cst.Decorator) -> str:
 
 
 def decorator_kinds(file: PythonFile, decorator: cst.Decorator) -> frozenset:
-    """The kinds of mark (`policy_checks.markers`) a decorator applies, its spelling and the
+    """The kinds of mark (`policy_checks.model.markers`) a decorator applies, its spelling and the
     file's aliases followed: ``{"experimental_api"}`` for ``@fx(feature="f")`` after
     ``from .api_logging import flashinfer_experimental_api as fx``."""
     expression = markers.parse(file.tree.code_for_node(decorator.decorator).strip())

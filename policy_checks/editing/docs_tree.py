@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Iterable, Iterator, List, Set, Tuple
 
-from ..sphinx_pages import PAGE_SUFFIXES, entry_path, toctree_entries
+from ..model.sphinx_pages import PAGE_SUFFIXES, entry_path, toctree_entries
 from .target import FixTarget
 
 TEXT_SUFFIXES = (".rst", ".md", ".txt")

@@ -2,7 +2,7 @@
 
 `fix`, `remove` and `graduate` all start here: `load_project` reads the settings
 (`FixError`, exit 2, when they are unusable), `project_model` gives the checker's own
-`policy_checks.project.Project` of the tree (facts extracted when first asked for,
+`policy_checks.model.project.Project` of the tree (facts extracted when first asked for,
 no cache), so the commands find what reaches a feature exactly as the containment
 rules see it. Nothing here runs the checker's rules: `policy_checks.fix.findings`
 does that for ``fix``.
@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import List, Optional, Tuple
 
-from .. import config, markers
-from .. import project as checker_project
-from ..facts import extract
+from ..model import config, markers
+from ..model import project as checker_project
+from ..model.facts import extract
 
 __all__ = ["FixError", "FixTarget", "Refused", "load_project", "project_model"]
 
@@ -35,7 +35,7 @@ class Refused(Exception):
 class FixTarget:
     """The tree ``policy-check fix`` rewrites: its root and settings, and the few
     questions the rewrites ask of it on disk, one file at a time, after the
-    checker's run. Not the checker's `policy_checks.project.Project`, which is the
+    checker's run. Not the checker's `policy_checks.model.project.Project`, which is the
     indexed model of one run (every file's module name and facts, resolution
     across modules)."""
 

@@ -14,7 +14,7 @@ from typing import Dict, List, Optional
 
 import libcst as cst
 
-from .. import markers
+from ..model import markers
 from ..editing.cst_tools import (
     Edit,
     PythonFile,

@@ -13,7 +13,7 @@ from typing import Dict, List, Optional, Tuple
 
 import libcst as cst
 
-from .. import markers
+from ..model import markers
 from ..editing.cst_tools import (
     Edit,
     ImportStatement,

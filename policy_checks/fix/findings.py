@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, List, Optional, Sequence
 
-from .. import baseline as baseline_module
-from .. import config, context
-from .. import runner
+from ..engine import baseline as baseline_module
+from ..model import config
+from ..engine import context
+from ..engine import runner
 from ..editing.target import FixError, FixTarget, load_project
 from ..rules.base import Finding
 

@@ -1,13 +1,13 @@
 """``policy-check features``: the board of the experimental track, and ``features init``.
 
 One row per feature (a direct subdirectory of the experimental package, as EXP009 sees
-them: `policy_checks.lifecycle.records.feature_directories`): what its ``FEATURE.toml`` says
+them: `policy_checks.model.records.feature_directories`): what its ``FEATURE.toml`` says
 (kind, owner, tracking issue, admission, deadline, automatic routing, APIs, backends),
-how far the deadline is (``policy_checks.lifecycle.window``: UTC calendar days, the admission
+how far the deadline is (``policy_checks.model.window``: UTC calendar days, the admission
 window and the overdue / due soon / on track status), and what the feature lacks.
 
-Records are read by `policy_checks.lifecycle.records`, never parsed here, and what a feature
-lacks is `policy_checks.lifecycle.records.survey`'s answer, the one EXP009 reports item by item.
+Records are read by `policy_checks.model.records`, never parsed here, and what a feature
+lacks is `policy_checks.model.records.survey`'s answer, the one EXP009 reports item by item.
 `rows` builds the board from records, so the checker (records read from the tree,
 `survey_tree`) and the bot's weekly review (records read through GraphQL, with each
 tracking issue's state added; there the record alone says what is lacking) show the
@@ -16,7 +16,7 @@ same table. Offline: the tree alone, one small file per feature.
 
 Text from a record is untrusted. The text format escapes what is not printable; the
 Markdown format renders every cell that comes from input as an inert code span
-(`policy_checks.markdown.code`, the bot's quoting too, standard library only: importing
+(`policy_checks.report.markdown.code`, the bot's quoting too, standard library only: importing
 it loads neither PyGithub nor the bot) and escapes ``|`` in cells (`table_row`).
 docs/features.rst describes the command, the columns and the JSON keys.
 """
@@ -32,12 +32,12 @@ from typing import Iterable, Iterator
 
 import click
 
-from . import window as graduation
-from ..config import ConfigError, Settings, find_root, load
-from .records import FIELDS, SHIM_MARKER, Feature, FeatureRecord, Problem, record_lacks, survey
-from ..markdown import code, table_row
-from ..markers import README, RECORD
-from ..output import emit
+from ..model import window as graduation
+from ..model.config import ConfigError, Settings, find_root, load
+from ..model.records import FIELDS, SHIM_MARKER, Feature, FeatureRecord, Problem, record_lacks, survey
+from ..report.markdown import code, table_row
+from ..model.markers import README, RECORD
+from ..report.output import emit
 
 MAX_CELL_ITEMS = 5  # APIs or backends shown in one Markdown cell; the rest are counted
 
@@ -92,7 +92,7 @@ def _iso(day: dt.date | None) -> str | None:
 
 
 def lacks(record: FeatureRecord) -> list[str]:
-    """What the record lacks (`policy_checks.lifecycle.records.record_lacks`, as EXP009 reports it):
+    """What the record lacks (`policy_checks.model.records.record_lacks`, as EXP009 reports it):
     ``FEATURE.toml`` and every field when there is no usable record (missing, unreadable,
     not TOML), else the fields missing or wrong, in `FIELDS` order. What the rest of the
     directory lacks (README, tests, example) is known only from the tree (`survey_tree`)."""
@@ -100,7 +100,7 @@ def lacks(record: FeatureRecord) -> list[str]:
 
 
 def lack_items(found) -> list[str]:
-    """The items of `policy_checks.lifecycle.records.Lack` records, each once, in order."""
+    """The items of `policy_checks.model.records.Lack` records, each once, in order."""
     items: list[str] = []
     for lack in found:
         if lack.item not in items:
@@ -159,13 +159,13 @@ def rows(records: Iterable[FeatureRecord], today: dt.date, this_repo: str = "",
 
 def survey_tree(root: Path, settings: Settings) -> list[Feature]:
     """Every feature of the tree with its record and what it lacks, as EXP009 sees them
-    (`policy_checks.lifecycle.records.survey`, with the checker's file selection and examples).
+    (`policy_checks.model.records.survey`, with the checker's file selection and examples).
     A directory that binds ``__graduated_to__`` but is no pure shim gets that as a problem.
 
     No experimental package means no features. Raises OSError when the package's
     directory exists but cannot be listed.
     """
-    from ..project import Project  # the checker's view of which files count
+    from ..model.project import Project  # the checker's view of which files count
 
     def no_facts(source):  # the board reads no Python file's facts
         raise AssertionError(source)

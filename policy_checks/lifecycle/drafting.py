@@ -7,7 +7,7 @@ Each record is filled from what the tree knows, and only from that:
   ``https://github.com/login``), ``Tracking issue: #123``, ``Tracking: [#123](...)``, a
   link to ``https://github.com/owner/repo/issues/123``, or ``owner/repo#123``. Read with
   string code and patterns that run in linear time, and kept only when
-  `policy_checks.lifecycle.records` accepts the value (GitHub's rules for logins and references);
+  `policy_checks.model.records` accepts the value (GitHub's rules for logins and references);
   several different values are no answer.
 - ``admitted``: the day (UTC) of the first commit that added a file to the directory
   (``git log --no-renames --diff-filter=A --reverse``, one process for every feature, git
@@ -22,7 +22,7 @@ What the tree does not say (``kind``, ``target_release``, ``target_date``, ``api
 ``backends``, ``auto_routing``, and any of the above it did not find) is written as a
 commented-out line with a TODO, so the record parses and EXP009 keeps asking for each
 until a person fills it in. Values are written with TOML's escaping, and every record is
-parsed back with `policy_checks.lifecycle.records.parse` before it is written: a value the record
+parsed back with `policy_checks.model.records.parse` before it is written: a value the record
 would not accept is left out instead. Text from the tree (an author's name) appears only
 in comments, with every character that is not printable replaced.
 
@@ -41,10 +41,10 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import records as features
-from .records import FIELDS, RECORD, TrackingRef, is_login, number_problem, parse_cross_repo_ref, repository_problem
-from .window import WINDOW_IN_WORDS, default_deadline
-from ..markers import README
+from ..model import records as features
+from ..model.records import FIELDS, RECORD, TrackingRef, is_login, number_problem, parse_cross_repo_ref, repository_problem
+from ..model.window import WINDOW_IN_WORDS, default_deadline
+from ..model.markers import README
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -508,7 +508,7 @@ def drafts(root: Path, settings, code=None) -> tuple[list[Draft], int, str | Non
     """``(drafts, features that have a record, why there are no dates)``: a draft for every
     feature (as EXP009 and the board see them) whose directory holds no ``FEATURE.toml``.
     `code`: `code_facts`' function (default: one of its own)."""
-    from ..project import Project  # which files count, as for the checker
+    from ..model.project import Project  # which files count, as for the checker
 
     def no_facts(source):  # no Python file's facts are read
         raise AssertionError(source)
@@ -580,7 +580,7 @@ def skeleton(feature: str, rel_dir: str, inferred=None) -> Skeleton:
 
 def skeletons(root: Path, settings, code=None) -> list[Skeleton]:
     """A README skeleton for every feature whose directory holds no README.md."""
-    from ..project import Project
+    from ..model.project import Project
 
     def no_facts(source):
         raise AssertionError(source)

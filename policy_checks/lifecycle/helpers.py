@@ -1,5 +1,5 @@
 """Helpers: core functions that import a feature without being entry points
-(`policy_checks/entry_points.py`), followed to the entry points that call them.
+(`policy_checks/model/entry_points.py`), followed to the entry points that call them.
 
 The call graph is read with ``ast``, one walk per module, over the core modules that
 spell the helper's name: calls (any use) by name within its module, through imports
@@ -19,9 +19,9 @@ import ast
 import re
 from typing import Callable, Dict, List, NamedTuple, Optional, Set, Tuple
 
-from .. import entry_points as ep
-from ..facts import FUNCTION, ModuleBinding, FromBinding
-from ..project import DefTarget, ModuleTarget
+from ..model import entry_points as ep
+from ..model.facts import FUNCTION, ModuleBinding, FromBinding
+from ..model.project import DefTarget, ModuleTarget
 
 _MAX_HELPERS = 200
 

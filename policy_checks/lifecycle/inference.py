@@ -1,6 +1,6 @@
 """What the code says about each experimental feature, for ``policy-check features init``.
 
-The checker's facts and project model (`policy_checks.facts`, `policy_checks.project`)
+The checker's facts and project model (`policy_checks.model.facts`, `policy_checks.model.project`)
 answer, without running anything:
 
 - ``apis``: every ``@flashinfer_experimental_api`` function or class of the package that
@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from .. import markers
-from ..facts import Definition, extract
-from ..project import DefTarget, Project
+from ..model import markers
+from ..model.facts import Definition, extract
+from ..model.project import DefTarget, Project
 
 _MARKER_BYTES = tuple(m.encode() for m in (markers.EXPERIMENTAL_API, markers.EXPERIMENTAL_BACKEND,
                                            markers.BACKEND_REQUIREMENT))

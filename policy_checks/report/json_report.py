@@ -27,7 +27,7 @@ def json_report(result, rule_names: dict, options: Options = Options()) -> str:
             item.update(module=fp.module, scope=fp.scope, subject=fp.subject)
     document = {"version": 1, "findings": findings, "files_checked": result.files_checked}
     if result.baseline is not None:
-        from ..baseline import entry  # only a baseline run pays for it
+        from ..engine.baseline import entry  # only a baseline run pays for it
 
         document["baseline"] = result.baseline
         document["baselined"] = len(result.baselined)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from ..install_forms import REPOSITORY, release_tag
+from .install_forms import REPOSITORY, release_tag
 from ..rules.registry import ALL_IDS, ELSEWHERE, META_RULES, RULES
 
 # No site publishes docs/: the links the reports give point at the page in the repository,

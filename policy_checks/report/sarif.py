@@ -61,7 +61,7 @@ def _rule(rule_id: str, name: str) -> dict:
 
 
 def sarif(result, rule_names: dict, options: Options = Options()) -> str:
-    from ..baseline import digest  # only a run pays for it, not `policy-check rules`
+    from ..engine.baseline import digest  # only a run pays for it, not `policy-check rules`
 
     ids = sorted(rule_names)
     index = {rule: n for n, rule in enumerate(ids)}

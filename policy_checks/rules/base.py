@@ -2,7 +2,7 @@
 
 A rule is a small class: its id, its name, a one-line summary, a docstring that
 explains the rule and why it exists, what it reads (`reads`, `triggers`: see
-`policy_checks.needs`), and VALID / INVALID examples. Each example is a tiny
+`policy_checks.analysis.needs`), and VALID / INVALID examples. Each example is a tiny
 project (a mapping of paths to file contents); the test suite runs every rule over
 every example, in the manner of Fixit's rule examples.
 """
@@ -13,8 +13,9 @@ import sys
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
-from .. import import_time, markers
-from ..needs import CORE_MODULE
+from ..analysis import import_time
+from ..model import markers
+from ..analysis.needs import CORE_MODULE
 
 
 @dataclass(frozen=True, order=True)
@@ -25,7 +26,7 @@ class Finding:
     `subject` says what the finding is about, in words that survive edits around
     it: the imported module, the checker function, the feature and its missing
     item, never a line or a column. With the module and the enclosing definition it
-    makes the finding's fingerprint (`policy_checks.baseline`). It is not part of a
+    makes the finding's fingerprint (`policy_checks.engine.baseline`). It is not part of a
     finding's identity: two findings at one place with one message are one finding.
     """
 
@@ -87,7 +88,7 @@ class Rule:
 
 STDLIB = frozenset(sys.stdlib_module_names) | {"__future__"}
 
-# decorators that sanction or mark things (the track's vocabulary: `policy_checks.markers`)
+# decorators that sanction or mark things (the track's vocabulary: `policy_checks.model.markers`)
 EXPERIMENTAL_API = markers.EXPERIMENTAL_API
 PUBLIC_API = markers.STABLE_API
 BACKEND_REQUIREMENT = markers.BACKEND_REQUIREMENT
@@ -95,7 +96,7 @@ EXPERIMENTAL_BACKEND = markers.EXPERIMENTAL_BACKEND
 
 
 def runs_at_import(project, scope: str) -> bool:
-    """`policy_checks.import_time.runs_at_import`, for the rules."""
+    """`policy_checks.analysis.import_time.runs_at_import`, for the rules."""
     return import_time.runs_at_import(project.settings, scope)
 
 
@@ -122,12 +123,12 @@ def describe_calls(chain) -> str:
 
 
 def checker_import(project, imp) -> bool:
-    """`policy_checks.import_time.ImportTime.is_checker_import`: the support-module exception."""
+    """`policy_checks.analysis.import_time.ImportTime.is_checker_import`: the support-module exception."""
     return import_time.of(project).is_checker_import(imp)
 
 
 def excluded_imports(project, imp) -> list:
-    """`policy_checks.import_time.ImportTime.excluded_imports`."""
+    """`policy_checks.analysis.import_time.ImportTime.excluded_imports`."""
     return import_time.of(project).excluded_imports(imp)
 
 

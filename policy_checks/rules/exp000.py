@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..needs import DOCS_PAGE, PYTHON_FILE
+from ..analysis.needs import DOCS_PAGE, PYTHON_FILE
 from .base import Example, Rule
 
 
@@ -16,7 +16,7 @@ class ParseError(Rule):
     tree is still checked.
 
     Only the files the checker must read are parsed, so only those are reported: the
-    files whose bytes spell a trigger of a rule (`policy_checks.needs`), the
+    files whose bytes spell a trigger of a rule (`policy_checks.analysis.needs`), the
     files a rule or the import-time analysis follows into, and the conftest files of
     the stable lane. A file whose bytes concern no rule is not parsed, so a syntax
     error there is not reported: Python cannot import such a file, so nothing in it

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .. import import_time
-from ..needs import CORE_MODULE, EXPERIMENTAL_NAME, IMPORT_CALLS
+from ..analysis import import_time
+from ..analysis.needs import CORE_MODULE, EXPERIMENTAL_NAME, IMPORT_CALLS
 from .base import (
     EXPERIMENTAL_BACKEND, Example, Rule, calls_importing, checker_import, core_primary, describe_calls, describe_chain,
     excluded_imports, experimental_targets, is_aot, is_init, runs_at_import,
@@ -37,7 +37,7 @@ class CoreImportsExperimental(Rule):
     and annotations; not function or lambda bodies, not ``if TYPE_CHECKING:``
     nor the ``else`` of ``if not TYPE_CHECKING:``). Only typing's own
     ``TYPE_CHECKING``, never rebound in the file, guards a block
-    (`policy_checks.facts.type_checking_guards`): a name of one's own guards nothing.
+    (`policy_checks.model.facts.type_checking_guards`): a name of one's own guards nothing.
 
     Loaders with literal names are imports (``pkgutil.resolve_name``,
     ``runpy.run_module``/``run_path``, ``importlib.util.find_spec``,
@@ -46,7 +46,7 @@ class CoreImportsExperimental(Rule):
     import of a project function whose body imports experimental code (or of a class
     whose ``__init__`` does), however many calls down, or of a helper handing its
     parameter to an import function with a literal experimental name, is a module-level
-    import too (`policy_checks.import_time`; the message names the chain of calls), as
+    import too (`policy_checks.analysis.import_time`; the message names the chain of calls), as
     is an import of a module the ``exclude`` setting leaves out that imports
     experimental code at its module level (the message names the chain of modules).
     ``flashinfer/__init__.py`` is EXP002's and AOT modules are EXP005's.

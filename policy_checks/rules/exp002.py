@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .. import import_time
-from ..needs import ALWAYS, PACKAGE_INIT
+from ..analysis import import_time
+from ..analysis.needs import ALWAYS, PACKAGE_INIT
 from .base import (
     Example, Rule, calls_importing, core_primary, describe_calls, describe_chain, excluded_imports,
     experimental_targets, is_init, runs_at_import,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..import_time import support_modules
-from ..needs import CORE_MODULE, EXPERIMENTAL_NAME
+from ..analysis.import_time import support_modules
+from ..analysis.needs import CORE_MODULE, EXPERIMENTAL_NAME
 from .base import STDLIB, Example, Rule, memo, runs_at_import
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .. import markers
-from ..needs import BACKEND_REQUIREMENT, CORE_MODULE, EXPERIMENTAL_MODULE
+from ..model import markers
+from ..analysis.needs import BACKEND_REQUIREMENT, CORE_MODULE, EXPERIMENTAL_MODULE
 from .base import EXPERIMENTAL_BACKEND, Example, Rule
 
 

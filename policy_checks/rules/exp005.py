@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ..needs import ALWAYS, AOT_MODULE
-from ..project import DefTarget
+from ..analysis.needs import ALWAYS, AOT_MODULE
+from ..model.project import DefTarget
 from .base import Example, Rule, experimental_targets
 
 

@@ -5,20 +5,20 @@ from __future__ import annotations
 import os
 import posixpath
 
-from ..config import under
-from ..facts import NamesBinding
-from ..needs import DOCS_PAGE
-from ..project import DefTarget, External, ModuleTarget
-from . import rst_listing
+from ..model.config import under
+from ..model.facts import NamesBinding
+from ..analysis.needs import DOCS_PAGE
+from ..model.project import DefTarget, External, ModuleTarget
+from .readers import rst_listing
 from .base import EXPERIMENTAL_API, Example, Rule
-from .sphinx_conf import autodoc_defaults
+from .readers.sphinx_conf import autodoc_defaults
 
 MAX_INCLUDED_BYTES = 2 * 1024 * 1024  # an included file larger than this is not read
 
 
 def listed_names(text: str, directives: bool = False):
     """Yield ``(line, column, name, current module, options)`` for every object an
-    ``.rst`` page lists, read as Sphinx reads it (`policy_checks.rules.rst_listing`,
+    ``.rst`` page lists, read as Sphinx reads it (`policy_checks.rules.readers.rst_listing`,
     without following includes or conf.py's defaults). With `directives`, each tuple
     ends with the directive's name (``autofunction``, ``autosummary``, ``function``)."""
     for item in rst_listing.listed(text):
@@ -81,12 +81,12 @@ class ExperimentalApiInDocs(Rule):
     ``autoclass`` with ``:members:`` lists what autodoc would document: the names
     given to the option, else a module's ``__all__``, else its public definitions
     (minus ``:exclude-members:``); conf.py's ``autodoc_default_options`` fill in
-    ``members`` for a bare directive (`policy_checks.rules.sphinx_conf`), and an
+    ``members`` for a bare directive (`policy_checks.rules.readers.sphinx_conf`), and an
     ``autosummary`` entry with ``:toctree:`` lists its stub page's members too. The
     Python domain's directives (``.. py:function::``, ``.. function::``, methods in a
     ``.. py:class::``), directives nested in others, ``.. include::`` (bounded,
     inside the docs) and pages in subfolders are read; comments, literal blocks,
-    code blocks and paragraph text are not (`policy_checks.rules.rst_listing`). A name is resolved through
+    code blocks and paragraph text are not (`policy_checks.rules.readers.rst_listing`). A name is resolved through
     re-exports (``from .x import f as g`` in a package ``__init__``) and lazy-export
     tables to the function that defines it, which is experimental when it carries
     ``@flashinfer_experimental_api`` or is defined under the experimental package.

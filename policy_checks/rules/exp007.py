@@ -6,13 +6,13 @@ from .base import (
     BACKEND_REQUIREMENT, EXPERIMENTAL_API, PUBLIC_API, Example, Rule, core_primary,
     experimental_targets, is_aot,
 )
-from ..entry_points import entry_point
-from ..import_time import runs_on_call
-from ..needs import CORE_MODULE, EXPERIMENTAL_NAME, IMPORT_CALLS
+from ..model.entry_points import entry_point
+from ..analysis.import_time import runs_on_call
+from ..analysis.needs import CORE_MODULE, EXPERIMENTAL_NAME, IMPORT_CALLS
 
 
 def sanctioned(project, facts, functions) -> bool:
-    """Is the import inside an entry point (`policy_checks/entry_points.py`, the one
+    """Is the import inside an entry point (`policy_checks/model/entry_points.py`, the one
     definition the lifecycle commands share)?"""
     return entry_point(project, facts, functions) is not None
 

@@ -8,12 +8,12 @@ import re
 import shlex
 from functools import partial
 
-from ..config import under
-from ..needs import EXPERIMENTAL_NAME, IMPORT_CALLS, STABLE_TEST, Kind
-from ..project import DefTarget
-from . import lane_links, pytest_commands, workflows
+from ..model.config import under
+from ..analysis.needs import EXPERIMENTAL_NAME, IMPORT_CALLS, STABLE_TEST, Kind
+from ..model.project import DefTarget
+from .readers import lane_links, pytest_commands, workflows
 from .base import Example, Rule
-from .conftest_hooks import readmissions
+from .readers.conftest_hooks import readmissions
 
 try:
     import tomllib
@@ -196,12 +196,12 @@ class StableLaneNotIsolated(Rule):
     ``addopts``; a link under ``tests/`` (outside ``tests/experimental/``) to the
     experimental tests, into them or to a folder holding them (pytest matches
     ``norecursedirs`` against the link's path); conftest hooks that re-admit or add
-    tests (`policy_checks.rules.conftest_hooks`: ``pytest_ignore_collect`` answering
+    tests (`policy_checks.rules.readers.conftest_hooks`: ``pytest_ignore_collect`` answering
     anything but True/None, ``pytest_collect_directory``/``pytest_collection``
     returning a collector, ``pytest_collection_modifyitems`` adding items, writes to
     ``norecursedirs`` or ``config.args``; hooks that only skip or deselect are
     fine); and the workflows' pytest command lines and ``PYTEST_ADDOPTS``
-    (`policy_checks.rules.pytest_commands`: ``-o norecursedirs=`` without the
+    (`policy_checks.rules.readers.pytest_commands`: ``-o norecursedirs=`` without the
     exclusion, ``-c``, ``--rootdir``, ``-p no:``, ``--noconftest``, experimental
     paths named beside stable ones; a command naming only experimental paths is the
     experimental lane).

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from ..lifecycle import records as features
-from ..lifecycle.records import README_PARTS, missing_readme_parts
-from ..markers import RECORD
-from ..needs import EXAMPLE, EXPERIMENTAL_TEST, FEATURE_README, FEATURE_TOML
+from ..model import records as features
+from ..model.records import README_PARTS, missing_readme_parts
+from ..model.markers import RECORD
+from ..analysis.needs import EXAMPLE, EXPERIMENTAL_TEST, FEATURE_README, FEATURE_TOML
 from .base import Example, Rule
 
 __all__ = ["FeatureRecordIncomplete", "README_PARTS", "missing_readme_parts"]
@@ -28,9 +28,9 @@ class FeatureRecordIncomplete(Rule):
     Every feature under ``flashinfer/experimental/<feature>/`` is admitted for a
     bounded time with a named owner; the bot and the reviewers read that from its
     record: ``FEATURE.toml`` with every field of the record (read and validated by
-    ``policy_checks.lifecycle.records``, the same code the bot reads it with: types and GitHub's
+    ``policy_checks.model.records``, the same code the bot reads it with: types and GitHub's
     name rules checked, and ``target_date`` inside the admission window of
-    ``policy_checks.lifecycle.window``), a ``README.md`` whose headings cover the four
+    ``policy_checks.model.window``), a ``README.md`` whose headings cover the four
     user-contract items (what is experimental; supported cases and limits; the gates;
     automatic routing), tests under ``tests/experimental/<feature>/`` and a runnable
     example under ``examples/`` (a Python file that parses and mentions the feature).
@@ -48,7 +48,7 @@ class FeatureRecordIncomplete(Rule):
     ever removes baseline entries. A value the record holds but gets wrong (malformed,
     a late ``target_date``, ``apis = []`` for kind ``api``) is reported at its line of
     ``FEATURE.toml``; so is a ``FEATURE.toml`` that is not TOML. ``policy-check
-    features`` lists the same items (``policy_checks.lifecycle.records.survey`` computes them
+    features`` lists the same items (``policy_checks.model.records.survey`` computes them
     for both).
 
     The README is read as Markdown: ATX headings (``#`` to ``######`` and a space) and
@@ -61,11 +61,11 @@ class FeatureRecordIncomplete(Rule):
 
     A feature is a direct subdirectory of the experimental package holding Python
     files at any depth (``<feature>/impl/kernel.py`` alone makes one) or a
-    ``FEATURE.toml`` (``policy_checks.lifecycle.records.feature_directories``, the one
+    ``FEATURE.toml`` (``policy_checks.model.records.feature_directories``, the one
     definition EXP009, the board and ``features init`` share); one whose name starts with ``_`` or ``.`` is shared
     code, not a feature, and so is the shim package a graduated feature leaves for one
     release: its ``__init__`` binds ``__graduated_to__`` to the new home and the
-    directory is a pure re-export shim (``policy_checks.markers.is_pure_shim``: Python
+    directory is a pure re-export shim (``policy_checks.model.markers.is_pure_shim``: Python
     modules holding only what ``policy-check graduate`` writes, re-exports of the new
     home, a ``DeprecationWarning``, ``__all__`` and a ``__getattr__`` forwarder; no
     other file). A directory that binds ``__graduated_to__`` but holds anything else (a

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from .. import import_time, markers
-from ..needs import CORE_MODULE, IMPORT_CALLS
+from ..analysis import import_time
+from ..model import markers
+from ..analysis.needs import CORE_MODULE, IMPORT_CALLS
 from .base import Example, Rule, core_primary, describe_calls, memo, runs_at_import
-from ..import_time import support_modules
+from ..analysis.import_time import support_modules
 
 _FIX = ("make the load explicit (an import of a literal module name, or a deferred import inside an "
         "entry point), or explain it with `# policy: ignore[EXP010] reason`, which a maintainer approves")
@@ -18,7 +19,7 @@ class UnresolvedImportTimeLoad(Rule):
 
     Deny by default: what a module runs when it is imported (its body, class bodies,
     decorators, default values, and every project function those call, however many
-    calls down: `policy_checks.import_time`) may load code only in ways the checker
+    calls down: `policy_checks.analysis.import_time`) may load code only in ways the checker
     resolves to a module, so that EXP001 and EXP002 can judge it. A hostile change would
     otherwise hide an experimental import behind a name built at run time.
 

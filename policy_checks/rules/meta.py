@@ -10,7 +10,7 @@ take an EXP id; select or ignore them like any rule):
   where every rule it names was checked.
 """
 
-# This docstring is what `policy-check explain SUP001` prints. `policy_checks.suppressions`
+# This docstring is what `policy-check explain SUP001` prints. `policy_checks.engine.suppressions`
 # applies the comments and reports these findings; the rule table (`registry`) lists them
 # from here, so the rules never import the suppressions.
 

@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 from typing import Optional
 
-from ..config import ConfigError, SECTION, Settings
+from ..model.config import ConfigError, SECTION, Settings
 from .audit import AUDIT_RULES
 from .base import Rule
 from .consumer import CONSUMER_RULES

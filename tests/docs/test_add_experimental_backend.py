@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from policy_checks.lifecycle.records import graduated_to
+from policy_checks.model.records import graduated_to
 
 from ..round_trips.conftest import repo_copy  # noqa: F401  (a fixture: the scratch copy)
 

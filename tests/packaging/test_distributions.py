@@ -104,7 +104,7 @@ def test_the_checker_wheel_holds_the_checker_and_no_flashinfer(checker_wheel):
     assert not [n for n in held if n.split("/")[0] == "flashinfer"], "the checker must not ship a flashinfer package"
     assert {n.split("/")[0] for n in held if not n.split("/")[0].endswith(".dist-info")} == {"policy_checks"}
     assert python_files("policy_checks") <= held  # every module: checker, fix, lifecycle commands, bot
-    assert {"policy_checks/cli.py", "policy_checks/gitfiles.py", "policy_checks/fix/cli.py", "policy_checks/bot/cli.py"} <= held
+    assert {"policy_checks/cli/__init__.py", "policy_checks/model/gitfiles.py", "policy_checks/fix/cli.py", "policy_checks/bot/cli.py"} <= held
     info = email.message_from_string(metadata(wheel))
     assert info["Name"] == TOOL
     assert "bot" in info.get_all("Provides-Extra")

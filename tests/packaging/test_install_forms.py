@@ -1,4 +1,4 @@
-"""The install forms that work (`policy_checks.install_forms`), written once: the README,
+"""The install forms that work (`policy_checks.report.install_forms`), written once: the README,
 the docs and the bot's message quote them, nothing quotes the bare index form no index
 serves, and each form runs, offline, into a fresh virtual environment: from a checkout,
 from the git URL pinned to the release tag (a local clone stands in for GitHub), from a
@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from policy_checks import __version__, install_forms as forms
+from policy_checks import __version__
+from policy_checks.report import install_forms as forms
 
 try:
     import tomllib

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from policy_checks import cache
-from policy_checks.config import from_table
-from policy_checks.runner import run
+from policy_checks.engine import cache
+from policy_checks.model.config import from_table
+from policy_checks.engine.runner import run
 
 
 @pytest.fixture(autouse=True)

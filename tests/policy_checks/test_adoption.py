@@ -17,16 +17,16 @@ import yaml
 from click.testing import CliRunner
 
 import policy_checks
-from policy_checks import baseline
+from policy_checks.engine import baseline
 from policy_checks.cli import main
 from policy_checks.report import rule_help
 from policy_checks.rules.registry import ALL_IDS
 
 from .conftest import write_tree
-from .test_baseline import FEATURE, IMPORT, KERNELS, LEGACY, OPS
-from .test_commands import TREE
-from .test_policy_change import BASE as PR_BASE
-from .test_policy_change import VIOLATION, commit, git
+from .engine.test_baseline import FEATURE, IMPORT, KERNELS, LEGACY, OPS
+from .cli.test_commands import TREE
+from .engine.test_policy_change import BASE as PR_BASE
+from .engine.test_policy_change import VIOLATION, commit, git
 
 CHECKOUT = Path(__file__).resolve().parents[2]
 HASH = re.compile(r"^[0-9a-f]{32}:[1-9][0-9]*$")
@@ -228,11 +228,11 @@ def test_paths_the_run_checks_are_accepted(tree, monkeypatch):
 
 
 def test_this_repository_refuses_a_checker_file():
-    """The issue's case: `policy-check run policy_checks/runner.py` read "All clear: 0 files checked"."""
-    done = subprocess.run([sys.executable, "-m", "policy_checks", "run", "--no-cache", "policy_checks/runner.py"],
+    """The issue's case: `policy-check run policy_checks/engine/runner.py` read "All clear: 0 files checked"."""
+    done = subprocess.run([sys.executable, "-m", "policy_checks", "run", "--no-cache", "policy_checks/engine/runner.py"],
                           cwd=CHECKOUT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 2 and done.stdout == ""
-    assert ("policy_checks/runner.py is outside the checked package flashinfer (see [tool.policy-check] package)"
+    assert ("policy_checks/engine/runner.py is outside the checked package flashinfer (see [tool.policy-check] package)"
             in done.stderr)
 
 

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from policy_checks.audit.collection import audit_collection, stable_lane
 from policy_checks.audit.sandbox import network_namespace
 from policy_checks.cli import main
-from policy_checks.config import Settings
+from policy_checks.model.config import Settings
 
 from .conftest import write_tree
 

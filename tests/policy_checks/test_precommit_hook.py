@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from policy_checks import cache
+from policy_checks.engine import cache
 
 from .conftest import write_tree
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from policy_checks.config import Settings
-from policy_checks.runner import run
+from policy_checks.model.config import Settings
+from policy_checks.engine.runner import run
 
 TREE = Path(os.environ.get("FLASHINFER_SRC", "/tmp/fi/src"))
 

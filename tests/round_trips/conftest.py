@@ -24,7 +24,7 @@ from typing import Iterable, List, Tuple
 
 import pytest
 
-from policy_checks.lifecycle.records import graduated_to
+from policy_checks.model.records import graduated_to
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = "flashinfer"

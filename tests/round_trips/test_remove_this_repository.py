@@ -9,7 +9,7 @@ import re
 import sys
 from pathlib import Path
 
-from policy_checks.facts import docstring_ids
+from policy_checks.model.facts import docstring_ids
 
 from .conftest import changed_modules, require_experimental
 

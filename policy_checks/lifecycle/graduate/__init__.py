@@ -1,6 +1,6 @@
 """``policy-check graduate FEATURE --to MODULE``: the mechanical steps of graduation.
 
-The graduation checklist (`policy_checks.lifecycle.window.GRADUATION_STEPS`) has seven
+The graduation checklist (`policy_checks.model.window.GRADUATION_STEPS`) has seven
 steps; this command carries out 2, 3, 5 and 6 and prints all seven with their state
 (a step is ticked only when nothing of it is left for a person):
 
@@ -30,7 +30,7 @@ experimental code at module level (`reach`, what EXP001 reports). Those refusals
 every other one that needs no plan of the move, are decided first (`refusals`); then
 the plan is computed in full (`planner`) before anything is written, through one
 `ChangeSet` that ``--diff`` prints. Where the feature is imported is read from the
-checker's facts (`policy_checks.project.Project`); rewrites use `cst_tools`.
+checker's facts (`policy_checks.model.project.Project`); rewrites use `cst_tools`.
 """
 
 from .command import graduate, run_graduate

@@ -26,10 +26,10 @@ from typing import List, NamedTuple, Optional
 
 import libcst as cst
 
-from ...config import module_under
+from ...model.config import module_under
 from ...editing.cst_tools import add_edit, apply_edits, relative_import
 from ...editing.target import FixTarget, Refused
-from ...facts import package_of
+from ...model.facts import package_of
 from .plan import Graduation
 from .rewrite import parse_file
 

@@ -10,13 +10,13 @@ from typing import Dict, List, Set, Tuple
 
 import libcst as cst
 
-from ... import markers
+from ...model import markers
 from ...editing.cst_tools import PythonFile, Unfixable, add_edit, apply_edits, backend_branch, dotted_name, import_at
-from ...facts import Import
-from ...import_time import runs_on_call
-from ...project import Project
-from ... import entry_points
-from ...entry_points import entry_point
+from ...model.facts import Import
+from ...analysis.import_time import runs_on_call
+from ...model.project import Project
+from ...model import entry_points
+from ...model.entry_points import entry_point
 from ..helpers import CallGraph, follow
 from ..remove.texts import Texts
 from . import reach
@@ -39,7 +39,7 @@ def swap_core(graduation: Graduation, project: Project, reaching: Dict[str, List
 
 def feature_entry_points(graduation: Graduation, project: Project,
                          reaching: Dict[str, List[Import]]) -> Dict[str, Set[str]]:
-    """rel -> qualnames of the feature's entry points (`policy_checks/entry_points.py`):
+    """rel -> qualnames of the feature's entry points (`policy_checks/model/entry_points.py`):
     the experimental API functions and classes around its imports, and those that reach
     it through helpers (`lifecycle/helpers.py`); the helpers stay in core, retargeted."""
     owned: Dict[str, Set[str]] = {}

@@ -9,12 +9,12 @@ import ast
 import re
 from typing import Iterator, List
 
-from ... import parsed
-from ...config import module_under, under
+from ...model import parsed
+from ...model.config import module_under, under
 from ...editing.cst_tools import apply_edits
 from ...editing.target import Refused
-from ...facts import docstring_ids, extract
-from ...project import Project, module_name
+from ...model.facts import docstring_ids, extract
+from ...model.project import Project, module_name
 from .plan import Graduation
 from .rewrite import parse_file, retarget
 from .text_retarget import retargeted_text

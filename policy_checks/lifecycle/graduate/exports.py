@@ -13,9 +13,9 @@ import ast
 import os
 from typing import Dict, Iterator, List, Optional, Set
 
-from ... import markers
-from ...facts import package_of, resolve_relative
-from ...project import Project
+from ...model import markers
+from ...model.facts import package_of, resolve_relative
+from ...model.project import Project
 
 _BLOCKS = (ast.If, ast.Try, ast.With, ast.AsyncWith, ast.For, ast.AsyncFor, ast.While) + (
     (ast.TryStar,) if hasattr(ast, "TryStar") else ())

@@ -12,13 +12,13 @@ from __future__ import annotations
 import ast
 from typing import List
 
-from ... import parsed
-from ... import entry_points, markers
-from ...config import module_under, under
-from ...entry_points import entry_point
-from ...import_time import runs_on_call
+from ...model import parsed
+from ...model import entry_points, markers
+from ...model.config import module_under, under
+from ...model.entry_points import entry_point
+from ...analysis.import_time import runs_on_call
 from ...editing.target import Refused
-from ...project import Project
+from ...model.project import Project
 from . import reach
 from .plan import Graduation
 from .refusals import module_level_refusal

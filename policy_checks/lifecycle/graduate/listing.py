@@ -11,7 +11,7 @@ import libcst as cst
 from ...editing.cst_tools import (
     PythonFile, add_edit, apply_edits, bound_name, dotted_name, module_small_statements, with_aliases,
 )
-from ...project import Project
+from ...model.project import Project
 from .exports import exported_names
 from .plan import Graduation
 from .rewrite import dotted_node, parse_file

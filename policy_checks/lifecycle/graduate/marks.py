@@ -9,7 +9,7 @@ from typing import Callable, List, Tuple
 
 import libcst as cst
 
-from ... import markers
+from ...model import markers
 from ...editing.cst_tools import (PythonFile, add_edit, bound_name, decorator_kinds, decorator_name, dotted_name,
                                   inside, with_aliases)
 from ...editing.target import Refused

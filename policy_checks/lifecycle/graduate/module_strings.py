@@ -16,7 +16,7 @@ import ast
 import re
 from typing import List
 
-from ... import parsed
+from ...model import parsed
 from .text_retarget import line_starts, span
 
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*\Z", re.ASCII)

@@ -10,7 +10,7 @@ import stat
 from pathlib import Path
 from typing import List, Optional
 
-from ... import markers, parsed
+from ...model import markers, parsed
 from ...editing.cst_tools import apply_edits
 from .marks import drop_experimental_marks, swap_decorators
 from .module_strings import retarget_module_strings

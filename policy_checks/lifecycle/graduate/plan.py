@@ -7,7 +7,7 @@ from typing import Dict, List, Set
 
 from ...editing.changes import ChangeSet, Rewrite
 from ...editing.target import FixTarget
-from ..window import GRADUATION_STEPS
+from ...model.window import GRADUATION_STEPS
 
 
 @dataclass

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Set
 
-from ... import parsed
-from ... import markers
+from ...model import parsed
+from ...model import markers
 from ...editing import docs_tree
 from ...editing.changes import ChangeSet
 from ...editing.target import FixTarget, project_model
-from .. import records as feature_records
+from ...model import records as feature_records
 from . import refusals
 from .aot import check_shape, register_aot
 from .core import swap_core

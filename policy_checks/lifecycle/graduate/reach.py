@@ -4,7 +4,7 @@ Once graduated, the feature's code is core: a module-level import of another
 experimental module in it is what EXP001 reports (`policy_checks/rules/exp001.py`), and a
 graduation that would create one refuses. The rules cannot be imported from here (they
 import `policy_checks.lifecycle`), so `module_level` reads the facts as EXP001 does,
-through the import-time analysis (`policy_checks.import_time`): an import that runs at
+through the import-time analysis (`policy_checks.analysis.import_time`): an import that runs at
 import time, of a module under the experimental package, unless every name it imports is
 an ``@experimental_backend`` checker of a support module, and a call run at import of a
 function that reaches one, however many calls down. The same
@@ -20,10 +20,11 @@ from __future__ import annotations
 import ast
 from typing import Iterator, List, NamedTuple, Optional, Set, Tuple
 
-from ... import import_time, markers
-from ...config import module_under
-from ...facts import FileFacts, Import, extract
-from ...project import Project
+from ...analysis import import_time
+from ...model import markers
+from ...model.config import module_under
+from ...model.facts import FileFacts, Import, extract
+from ...model.project import Project
 
 # What a feature may import from the experimental package only to mark its checkers: the
 # plan drops that import with the marks (and checks the planned bytes again).

@@ -10,13 +10,13 @@ import os
 from pathlib import Path
 from typing import Dict, List
 
-from ... import markers
-from ...config import module_under
+from ...model import markers
+from ...model.config import module_under
 from ...editing.changes import ChangeSet
 from ...editing.target import FixTarget, Refused
-from ...facts import Import, extract
-from ...project import Project
-from .. import records as feature_records
+from ...model.facts import Import, extract
+from ...model.project import Project
+from ...model import records as feature_records
 from . import reach
 from ..remove.naming import feature_spelling
 from .elsewhere import names_the_feature

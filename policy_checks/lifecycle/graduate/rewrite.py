@@ -7,14 +7,14 @@ from typing import List, Optional, Tuple
 
 import libcst as cst
 
-from ... import parsed
-from ...config import module_under
+from ...model import parsed
+from ...model.config import module_under
 from ...editing.cst_tools import (
     PythonFile, Unfixable, add_edit, bound_name, dotted_name, drop_small_statement, imported_module, inside, parse,
     relative_import, with_aliases,
 )
 from ...editing.target import FixTarget, Refused
-from ...facts import package_of
+from ...model.facts import package_of
 
 
 def parse_file(target: FixTarget, rel: str, data: Optional[bytes] = None) -> PythonFile:

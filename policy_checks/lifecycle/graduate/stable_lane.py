@@ -10,7 +10,7 @@ from typing import List, Tuple
 
 import libcst as cst
 
-from ... import markers
+from ...model import markers
 from ...editing.cst_tools import PythonFile, add_edit, apply_edits, dotted_name
 from ...editing.target import FixTarget
 from .plan import Graduation

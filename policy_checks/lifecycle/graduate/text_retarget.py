@@ -4,7 +4,7 @@ libcst parses a big module in seconds; a feature of hundreds of files that impor
 one another by absolute name spends minutes there for edits of a few bytes each.
 When a moved file cannot hold a mark the move swaps or drops (its text spells neither
 ``flashinfer_experimental_api`` nor ``experimental_backend``: every name the markers
-reader resolves to one comes from the text, `policy_checks.markers`; and no call passes
+reader resolves to one comes from the text, `policy_checks.model.markers`; and no call passes
 ``experimental=``) and ``ast`` shows that each import the move changes has a plain form, the import's module text is replaced
 in place, byte for byte what the libcst rewrite (`rewrite.retarget`) writes:
 
@@ -28,11 +28,11 @@ import re
 import tokenize
 from typing import List, Optional, Tuple
 
-from ... import parsed
-from ...config import module_under
+from ...model import parsed
+from ...model.config import module_under
 from ...editing.cst_tools import relative_import
-from ...facts import package_of, resolve_relative
-from ... import markers
+from ...model.facts import package_of, resolve_relative
+from ...model import markers
 from .rewrite import moved
 
 #: What the move's mark edits (`marks.swap_decorators`, `marks.drop_experimental_marks`)

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import ast
 
-from ... import parsed
-from ...config import module_under
+from ...model import parsed
+from ...model.config import module_under
 from ...editing.cst_tools import relative_import
-from ...facts import package_of, resolve_relative
+from ...model.facts import package_of, resolve_relative
 from .rewrite import moved
 
 _MARK_WORD = "experimental"

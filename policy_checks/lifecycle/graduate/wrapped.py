@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 from typing import List, Set, Tuple
 
-from ... import parsed
+from ...model import parsed
 from .plan import Graduation
 from .text_retarget import is_utf8, line_starts, span
 

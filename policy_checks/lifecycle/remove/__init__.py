@@ -21,7 +21,7 @@ only the checked package: a kept file anywhere (other top-level packages, script
 tests, examples) that imports the feature, uses a removed name or backend, or loads
 the feature by its module name or a path into its directory. Where the feature's
 modules are imported is read from the checker's facts
-(`policy_checks.project.Project`), and rewrites use `cst_tools`, so every byte not
+(`policy_checks.model.project.Project`), and rewrites use `cst_tools`, so every byte not
 removed stays as it was.
 """
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 from typing import List
 
-from ...config import module_under
-from ...facts import extract
+from ...model.config import module_under
+from ...model.facts import extract
 from ...editing import docs_tree
 from ...editing.changes import Rewrite
 from ...editing.target import FixTarget

@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from typing import Dict, Iterable, Set
 
-from ... import baseline as baseline_file
-from ...config import module_under, under
+from ...engine import baseline as baseline_file
+from ...model.config import module_under, under
 from ...editing.changes import Rewrite
 from .model import Feature, Removal
 

@@ -5,8 +5,8 @@ commands sit below the bot and never talk to GitHub)."""
 
 from __future__ import annotations
 
-from ... import markers
-from .. import records as feature_records
+from ...model import markers
+from ...model import records as feature_records
 from .model import Feature, Removal
 
 CHANGE_PLACEHOLDER = "<commit or PR>"

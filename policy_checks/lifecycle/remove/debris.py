@@ -23,7 +23,7 @@ import ast
 import re
 from typing import Dict, List, Set, Tuple
 
-from ... import parsed
+from ...model import parsed
 from ...editing.changes import Rewrite
 from ...editing.cst_tools import Unfixable, apply_edits, parse
 from ...editing.target import FixTarget, Refused

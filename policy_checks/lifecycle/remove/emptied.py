@@ -6,10 +6,10 @@ from __future__ import annotations
 import ast
 from typing import Dict, List, NamedTuple, Set
 
-from ... import parsed
-from ... import markers
+from ...model import parsed
+from ...model import markers
 from ...editing.changes import Rewrite
-from ...facts import extract
+from ...model.facts import extract
 from ...editing.cst_tools import apply_edits, inside
 from ...editing.target import FixTarget, Refused
 from .model import CoreEdits, ModuleEdits, Removal

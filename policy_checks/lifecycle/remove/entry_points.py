@@ -12,7 +12,7 @@ from typing import List, Optional, Set
 
 import libcst as cst
 
-from ... import markers
+from ...model import markers
 from ...editing.cst_tools import (
     add_edit,
     backend_branch,
@@ -77,7 +77,7 @@ def remove_function_import(mod: ModuleEdits, outer: str, statement, backends, wh
 
 
 def arm_goes_alone(file, node: cst.If) -> bool:
-    """`policy_checks.entry_points.arm_goes_alone`, read on libcst's tree: no else part,
+    """`policy_checks.model.entry_points.arm_goes_alone`, read on libcst's tree: no else part,
     an ``elif`` after it, or an ``elif`` itself."""
     return node.orelse is None or isinstance(node.orelse, cst.If) or _is_elif(file, node)
 

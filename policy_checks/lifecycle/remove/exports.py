@@ -11,8 +11,8 @@ from typing import Dict, NamedTuple, Set
 
 import libcst as cst
 
-from ...facts import MODULE, DefBinding, FromBinding, NamesBinding, StrRef
-from ...project import DictBinding
+from ...model.facts import MODULE, DefBinding, FromBinding, NamesBinding, StrRef
+from ...model.project import DictBinding
 from ...editing.cst_tools import all_assignments, module_small_statements
 from ...editing.target import FixTarget
 from .entry_points import drop_imported_names, remove_element

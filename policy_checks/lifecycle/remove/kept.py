@@ -11,13 +11,13 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Dict, List, Optional, Set, Tuple
 
-from ... import parsed
-from ... import markers
-from ...config import module_under
-from ...facts import docstring_ids, resolve_relative
-from ...facts import package_of as facts_package_of
-from ...markers import dotted_name as ast_dotted_name
-from ...project import DefTarget, ModuleTarget
+from ...model import parsed
+from ...model import markers
+from ...model.config import module_under
+from ...model.facts import docstring_ids, resolve_relative
+from ...model.facts import package_of as facts_package_of
+from ...model.markers import dotted_name as ast_dotted_name
+from ...model.project import DefTarget, ModuleTarget
 from ...editing.target import Refused
 from .model import Removal
 from .naming import GoneFiles, is_path_expression, loads, path_pieces, under_any

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Set
 
-from ...config import under
+from ...model.config import under
 from ...editing.changes import ChangeSet, Rewrite
 from ...editing.cst_tools import PythonFile, Unfixable, parse
 from ...editing.target import FixTarget, Refused

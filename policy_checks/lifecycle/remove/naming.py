@@ -10,7 +10,7 @@ import ast
 import re
 from typing import FrozenSet, List, NamedTuple, Optional
 
-from ... import markers
+from ...model import markers
 from .texts import Spelling
 
 _DOTTED = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*\.?$")

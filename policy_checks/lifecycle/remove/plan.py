@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import NamedTuple
 
-from ... import parsed
+from ...model import parsed
 from ...editing.changes import ChangeSet
 from ...editing.target import FixTarget, Refused, project_model
 from .attached import own_examples, plan_docs

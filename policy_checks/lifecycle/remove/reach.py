@@ -8,12 +8,12 @@ from __future__ import annotations
 import ast
 from typing import Iterator, List, NamedTuple, Optional, Tuple
 
-from ...config import module_under
-from ...facts import FUNCTION, MODULE, TYPE_CHECKING, FileFacts
+from ...model.config import module_under
+from ...model.facts import FUNCTION, MODULE, TYPE_CHECKING, FileFacts
 from ...editing.cst_tools import Unfixable, import_at
 from ...editing.target import FixTarget, Refused
-from ... import entry_points
-from ...entry_points import arm_goes_alone, branch_around, entry_point, parent_map
+from ...model import entry_points
+from ...model.entry_points import arm_goes_alone, branch_around, entry_point, parent_map
 from ..helpers import CallGraph, Reached, follow
 from .entry_points import EXPERIMENTAL_API, branch_with_else, not_an_entry_point, remove_checker_import
 from .entry_points import drop_imported_names, remove_function_import, remove_named_definition

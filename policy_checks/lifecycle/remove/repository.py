@@ -7,8 +7,8 @@ from __future__ import annotations
 import fnmatch
 from typing import List, NamedTuple
 
-from ...config import under
-from ...project import module_name
+from ...model.config import under
+from ...model.project import module_name
 from .model import Removal
 
 _TEST_NAMES = ("test_*.py", "*_test.py", "conftest.py")  # what pytest collects, wherever it lies

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Dict, Iterable, NamedTuple, Optional
 
-from ... import parsed
+from ...model import parsed
 
 
 class Spelling(NamedTuple):

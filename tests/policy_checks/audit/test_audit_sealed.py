@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from policy_checks import config
+from policy_checks.model import config
 from policy_checks.audit import sandbox, tree
 from policy_checks.cli import main
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from policy_checks.audit.tree import audit_tree
-from policy_checks.config import Settings
-from policy_checks.context import Context
+from policy_checks.model.config import Settings
+from policy_checks.engine.context import Context
 
 from ..conftest import write_tree
 

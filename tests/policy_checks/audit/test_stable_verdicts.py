@@ -9,8 +9,8 @@ from __future__ import annotations
 import textwrap
 
 from policy_checks.audit.tree import audit_tree
-from policy_checks.config import Settings
-from policy_checks.context import Context
+from policy_checks.model.config import Settings
+from policy_checks.engine.context import Context
 
 from ..conftest import write_tree
 

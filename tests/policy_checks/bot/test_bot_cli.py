@@ -43,7 +43,7 @@ def test_repo_must_be_owner_slash_name(bot_cli):
 
 @pytest.mark.parametrize("repo", ["my_org/widgets", "-acme/widgets", "acme/..", "acme/wid gets", "acme/widgets/x"])
 def test_repo_follows_githubs_name_rules(bot_cli, repo):
-    # The rules of policy_checks.lifecycle.records: an owner is a login (no "_"), a name is one GitHub allows.
+    # The rules of policy_checks.model.records: an owner is a login (no "_"), a name is one GitHub allows.
     for option in ("--repo", "--tracking-repo"):
         args = ("--repo", repo) if option == "--repo" else ("--repo", "acme/widgets", "--tracking-repo", repo)
         result = bot_cli("pr", *args, "--pr", "1")

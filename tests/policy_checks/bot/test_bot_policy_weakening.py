@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from policy_checks.baseline import Fingerprint, dumps
+from policy_checks.engine.baseline import Fingerprint, dumps
 from policy_checks.bot import pr_check
 from policy_checks.bot.pr_check import PR_MARKER
 
@@ -223,8 +223,8 @@ def test_an_unresolved_load_made_visible_by_a_suppression_needs_a_maintainer(rep
     """Deny by default at import (EXP010): a load the checker cannot resolve stays red
     unless suppressed with a reason, and the bot holds that suppression for a maintainer;
     the explicit twin (a literal name) is green for both."""
-    from policy_checks.config import Settings
-    from policy_checks.runner import run
+    from policy_checks.model.config import Settings
+    from policy_checks.engine.runner import run
 
     from ..conftest import write_tree
 

@@ -485,7 +485,7 @@ def test_a_flooded_thread_is_read_within_a_page_cap(repo, bot_cli):
 
 
 def test_experimental_paths_are_the_checkers_definition():
-    from policy_checks import config
+    from policy_checks.model import config
     from policy_checks.bot import pr_check
 
     assert pr_check.is_experimental_path is config.is_experimental_path  # FlashInfer's default layout
@@ -512,7 +512,7 @@ def baseline_text(counts: dict | None) -> str | None:
     """The file as ``policy-check baseline`` writes it (None: no file)."""
     if counts is None:
         return None
-    from policy_checks.baseline import Fingerprint, dumps
+    from policy_checks.engine.baseline import Fingerprint, dumps
 
     return dumps({Fingerprint(*key): n for key, n in counts.items()})
 

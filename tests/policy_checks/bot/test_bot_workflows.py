@@ -159,7 +159,7 @@ def test_lifecycle_review_is_weekly_and_manual():
 
 def test_policy_check_workflow_is_read_only_with_annotations_and_sarif():
     """The gate on pull requests; on a push to the default branch only the job that warms
-    the facts cache (tests/policy_checks/test_cache.py holds its cache steps)."""
+    the facts cache (tests/policy_checks/engine/test_cache.py holds its cache steps)."""
     workflow = load("policy-check.yml")
     on = triggers(workflow)
     assert list(on) == ["pull_request", "push"] and on["push"] == {"branches": ["main"]}

@@ -13,7 +13,7 @@ import sys
 
 import yaml
 
-from policy_checks.install_forms import ACTIONS, release_tag
+from policy_checks.report.install_forms import ACTIONS, release_tag
 
 from ...tools import tool, tool_env
 from .test_actions import ACTIONS as ACTION_DIRS, PLACEHOLDER, ROOT, examples

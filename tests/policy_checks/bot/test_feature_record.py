@@ -1,4 +1,4 @@
-"""The feature record (``policy_checks/lifecycle/records.py``): one reading of FEATURE.toml for the checker and the bot.
+"""The feature record (``policy_checks/model/records.py``): one reading of FEATURE.toml for the checker and the bot.
 
 EXP009 and the bot used to validate records with copies of the same patterns, and the
 copies disagreed (``my_org/repo#3`` passed EXP009 and failed the bot, ``org/repo#0`` the
@@ -14,11 +14,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policy_checks.lifecycle import records as features
+from policy_checks.model import records as features
 from policy_checks.bot.markdown import ZWJ
 from policy_checks.bot.parsers import parse_feature_toml, parse_pr_body, parse_tracking_ref
-from policy_checks.lifecycle.records import LOGIN_RE, TrackingRef, parse, parse_cross_repo_ref
-from policy_checks.lifecycle.window import ADMISSION_WINDOW, WINDOW_IN_WORDS
+from policy_checks.model.records import LOGIN_RE, TrackingRef, parse, parse_cross_repo_ref
+from policy_checks.model.window import ADMISSION_WINDOW, WINDOW_IN_WORDS
 
 RECORD = (
     'kind = "backend"\nowner = "octocat"\ntracking_issue = 123\nadmitted = 2026-11-02\n'

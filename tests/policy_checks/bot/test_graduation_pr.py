@@ -19,10 +19,10 @@ from policy_checks.bot import graduation_pr
 from policy_checks.bot.graduation_pr import Listed, NotRecognised, added_experimental, recognise, unjudged
 from policy_checks.bot.pr_check import PR_MARKER
 from policy_checks.bot.revisions import FileAtRevisions
-from policy_checks.lifecycle.records import TrackingRef
+from policy_checks.model.records import TrackingRef
 from policy_checks.lifecycle.graduate import _shim
-from policy_checks.lifecycle.window import GRADUATION_STEPS
-from policy_checks.markers import Marked
+from policy_checks.model.window import GRADUATION_STEPS
+from policy_checks.model.markers import Marked
 
 REPO = "acme/widgets"
 FEATURE = "gated_rmsnorm"

@@ -9,7 +9,7 @@ import libcst as cst
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from policy_checks.config import Settings
+from policy_checks.model.config import Settings
 from policy_checks.fix.apply import plan
 from policy_checks.fix.findings import Finding, FixTarget
 

@@ -39,8 +39,8 @@ from policy_checks.cli import main
 from ...benchmark_modules import load_benchmark
 
 unused_imports = load_benchmark("unused_imports")
-from policy_checks.config import load
-from policy_checks.runner import run
+from policy_checks.model.config import load
+from policy_checks.engine.runner import run
 
 from ..conftest import write_tree
 

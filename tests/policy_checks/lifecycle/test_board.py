@@ -13,7 +13,7 @@ from markdown_it import MarkdownIt
 
 from policy_checks.lifecycle import board
 from policy_checks.cli import main
-from policy_checks.lifecycle.records import parse
+from policy_checks.model.records import parse
 
 from ..conftest import write_tree
 
@@ -220,7 +220,7 @@ def test_hostile_values_stay_inside_their_cells(value):
 
 
 def test_the_record_parser_is_reused_not_repeated(tree):
-    """The board shows what `policy_checks.lifecycle.records` reads: the same record, the same problems."""
+    """The board shows what `policy_checks.model.records` reads: the same record, the same problems."""
     path = tree / "acme/labs/default_deadline/FEATURE.toml"
     rec = parse("default_deadline", path.read_text())
     (row,) = board.rows([rec], dt.date(2026, 11, 27))

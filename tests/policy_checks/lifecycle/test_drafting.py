@@ -16,10 +16,11 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policy_checks.lifecycle import drafting as features_init, records as features
+from policy_checks.lifecycle import drafting as features_init
+from policy_checks.model import records as features
 from policy_checks.cli import main
 from policy_checks.lifecycle.drafting import FirstCommit, draft, noreply_login, readme_statements
-from policy_checks.runner import run
+from policy_checks.engine.runner import run
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -164,7 +165,7 @@ def test_nothing_is_written_over_a_file_that_appears(repo):
 
 
 def features_init_settings(root):
-    from policy_checks.config import load
+    from policy_checks.model.config import load
 
     return load(root)
 

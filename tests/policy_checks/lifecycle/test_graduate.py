@@ -357,8 +357,8 @@ def test_what_graduate_writes_is_a_pure_shim_and_recognised_as_a_graduation(tree
     graduation when it reads it as a PR: the listing, the texts at base and head, the directory at head."""
     from policy_checks.bot.graduation_pr import Listed, recognise
     from policy_checks.bot.revisions import FileAtRevisions
-    from policy_checks.config import load
-    from policy_checks.markers import is_pure_shim
+    from policy_checks.model.config import load
+    from policy_checks.model.markers import is_pure_shim
 
     tree.write(API_FEATURE)
     base = _files(tree.root)

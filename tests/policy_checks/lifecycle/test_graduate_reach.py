@@ -403,7 +403,7 @@ def test_a_string_naming_a_longer_feature_name_is_not_listed(tree):
 def test_moved_code_calling_at_import_a_core_function_that_imports_experimental_code_refuses(tree, depth):
     """The moved code calls, when imported, a core function whose body (or a function it
     calls) imports another feature: EXP001 once it is core, so graduate refuses, naming the
-    call chain (`policy_checks.import_time`, the analysis EXP001 reads)."""
+    call chain (`policy_checks.analysis.import_time`, the analysis EXP001 reads)."""
     helper = ("def load_other():\n    from .experimental.other import kernels\n\n    return kernels\n"
               if depth == 1 else
               "def inner():\n    from .experimental.other import kernels\n\n    return kernels\n\n\n"

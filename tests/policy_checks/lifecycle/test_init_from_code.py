@@ -11,8 +11,8 @@ import sys
 
 import pytest
 
-from policy_checks.config import load
-from policy_checks.runner import run
+from policy_checks.model.config import load
+from policy_checks.engine.runner import run
 
 from .test_drafting import EXP, commit, git, init, snapshot
 

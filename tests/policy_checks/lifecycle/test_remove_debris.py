@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from policy_checks import baseline
+from policy_checks.engine import baseline
 
 from .test_remove_repository import checked
 

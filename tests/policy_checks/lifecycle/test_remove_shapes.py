@@ -245,7 +245,7 @@ def test_a_module_using_a_reexported_name_that_goes_refuses_naming_it(tree):
 def test_branch_backend_reads_one_backend_selections_only():
     import ast
 
-    from policy_checks.entry_points import branch_backend
+    from policy_checks.model.entry_points import branch_backend
 
     def read(test):
         return branch_backend(ast.parse(test, mode="eval").body)

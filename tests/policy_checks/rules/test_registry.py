@@ -25,7 +25,7 @@ NEW_RULE = '''\
 """EXP099 toy-rule: a module named ``toy``."""
 
 from .base import Example, Rule
-from ..needs import CORE_MODULE
+from ..analysis.needs import CORE_MODULE
 
 MESSAGE = "a module is named toy"
 
@@ -100,6 +100,6 @@ def test_a_rule_added_as_one_file_is_seen_everywhere(tmp_path):
     assert "_`EXP099`  toy-rule" in table and table != page_table()  # the docs table check sees it
     examples = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-c", str(ROOT / "pytest.ini"), "--rootdir", str(ROOT),
-         str(ROOT / "tests/policy_checks/test_rule_examples.py"), "-k", "EXP099"],
+         str(ROOT / "tests/policy_checks/rules/test_rule_examples.py"), "-k", "EXP099"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
     assert examples.returncode == 0 and "8 passed" in examples.stdout, examples.stdout[-3000:] + examples.stderr[-2000:]

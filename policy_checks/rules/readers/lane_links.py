@@ -1,0 +1,76 @@
+"""Where the stable lane's collection is decided outside its configuration (EXP008):
+links under the lane's directory, and the conftest files pytest loads for it.
+
+pytest follows a link to a directory and matches ``norecursedirs`` against the path it
+walks (``tests/more/...``), not the link's target, so a link under ``tests/`` to
+``tests/experimental`` (into it, or to a directory holding it) collects experimental
+tests however the configuration excludes them. Links are found on disk without
+following any (no loops), among the files git selects when the root is a repository.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Iterator, List
+
+from ...model.config import under
+
+
+def links_to_experimental(project) -> Iterator[tuple]:
+    """``(link, target)`` (paths relative to the root where inside it) for each symbolic
+    link under the stable tests directory, outside the experimental tests directory,
+    that resolves to the experimental tests directory, into it, or to a directory
+    holding it."""
+    s, root = project.settings, str(project.root)
+    experimental = os.path.realpath(os.path.join(root, s.experimental_tests))
+    listing = getattr(project, "listing", None)
+    stack = [os.path.join(root, s.stable_tests)]
+    prefix = len(root) + 1
+    found = []
+    while stack:
+        directory = stack.pop()
+        try:
+            with os.scandir(directory) as entries:
+                entries = list(entries)
+        except OSError:
+            continue
+        for entry in entries:
+            rel = entry.path[prefix:].replace(os.sep, "/")
+            if under(rel, s.experimental_tests):
+                continue  # the experimental lane's own business
+            if entry.is_symlink():
+                if listing is not None and not listing.has_file(rel):
+                    continue
+                real = os.path.realpath(entry.path)
+                if real == experimental or under(real, experimental) or under(experimental, real):
+                    shown = real[prefix:].replace(os.sep, "/") if under(real, root) else real
+                    found.append((rel, shown or "."))
+            elif entry.is_dir(follow_symlinks=False) and not project.excluded(rel) and (
+                listing is None or listing.has_directory(rel)
+            ):
+                stack.append(entry.path)
+    yield from sorted(found)
+
+
+def lane_directories(settings) -> List[str]:
+    """Where pytest looks for its configuration (and loads conftest files) when run on
+    the stable lane: the lane's directory, then each directory above it up to the
+    root ("")."""
+    parts = settings.stable_tests.strip("/").split("/")
+    return ["/".join(parts[:n]) for n in range(len(parts), -1, -1)]
+
+
+def lane_conftests(project) -> List[str]:
+    """The conftest files pytest loads for the stable lane: those in the lane's directory
+    and each directory above it up to the root, and every stable test directory's."""
+    s = project.settings
+    found = set()
+    listing = getattr(project, "listing", None)
+    for directory in lane_directories(s):
+        rel = f"{directory}/conftest.py" if directory else "conftest.py"
+        if (project.root / rel).is_file() and (listing is None or listing.has_file(rel)):
+            found.add(rel)
+    for rel in project.files:
+        if rel.rpartition("/")[2] == "conftest.py" and project.is_stable_test(rel):
+            found.add(rel)
+    return sorted(found)
