@@ -18,6 +18,7 @@ from pathlib import Path
 
 import click
 
+from ..report import click_options as shared
 from ..engine import baseline as baseline_module
 from ..model.config import ConfigError
 from ..engine.context import Context, baseline_name
@@ -26,7 +27,7 @@ from ..report import FORMATS, Options
 from ..rules.registry import matches
 from .rules import AUDIT_RULES
 
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+from ..report.click_options import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
 
 
 def _ids(value: str) -> tuple:
@@ -44,12 +45,9 @@ Exit status:
   0  no findings (with a baseline: no new ones)
   1  findings
   2  a usage, configuration or baseline error, or an internal error""")
-@click.option("--root", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
-              help="Project root (default: as for `policy-check run`).")
-@click.option("--format", "--output-format", "output_format", type=click.Choice(sorted(FORMATS)), default="text",
-              show_default=True, help="Report format.")
-@click.option("-o", "--output-file", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="FILE",
-              help="Write the report to FILE instead of standard output.")
+@shared.root()
+@shared.output_format(FORMATS)
+@shared.output_file()
 @click.option("-q", "--quiet", is_flag=True, help="Print the findings and nothing else (no notes, no progress).")
 @click.option("--select", default="", help="Comma-separated AUD ids or prefixes to report (default: all).")
 @click.option("--ignore", default="", help="Comma-separated AUD ids or prefixes not to report.")

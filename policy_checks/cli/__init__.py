@@ -16,10 +16,10 @@ from .. import __version__
 
 # command name -> "module:attribute" of its click command
 _SUBCOMMANDS = {
-    "run": "policy_checks.cli.commands:run",
-    "rules": "policy_checks.cli.commands:rules",
-    "explain": "policy_checks.cli.commands:explain",
-    "baseline": "policy_checks.cli.commands:baseline_command",
+    "run": "policy_checks.cli.run:run",
+    "rules": "policy_checks.cli.rules:rules",
+    "explain": "policy_checks.cli.rules:explain",
+    "baseline": "policy_checks.cli.baseline:baseline_command",
     "fix": "policy_checks.fix.cli:fix",
     "remove": "policy_checks.lifecycle.remove:remove",
     "graduate": "policy_checks.lifecycle.graduate:graduate",

@@ -14,13 +14,14 @@ from pathlib import Path
 
 import click
 
+from ..report import click_options as shared
 from ..engine import baseline as baseline_module
 from ..report.output import emit
 from ..report import FORMATS, Options
 from ..rules.registry import ALL_IDS
 from . import surface as surface_module
 
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+from ..report.click_options import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
 
 
 class _DefaultCheck(click.Group):
@@ -66,13 +67,10 @@ Exit status:
 @click.option("--flashinfer-root", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
               metavar="DIR", help="Read the surface from this FlashInfer tree (default: the installed flashinfer, "
               "read as files, never imported).")
-@click.option("--root", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
-              help="Where paths are reported from and the baseline lives (default: the current directory).")
+@shared.root("Where paths are reported from and the baseline lives (default: the current directory).")
 @click.option("--error", "as_error", is_flag=True, help="Findings are errors: exit 1 (release branches).")
-@click.option("--format", "--output-format", "output_format", type=click.Choice(sorted(FORMATS)), default="text",
-              show_default=True, help="Report format, as for `policy-check run`.")
-@click.option("-o", "--output-file", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="FILE",
-              help="Write the report to FILE instead of standard output.")
+@shared.output_format(FORMATS, "Report format, as for `policy-check run`.")
+@shared.output_file()
 @click.option("-q", "--quiet", is_flag=True, help="Print the findings and nothing else.")
 @click.option("--statistics", is_flag=True, help="Print a count per rule instead of the findings.")
 @click.option("--baseline", "baseline_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -124,10 +122,8 @@ def check_command(paths, surface_file, flashinfer_root, root, as_error, output_f
 
 
 @consumer.command("surface")
-@click.option("--root", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
-              help="The FlashInfer tree (a checkout or an unpacked wheel; default: the installed flashinfer).")
-@click.option("-o", "--output-file", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="FILE",
-              help="Write the surface to FILE instead of standard output.")
+@shared.root("The FlashInfer tree (a checkout or an unpacked wheel; default: the installed flashinfer).")
+@shared.output_file("Write the surface to FILE instead of standard output.")
 def surface_command(root, output_file):
     """Export the experimental surface of a FlashInfer tree: its version, experimental APIs (every
     import path), experimental backends (api:backend) and the gate's variable, as JSON."""

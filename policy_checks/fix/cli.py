@@ -8,6 +8,7 @@ from typing import Callable, Optional, Sequence
 
 import click
 
+from ..report import click_options as shared
 from .apply import FIXABLE_RULES, plan, write
 from ..editing.target import Refused
 from .findings import FixError, check, load_project, read_baseline
@@ -31,9 +32,9 @@ def _rules(value: Optional[str]) -> Sequence[str]:
                        "rule, as `policy-check run` would report them (with --diff: files would change); 2, a usage, "
                        "configuration or baseline error. --exit-zero: 0 whatever is left.")
 @click.argument("paths", nargs=-1, type=click.Path())
-@click.option("--diff", is_flag=True, help="Print a unified diff of the fixes and write nothing in the tree.")
+@shared.diff("the fixes")
 @click.option("--select", default=None, help="Comma-separated rule ids to fix (default: all fixable).")
-@click.option("--root", type=click.Path(file_okay=False, exists=True), default=None, help="Project root (default: nearest pyproject.toml).")
+@shared.root()
 @click.option("--baseline", "baseline_file", type=click.Path(dir_okay=True, path_type=Path), default=None,
               metavar="FILE", help="Leave the findings this baseline accepts alone "
               "(default: policy-check-baseline.json at the root, when it exists).")

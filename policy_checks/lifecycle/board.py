@@ -32,6 +32,7 @@ from typing import Iterable, Iterator
 
 import click
 
+from ..report import click_options as shared
 from ..model import window as graduation
 from ..model.config import ConfigError, Settings, find_root, load
 from ..model.records import FIELDS, SHIM_MARKER, Feature, FeatureRecord, Problem, record_lacks, survey
@@ -308,18 +309,12 @@ def _tree_errors_exit_2() -> Iterator[None]:
         raise SystemExit(2) from None
 
 
-_ROOT_HELP = "Project root (default: nearest pyproject.toml with [tool.policy-check], or a flashinfer checkout)."
-
-
 @click.group(invoke_without_command=True,
              epilog="Exit status: 0, the board was written; 2, the settings or the tree could not be read.")
-@click.option("--root", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
-              help=_ROOT_HELP)
-@click.option("--format", "--output-format", "output_format", type=click.Choice(sorted(RENDERERS)), default="text",
-              show_default=True, help="text: an aligned table; json: a versioned object (`version`, `features`); "
-                                      "markdown: a GitHub table. --output-format is the same option.")
-@click.option("-o", "--output-file", type=click.Path(dir_okay=False, path_type=Path), default=None, metavar="FILE",
-              help="Write the board to FILE instead of standard output.")
+@shared.root()
+@shared.output_format(RENDERERS, "text: an aligned table; json: a versioned object (`version`, `features`); "
+                                 "markdown: a GitHub table. --output-format is the same option.")
+@shared.output_file("Write the board to FILE instead of standard output.")
 @click.option("--today", type=click.DateTime(["%Y-%m-%d"]), default=None, metavar="YYYY-MM-DD",
               help="Count days from this UTC date (default: today in UTC).")
 @click.pass_context
@@ -348,8 +343,7 @@ def features(ctx: click.Context, root: Path | None, output_format: str, output_f
 
 @features.command("init", epilog="Exit status: 0, done (with --diff: nothing to write); 1, with --diff, there "
                                  "are records to write; 2, the settings or the tree could not be read or written.")
-@click.option("--root", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
-              help=_ROOT_HELP)
+@shared.root()
 @click.option("--diff", is_flag=True, help="Print the files it would write (a diff from /dev/null); write nothing.")
 @click.pass_context
 def init(ctx: click.Context, root: Path | None, diff: bool) -> None:

@@ -6,6 +6,7 @@ from typing import Optional
 
 import click
 
+from ...report import click_options as shared
 from ...editing.shell import run_plan
 from .planner import plan_graduation
 
@@ -13,9 +14,9 @@ from .planner import plan_graduation
 @click.command()
 @click.argument("feature")
 @click.option("--to", "home", required=True, metavar="MODULE", help="The stable package the code moves to, e.g. flashinfer.gated_norm.")
-@click.option("--diff", is_flag=True, help="Print a unified diff of the graduation and write nothing.")
+@shared.diff("the graduation")
 @click.option("--aot", is_flag=True, help="Register the moved kernels' JIT specs for ahead-of-time builds.")
-@click.option("--root", type=click.Path(file_okay=False, exists=True), default=None, help="Project root (default: nearest pyproject.toml).")
+@shared.root()
 def graduate(feature: str, home: str, diff: bool, aot: bool, root: Optional[str]) -> None:
     """Graduate the experimental FEATURE into the stable package MODULE, and print the
     graduation checklist with each step's state.

@@ -31,6 +31,7 @@ from typing import Optional
 
 import click
 
+from ...report import click_options as shared
 from ...editing.shell import run_plan
 from .model import Removal
 from .plan import plan_removal
@@ -40,8 +41,8 @@ __all__ = ["Removal", "plan_removal", "remove", "run_remove"]
 
 @click.command()
 @click.argument("feature")
-@click.option("--diff", is_flag=True, help="Print a unified diff of the removal and write nothing.")
-@click.option("--root", type=click.Path(file_okay=False, exists=True), default=None, help="Project root (default: nearest pyproject.toml).")
+@shared.diff("the removal")
+@shared.root()
 def remove(feature: str, diff: bool, root: Optional[str]) -> None:
     """Remove the experimental FEATURE: its directory, tests, examples and the core
     entry points that reach it.

@@ -256,7 +256,7 @@ def test_a_report_format_is_imported_only_when_used():
     """The commands and the report package load no format; looking one up loads it alone."""
     code = (
         "import sys\n"
-        "import policy_checks.cli.commands\n"
+        "import policy_checks.cli.run, policy_checks.cli.baseline, policy_checks.cli.rules\n"
         "from policy_checks.report import FORMATS\n"
         "formats = lambda: sorted(m for m in sys.modules if m.startswith('policy_checks.report.')\n"
         "                         and m.rpartition('.')[2] in {'text', 'json_report', 'github', 'sarif', 'rule_help'})\n"
