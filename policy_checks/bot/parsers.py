@@ -28,6 +28,8 @@ from html.parser import HTMLParser
 
 from markdown_it import MarkdownIt
 
+from ..model import markdown_lines
+from ..model.markdown_lines import atx_heading
 from ..model import records as features
 from ..model.records import (CROSS_REPO_REF, ISSUE_NUMBER, LOGIN_RE, NAME_CHARS, OWNER_CHARS, FeatureRecord, TrackingRef,
                         issue_number)
@@ -36,7 +38,6 @@ from .markdown import code
 PR_SECTION_TITLE = "experimental track"  # compared as words: see `_heading_words`
 NO_RESPONSE = "_no response_"  # what GitHub issue forms write for an empty field
 
-_FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 # match() only, so one start per line; \s, the bullet and \d are disjoint, and (.*)$ cannot fail.
 _CHECKBOX_RE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+\[([ xX])\]\s*(.*)$")
 # Starts with a literal; the blanks around the colon can split two ways, but (.*) after them
@@ -131,45 +132,7 @@ def _normalise(text: str | None) -> str:
 
 def _unfenced_lines(text: str) -> list[tuple[str, bool]]:
     """Pair each line with whether it lies inside a fenced code block (fence lines count as inside)."""
-    out = []
-    fence: str | None = None
-    for line in text.split("\n"):
-        match = _FENCE_RE.match(line)
-        if fence is None and match:
-            fence = match.group(1)
-            out.append((line, True))
-        elif fence is not None:
-            stripped = line.strip()
-            if stripped.startswith(fence[0] * len(fence)) and set(stripped) == {fence[0]}:
-                fence = None
-            out.append((line, True))
-        else:
-            out.append((line, False))
-    return out
-
-
-def _atx_heading(line: str) -> tuple[int, str] | None:
-    """``(level, text)`` of a CommonMark ATX heading line, or None.
-
-    Up to three spaces, one to six ``#``, then a blank or the end of the line; the text
-    loses its blanks and an optional closing run of ``#`` (one preceded by a blank, or the
-    whole text). String code: the old regex, ``(.*?)[ \\t#]*$``, retried its tail at every
-    character and took seconds on a line of 40,000 ``" #"``.
-    """
-    content = line.lstrip(" ")
-    if len(line) - len(content) > 3 or not content.startswith("#"):
-        return None
-    rest = content.lstrip("#")
-    level = len(content) - len(rest)
-    if level > 6 or (rest and rest[0] not in " \t"):
-        return None
-    text = rest.strip(" \t")
-    unclosed = text.rstrip("#")
-    if not unclosed:
-        text = ""
-    elif len(unclosed) < len(text) and unclosed[-1] in " \t":
-        text = unclosed.rstrip(" \t")
-    return level, text
+    return list(markdown_lines.fenced(text.split("\n")))
 
 
 def _heading_words(text: str) -> str:
@@ -192,12 +155,12 @@ def _section(text: str, wanted: str) -> list[str] | None:
     """
     lines = _unfenced_lines(text)
     for index, (line, fenced) in enumerate(lines):
-        heading = None if fenced else _atx_heading(line)
+        heading = None if fenced else atx_heading(line)
         if heading and _heading_words(heading[1]) == wanted:
             level = heading[0]
             body = []
             for later, later_fenced in lines[index + 1 :]:
-                other = None if later_fenced else _atx_heading(later)
+                other = None if later_fenced else atx_heading(later)
                 if other and other[0] <= level:
                     break
                 if not later_fenced:
@@ -266,7 +229,7 @@ def issue_sections(body: str | None) -> dict[str, str]:
     sections: dict[str, list[str]] = {}
     current: list[str] | None = None
     for line, fenced in _unfenced_lines(_normalise(body)):
-        heading = None if fenced else _atx_heading(line)
+        heading = None if fenced else atx_heading(line)
         if heading and heading[0] == 3:
             current = sections.setdefault(_heading_words(heading[1]), [])
         elif current is not None:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from . import markers
+from .markdown_lines import atx_heading, fenced
 from .window import WINDOW_IN_WORDS, default_deadline
 
 if sys.version_info >= (3, 11):
@@ -513,40 +514,11 @@ def readme_item(part: str) -> str:
     return f"{markers.README}: {part}"
 
 
-def _fence(line: str) -> tuple[str, int] | None:
-    """``(character, length)`` of a code fence that ``line`` opens (up to three spaces, then
-    three or more backticks or tildes; a backtick fence's info string holds no backtick)."""
-    stripped = line.lstrip(" ")
-    if len(line) - len(stripped) > 3 or stripped[:3] not in ("```", "~~~"):
-        return None
-    char = stripped[0]
-    length = len(stripped) - len(stripped.lstrip(char))
-    if char == "`" and "`" in stripped[length:]:
-        return None
-    return char, length
-
-
 def _underline(line: str) -> bool:
     """Whether ``line`` is a setext heading's underline (``===`` or ``---``)."""
     stripped = line.strip(" \t")
     return len(line) - len(line.lstrip(" ")) <= 3 and bool(stripped) and stripped in (
         "=" * len(stripped), "-" * len(stripped))
-
-
-def _atx(line: str) -> str | None:
-    """The text of an ATX heading (``# Title``, ``## Title ##``), or None."""
-    stripped = line.lstrip(" ")
-    if len(line) - len(stripped) > 3 or not stripped.startswith("#"):
-        return None
-    level = len(stripped) - len(stripped.lstrip("#"))
-    rest = stripped[level:]
-    if level > 6 or (rest and rest[0] not in " \t"):
-        return None
-    rest = rest.strip(" \t")
-    closing = rest.rstrip("#")
-    if not closing or closing[-1] in " \t":  # an optional closing sequence of #
-        rest = closing.rstrip(" \t")
-    return rest
 
 
 def _lead_in(line: str) -> str | None:
@@ -558,25 +530,12 @@ def _lead_in(line: str) -> str | None:
     return stripped[2:end] if end > 2 else None
 
 
-def _closes(line: str, fence: tuple[str, int]) -> bool:
-    """Whether ``line`` closes the code block ``fence`` opened (the same character, at least as many)."""
-    stripped = line.strip(" ")
-    char, length = fence
-    return len(line) - len(line.lstrip(" ")) <= 3 and len(stripped) >= length and stripped == char * len(stripped)
-
-
 def prose_lines(text: str) -> Iterator[tuple[int, str]]:
     """``(number, line)`` of each line of a Markdown text outside fenced code blocks (and
     not a fence itself), numbered from 1."""
-    fence: tuple[str, int] | None = None
-    for number, line in enumerate(text.splitlines(), 1):
-        line = line.expandtabs(4)
-        if fence is not None:
-            if _closes(line, fence):
-                fence = None
-            continue
-        fence = _fence(line)
-        if fence is None:
+    lines = (line.expandtabs(4) for line in text.splitlines())
+    for number, (line, in_code) in enumerate(fenced(lines), 1):
+        if not in_code:
             yield number, line
 
 
@@ -600,9 +559,9 @@ def markdown_headings(text: str) -> list[str]:
             headings.append(" ".join(paragraph))
             paragraph = []
             continue
-        atx = _atx(line)
+        atx = atx_heading(line)
         if atx is not None:
-            headings.append(atx)
+            headings.append(atx[1])
             paragraph = []
             continue
         lead = _lead_in(line)
