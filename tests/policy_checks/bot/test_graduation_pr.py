@@ -685,7 +685,7 @@ def _adversarial_pr(n: int):
 def test_adversarial_texts_are_read_in_linear_work():
     """Untrusted texts: long chains and nestings built to make a naive resolver go
     quadratic. The work is counted in calls at two sizes, not timed."""
-    n = 10_000
+    n = 2_500
     listing, texts, trees = _adversarial_pr(n)
     result = recognise(listing, texts=texts, trees=trees)
     added = added_experimental(texts)
