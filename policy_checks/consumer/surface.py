@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, FrozenSet, Optional, Set, Tuple
 
-from ..model import entry_points, markers
+from ..model import entry_points, exports, markers
 from ..engine.cache import read_bounded
 from ..model.config import ConfigError, load
 from ..model.facts import FileFacts, extract
@@ -251,10 +251,7 @@ def _reexport_paths(project: Project, defined: Set[str]) -> Dict[str, Set[str]]:
         if not source.is_package or not rel.startswith(package_dir) or project.settings.is_experimental_path(rel):
             continue
         facts = project.facts(rel)
-        names = set(facts.bindings)
-        if facts.is_package and "__getattr__" in facts.definitions:
-            for binding in facts.bindings.values():  # lazy tables: their keys are names too
-                names.update(key for key, _ in getattr(getattr(binding, "value", None), "entries", ()) or () if key)
+        names = set(facts.bindings) | {entry.name for entry in exports.lazy_entries(facts)}
         for name in names:
             target = project.resolve(facts.module, name)
             if isinstance(target, DefTarget):

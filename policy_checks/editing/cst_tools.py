@@ -133,30 +133,6 @@ def module_small_statements(file: PythonFile) -> Iterator[cst.BaseSmallStatement
             yield from line.body
 
 
-def all_assignments(file: PythonFile) -> Iterator[cst.BaseSmallStatement]:
-    """The module-level assignments to ``__all__`` that have a value (plain, annotated or augmented)."""
-    for small in module_small_statements(file):
-        targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [getattr(small, "target", None)]
-        if any(isinstance(t, cst.Name) and t.value == "__all__" for t in targets) and getattr(small, "value", None) is not None:
-            yield small
-
-
-def all_names(file: PythonFile) -> set:
-    """The string entries of the module-level ``__all__`` assignments."""
-    return {s.evaluated_value for small in all_assignments(file) for s in _strings(small.value)}
-
-
-def _strings(node: cst.CSTNode) -> List[cst.SimpleString]:
-    found: List[cst.SimpleString] = []
-
-    class Strings(cst.CSTVisitor):
-        def visit_SimpleString(self, string: cst.SimpleString) -> None:
-            found.append(string)
-
-    node.visit(Strings())
-    return found
-
-
 def relative_form(file: PythonFile, target: str) -> str:
     """`target` written relative to `file` (``...utils``), for files that import that way."""
     return relative_import(package_of(file), target)

@@ -14,13 +14,13 @@ from typing import Dict, List, Optional, Tuple
 import libcst as cst
 
 from ..model import markers
+from ..editing.exports import all_names
 from ..editing.cst_tools import (
     Edit,
     ImportStatement,
     PythonFile,
     Unfixable,
     add_edit,
-    all_names,
     bound_name,
     decorator_kinds,
     decorator_names,

@@ -39,7 +39,7 @@ from . import markers, parsed
 from .markers import dotted_name
 
 # Bump when the shape or meaning of facts changes: it invalidates every cache entry.
-FACTS_VERSION = "16"
+FACTS_VERSION = "17"
 
 # calls that import the module their first argument names (``pytest.importorskip``
 # too: stable tests use it, EXP008); the track's vocabulary lives in `markers`
@@ -320,6 +320,41 @@ class NamesBinding(NamedTuple):
 Binding = Union[ModuleBinding, FromBinding, DefBinding, AliasBinding, DictBinding, NamesBinding]
 
 
+# What a module publishes: read through `policy_checks.model.exports` ------------------
+
+
+class Listed(NamedTuple):
+    """One string of an ``__all__`` list, at its line."""
+
+    name: str
+    line: int
+
+
+class LazyExport(NamedTuple):
+    """One entry of a PEP 562 lazy-export table: a module-level dict of a module that
+    defines ``__getattr__``. `module` is the string as written, maybe relative."""
+
+    name: str
+    module: str
+    table: str  # the dict's variable
+    line: int
+
+
+class Published(NamedTuple):
+    """What the import-time code of a module publishes besides its imports.
+
+    Re-exports are `Import` facts already; these are the rest a reader needs."""
+
+    listed: tuple  # Listed: the strings of every ``__all__`` binding, in order
+    all_form: str  # "" (no ``__all__``), LITERAL_ALL, or COMPUTED_ALL (one binding is no literal)
+    lazy: tuple  # LazyExport
+    bound: str  # every name the import-time code binds, separated by spaces
+    served: str  # names ``__getattr__`` may serve (its tables' and comparisons' strings)
+
+
+LITERAL_ALL, COMPUTED_ALL = "literal", "computed"
+
+
 class SyntaxProblem(NamedTuple):
     """Why a file could not be read or parsed (EXP000), and where."""
 
@@ -357,6 +392,7 @@ class FileFacts:
     param_imports: list = field(default_factory=list)  # ParamImport
     loads: list = field(default_factory=list)  # Load, at any scope
     body_calls: list = field(default_factory=list)  # BodyCall
+    published: Optional[Published] = None  # complete facts only
 
     def scope_at(self, line: int) -> str:
         """The qualname of the innermost ``def`` or ``class`` whose lines, its
@@ -581,6 +617,7 @@ class _Extractor(ast.NodeVisitor):
         self.sequences: dict = {}  # name -> the strings of the tuple or list literal it was bound to
         self.loop_values: dict = {}  # a for loop's target -> the literal strings it takes
         self.load_aliases: frozenset = frozenset()  # names bound to a call of `UNRESOLVED_CALLS` (``as go``)
+        self.entry_lines: dict = {}  # module-level dict name -> {key: line of its entry}
 
     def visit(self, node: ast.AST):
         if isinstance(node, ast.expr):
@@ -1085,6 +1122,7 @@ class _Extractor(ast.NodeVisitor):
         names = _string_sequence(value)
         if entries is not None:
             self._bind(name, DictBinding("dict", DictValue(tuple(entries), node.lineno)))
+            self.entry_lines[name] = _entry_lines(value)
         elif names is not None:
             self._bind(name, NamesBinding("names", names))  # `__all__ = [...]` (EXP006 reads it)
         else:
@@ -1096,6 +1134,8 @@ class _Extractor(ast.NodeVisitor):
             old = binding.value
             entry = Entry(_literal_str(key), self._ref(value))
             self.facts.bindings[name] = DictBinding("dict", DictValue(old.entries + (entry,), old.line))
+            if entry.key is not None:
+                self.entry_lines.setdefault(name, {})[entry.key] = key.lineno
 
     def _dict_entries(self, value: ast.AST) -> Optional[list]:
         if isinstance(value, ast.Dict):
@@ -1155,6 +1195,150 @@ class _Extractor(ast.NodeVisitor):
             facts.backend_calls.append(
                 BackendCall(self._ref(checks) if checks is not None else None, line, column)
             )
+
+
+def _entry_lines(value: ast.AST) -> dict:
+    """key -> line of each string-keyed entry of a dict display or ``dict(...)`` call."""
+    if isinstance(value, ast.Dict):
+        return {k.value: k.lineno for k in value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+    return {k.arg: k.value.lineno for k in getattr(value, "keywords", ()) if k.arg}
+
+
+_BLOCKS = (ast.If, ast.Try, ast.With, ast.AsyncWith, ast.For, ast.AsyncFor, ast.While) + (
+    (ast.TryStar,) if hasattr(ast, "TryStar") else ())
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _published(tree: ast.AST, facts: FileFacts, entry_lines: dict) -> Published:
+    """What the module publishes: its ``__all__``, its lazy tables, every name its
+    import-time code binds, and what its ``__getattr__`` may serve."""
+    statements = list(_top_statements(getattr(tree, "body", [])))
+    listed, form = _declared_all(statements)
+    lazy = ()
+    if "__getattr__" in facts.definitions:
+        lazy = tuple(
+            LazyExport(entry.key, entry.value.text, name, entry_lines.get(name, {}).get(entry.key, binding.value.line))
+            for name, binding in facts.bindings.items() if isinstance(binding, DictBinding)
+            for entry in binding.value.entries if entry.key is not None and isinstance(entry.value, StrRef))
+    bound = _bound_names(statements)
+    served = _lazy_names(statements) if "__getattr__" in bound else set()
+    return Published(listed, form, lazy, " ".join(sorted(bound)), " ".join(sorted(served)))
+
+
+def _top_statements(body: list) -> Iterator[ast.stmt]:
+    """The statements that run when the module is imported, inside ``if``/``try``/``with``/
+    loops and ``match`` cases too, not inside a ``def`` or ``class`` body."""
+    for statement in body:
+        yield statement
+        if isinstance(statement, _BLOCKS):
+            for part in ("body", "orelse", "finalbody"):
+                yield from _top_statements(getattr(statement, part, []) or [])
+            for handler in getattr(statement, "handlers", []) or []:
+                yield from _top_statements(handler.body)
+        elif hasattr(ast, "Match") and isinstance(statement, ast.Match):
+            for case in statement.cases:
+                yield from _top_statements(case.body)
+
+
+def _bound_names(statements: list) -> set:
+    """Every name the statements bind: definitions, imports, assignment targets."""
+    names: set = set()
+    for statement in statements:
+        if isinstance(statement, _DEFS):
+            names.add(statement.name)
+        elif isinstance(statement, ast.Import):
+            names |= {a.asname or a.name.partition(".")[0] for a in statement.names}
+        elif isinstance(statement, ast.ImportFrom):
+            names |= {a.asname or a.name for a in statement.names if a.name != "*"}
+        elif isinstance(statement, ast.Assign):
+            names |= {n for target in statement.targets for n in _target_names(target)}
+        elif isinstance(statement, (ast.AnnAssign, ast.AugAssign, ast.For, ast.AsyncFor)):
+            names |= _target_names(statement.target)
+        elif isinstance(statement, (ast.With, ast.AsyncWith)):
+            names |= {n for item in statement.items if item.optional_vars for n in _target_names(item.optional_vars)}
+    return names
+
+
+def _target_names(target: ast.AST) -> set:
+    if isinstance(target, ast.Name):
+        return {target.id}
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return {n for element in target.elts for n in _target_names(element)}
+    if isinstance(target, ast.Starred):
+        return _target_names(target.value)
+    return set()
+
+
+def _declared_all(statements: list) -> tuple:
+    """``(Listed entries, form)`` of the ``__all__`` bindings (``=``, ``:``, ``+=``):
+    form "" where there is none, COMPUTED_ALL where one is not a list of strings."""
+    listed: list = []
+    form = ""
+    for statement in statements:
+        targets = statement.targets if isinstance(statement, ast.Assign) else (
+            [statement.target] if isinstance(statement, (ast.AnnAssign, ast.AugAssign)) else [])
+        if not any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+            continue
+        value = getattr(statement, "value", None)
+        if form != COMPUTED_ALL and isinstance(value, (ast.List, ast.Tuple)) and _string_sequence(value) is not None:
+            listed += [Listed(e.value, e.lineno) for e in value.elts]
+            form = LITERAL_ALL
+        else:
+            form = COMPUTED_ALL
+    return tuple(listed), form
+
+
+def _lazy_names(statements: list) -> set:
+    """Names a module-level ``__getattr__`` may serve: the identifier strings of every
+    module-level table it reads, directly or through the helpers and tables it names
+    (a dict's keys; a set's, frozenset's, tuple's or list's items, however built), and
+    the strings it compares ``name`` with."""
+    values: dict = {}  # name -> the values the module binds it to (functions as their ``def``)
+    for statement in statements:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            values.setdefault(statement.name, []).append(statement)
+        elif isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and statement.value is not None:
+            targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+            for target in targets:
+                for name in _target_names(target):
+                    values.setdefault(name, []).append(statement.value)
+    if "__getattr__" not in values:
+        return set()
+    names: set = set()
+    todo, seen = ["__getattr__"], set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for node in values.get(name, ()):
+            reader = _compared_strings if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else _table_strings
+            names |= reader(node)
+            todo += [n.id for n in ast.walk(node) if isinstance(n, ast.Name)]
+    return names
+
+
+def _table_strings(value: ast.AST) -> set:
+    """Identifier strings in a table's value, except a dict's plain string values (the
+    modules a name maps to)."""
+    skipped = {id(v) for node in ast.walk(value) if isinstance(node, ast.Dict)
+               for v in node.values if _literal_str(v) is not None}
+    found = {_literal_str(node) for node in ast.walk(value) if id(node) not in skipped}
+    found |= {k.arg for node in ast.walk(value) if isinstance(node, ast.Call) for k in node.keywords if k.arg}
+    return {name for name in found if name and name.isidentifier()}
+
+
+def _compared_strings(function: ast.AST) -> set:
+    """Identifier strings a function compares with (``name == "x"``, ``name in ("a", "b")``,
+    ``case "x":``)."""
+    found: set = set()
+    for node in ast.walk(function):
+        if isinstance(node, ast.Compare):
+            for side in [node.left, *node.comparators]:
+                found |= {_literal_str(n) for n in ast.walk(side)}
+        elif hasattr(ast, "MatchValue") and isinstance(node, ast.MatchValue):
+            found.add(_literal_str(node.value))
+    return {name for name in found if name and name.isidentifier()}
 
 
 # a module binding its own __name__ (an assignment, a walrus, globals() or setattr with the name)
@@ -1289,6 +1473,7 @@ def extract(source: bytes, module: str, is_package: bool, aliases=frozenset(), t
         try:
             extractor.visit(tree)
             extractor.finish()
+            facts.published = _published(tree, facts, extractor.entry_lines)
         except RecursionError:
             facts.syntax_error = SyntaxProblem(1, 1, "too deeply nested to analyse")
     if may_hold_suppressions(source):
@@ -1749,7 +1934,7 @@ def to_data(facts: FileFacts) -> list:
         facts.module, facts.is_package, facts.complete, facts.syntax_error, facts.imports,
         list(facts.definitions.values()), facts.bindings, facts.backend_calls, facts.suppressions,
         facts.shadowed, facts.calls, facts.param_imports, facts.top_names, facts.loads, facts.body_calls,
-        facts.load_words, facts.suspects, facts.checked, facts.import_words, facts.class_words,
+        facts.load_words, facts.suspects, facts.checked, facts.import_words, facts.class_words, facts.published,
     ]
 
 
@@ -1792,8 +1977,12 @@ def _binding(data) -> Binding:
 def from_data(data: list) -> FileFacts:
     (module, is_package, complete, error, imports, definitions, bindings, calls, suppressions, shadowed,
      module_calls, param_imports, top_names, loads, body_calls, load_words, suspects, checked, import_words,
-     class_words) = data
+     class_words, published) = data
     facts = FileFacts(module, is_package, complete=complete, checked=bool(checked))
+    if published is not None:
+        listed, all_form, lazy, bound, served = published
+        facts.published = Published(tuple(Listed(name, line) for name, line in listed), str(all_form),
+                                    tuple(LazyExport(*entry) for entry in lazy), str(bound), str(served))
     if import_words is not None:
         facts.import_words, facts.class_words = str(import_words), str(class_words or "")
     if error is not None:

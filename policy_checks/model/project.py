@@ -24,11 +24,11 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Callable, Iterator, Mapping, NamedTuple, Optional, Union
 
-from . import gitfiles, markers, sphinx_pages
+from . import exports, gitfiles, markers, sphinx_pages
 from .config import Settings, under
 from .facts import AliasBinding, DefBinding, Definition, DictBinding, DictValue, FileFacts, FromBinding, Import
 from .facts import syntax_only, unreadable
-from .facts import CallRef, DictRef, ModuleBinding, NameRef, StrRef
+from .facts import CallRef, DictRef, ModuleBinding, NameRef
 
 _GLOB_CHARS = set("*?[")
 NOT_UTF8 = "name is not valid UTF-8"
@@ -527,7 +527,7 @@ class Project:
             if self.is_module(f"{module}.{first}"):
                 target = ModuleTarget("module", f"{module}.{first}")
             else:
-                lazy = self._lazy_export(facts, first)
+                lazy = exports.lazy_module(facts, first, self.is_module)
                 if lazy is not None:
                     return self._descend(self.resolve(lazy, first, seen), rest, seen)
                 return External("external", f"{module}.{name}")
@@ -565,22 +565,6 @@ class Project:
         if isinstance(target, External):
             return External("external", f"{target.name}.{rest}")
         return External("external", rest)
-
-    def _lazy_export(self, facts: FileFacts, name: str) -> Optional[str]:
-        """The submodule a PEP 562 lazy export table in a package ``__init__`` maps
-        `name` to (a module-level dict of string keys to module-name strings, in a
-        module that defines ``__getattr__``), or None."""
-        if not facts.is_package or "__getattr__" not in facts.definitions:
-            return None
-        for binding in facts.bindings.values():
-            if not isinstance(binding, DictBinding):
-                continue
-            for key, ref in binding.value.entries:
-                if key == name and isinstance(ref, StrRef):
-                    for candidate in (f"{facts.module}.{ref.text.lstrip('.')}", ref.text):
-                        if self.is_module(candidate):
-                            return candidate
-        return None
 
     def resolve_absolute(self, dotted: str) -> Optional[Target]:
         """`resolve` for an absolute dotted name (``flashinfer.norm.fast``): the

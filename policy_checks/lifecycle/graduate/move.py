@@ -4,13 +4,13 @@ old module path a shim re-exports the new one."""
 
 from __future__ import annotations
 
-import ast
 import os
 import stat
 from pathlib import Path
 from typing import List, Optional
 
-from ...model import markers, parsed
+from ...model import exports, markers
+from ...model.facts import extract
 from ...editing.cst_tools import apply_edits
 from .marks import drop_experimental_marks, swap_decorators
 from .module_strings import retarget_module_strings
@@ -43,7 +43,7 @@ def move_feature(graduation: Graduation, feature_dir: Path) -> None:
         module, is_package = target.module_of(rel)
         marks_package = rel == f"{old_dir}/__init__.py"
         graduation.rewrite(rel, shim(graduation.feature, module, target.module_of(new_rel)[0], marks_package,
-                                     graduation.home, lazy_exports(moved)))
+                                     graduation.home, lazy_exports(moved, module, is_package)))
     graduation.did(2, f"moved {old_dir}/ to {home_dir}/ ({len(files)} files), shims left at the old module paths")
     if (feature_dir / markers.RECORD).is_file():
         graduation.did(2, f"deleted {old_dir}/{markers.RECORD}")
@@ -68,23 +68,12 @@ def _moved_module(graduation: Graduation, rel: str, new_rel: str, data: bytes) -
     return unwrap_swapped(graduation, new_rel, apply_edits(file, edits) if edits else data, swapped)
 
 
-def lazy_exports(data: bytes) -> Optional[List[str]]:
-    """For a module that serves names lazily (a module-level ``__getattr__`` beside an
-    ``__all__``), the names of its ``__all__`` (empty when it is not a list of plain
-    names); None for any other module. ``from <it> import *`` would load every lazy name
-    at once, modules that the original never loads on import among them."""
-    tree = parsed.tree_or_none(data)
-    if tree is None or not any(isinstance(n, ast.FunctionDef) and n.name == "__getattr__" for n in tree.body):
-        return None
-    listed = [n.value for n in tree.body if isinstance(n, ast.Assign)
-              and [getattr(t, "id", None) for t in n.targets] == ["__all__"]]
-    if not listed:
-        return None
-    value = listed[-1]
-    if isinstance(value, (ast.List, ast.Tuple)) and all(
-            isinstance(e, ast.Constant) and isinstance(e.value, str) and e.value.isidentifier() for e in value.elts):
-        return [e.value for e in value.elts]
-    return []
+def lazy_exports(data: bytes, module: str, is_package: bool) -> Optional[List[str]]:
+    """For a module that serves names lazily (a ``__getattr__`` beside an ``__all__``),
+    the names of its ``__all__`` (`exports.lazy_shim_names`); None for any other module.
+    ``from <it> import *`` would load every lazy name at once, modules that the original
+    never loads on import among them."""
+    return exports.lazy_shim_names(extract(data, module, is_package))
 
 
 def shim(feature: str, module: str, new_module: str, marks_package: bool, home: str,

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import Dict, List
 
-from ...model import markers
+from ...model import exports, markers
 from ...model.config import module_under
 from ...editing.changes import ChangeSet
 from ...editing.target import FixTarget, Refused
@@ -20,7 +20,6 @@ from ...model import records as feature_records
 from . import reach
 from ..remove.naming import feature_spelling
 from .elsewhere import names_the_feature
-from .exports import exported_names, free_name
 from .stable_lane import stable_tests_dir
 
 
@@ -67,7 +66,7 @@ def check_home(target: FixTarget, project: Project, feature: str, home: str) -> 
     parent = ".".join(parts[:-1])
     if not (path.parent / "__init__.py").is_file():
         raise Refused(f"--to {home}: its parent package {parent} has no __init__.py")
-    exported = exported_names(project, parent)
+    exported = exports.exported_names(project.module_facts, parent)
     if parts[-1] in exported:
         raise Refused(
             f"--to {home}: {parent} exports a name {parts[-1]!r} ({exported[parts[-1]]}); importing the new "
@@ -176,3 +175,17 @@ def module_level_refusal(found: List[reach.Reach], home: str, experimental_packa
         what += (f"Graduate {other} first, or move the import into the function that uses it (then it is listed "
                  "for a person)")
     return what + "".join(f"\n  also: {r.where()} would import {r.module}" for r in found[1:])
+
+
+def free_name(project: Project, parent: str, last: str, exported: Dict[str, str]) -> str:
+    """A public name beside `last` that `parent` neither serves nor holds, to suggest
+    instead: a graduated API lives in a public module, never one starting with ``_``."""
+    folder = project.root.joinpath(*parent.split("."))
+    base = last.lstrip("_") or "graduated"
+    candidates = [f"{base}_api", f"{base}_impl", f"{base}_kernels", f"{base}_ops"]
+    candidates += [f"{base}_api{n}" for n in range(2, 100)]
+    for candidate in candidates:
+        taken = os.path.lexists(folder / candidate) or os.path.lexists(folder / f"{candidate}.py")
+        if candidate not in exported and not taken:
+            return f"{parent}.{candidate}"
+    return f"{parent}.{base}_graduated"

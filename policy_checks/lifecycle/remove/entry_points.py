@@ -23,10 +23,10 @@ from ...editing.cst_tools import (
     drop_small_statement,
     enclosing_function,
     import_at,
-    module_small_statements,
     Unfixable,
     with_aliases,
 )
+from ...editing.exports import lazy_branch
 from ...editing.target import Refused
 from .model import At, ModuleEdits
 
@@ -62,7 +62,7 @@ def remove_function_import(mod: ModuleEdits, outer: str, statement, backends, wh
     is `remove_named_definition`'s)."""
     file = mod.file
     function = enclosing_function(file, statement)
-    lazy = _lazy_branch(file, statement, function) if outer == "__getattr__" else None
+    lazy = lazy_branch(file, statement, function) if outer == "__getattr__" else None
     if lazy is not None:
         _remove_lazy_branch(mod, lazy, where)
         return
@@ -140,67 +140,6 @@ def _remove_lazy_branch(mod: ModuleEdits, lazy, where: str) -> None:
         mod.names.add(table.targets[0].target.value)
         drop_small_statement(mod.file, table, None, mod.edits)
         mod.removed_nodes.append(table)
-
-
-def _lazy_branch(file, statement, function):
-    """In a module's PEP 562 ``__getattr__(name)``: the ``if name in TABLE:`` (or
-    ``if name == "x":``) branch around `statement`, the names it serves and TABLE's
-    module-level assignment (None for the ``==`` form); None for any other shape."""
-    if function is None or not isinstance(file.parents.get(function), cst.Module) or not function.params.params:
-        return None
-    parameter = function.params.params[0].name.value
-    parent = file.parents.get(statement)
-    while parent is not None and parent is not function:
-        found = _lazy_test(file, parent, parameter)
-        if found is not None:
-            return (parent, *found)
-        parent = file.parents.get(parent)
-    return None
-
-
-def _lazy_test(file, node, parameter: str):
-    """``(names served, table assignment or None)`` when `node` is ``if <parameter> ==
-    "x":`` or ``if <parameter> in TABLE:``; else None."""
-    if not (isinstance(node, cst.If) and isinstance(node.test, cst.Comparison) and len(node.test.comparisons) == 1):
-        return None
-    test = node.test
-    operator, right = test.comparisons[0].operator, test.comparisons[0].comparator
-    if not (isinstance(test.left, cst.Name) and test.left.value == parameter):
-        return None
-    if isinstance(operator, cst.Equal) and isinstance(right, cst.SimpleString):
-        return {right.evaluated_value}, None
-    if isinstance(operator, cst.In) and isinstance(right, cst.Name):
-        table = _table_assignment(file, right.value)
-        if table is not None:
-            return _table_names(table.value), table
-    return None
-
-
-def _table_assignment(file, name: str):
-    """The one module-level ``name = ...`` assignment, or None."""
-    found = [
-        small
-        for small in module_small_statements(file)
-        if isinstance(small, cst.Assign) and [dotted_name(t.target) for t in small.targets] == [name]
-    ]
-    return found[0] if len(found) == 1 else None
-
-
-def _table_names(value) -> Set[str]:
-    """The names a lazy-export table lists: its strings (a dict's keys only)."""
-    found: Set[str] = set()
-
-    class Strings(cst.CSTVisitor):
-        def visit_DictElement(self, node: cst.DictElement) -> bool:
-            if isinstance(node.key, cst.SimpleString):
-                found.add(node.key.evaluated_value)
-            return False
-
-        def visit_SimpleString(self, node: cst.SimpleString) -> None:
-            found.add(node.evaluated_value)
-
-    value.visit(Strings())
-    return found
 
 
 def remove_definition(mod: ModuleEdits, function) -> None:

@@ -1,7 +1,8 @@
 """Where a package publishes what the removal deletes: a lazy-export table entry, a
-top-level ``from .module import name`` re-export, an ``__all__`` entry, and the same
-of the packages re-exporting those, to any depth. Each goes with the name; nothing
-else in the module changes."""
+top-level ``from .module import name`` re-export (typed ones under ``TYPE_CHECKING``
+too), an ``__all__`` entry, and the same of the packages re-exporting those, to any
+depth. Each goes with the name; nothing else in the module changes. The exports are
+read through `policy_checks.model.exports` and edited through its libcst editor."""
 
 from __future__ import annotations
 
@@ -9,11 +10,9 @@ import ast
 import re
 from typing import Dict, NamedTuple, Set
 
-import libcst as cst
-
-from ...model.facts import MODULE, DefBinding, FromBinding, NamesBinding, StrRef
-from ...model.project import DictBinding
-from ...editing.cst_tools import all_assignments, module_small_statements
+from ...model import exports
+from ...model.facts import DefBinding, FromBinding
+from ...editing.exports import all_elements, table_elements
 from ...editing.target import FixTarget
 from .entry_points import drop_imported_names, remove_element
 from .model import CoreEdits, ModuleEdits, Removal
@@ -39,7 +38,7 @@ def plan_exports(target: FixTarget, project, texts: Texts, removal: Removal, cor
     publishing = _follow_reexports(project, texts, removal, lost, also=set(core.modules))
     for rel, (source, lazy, reexports) in sorted(publishing.items()):
         public.update(f"{source.module}.{key}" for key, _ in lazy)
-        public.update(f"{source.module}.{bound}" for _, _, bound in reexports)
+        public.update(f"{source.module}.{r.bound}" for r in reexports)
         served.update(key for key, _ in lazy)
         listed = core.names_by_module.get(source.module, set()) | publishing[rel].names()
         if not lazy and not listed:
@@ -77,11 +76,11 @@ class _Published(NamedTuple):
 
     source: object
     lazy: list  # (key, module)
-    reexports: list  # (import, name, bound)
+    reexports: list  # exports.Reexport
 
     def names(self) -> Set[str]:
         """The names the module stops publishing: lazy keys, re-exported names."""
-        return {key for key, _ in self.lazy} | {bound for _, _, bound in self.reexports}
+        return {key for key, _ in self.lazy} | {r.bound for r in self.reexports}
 
 
 def _published(texts: Texts, rel: str, source, facts, lost) -> _Published:
@@ -92,18 +91,17 @@ def _published(texts: Texts, rel: str, source, facts, lost) -> _Published:
     reexports = _reexports(facts, lost)
     if not source.is_package and reexports:
         tree = texts.tree(rel)
-        reexports = [r for r in reexports if _said_reexported(tree, facts, *r) and not _used_here(tree, r[2])]
+        reexports = [r for r in reexports if _said_reexported(tree, facts, r) and not _used_here(tree, r.bound)]
     return _Published(source, lazy, reexports)
 
 
-def _said_reexported(tree, facts, imp, name: str, bound: str) -> bool:
-    """``from m import name as name`` at the import's line, or `bound` in ``__all__``."""
-    listed = facts.bindings.get("__all__")
-    if isinstance(listed, NamesBinding) and bound in listed.names:
+def _said_reexported(tree, facts, reexport: exports.Reexport) -> bool:
+    """``from m import name as name`` at the import's line, or the name in ``__all__``."""
+    if reexport.bound in (exports.listed(facts) or ()):
         return True
     for node in tree.body if tree is not None else ():
-        if isinstance(node, ast.ImportFrom) and node.lineno == imp.line:
-            return any(a.name == name and a.asname == name for a in node.names)
+        if isinstance(node, ast.ImportFrom) and node.lineno == reexport.imp.line:
+            return any(a.name == reexport.name and a.asname == reexport.name for a in node.names)
     return False
 
 
@@ -144,59 +142,29 @@ def _used_here(tree, name: str) -> bool:
 def _lazy_entries(facts, names_by_module) -> list:
     """``(key, module)`` of lazy-export table entries of this package ``__init__`` that
     serve a removed name from the module that loses it."""
-    if not facts.is_package or "__getattr__" not in facts.definitions:
-        return []
-    found = []
-    for binding in facts.bindings.values():
-        if not isinstance(binding, DictBinding):
-            continue
-        for key, ref in binding.value.entries:
-            if not isinstance(ref, StrRef):
-                continue
-            for module in (f"{facts.module}.{ref.text.lstrip('.')}", ref.text):
-                if key in names_by_module.get(module, ()):
-                    found.append((key, module))
-    return found
+    return [(entry.name, module) for entry in exports.lazy_entries(facts)
+            for module in exports.lazy_candidates(facts, entry) if entry.name in names_by_module.get(module, ())]
 
 
 def _reexports(facts, names_by_module) -> list:
-    """``(import, name, bound)`` of a module's module-level ``from module import name
-    [as bound]`` of a name that module loses (FlashInfer's top-level exports)."""
-    found = []
-    for imp in facts.imports:
-        if imp.scope != MODULE or imp.module is None:
-            continue
-        for name, bound in imp.names:
-            if name in names_by_module.get(imp.module, ()):
-                found.append((imp, name, bound))
-    return found
+    """The module-level re-exports (`exports.Reexport`, typed ones included) of a name
+    its module loses (FlashInfer's top-level exports)."""
+    return [r for r in exports.reexports(facts) if r.name in names_by_module.get(r.imp.module, ())]
 
 
 def _remove_reexports(mod: ModuleEdits, reexports, rel: str) -> None:
     """Drop the re-exported names from their import statements (a statement left
     importing nothing goes)."""
-    drop_imported_names(mod, rel, [(imp.line, imp.column, bound) for imp, _, bound in reexports])
+    drop_imported_names(mod, rel, [(r.imp.line, r.imp.column, r.bound) for r in reexports])
 
 
 def _remove_dict_keys(mod: ModuleEdits, keys) -> None:
     """The entries of module-level dict displays keyed by one of `keys`."""
-    if not keys:
-        return
-    for small in module_small_statements(mod.file):
-        value = getattr(small, "value", None)
-        if isinstance(small, (cst.Assign, cst.AnnAssign)) and isinstance(value, cst.Dict):
-            for element in value.elements:
-                if isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString):
-                    if element.key.evaluated_value in keys:
-                        remove_element(mod, element)
+    for element in table_elements(mod.file, set(keys)):
+        remove_element(mod, element)
 
 
 def _remove_all_entries(mod: ModuleEdits, names) -> None:
     """The strings of ``__all__`` naming one of `names`."""
-    if not names:
-        return
-    for small in all_assignments(mod.file):
-        if isinstance(small.value, (cst.List, cst.Tuple)):
-            for element in small.value.elements:
-                if isinstance(element.value, cst.SimpleString) and element.value.evaluated_value in names:
-                    remove_element(mod, element)
+    for element in all_elements(mod.file, set(names)):
+        remove_element(mod, element)
