@@ -2,13 +2,14 @@
 
 Every public name is exported lazily (PEP 562): ``import flashinfer`` imports no
 submodule, no torch, no CUDA bindings and never ``flashinfer.experimental``. A
-name is resolved, and its module imported, on first attribute access.
+name is resolved, and its module imported, on first attribute access. Type
+checkers read the ``if TYPE_CHECKING:`` imports instead, which never run.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
@@ -41,6 +42,30 @@ _LAZY_EXPORTS = {
 }
 
 __all__ = sorted(_LAZY_EXPORTS) + ["__version__"]
+
+# The typed face of _LAZY_EXPORTS: type checkers see each name's own signature, and
+# nothing here runs. Generated from the table (policy_checks/editing/exports.py);
+# `policy-check remove` and `graduate` keep the two in step.
+if TYPE_CHECKING:
+    from .api_logging import ExperimentalWarning as ExperimentalWarning
+    from .api_logging import experimental_auto_backends_allowed as experimental_auto_backends_allowed
+    from .api_logging import flashinfer_api as flashinfer_api
+    from .api_logging import flashinfer_experimental_api as flashinfer_experimental_api
+    from .api_logging import require_experimental_auto_backends as require_experimental_auto_backends
+    from .api_logging import warn_experimental_backend_once as warn_experimental_backend_once
+    from .api_logging import experimental_backend as experimental_backend
+    from .capabilities import CPU_COMPUTE_CAPABILITY as CPU_COMPUTE_CAPABILITY
+    from .capabilities import supported_compute_capability as supported_compute_capability
+    from .utils import BackendSupportedError as BackendSupportedError
+    from .utils import backend_requirement as backend_requirement
+    from .gemm import mm_bf16 as mm_bf16
+    from .norm import rmsnorm as rmsnorm
+    from .norm import gated_rmsnorm as gated_rmsnorm
+    from .autotuner import autotune as autotune
+    from .autotuner import TuningConfigWarning as TuningConfigWarning
+    from .autotuner import load_autotune_cache as load_autotune_cache
+    from .autotuner import save_autotune_cache as save_autotune_cache
+    from .trace_apply import apply_trace_config as apply_trace_config
 
 
 def __getattr__(name: str) -> Any:

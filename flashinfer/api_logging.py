@@ -18,7 +18,7 @@ import logging
 import os
 import threading
 import warnings
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional, TypeVar, overload
 
 __all__ = [
     "EXPERIMENTAL_AUTO_ENV_VAR",
@@ -214,6 +214,18 @@ def _log_level() -> int:
         return 0
 
 
+# A decorated API keeps its own signature for type checkers: a call is checked.
+_Api = TypeVar("_Api", bound=Callable[..., Any])
+
+
+@overload
+def flashinfer_api(func: _Api, *, trace: Any = None) -> _Api: ...
+
+
+@overload
+def flashinfer_api(func: None = None, *, trace: Any = None) -> Callable[[_Api], _Api]: ...
+
+
 def flashinfer_api(func: Optional[Callable] = None, *, trace: Any = None) -> Callable:
     """Mark a public API: register its trace template and, if asked, log its calls.
 
@@ -259,6 +271,16 @@ def with_experimental_banner(doc: Optional[str], feature_name: str) -> str:
     if not doc:
         return banner + "\n"
     return banner + "\n\n" + inspect.cleandoc(doc) + "\n"
+
+
+@overload
+def flashinfer_experimental_api(func: _Api, *, trace: Any = None, feature: Optional[str] = None) -> _Api: ...
+
+
+@overload
+def flashinfer_experimental_api(
+    func: None = None, *, trace: Any = None, feature: Optional[str] = None
+) -> Callable[[_Api], _Api]: ...
 
 
 def flashinfer_experimental_api(

@@ -95,7 +95,8 @@ RENAMED = {"flashinfer": "rt_planted", "policy_checks": "ck_planted"}
 # A small runtime and checker, named as RENAMED says, that break each contract (the id
 # each file is planted for; some break others too).
 PLANTED = {
-    "rt_planted/__init__.py": "",
+    # the typed face, an import the dispatch layers' contract ignores
+    "rt_planted/__init__.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .track import x as x\n",
     "rt_planted/gemm.py": """
         def mm():
             from .experimental.feat import run  # the entry point of a feature

@@ -8,7 +8,7 @@ together. The facts side of the same model is `policy_checks.model.exports`.
 
 from __future__ import annotations
 
-from typing import Iterator, List, Optional, Sequence, Set, Tuple
+from typing import Dict, Iterator, List, Optional, Sequence, Set, Tuple
 
 import libcst as cst
 
@@ -71,13 +71,16 @@ def served_modules(file: PythonFile, table: Optional[cst.Dict]) -> Set[str]:
 
 def table_elements(file: PythonFile, keys: Set[str]) -> List[cst.DictElement]:
     """The entries of module-level dict displays keyed by one of `keys`."""
-    found = []
-    for small in module_small_statements(file) if keys else ():
+    return [element for element in _keyed_entries(file) if element.key.evaluated_value in keys] if keys else []
+
+
+def _keyed_entries(file: PythonFile) -> Iterator[cst.DictElement]:
+    """The string-keyed entries of the module-level dict displays."""
+    for small in module_small_statements(file):
         value = getattr(small, "value", None)
         if isinstance(small, (cst.Assign, cst.AnnAssign)) and isinstance(value, cst.Dict):
-            found += [element for element in value.elements if isinstance(element, cst.DictElement)
-                      and isinstance(element.key, cst.SimpleString) and element.key.evaluated_value in keys]
-    return found
+            yield from (element for element in value.elements
+                        if isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString))
 
 
 def all_elements(file: PythonFile, names: Set[str]) -> List[cst.Element]:
@@ -88,6 +91,19 @@ def all_elements(file: PythonFile, names: Set[str]) -> List[cst.Element]:
             found += [element for element in small.value.elements
                       if isinstance(element.value, cst.SimpleString) and element.value.evaluated_value in names]
     return found
+
+
+def retarget_table_values(file: PythonFile, values: Dict[str, str], edits: dict) -> List[str]:
+    """Module strings of lazy tables that `values` maps (old text -> new) get the new
+    text, quoted as before; returns the keys of the entries changed."""
+    changed = []
+    for element in _keyed_entries(file):
+        value = element.value
+        if isinstance(value, cst.SimpleString) and value.evaluated_value in values:
+            text = f"{value.prefix}{value.quote}{values[value.evaluated_value]}{value.quote}"
+            add_edit(edits, value, lambda updated, text=text: updated.with_changes(value=text))
+            changed.append(element.key.evaluated_value)
+    return changed
 
 
 # a lazy branch of __getattr__ ---------------------------------------------------------------

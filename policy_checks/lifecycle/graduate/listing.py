@@ -7,9 +7,11 @@ import re
 from typing import List, Set, Tuple
 
 from ...editing.cst_tools import apply_edits
-from ...editing.exports import add_lazy_entries, export_by_import, lazy_table, served_modules
+from ...editing.exports import add_lazy_entries, export_by_import, lazy_table, retarget_table_values, served_modules
 from ...model import exports
+from ...model.config import module_under
 from ...model.project import Project
+from .elsewhere import names_the_feature
 from .plan import Graduation
 from .rewrite import parse_file
 
@@ -90,3 +92,37 @@ def export_top_level(graduation: Graduation, project: Project, entry_points: Lis
     graduation.rewrite(rel, apply_edits(file, edits))
     for name, _ in missing:
         graduation.did(4, f"{rel}: exports {name}")
+
+
+def retarget_lazy_exports(graduation: Graduation, project: Project) -> None:
+    """A core package's lazy entries serving from the old path serve from the new home
+    (step 2): the shim would warn on every first use, and the typed face, whose imports
+    point at the new home, would disagree with the table."""
+    spelt, settings = names_the_feature(graduation.feature), graduation.target.settings
+    for rel, source in sorted(project.files.items()):
+        if not source.is_package or not settings.is_core(source.module) or not spelt(graduation.planned(rel)):
+            continue
+        values = _retargeted(project.facts(rel), graduation.old, graduation.home, project.is_module)
+        if not values:
+            continue
+        file = parse_file(graduation.target, rel, graduation.planned(rel))
+        edits: dict = {}
+        names = retarget_table_values(file, values, edits)
+        graduation.rewrite(rel, apply_edits(file, edits))
+        graduation.did(2, f"{rel}: its lazy table serves {', '.join(sorted(names))} from {graduation.home}")
+
+
+def _retargeted(facts, old: str, home: str, is_module) -> dict:
+    """Old text -> new text of the package's lazy entries that name a module under
+    `old`; a relative entry stays relative where the new module is below the package."""
+    values = {}
+    for entry in exports.lazy_entries(facts):
+        relative, absolute = exports.lazy_candidates(facts, entry)
+        found = relative if is_module(relative) else absolute
+        if not module_under(found, old):
+            continue
+        new = home + found[len(old):]
+        if found == relative and module_under(new, facts.module) and new != facts.module:
+            new = ("." if entry.module.startswith(".") else "") + new[len(facts.module) + 1:]
+        values[entry.module] = new
+    return values

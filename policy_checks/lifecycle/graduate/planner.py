@@ -16,7 +16,7 @@ from .aot import check_shape, register_aot
 from .core import swap_core
 from .elsewhere import retarget_elsewhere, strings_naming_the_old_path
 from .leftovers import check_planned
-from .listing import export_top_level, list_in_docs
+from .listing import export_top_level, list_in_docs, retarget_lazy_exports
 from .move import move_feature
 from .plan import Graduation
 from .rewrite import must_parse
@@ -42,6 +42,7 @@ def plan_graduation(target: FixTarget, feature: str, home: str, aot: bool = Fals
     entry_points = [(m, q) for m, q in swap_core(graduation, project, reaching, _backends(record)) if "." not in q]
     move_tests(graduation)
     retarget_elsewhere(graduation, project)
+    retarget_lazy_exports(graduation, project)
     list_in_docs(graduation, project, entry_points)
     export_top_level(graduation, project, entry_points)
     if aot:

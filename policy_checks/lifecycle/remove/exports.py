@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Dict, NamedTuple, Set
+from typing import Dict, Iterator, NamedTuple, Set, Tuple
 
 from ...model import exports
+from ...model.config import module_under
 from ...model.facts import DefBinding, FromBinding
 from ...editing.exports import all_elements, table_elements
 from ...editing.target import FixTarget
 from .entry_points import drop_imported_names, remove_element
-from .model import CoreEdits, ModuleEdits, Removal
+from .model import CoreEdits, Feature, ModuleEdits, Removal
+from .naming import feature_spelling
 from .reach import core_files
 from .texts import Texts, uses_pattern
 
@@ -27,15 +29,22 @@ class Exports(NamedTuple):
     served: Set[str]  # names a package served lazily from a module that loses them
 
 
-def plan_exports(target: FixTarget, project, texts: Texts, removal: Removal, core: CoreEdits) -> Exports:
+def plan_exports(target: FixTarget, project, texts: Texts, removal: Removal, core: CoreEdits,
+                 feature: Feature) -> Exports:
     """Drop the removed names from lazy tables, re-exports and ``__all__``, along chains
     of re-exports of any depth: a package that re-exported a removed name no longer
     binds it, so a re-export of it from that package goes too (`_follow_reexports`). A
     module that lists a removed name quotes it (``__all__``, a lazy table) or imports
-    it, so only the core modules spelling one are read."""
+    it, so only the core modules spelling one are read. A package serving a name from
+    the feature's own modules (a lazy entry, its typed face) loses it too."""
     lost = {module: set(names) for module, names in core.names_by_module.items()}
+    also = set(core.modules)
+    for rel, _, facts in core_files(project, texts, removal, spelling=feature_spelling(feature.path_segments)):
+        for module, name in _served_from(facts, feature.module):
+            lost.setdefault(module, set()).add(name)
+            also.add(rel)
     public, served = core.removed_names(), set()
-    publishing = _follow_reexports(project, texts, removal, lost, also=set(core.modules))
+    publishing = _follow_reexports(project, texts, removal, lost, also=also)
     for rel, (source, lazy, reexports) in sorted(publishing.items()):
         public.update(f"{source.module}.{key}" for key, _ in lazy)
         public.update(f"{source.module}.{r.bound}" for r in reexports)
@@ -137,6 +146,18 @@ def _used_here(tree, name: str) -> bool:
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in listed and word.search(node.value):
             return True
     return False
+
+
+def _served_from(facts, package: str) -> Iterator[Tuple[str, str]]:
+    """``(module, name)`` of what a package's lazy table and its typed face serve from
+    modules under `package`."""
+    for entry in exports.lazy_entries(facts):
+        for module in exports.lazy_candidates(facts, entry):
+            if module_under(module, package):
+                yield module, entry.name
+    for reexport in exports.typed_face(facts).values():
+        if module_under(reexport.imp.module, package):
+            yield reexport.imp.module, reexport.name
 
 
 def _lazy_entries(facts, names_by_module) -> list:

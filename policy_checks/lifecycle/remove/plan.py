@@ -73,7 +73,7 @@ def _plan_edits(target: FixTarget, project, texts: Texts, removal: Removal, feat
                 kept) -> _Planned:
     """Core's edits and what they take away, with every kept file's use of it."""
     core = _plan_core(target, project, removal, hits, reached)
-    exports = plan_exports(target, project, texts, removal, core)
+    exports = plan_exports(target, project, texts, removal, core, feature)
     edited = apply_core_edits(target, project, removal, core)
     clear_debris(target, project, texts, removal, edited.after_of, kept)
     lost = _lost(project, texts, removal, feature, core, exports, edited)

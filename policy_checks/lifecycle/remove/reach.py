@@ -12,7 +12,7 @@ from ...model.config import module_under
 from ...model.facts import FUNCTION, MODULE, TYPE_CHECKING, FileFacts
 from ...editing.cst_tools import Unfixable, import_at
 from ...editing.target import FixTarget, Refused
-from ...model import entry_points
+from ...model import entry_points, exports
 from ...model.entry_points import arm_goes_alone, branch_around, entry_point, parent_map
 from ..helpers import CallGraph, Reached, follow
 from .entry_points import EXPERIMENTAL_API, branch_with_else, not_an_entry_point, remove_checker_import
@@ -51,10 +51,14 @@ def find_reach(project, texts: Texts, removal: Removal, feature: Feature,
                spelling: Spelling) -> Tuple[List[Hit], Reached]:
     """The core modules importing the feature (their text has its `spelling`);
     refuses at once an import that no edit removes (under ``TYPE_CHECKING``,
-    ``import_module``, a module-level ``import a.b``, a helper that stays)."""
+    ``import_module``, a module-level ``import a.b``, a helper that stays). The typed
+    face of a lazy table (`exports.typed_face`) is no reach: it goes with its entries."""
     hits, starts = [], []
     for rel, _, facts in core_files(project, texts, removal, spelling=spelling):
         imports = [imp for imp in facts.imports if any(module_under(t, feature.module) for t in project.import_targets(imp))]
+        face = {id(r.imp) for r in exports.typed_face(facts).values()}  # the exports step's: it goes with its entry
+        typed = [imp for imp in imports if id(imp) in face]
+        imports = [imp for imp in imports if id(imp) not in face]
         going = {imp.line: _going_with(project, facts, imp, feature.module, texts.tree(rel))
                  for imp in imports if imp.scope == FUNCTION}
         for imp in imports:
@@ -66,7 +70,7 @@ def find_reach(project, texts: Texts, removal: Removal, feature: Feature,
                 if found is not None:  # a public API: only a branch of it is the feature's
                     raise not_an_entry_point(f"{rel}:{imp.line}", _outer(imp))
                 starts.append((rel, _outer(imp), imp.line))
-        if imports:
+        if imports or typed:  # a typed face alone: the module is edited, and read after the edits
             hits.append(Hit(rel, facts, imports, going))
     return hits, _follow_helpers(project, texts, removal, hits, starts)
 
