@@ -325,27 +325,54 @@ def test_findings_are_remembered_by_content_and_surface(trees):
     assert consumer_check(app, [app], surface, use_cache=False).parsed == 1
 
 
-# FlashInfer 0.7.x's shapes: a wrapper class that is experimental as a whole (``is_experimental
-# = True`` beside marked methods, constructed by callers), and a backend of a stable API that
-# only its experimental implementation announces with ``warn_experimental_backend_once``.
+# FlashInfer 0.7.x's shape of a wrapper class that is experimental as a whole: ``is_experimental
+# = True`` beside marked methods, and an ``__init__`` that builds experimental machinery. A caller
+# constructs it before calling any method, so the construction is the use.
 WHOLE_CLASSES = {
-    "flashinfer/__init__.py": "from .kda import PrefillWrapper, Flagged\nfrom .grouped import grouped_mm\n",
+    "flashinfer/__init__.py": "from .kda import PrefillWrapper, Flagged\n",
     "flashinfer/kda.py": (
         "from .api_logging import flashinfer_experimental_api\n"
         "class PrefillWrapper:\n    is_experimental = True\n"
-        "    def __init__(self, device):\n        from .experimental.kda_prefill import Planner\n"
+        "    def __init__(self, device):\n        from .experimental.kda_prefill.planner import Planner\n"
         "        self.impl = Planner(device)\n"
         "    @flashinfer_experimental_api(feature='kda')\n    def plan(self):\n        pass\n"
         "class Flagged:\n    is_experimental = True\n    def run(self):\n        pass\n"
     ),
-    "flashinfer/grouped.py": (
-        "from .api_logging import flashinfer_api\nfrom .utils import backend_requirement\n"
-        "@backend_requirement({})\n@flashinfer_api\ndef grouped_mm(a, backend='cudnn'):\n"
-        "    if backend == 'cake':\n        from .experimental.cake_grouped.run import grouped_cake\n"
-        "        return grouped_cake(a)\n    return a\n"
-    ),
     "flashinfer/experimental/kda_prefill/__init__.py": "",
     "flashinfer/experimental/kda_prefill/planner.py": "class Planner:\n    pass\n",
+}
+
+
+def test_constructing_a_class_experimental_as_a_whole_is_con001(tmp_path):
+    """The class is in the surface under each path, not only its marked methods, so
+    constructing it is reported, the flag alone (no marked method) included."""
+    fi = write_tree(tmp_path / "fi", {**FLASHINFER, **WHOLE_CLASSES})
+    surface = surface_module.from_tree(fi)
+    assert {"flashinfer.kda.PrefillWrapper", "flashinfer.PrefillWrapper", "flashinfer.kda.PrefillWrapper.plan",
+            "flashinfer.kda.Flagged", "flashinfer.Flagged"} <= surface.apis
+    app = write_tree(tmp_path / "serving", {"app/kda.py": (
+        "import flashinfer\nfrom flashinfer.kda import PrefillWrapper\n"
+        "w = PrefillWrapper('cuda')\n"  # 3: constructing the class
+        "f = flashinfer.Flagged()\n"  # 4
+        "n = flashinfer.rmsnorm(1)\n"
+    )})
+    result = consumer_check(app, [app], surface)
+    assert {(f.line, f.rule) for f in result.findings} == {(3, "CON001"), (4, "CON001")}
+
+
+# FlashInfer 0.7.x's shape of a backend only experimental code declares: the stable API hands
+# the backend to a helper, which imports the experimental implementation; no backend branch of
+# the API imports it and no checker is marked, and the implementation announces the backend
+# with ``warn_experimental_backend_once("api", "backend")``.
+ANNOUNCED_ONLY = {
+    "flashinfer/__init__.py": "from .grouped import grouped_mm\n",
+    "flashinfer/grouped.py": (
+        "from .api_logging import flashinfer_api\n"
+        "def _fused(a, backend):\n    from .experimental.cake_grouped.run import grouped_cake\n"
+        "    return grouped_cake(a)\n"
+        "@flashinfer_api\ndef grouped_mm(a, backend='cudnn'):\n"
+        "    return a if backend == 'cudnn' else _fused(a, backend)\n"
+    ),
     "flashinfer/experimental/cake_grouped/__init__.py": "",
     "flashinfer/experimental/cake_grouped/run.py": (
         "from ...api_logging import warn_experimental_backend_once\n"
@@ -354,19 +381,18 @@ WHOLE_CLASSES = {
 }
 
 
-def test_a_class_experimental_as_a_whole_and_an_announced_backend_are_in_the_surface(tmp_path):
-    fi = write_tree(tmp_path / "fi", {**FLASHINFER, **WHOLE_CLASSES})
+def test_a_backend_announced_only_by_experimental_code_is_con002(tmp_path):
+    """The announcement names the API bare; the surface gives the backend to each path
+    of that API, so selecting it is reported and the stable backend is not."""
+    fi = write_tree(tmp_path / "fi", {**FLASHINFER, **ANNOUNCED_ONLY})
     surface = surface_module.from_tree(fi)
-    assert {"flashinfer.kda.PrefillWrapper", "flashinfer.PrefillWrapper", "flashinfer.kda.PrefillWrapper.plan",
-            "flashinfer.kda.Flagged", "flashinfer.Flagged"} <= surface.apis
     assert surface.backends_of("flashinfer.grouped.grouped_mm") == {"cake"}
     assert surface.backends_of("flashinfer.grouped_mm") == {"cake"}
-    app = write_tree(tmp_path / "serving", {"app/kda.py": (
-        "import flashinfer\nfrom flashinfer.kda import PrefillWrapper\n"
-        "w = PrefillWrapper('cuda')\n"  # 3: constructing the class
-        "f = flashinfer.Flagged()\n"  # 4
-        "out = flashinfer.grouped_mm(1, backend='cake')\n"  # 5
+    app = write_tree(tmp_path / "serving", {"app/grouped.py": (
+        "import flashinfer\nfrom flashinfer.grouped import grouped_mm\n"
+        "out = flashinfer.grouped_mm(1, backend='cake')\n"  # 3
+        "out = grouped_mm(1, backend='cake')\n"  # 4
         "ok = flashinfer.grouped_mm(1, backend='cudnn')\n"
     )})
     result = consumer_check(app, [app], surface)
-    assert {(f.line, f.rule) for f in result.findings} == {(3, "CON001"), (4, "CON001"), (5, "CON002")}
+    assert {(f.line, f.rule) for f in result.findings} == {(3, "CON002"), (4, "CON002")}
