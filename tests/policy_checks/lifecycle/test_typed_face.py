@@ -77,7 +77,7 @@ def test_remove_drops_the_entry_and_its_typed_face(tree):
 
 
 def test_remove_drops_a_lazy_entry_served_from_the_feature(tree):
-    """Without a typed face the entry went unnoticed, and ``fxpkg.fancy`` failed to import."""
+    """The entry goes where the package has no typed face too: left, ``fxpkg.fancy`` would fail to import."""
     tree.write({**FILES, "fxpkg/__init__.py": PACKAGE.replace(
         "    if TYPE_CHECKING:\n        from .ops import stable as stable\n"
         "        from .experimental.feat.api import fancy as fancy\n", "")})
@@ -159,7 +159,7 @@ def face_of_copy(copy: Path) -> tuple:
                                      ("graduate", "gated_rmsnorm", "--to", "flashinfer.gated_norm")])
 def test_this_repository_keeps_its_typed_face(tmp_path, command):
     if not (REPO / "flashinfer/experimental/gated_rmsnorm").is_dir():
-        pytest.skip("gated_rmsnorm is no longer an experimental feature of this repository")
+        pytest.skip("gated_rmsnorm is not an experimental feature of this repository")
     copy = repository_copy(tmp_path)
     assert face_of_copy(copy) == ([], True)
     done = subprocess.run([sys.executable, "-m", "policy_checks", *command, "--root", str(copy)],
