@@ -5,11 +5,11 @@ modules the static rules allow core to import (EXP001's exception, EXP003's list
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import NamedTuple
 
+from ..model import walk
 from ..model.config import Settings, under
 from ..model.facts import extract
 from ..model.project import Project, SourceFile, excluder
@@ -74,17 +74,18 @@ def _excluded_folders(root: Path, settings: Settings) -> list:
     excluded = excluder(settings.exclude)
     top = settings.package.replace(".", "/")
     found = []
-    for directory, folders, files in os.walk(root / top):
-        rel = Path(directory).relative_to(root).as_posix()
-        if rel != top and excluded(rel):
-            count = sum(1 for dirpath, _, names in os.walk(directory) for name in names if name.endswith(".py"))
-            if count:
-                found.append((rel, f"excluded by the settings ({count} Python files); audited only where core "
-                                   "imports them"))
-            folders[:] = []
+
+    def enter(entry: walk.Entry) -> bool:
+        return not excluded(entry.rel) and not under(entry.rel, settings.experimental_dir)
+
+    for entry in walk.walk(root, top, enter=enter):
+        if entry.kind != walk.DIRECTORY or not excluded(entry.rel) or under(entry.rel, settings.experimental_dir):
             continue
-        folders[:] = sorted(f for f in folders if not under(f"{rel}/{f}", settings.experimental_dir))
-    return found
+        count = sum(1 for file in walk.files(root, entry.rel) if file.name.endswith(".py"))
+        if count:
+            found.append((entry.rel, f"excluded by the settings ({count} Python files); audited only where core "
+                                     "imports them"))
+    return sorted(found)
 
 
 def preloads(project: Project, texts: dict, candidates) -> list:

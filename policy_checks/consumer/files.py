@@ -15,7 +15,7 @@ import stat
 from pathlib import Path
 from typing import Iterator, List, Optional, Tuple
 
-from ..model import gitfiles
+from ..model import gitfiles, walk
 
 PYTHON = "python"
 SETTINGS = "settings"
@@ -65,25 +65,11 @@ def _walk(top: str, problems: list) -> Iterator[Tuple[str, str]]:
         if kind is not None:
             yield top, kind
         return
-    stack = [top] if stat.S_ISDIR(mode) else []
-    while stack:
-        directory = stack.pop()
-        try:
-            with os.scandir(directory) as entries:
-                entries = sorted(entries, key=lambda e: e.name)
-        except OSError as error:
-            problems.append((directory, f"cannot read: {error.strerror or error}"))
-            continue
-        subdirectories = []
-        for entry in entries:
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    if entry.name not in SKIPPED_DIRECTORIES:
-                        subdirectories.append(entry.path)
-                elif entry.is_file(follow_symlinks=False):
-                    kind = kind_of(entry.name)
-                    if kind is not None:
-                        yield entry.path, kind
-            except OSError:
-                continue
-        stack.extend(reversed(subdirectories))
+    if not stat.S_ISDIR(mode):
+        return
+    unlisted: walk.Problems = []
+    for entry in walk.files(top, enter=lambda entry: entry.name not in SKIPPED_DIRECTORIES, problems=unlisted):
+        kind = kind_of(entry.name)
+        if kind is not None:
+            yield entry.path, kind
+    problems.extend((os.path.join(top, rel), why) for rel, why in unlisted)

@@ -34,8 +34,9 @@ import zlib
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Callable, Dict, Iterator, List, NamedTuple, Optional
+from typing import Callable, Dict, List, NamedTuple, Optional
 
+from ..model import walk
 from .target import Refused
 
 REGULAR_MODE = 0o644
@@ -304,16 +305,17 @@ class ChangeSet:
             raise Refused(f"{rel} is {_kind(info.st_mode) if info else 'missing'}, not a directory")
         return list(self._files_under(rel))
 
-    def _files_under(self, rel: str) -> Iterator[str]:
-        for entry in sorted(os.scandir(self._inside(rel)), key=lambda e: e.name):
-            child = f"{rel}/{entry.name}"
-            info = entry.stat(follow_symlinks=False)
-            if stat.S_ISDIR(info.st_mode):
-                yield from self._files_under(child)
-            elif stat.S_ISREG(info.st_mode):
-                yield child
-            else:
-                raise Refused(f"{child} is {_kind(info.st_mode)}; refusing to touch it")
+    def _files_under(self, rel: str) -> List[str]:
+        found, unlisted = [], []
+        for entry in walk.walk(self._inside(rel), problems=unlisted):
+            child = f"{rel}/{entry.rel}"
+            if entry.kind == walk.FILE:
+                found.append(child)
+            elif entry.kind != walk.DIRECTORY:
+                raise Refused(f"{child} is {_kind(os.lstat(entry.path).st_mode)}; refusing to touch it")
+        for below, why in unlisted:
+            raise Refused(f"{rel}/{below}: {why}")
+        return sorted(found)
 
     def _add(self, change: Change) -> None:
         earlier = self._changes.get(change.path)

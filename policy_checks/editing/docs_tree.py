@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from typing import Iterable, Iterator, List, Set, Tuple
 
-from ..model.sphinx_pages import PAGE_SUFFIXES, entry_path, toctree_entries
+from ..model import walk
+from ..model.sphinx_pages import PAGE_SUFFIXES, entry_path, hidden_or_built, toctree_entries
 from .target import FixTarget
 
 TEXT_SUFFIXES = (".rst", ".md", ".txt")
@@ -29,16 +30,15 @@ def docs_dirs(target: FixTarget) -> List[str]:
 
 
 def docs_files(target: FixTarget, project, top: str) -> List[str]:
-    """Root-relative text files below a docs directory, build output and excluded paths left out."""
-    found = []
-    for path in sorted((target.root / top).rglob("*")):
-        rel = path.relative_to(target.root).as_posix()
-        parts = rel.split("/")
-        if any(p.startswith(".") or p == "_build" for p in parts) or project.excluded(rel):
-            continue
-        if path.suffix in TEXT_SUFFIXES and path.is_file():
-            found.append(rel)
-    return found
+    """Root-relative text files below a docs directory, build output, hidden folders and
+    excluded paths left out. A link is no docs file: editing it would write wherever it
+    leads, perhaps outside the repository."""
+
+    def kept(entry: walk.Entry) -> bool:
+        return not hidden_or_built(entry.name) and not project.excluded(entry.rel)
+
+    return sorted(entry.rel for entry in walk.files(target.root, top, enter=kept)
+                  if kept(entry) and entry.name.endswith(TEXT_SUFFIXES))
 
 
 def setting_dirs(target: FixTarget) -> Set[str]:

@@ -24,7 +24,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Callable, Iterator, Mapping, NamedTuple, Optional, Union
 
-from . import exports, gitfiles, markers, sphinx_pages
+from . import exports, gitfiles, markers, sphinx_pages, walk
 from .config import Settings, under
 from .facts import AliasBinding, DefBinding, Definition, DictBinding, DictValue, FileFacts, FromBinding, Import
 from .facts import syntax_only, unreadable
@@ -84,59 +84,46 @@ def walk_python_files(
     without its source; other entries that are not regular files are recorded too. With a
     `selection` (`gitfiles.listing`), only what git selects: a directory holding no
     selected file is not entered, a file git does not select is not read."""
-    base = os.path.join(root, top)
     excluded = excluder(exclude or ())
-    if not os.path.isdir(base):
-        return
-    prefix = len(str(root)) + 1
-    stack = [base]
-    while stack:
-        directory = stack.pop()
-        try:
-            with os.scandir(directory) as listing:
-                entries = sorted(listing, key=lambda e: e.name)
-        except OSError as error:
-            problems.append((directory[prefix:].replace(os.sep, "/"), f"cannot list directory: {error.strerror or error}"))
+
+    def enter(entry: walk.Entry) -> bool:
+        return entry.name != "__pycache__" and not excluded(entry.rel) and (
+            selection is None or selection.has_directory(entry.rel))
+
+    for entry in walk.walk(root, top, enter=enter, problems=problems):
+        rel = entry.rel
+        if excluded(rel):
             continue
-        for entry in entries:
-            rel = entry.path[prefix:].replace(os.sep, "/")
-            if excluded(rel):
-                continue
-            if entry.name == "__pycache__":
-                if selection is not None and selection.has_directory(rel):
-                    problems.extend(_sourceless_cached(entry.path, rel, selection))
-                continue
-            if entry.is_symlink():
-                if selection is None or selection.has_file(rel) or selection.has_directory(rel):
-                    problems.append((rel, _link_problem(entry.path)))
-                continue  # never followed: it may lead out of the repository
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    if selection is None or selection.has_directory(rel):
-                        stack.append(entry.path)
-                    continue
-            except OSError:
-                pass
-            if entry.name.endswith(".pyc") and (selection is None or selection.has_file(rel)):
-                problems.append((rel, SOURCELESS))
-                continue
-            if not entry.name.endswith(".py"):
-                continue
-            if selection is not None and not selection.has_file(rel):
-                continue  # ignored by git, or (staged) not in the index
-            if not is_utf8(rel):  # no module has such a name, and no report could carry it
-                problems.append((rel, NOT_UTF8))
-                continue
-            try:
-                info = entry.stat()  # follows symlinks: a broken one raises
-            except OSError as error:
-                problems.append((rel, f"cannot read: {error.strerror or error}"))
-                continue
-            if not stat.S_ISREG(info.st_mode):
-                problems.append((rel, "cannot read: not a regular file"))
-                continue
-            module, is_package = module_name(rel)
-            yield SourceFile(rel, module, is_package, info.st_size)
+        if entry.name == "__pycache__":
+            if selection is not None and selection.has_directory(rel):
+                problems.extend(_sourceless_cached(entry.path, rel, selection))
+            continue
+        if entry.kind == walk.LINK:
+            if selection is None or selection.has_file(rel) or selection.has_directory(rel):
+                problems.append((rel, _link_problem(entry.path)))
+            continue  # never followed: it may lead out of the repository
+        if entry.kind == walk.DIRECTORY:
+            continue
+        if entry.name.endswith(".pyc") and (selection is None or selection.has_file(rel)):
+            problems.append((rel, SOURCELESS))
+            continue
+        if not entry.name.endswith(".py"):
+            continue
+        if selection is not None and not selection.has_file(rel):
+            continue  # ignored by git, or (staged) not in the index
+        if not is_utf8(rel):  # no module has such a name, and no report could carry it
+            problems.append((rel, NOT_UTF8))
+            continue
+        try:
+            info = os.stat(entry.path)
+        except OSError as error:
+            problems.append((rel, f"cannot read: {error.strerror or error}"))
+            continue
+        if not stat.S_ISREG(info.st_mode):
+            problems.append((rel, "cannot read: not a regular file"))
+            continue
+        module, is_package = module_name(rel)
+        yield SourceFile(rel, module, is_package, info.st_size)
 
 
 SOURCELESS = ("a compiled file without its source: Python imports a .pyc beside the sources as a module, "
@@ -184,14 +171,11 @@ MAX_EXCLUDED_FILES = 20_000  # excluded Python files looked at
 def _python_below(root: Path, top: str, limit: int) -> list:
     """Relative paths of the ``.py`` files below `root/top` (links not followed), at most `limit`."""
     found = []
-    base = os.path.join(root, top)
-    for directory, subdirectories, files in os.walk(base):
-        subdirectories[:] = sorted(d for d in subdirectories if d != "__pycache__")
-        for name in sorted(files):
-            if name.endswith(".py") and len(found) < limit:
-                found.append(os.path.relpath(os.path.join(directory, name), root).replace(os.sep, "/"))
+    for entry in walk.files(root, top, enter=lambda entry: entry.name != "__pycache__"):
         if len(found) >= limit:
             break
+        if entry.name.endswith(".py"):
+            found.append(entry.rel)
     return found
 
 

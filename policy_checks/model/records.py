@@ -20,14 +20,13 @@ default branch as untrusted text). Nothing here imports the bot or PyGithub.
 from __future__ import annotations
 
 import datetime as dt
-import os
 import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from . import markers
+from . import markers, walk
 from .markdown_lines import atx_heading, fenced
 from .window import WINDOW_IN_WORDS, default_deadline
 
@@ -372,25 +371,25 @@ def directory_sources(feature_dir: Path) -> dict[str, str | None]:
     """Every file under ``feature_dir`` (``__pycache__`` left out), by its path relative to the
     directory, with its text; None for a file that cannot be read (or is too large to be a shim)."""
     sources: dict[str, str | None] = {}
-    try:
-        paths = sorted(feature_dir.rglob("*"))
-    except OSError:
-        return {"": None}
-    for path in paths:
-        rel = path.relative_to(feature_dir).as_posix()
-        if "__pycache__" in rel.split("/"):
+    problems: walk.Problems = []
+    for entry in walk.walk(feature_dir, enter=lambda entry: entry.name != "__pycache__", problems=problems):
+        if entry.kind == walk.DIRECTORY or entry.name == "__pycache__":
             continue
-        if path.is_symlink():
-            sources[rel] = None  # a link is no re-export module, whatever it points at
-            continue
-        if path.is_dir():
-            continue
-        try:
-            data = path.read_bytes() if path.stat().st_size <= MAX_SHIM_FILE_BYTES else None
-        except OSError:
-            data = None
-        sources[rel] = data.decode("utf-8", "replace") if data is not None else None
-    return sources
+        data = None
+        if entry.kind == walk.FILE:  # a link is no re-export module, whatever it points at
+            try:
+                data = _read_bounded(entry.path, MAX_SHIM_FILE_BYTES)
+            except OSError:
+                pass
+        sources[entry.rel] = data.decode("utf-8", "replace") if data is not None else None
+    return {"": None} if problems else sources
+
+
+def _read_bounded(path: str, limit: int) -> bytes | None:
+    """The bytes of `path`, or None when it holds more than `limit`."""
+    with open(path, "rb") as handle:
+        data = handle.read(limit + 1)
+    return data if len(data) <= limit else None
 
 
 def binds_shim_marker(feature_dir: Path) -> bool:
@@ -666,22 +665,12 @@ def python_below(directory: Path) -> str | None:
     directory's own files first, then each subdirectory in name order), or None. Links are
     not followed and ``__pycache__`` is not entered; the search is bounded."""
     seen = 0
-    stack = [(directory, "")]
-    while stack:
-        here, prefix = stack.pop()
-        try:
-            entries = sorted(os.scandir(here), key=lambda e: e.name)
-        except OSError:
-            continue
-        seen += len(entries)
+    for entry in walk.walk(directory, enter=lambda entry: entry.name != "__pycache__"):
+        seen += 1
         if seen > MAX_FEATURE_ENTRIES:
             return None
-        for entry in entries:
-            if entry.name.endswith(".py") and _utf8(entry.name) and entry.is_file(follow_symlinks=False):
-                return prefix + entry.name
-        for entry in reversed(entries):
-            if entry.name != "__pycache__" and entry.is_dir(follow_symlinks=False):
-                stack.append((Path(entry.path), f"{prefix}{entry.name}/"))
+        if entry.kind == walk.FILE and entry.name.endswith(".py") and _utf8(entry.name):
+            return entry.rel
     return None
 
 

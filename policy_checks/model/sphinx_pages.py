@@ -19,6 +19,8 @@ from collections import deque
 from pathlib import Path
 from typing import Iterator, List, Optional, Set, Tuple
 
+from . import walk
+
 PAGE_SUFFIXES = (".rst", ".md")
 MAX_PAGES = 5_000  # pages read while following toctrees
 MAX_PAGE_BYTES = 2 * 1024 * 1024  # a page larger than this is not read for its toctrees
@@ -129,12 +131,16 @@ def _page(root: Path, document: str, source: str) -> Optional[str]:
 def _documents(root: Path, source: str) -> List[Tuple[str, str]]:
     """``(document, suffix)`` of every page below `source`, build output and hidden folders left out."""
     found = []
-    for path in sorted((root / source).rglob("*")):
-        rel = path.relative_to(root).as_posix()
-        if path.suffix in PAGE_SUFFIXES and not any(p.startswith(".") or p == "_build" for p in rel.split("/")):
-            if path.is_file() and not path.is_symlink():
-                found.append((rel[: -len(path.suffix)], path.suffix))
-    return found
+    for entry in walk.files(root, source, enter=lambda entry: not hidden_or_built(entry.name)):
+        suffix = os.path.splitext(entry.name)[1]
+        if suffix in PAGE_SUFFIXES and not hidden_or_built(entry.name):
+            found.append((entry.rel[: -len(suffix)], suffix))
+    return sorted(found)
+
+
+def hidden_or_built(name: str) -> bool:
+    """A hidden entry, or the build output folder: never a page of the docs."""
+    return name.startswith(".") or name == "_build"
 
 
 def _lines(path: Path) -> List[bytes]:

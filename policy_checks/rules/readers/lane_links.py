@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from typing import Iterator, List
 
+from ...model import walk
 from ...model.config import under
 
 
@@ -24,31 +25,22 @@ def links_to_experimental(project) -> Iterator[tuple]:
     s, root = project.settings, str(project.root)
     experimental = os.path.realpath(os.path.join(root, s.experimental_tests))
     listing = getattr(project, "listing", None)
-    stack = [os.path.join(root, s.stable_tests)]
     prefix = len(root) + 1
+
+    def enter(entry: walk.Entry) -> bool:
+        return not under(entry.rel, s.experimental_tests) and not project.excluded(entry.rel) and (
+            listing is None or listing.has_directory(entry.rel))
+
     found = []
-    while stack:
-        directory = stack.pop()
-        try:
-            with os.scandir(directory) as entries:
-                entries = list(entries)
-        except OSError:
+    for entry in walk.walk(root, s.stable_tests, enter=enter):
+        if entry.kind != walk.LINK or under(entry.rel, s.experimental_tests):
+            continue  # the experimental lane's own business
+        if listing is not None and not listing.has_file(entry.rel):
             continue
-        for entry in entries:
-            rel = entry.path[prefix:].replace(os.sep, "/")
-            if under(rel, s.experimental_tests):
-                continue  # the experimental lane's own business
-            if entry.is_symlink():
-                if listing is not None and not listing.has_file(rel):
-                    continue
-                real = os.path.realpath(entry.path)
-                if real == experimental or under(real, experimental) or under(experimental, real):
-                    shown = real[prefix:].replace(os.sep, "/") if under(real, root) else real
-                    found.append((rel, shown or "."))
-            elif entry.is_dir(follow_symlinks=False) and not project.excluded(rel) and (
-                listing is None or listing.has_directory(rel)
-            ):
-                stack.append(entry.path)
+        real = os.path.realpath(entry.path)
+        if real == experimental or under(real, experimental) or under(experimental, real):
+            shown = real[prefix:].replace(os.sep, "/") if under(real, root) else real
+            found.append((entry.rel, shown or "."))
     yield from sorted(found)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Iterator, List
 
+from ...model import walk
 from . import pytest_commands
 
 WORKFLOWS_DIR = ".github/workflows"
@@ -23,19 +24,12 @@ def workflow_files(project) -> List[str]:
     """Relative paths of the workflow files, and of the repository's own composite
     actions (``.github/actions/<name>/action.yml``), that git selects."""
     listing = getattr(project, "listing", None)
-    candidates = []
-    base = project.root / WORKFLOWS_DIR
-    if base.is_dir():
-        candidates += [p for p in sorted(base.iterdir()) if p.suffix in (".yml", ".yaml")]
-    actions = project.root / ACTIONS_DIR
-    if actions.is_dir():
-        candidates += [p / name for p in sorted(actions.iterdir()) for name in ("action.yml", "action.yaml")]
-    found = []
-    for path in candidates:
-        rel = path.relative_to(project.root).as_posix()
-        if not path.is_symlink() and path.is_file() and (listing is None or listing.has_file(rel)):
-            found.append(rel)
-    return found
+    depth = ACTIONS_DIR.count("/") + 1  # .github/actions/<name>
+    workflows = [e.rel for e in walk.files(project.root, WORKFLOWS_DIR, enter=lambda e: False)
+                 if e.name.endswith((".yml", ".yaml"))]
+    actions = [e.rel for e in walk.files(project.root, ACTIONS_DIR, enter=lambda e: e.rel.count("/") == depth)
+               if e.name in ("action.yml", "action.yaml") and e.rel.count("/") == depth + 1]
+    return [rel for rel in workflows + actions if listing is None or listing.has_file(rel)]
 
 
 def pytest_problems(project, config_file, anchored) -> Iterator[tuple]:
