@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Callable, Dict, Iterator, List, Optional, Sequence, Union
+from typing import Callable, Dict, Iterator, List, Optional, Protocol, Sequence, Union
 
 import libcst as cst
 from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider, ScopeProvider
@@ -81,7 +81,14 @@ def parse(source: bytes, module_name: str, is_package: bool) -> PythonFile:
     return PythonFile(MetadataWrapper(tree, unsafe_skip_copy=True), module_name, is_package)
 
 
-def import_at(file: PythonFile, finding: "Position") -> ImportStatement:
+class Position(Protocol):
+    """Where a finding points: its line and 1-based column."""
+
+    line: int
+    column: int
+
+
+def import_at(file: PythonFile, finding: Position) -> ImportStatement:
     """The import statement a finding points at (its first line and 1-based column)."""
     on_line = [
         node

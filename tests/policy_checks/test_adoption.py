@@ -24,7 +24,6 @@ from policy_checks.rules.registry import ALL_IDS
 
 from .conftest import write_tree
 from .engine.test_baseline import FEATURE, IMPORT, KERNELS, LEGACY, OPS
-from .cli.test_commands import TREE
 from .engine.test_policy_change import BASE as PR_BASE
 from .engine.test_policy_change import VIOLATION, commit, git
 

@@ -195,7 +195,6 @@ def test_an_undecorated_definitions_finding_stays_at_its_def(check):
 
 
 def test_a_fingerprint_holds_no_line_of_a_decorator(tmp_path):
-    from policy_checks.engine.baseline import fingerprint
     from policy_checks.model.config import from_table
     from policy_checks.engine.runner import run
 

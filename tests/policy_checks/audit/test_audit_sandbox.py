@@ -11,7 +11,6 @@ import signal
 import subprocess
 import sys
 import uuid
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner

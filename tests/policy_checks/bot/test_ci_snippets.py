@@ -16,7 +16,7 @@ import yaml
 from policy_checks.report.install_forms import ACTIONS, release_tag
 
 from ...tools import tool, tool_env
-from .test_actions import ACTIONS as ACTION_DIRS, PLACEHOLDER, ROOT, examples
+from .test_actions import ACTIONS as ACTION_DIRS, PLACEHOLDER, examples
 
 PLACEHOLDERS = re.compile(r"OWNER/REPO|COMMIT_SHA|vX\.Y\.Z|\(the condition")
 CANARY = """\

@@ -134,7 +134,7 @@ def test_a_feature_reached_only_from_outside_core_names_what_reaches_it(tree):
     assert result.exit_code == 1, result.output
     assert "no core module reaches feat" in result.output
     assert "reached from outside core by package shim (shim/__init__.py)" in result.output, result.output
-    assert f"@flashinfer_experimental_api(feature='feat')" in result.output
+    assert "@flashinfer_experimental_api(feature='feat')" in result.output
 
 
 def test_every_module_level_import_of_other_experimental_code_is_named(tree):
