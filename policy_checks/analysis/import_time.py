@@ -1,32 +1,34 @@
 """What runs when a module is imported, and what that loads: the one reading.
 
-Importing a module runs its body: statements at module level, class bodies,
-decorators, default values, annotations that are evaluated, and the hooks a class
-statement calls (its bases' ``__init_subclass__``, its metaclass). The facts record
-those as imports and calls whose scope runs at import (`runs_at_import`). A call of a
-project function runs that function's own body, and so on: `ImportTime` follows the
-calls, across modules, transitively, to every import and every load the bodies make
-(`facts.BodyCall`, `facts.Import`, `facts.Load`).
+Importing a module runs its body. That means statements at module level, class bodies,
+decorators, default values, and annotations that are evaluated. It also means the hooks a
+class statement calls: its bases' ``__init_subclass__`` and its metaclass. The facts
+record those as imports and calls whose scope runs at import (`runs_at_import`).
 
-Two kinds of thing are found at the end of a chain:
+A call of a project function runs that function's own body, and so on. `ImportTime`
+follows the calls across modules, transitively. It reaches every import and every load
+the bodies make (`facts.BodyCall`, `facts.Import`, `facts.Load`).
 
-- an import of experimental code (EXP001, EXP002; `graduate` refuses the same);
-- a load no import statement shows and the facts could not resolve to a module
-  (`facts.Load`: a loader given a computed name, text run as code, a shared library,
-  a thread or process started, a hook registered, the import system's state changed).
-  Deny by default: EXP010 reports every one that runs at import.
+Two kinds of thing are found at the end of a chain. One is an import of experimental code
+(EXP001, EXP002; `graduate` refuses the same). The other is a load that no import
+statement shows and the facts could not resolve to a module (`facts.Load`). Such a load
+is a loader given a computed name, or text run as code. It is also a shared library, a
+thread or process started, a hook registered, or a change to the import system's state.
+Deny by default: EXP010 reports every one that runs at import.
 
-A call the facts cannot resolve to a project function (a method of an object, a name
-reached through a string) is not followed: the behavioural audit runs the code and
-sees what it does. Two follow-ups keep this sound under the prefilter, which parses
-only the files whose bytes spell a rule's trigger: `follow_loads` parses the modules
-whose import-time code uses the load vocabulary (the syntax check's symbol table says
-which), and `follow_calls` every core module that may call, at import, a function
-reaching something (their limits are in their docstrings). The runner replays what
-they did on an unchanged tree (`runner._follow`).
+Some calls do not resolve to a project function: a method of an object, or a name reached
+through a string. Those are not followed. The behavioural audit runs the code and sees
+what they do.
 
-Every rule, `graduate` and the audit's expectations ask this module; nothing else
-derives what runs at import.
+The prefilter parses only the files whose bytes spell a rule's trigger. Two follow-ups
+keep this sound under it. `follow_loads` parses the modules whose import-time code uses
+the load vocabulary (the syntax check's symbol table says which). `follow_calls` parses
+every core module that may call, at import, a function reaching something. Their
+docstrings state their limits. The runner replays what they did on an unchanged tree
+(`runner._follow`).
+
+Every rule, `graduate` and the audit's expectations ask this module. Nothing else derives
+what runs at import.
 """
 
 from __future__ import annotations
@@ -51,23 +53,24 @@ def support_modules(project: Project) -> dict:
 
 
 def runs_at_import(settings, scope: str) -> bool:
-    """Does code in `scope` run when the module is imported ("module level" in
-    docs/policy_check.rst, "Rules")? The module body, not function bodies, and not
-    ``if TYPE_CHECKING:`` blocks unless the settings say those count."""
+    """Does code in `scope` run when the module is imported? This is "module level" in
+    docs/policy_check.rst, "Rules". It is the module body, not function bodies.
+    ``if TYPE_CHECKING:`` blocks count only if the settings say so."""
     return scope == MODULE or (scope == TYPE_CHECKING and settings.type_checking_imports)
 
 
 def runs_on_call(imp: Import) -> bool:
-    """Does the import run only when a function is called (a deferred import, EXP007's
-    business), not when its module is imported? Inside a function's body; a default
-    value or a decorator of a nested function still runs with the enclosing code."""
+    """Does the import run only when a function is called, not when its module is
+    imported? That is a deferred import, EXP007's business. It sits inside a function's
+    body. A default value or a decorator of a nested function still runs with the
+    enclosing code."""
     return imp.scope == FUNCTION and bool(imp.functions)
 
 
 class Reached(NamedTuple):
-    """What a call run at import reaches: through `chain` (the functions called, the
-    first the one the call names), an import of the experimental module `target`, or
-    the unresolved `load` (one of the two is set)."""
+    """What a call run at import reaches. `chain` holds the functions called; the first
+    is the one the call names. At its end is either an import of the experimental module
+    `target` or the unresolved `load`. Exactly one of the two is set."""
 
     chain: tuple
     target: str
@@ -110,9 +113,9 @@ class ImportTime:
         return [t for t in self.project.import_targets(imp) if self.settings.is_experimental_module(t)]
 
     def is_checker_import(self, imp: Import) -> bool:
-        """Is `imp` a ``from <experimental module> import a, b`` whose every name is an
-        ``@experimental_backend`` checker function (EXP001's support-module exception,
-        which graduate reads the same way)?"""
+        """Is `imp` a ``from <experimental module> import a, b`` of checkers only? Every
+        name must be an ``@experimental_backend`` checker function. This is EXP001's
+        support-module exception; graduate reads it the same way."""
         from ..model import markers
 
         s, project = self.settings, self.project
@@ -133,18 +136,19 @@ class ImportTime:
 
     # calls --------------------------------------------------------------------------
     def call_reach(self, module: str, call) -> list:
-        """What a call run at import (`facts.ModuleCall` in `module`) reaches, as
-        `Reached` records: the function it names (a class: its ``__init__`` and
-        ``__new__``) and every project function called from there, transitively."""
+        """What a call run at import reaches, as `Reached` records. The call is a
+        `facts.ModuleCall` in `module`. It reaches the function it names (for a class:
+        its ``__init__`` and ``__new__``). It also reaches every project function called
+        from there, transitively."""
         target = self.resolve_call(module, call.func)
         if target is None:
             return []
         return list(self._reach(target, call.args, ()))
 
     def resolve_call(self, module: str, func: str) -> Optional[DefTarget]:
-        """The project function (or class) a call of `func` in `module` runs, or None. The
-        definition's name must be the call's last name: ``group.command()`` of a function
-        ``group`` calls an attribute of what ``group`` returned, nothing known."""
+        """The project function (or class) a call of `func` in `module` runs, or None.
+        The definition's name must be the call's last name. ``group.command()`` of a
+        function ``group`` calls an attribute of what ``group`` returned: nothing known."""
         target = self.project.resolve(module, func)
         if not isinstance(target, DefTarget):
             return None
@@ -153,9 +157,9 @@ class ImportTime:
         return target
 
     def call_reach_in(self, facts: FileFacts, call) -> list:
-        """`call_reach` for facts that may not be the project's own (a planned file, a
-        module under the name it moves to): the call is resolved through the file's
-        bindings to an absolute name first."""
+        """`call_reach` for facts that may not be the project's own. Examples are a
+        planned file, or a module under the name it moves to. The call is first resolved
+        to an absolute name through the file's bindings."""
         if self.project.module_facts(facts.module) is not None:
             return self.call_reach(facts.module, call)
         dotted = facts.resolve_local(call.func)
@@ -189,11 +193,12 @@ class ImportTime:
                 yield reached._replace(chain=chain[:-1] + reached.chain)
 
     def _callee_facts(self, module: str) -> Optional[FileFacts]:
-        """The facts of a module a call leads into, parsed on demand only where its bodies
-        may reach something: it is primary already, or its symbol table shows functions
-        using the load vocabulary (`facts.FileFacts.suspects`), or it binds a name of
+        """The facts of a module a call leads into. They are parsed on demand, only where
+        its bodies may reach something. That holds if the module is primary already. It
+        holds if its symbol table shows functions using the load vocabulary
+        (`facts.FileFacts.suspects`). It holds if the module binds a name of
         `reaching_names`. A module with none of these reaches nothing from its functions
-        (the limits of `follow_calls` apply), and parsing each callee to learn that would
+        (the limits of `follow_calls` apply). Parsing each callee to learn that would
         parse much of the project."""
         project = self.project
         rel = project.rel_of(module)
@@ -213,8 +218,8 @@ class ImportTime:
         return self._reaching
 
     def body_reach(self, module: str, qualname: str, depth: int = 0) -> tuple:
-        """What running the body of `qualname` in `module` reaches (chains start with
-        it). Memoized; a cycle of calls, or a chain deeper than `MAX_DEPTH`, stops."""
+        """What running the body of `qualname` in `module` reaches; chains start with it.
+        Memoized. A cycle of calls stops, and so does a chain deeper than `MAX_DEPTH`."""
         key = (module, qualname)
         if key in self._bodies:
             return self._bodies[key] or ()
@@ -243,9 +248,9 @@ class ImportTime:
         return result
 
     def calls_importing(self, facts: FileFacts) -> Iterator[tuple]:
-        """``(call, chain, experimental module)`` for each call `facts`' module runs at
-        import that reaches an import of experimental code: a module-level import by
-        another name (EXP001, EXP002)."""
+        """``(call, chain, experimental module)`` for each such call of `facts`' module.
+        The call runs at import and reaches an import of experimental code. That is a
+        module-level import by another name (EXP001, EXP002)."""
         for call in facts.calls:
             if self.runs_at_import(call.scope):
                 for reached in self.call_reach(facts.module, call):
@@ -254,9 +259,9 @@ class ImportTime:
 
     def loads_at_import(self, facts: FileFacts) -> Iterator[tuple]:
         """``(line, column, chain, load)`` for each unresolved load `facts`' module runs
-        at import: in its own import-time code (chain empty), or in a function a call
-        run at import reaches. A shared library at a literal path outside the
-        experimental package is resolved (`library_resolved`)."""
+        at import. The load is in its own import-time code (chain empty). Or it is in a
+        function that a call run at import reaches. A shared library at a literal path
+        outside the experimental package is resolved (`library_resolved`)."""
         for load in facts.loads:
             if self.runs_at_import(load.scope) and not self.library_resolved(load):
                 yield load.line, load.column, (), load
@@ -267,16 +272,17 @@ class ImportTime:
                         yield call.line, call.column, reached.chain, reached.load
 
     def library_resolved(self, load: Load) -> bool:
-        """A library at a literal path is resolved unless the path lies in the
+        """A library at a literal path is resolved. The exception is a path in the
         experimental package's folder."""
         return bool(load.path) and f"{self.settings.experimental_dir}/" not in load.path.replace("\\", "/") + "/"
 
     def support_modules(self) -> dict:
-        """Support modules (module -> first core importer "path:line"): the modules core
-        imports ``@experimental_backend`` checkers from at import, the modules defining
-        those checkers (when imported through a re-export), and the feature packages
-        above them (importing a module runs its packages' ``__init__``). Their bodies run
-        whenever core is imported (EXP003, EXP010, the audit's allowed loads)."""
+        """Support modules: module -> first core importer, as "path:line". These are the
+        modules core imports ``@experimental_backend`` checkers from at import. They
+        include the modules defining those checkers, when imported through a re-export.
+        They include the feature packages above them, since importing a module runs its
+        packages' ``__init__``. Their bodies run whenever core is imported (EXP003,
+        EXP010, the audit's allowed loads)."""
         if self._support is None:
             project, s = self.project, self.settings
             top = len(s.experimental_package.split("."))
@@ -297,10 +303,11 @@ class ImportTime:
     # excluded folders ---------------------------------------------------------------
     def tainted_excluded(self) -> dict:
         """Excluded modules (`Project.excluded_modules`) that import experimental code at
-        module level, directly or through other excluded modules: module -> the chain, a
-        tuple of ``(module, line)`` hops ending at the experimental module (line 0). Only
-        files that spell the experimental package's name, or the last name of a module
-        already found, are parsed; at most `MAX_EXCLUDED_HOPS` rounds."""
+        module level. The import is direct or through other excluded modules. The result
+        maps module -> the chain. A chain is a tuple of ``(module, line)`` hops ending at
+        the experimental module (line 0). Only some files are parsed: those that spell
+        the experimental package's name, or the last name of a module already found. At
+        most `MAX_EXCLUDED_HOPS` rounds run."""
         if self._tainted is None:
             from .needs import names_experimental  # the prefilter's reading of the bytes
 
@@ -335,9 +342,10 @@ class ImportTime:
         return self._excluded[module]
 
     def loading_excluded(self) -> dict:
-        """Excluded modules (`Project.excluded_modules`) that make, at import, a load EXP010
-        reports: module -> those `facts.Load` records. Only files whose bytes spell a
-        loader or a load (the prefilter's own triggers) are parsed."""
+        """Excluded modules (`Project.excluded_modules`) that make a load at import that
+        EXP010 reports. The result maps module -> those `facts.Load` records. Only files
+        whose bytes spell a loader or a load are parsed. Those are the prefilter's own
+        triggers."""
         if self._loading is None:
             from .needs import IMPORT_CALLS, MAY_LOAD, Scanner  # the prefilter's own readings of bytes
 
@@ -356,8 +364,8 @@ class ImportTime:
         return self._loading
 
     def _excluded_chain(self, imp: Import, tainted: dict) -> Optional[tuple]:
-        """The rest of a chain from an import in an excluded module: the experimental
-        module it names, or a tainted excluded module's chain."""
+        """The rest of a chain from an import in an excluded module. That is the
+        experimental module it names, or a tainted excluded module's chain."""
         experimental = self.experimental_targets(imp)
         if experimental:
             return ((experimental[-1], 0),)
@@ -375,8 +383,8 @@ class ImportTime:
         return [tainted[name] for name in _imported_modules(imp) if name in tainted] if tainted else []
 
     def excluded_loads(self, imp: Import) -> list:
-        """``(excluded module, load)`` for each load at import (`loading_excluded`) of the
-        excluded modules `imp` imports."""
+        """``(excluded module, load)`` for each load at import of the excluded modules
+        `imp` imports (`loading_excluded`)."""
         if imp.module is None:
             return []
         loading = self.loading_excluded()
@@ -384,16 +392,21 @@ class ImportTime:
 
     # what the prefilter must follow --------------------------------------------------
     def reaching_names(self) -> dict:
-        """Name -> the last names of the modules it is defined in, for each module-level
-        function (or method, under its class's name; a class for its ``__init__``,
-        ``__new__`` or ``__init_subclass__``) that may reach something at import: in a
-        core module with complete facts, one whose own body imports experimental code,
-        makes a `facts.Load` or hands a parameter to an import function, or calls such
-        a function by name; in any other core module, one whose body uses the load
-        vocabulary (`facts.FileFacts.suspects`, from the symbol table); and each tainted
-        or loading excluded module, under its package's name. By name, not resolved:
-        a name too many only costs a parse. A module calling such a function at import
-        spells its name and the name of the module it comes from (`follow_calls`)."""
+        """Name -> the last names of the modules it is defined in. A name is listed if
+        its function may reach something at import. It is a module-level function, or a
+        method under its class's name. A class counts for its ``__init__``, ``__new__``
+        or ``__init_subclass__``.
+
+        In a core module with complete facts, a function counts if its own body imports
+        experimental code. It also counts if it makes a `facts.Load`, or hands a
+        parameter to an import function. A function calling such a function by name
+        counts too. In any other core module, a function counts if its body uses the load
+        vocabulary (`facts.FileFacts.suspects`, from the symbol table). Each tainted or
+        loading excluded module is listed under its package's name.
+
+        Names are matched by name, not resolved. A name too many only costs a parse. A
+        module calling such a function at import spells its name and its module's name
+        (`follow_calls`)."""
         project = self.project
         names: dict = {}
         complete = []
@@ -432,8 +445,9 @@ class ImportTime:
 
     def _spread(self, names: dict, modules: list) -> None:
         """Add the functions of `modules` (``(module, facts)``) whose bodies call one of
-        `names` from one of its homes (the module or class the call's first name is
-        bound to, by the caller's own bindings: no resolution), until nothing changes."""
+        `names` from one of its homes. A home is the module or class the call's first
+        name is bound to. The caller's own bindings say which; nothing is resolved. This
+        repeats until nothing changes."""
         grew = True
         while grew:
             grew = False
@@ -448,14 +462,15 @@ class ImportTime:
 
 
 def _imported_modules(imp: Import) -> list:
-    """The modules `imp` may import: the module it names, and each name it imports as a
-    possible submodule."""
+    """The modules `imp` may import. That is the module it names, and each name it
+    imports as a possible submodule."""
     return [imp.module] + [f"{imp.module}.{n}" for n, _ in imp.names if n != "*"]
 
 
 def _call_homes(module: str, facts: FileFacts, head: str, rest: str) -> set:
-    """The last names a call ``head.rest...`` in `module` may come from: the module or
-    class its first name is bound to (an import, or a definition of the module's own)."""
+    """The last names a call ``head.rest...`` in `module` may come from. That is the
+    module or class its first name is bound to. The binding is an import, or a definition
+    of the module's own."""
     binding = facts.bindings.get(head)
     found = {module.rpartition(".")[2]} if binding is None or getattr(binding, "tag", "") == "def" else set()
     source = getattr(binding, "module", None)
@@ -471,11 +486,11 @@ def _call_homes(module: str, facts: FileFacts, head: str, rest: str) -> set:
 
 
 def _add_name(names: dict, qualname: str, module: str) -> bool:
-    """Record `qualname` of `module` under the name a caller spells, with the homes a
-    caller uses at import: a function under its own name, from its module; a class's
-    ``__init__``, ``__new__`` or ``__init_subclass__`` under the class's name (``Foo()``,
-    ``class Bar(Foo)``); another method under its name, from its class (``Foo.build()``
-    uses ``Foo`` and spells ``build``). True if new."""
+    """Record `qualname` of `module` under the name a caller spells. It comes with the
+    homes a caller uses at import. A function is recorded under its own name, from its
+    module. A class's ``__init__``, ``__new__`` or ``__init_subclass__`` goes under the
+    class's name (``Foo()``, ``class Bar(Foo)``). Another method goes under its name,
+    from its class: ``Foo.build()`` uses ``Foo`` and spells ``build``. True if new."""
     if "<" in qualname:
         return False  # a lambda's body
     owner, _, last = qualname.rpartition(".")
@@ -502,9 +517,10 @@ _CLASS_HOOKS = ("__init__", "__new__", "__init_subclass__")
 
 
 def _names_of(facts: FileFacts) -> Optional[tuple]:
-    """``(names the import-time code uses, names it binds)``: kept with syntax-only facts
-    (`facts._module_level_names`, ``+name`` for a use); for complete facts (a file some
-    earlier run parsed whole), read off its calls and bindings. None: unknown."""
+    """``(names the import-time code uses, names it binds)``. Syntax-only facts keep them
+    (`facts._module_level_names`, ``+name`` for a use). Complete facts come from a file
+    some earlier run parsed whole. For those, they are read off its calls and bindings.
+    None means unknown."""
     if not facts.complete:
         if facts.top_names is None:
             return None
@@ -526,9 +542,10 @@ _FEW = 8  # names a file is searched for one by one (`_Text.spelled`)
 
 
 class _Text:
-    """A file's bytes, and the words of its imports of the project and its class names,
-    read when first needed and once (`follow_calls` asks both of a file in two places).
-    The worker that read the file kept the words with its facts (`facts.project_words`)."""
+    """A file's bytes, with the words of its imports of the project and its class names.
+    Each is read when first needed, and once: `follow_calls` asks both of a file in two
+    places. The worker that read the file kept the words with its facts
+    (`facts.project_words`)."""
 
     def __init__(self, path: Path, top: str, known: Optional[FileFacts] = None):
         self.path, self.top = path, top
@@ -545,8 +562,9 @@ class _Text:
 
     @cached_property
     def imports(self) -> frozenset:
-        """Every name spelled in the file's imports of the project (relative ones, or of
-        the top package): the modules of their paths and the names they import."""
+        """Every name spelled in the file's imports of the project. Those are relative
+        imports, or imports of the top package. The names are the modules of their paths
+        and the names they import."""
         if self.words is None:
             self.words = project_words(self.data, self.top)
         return frozenset(self.words[0].split())
@@ -558,14 +576,14 @@ class _Text:
 
     @cached_property
     def identifiers(self) -> frozenset:
-        """Every identifier the file spells, as bytes: one pass, however many names are
-        asked about (a name at a time would cost names x bytes)."""
+        """Every identifier the file spells, as bytes. One pass serves however many names
+        are asked about. A name at a time would cost names x bytes."""
         return frozenset(_WORD.findall(self.data))
 
     def spelled(self, names) -> set:
-        """Those of `names` the file spells whole (``.build`` in ``Tool.build`` too): a few
-        searched for one by one, more looked up among its `identifiers`, so that the work
-        never grows as names x bytes."""
+        """Those of `names` the file spells whole; ``.build`` in ``Tool.build`` counts
+        too. A few names are searched for one by one. More are looked up among its
+        `identifiers`. So the work never grows as names x bytes."""
         names = set(names)
         if len(names) <= _FEW and "identifiers" not in self.__dict__:
             return {name for name in names if next(word_offsets(self.data, name.encode()), None) is not None}
@@ -573,18 +591,19 @@ class _Text:
 
     @cached_property
     def homes(self) -> frozenset:
-        """Where a function of the project can come from here: a module or name its imports
-        of the project name, or a class it defines (its methods' home)."""
+        """Where a function of the project can come from here. That is a module or name
+        its imports of the project name, or a class it defines (its methods' home)."""
         return self.imports | frozenset(self.words[1].split())
 
 
 def _may_call(text: _Text, home: str, pending: dict, by_home: dict, top: str) -> bool:
-    """Could the file name one of `pending` (name -> the last names of its homes) the way
-    `follow_calls` looks for, by its bytes alone? Each way needs the file to spell a name
-    whose home is the file's own module, or one its imports of the project name, or a
-    class it defines; or to import one of the names from the project. The symbol table
-    then says whether its import-time code uses it. A file that is not ASCII is checked:
-    Python reads its identifiers normalised (NFKC), its bytes need not spell them."""
+    """Could the file name one of `pending` the way `follow_calls` looks for, by its
+    bytes alone? `pending` maps name -> the last names of its homes. Each way needs the
+    file to spell a name with a home it knows. That home is the file's own module, or one
+    its imports of the project name, or a class it defines. Importing one of the names
+    from the project also counts. The symbol table then says whether its import-time code
+    uses it. A file that is not ASCII is checked. Python reads its identifiers normalised
+    (NFKC), and its bytes need not spell them."""
     if not text.ascii:
         return True
     names = set(by_home.get(home, ()))
@@ -595,13 +614,13 @@ def _may_call(text: _Text, home: str, pending: dict, by_home: dict, top: str) ->
 
 
 def _spelled_with_home(text: _Text, named: set, pending: dict, used: frozenset, top: str) -> set:
-    """The names of `named` that the file spells, each with one of the modules (or
-    classes) it comes from (`pending`: name -> their last names) other than `top` named
-    in an import of the project (``from .entry import fast``, ``from . import entry``,
-    ``import flashinfer.entry``), or a class the file defines: a class or a function of
-    another package with the same name (``cutlass.pipeline.PipelineAsync.create``) is not
-    this project's. A name among the identifiers the file's import-time code uses
-    (`used`) is spelt there; the text is read only when needed."""
+    """The names of `named` that the file spells, each with one of its homes. `pending`
+    maps name -> the last names of those homes; `top` does not count. The home must be
+    named in an import of the project: ``from .entry import fast``,
+    ``from . import entry``, ``import flashinfer.entry``. A class the file defines counts
+    too. A class or function of another package with the same name is not this project's
+    (``cutlass.pipeline.PipelineAsync.create``). A name among the identifiers the file's
+    import-time code uses (`used`) is spelt there. The text is read only when needed."""
     found = set()
     spelled = text.spelled(named - used)
     for name in named:
@@ -617,12 +636,12 @@ def _spelled_with_home(text: _Text, named: set, pending: dict, used: frozenset, 
 
 
 def follow_loads(project: Project) -> None:
-    """Make primary every core module whose import-time code uses the load vocabulary
-    (`facts.FileFacts.load_words`, from the symbol table the syntax check builds):
-    ``threading``, ``ctypes``, ``atexit``, ``sys.path`` and the rest of
-    `facts.LOAD_VOCABULARY`, or a vocabulary module bound under another name.
-    Its loads at import are then EXP010's to judge. A file
-    calling a loader by name (``import_module``) is primary already (`needs.IMPORT_CALLS`)."""
+    """Make primary every core module whose import-time code uses the load vocabulary.
+    The symbol table the syntax check builds says which (`facts.FileFacts.load_words`).
+    The vocabulary is ``threading``, ``ctypes``, ``atexit``, ``sys.path`` and the rest of
+    `facts.LOAD_VOCABULARY`. A vocabulary module bound under another name counts too. Its
+    loads at import are then EXP010's to judge. A file calling a loader by name
+    (``import_module``) is primary already (`needs.IMPORT_CALLS`)."""
     for rel, source in project.files.items():
         if project.is_primary(rel) or not project.is_module_file(rel) or not project.settings.is_core(source.module):
             continue
@@ -642,24 +661,24 @@ _MAY_LOAD_SCANS = (MAY_LOAD, *IMPORT_CALLS)  # the byte questions behind `may_lo
 
 
 def may_load(project: Project, rel: str) -> bool:
-    """Could `rel` make a load, by its trigger scan: does it spell the load vocabulary
-    (`needs.MAY_LOAD`) or a loader (`needs.IMPORT_CALLS`)? A file that spells neither
-    uses no name of the vocabulary, at import or in a function's body, so its symbol
+    """Could `rel` make a load, by its trigger scan? It could if it spells the load
+    vocabulary (`needs.MAY_LOAD`) or a loader (`needs.IMPORT_CALLS`). A file that spells
+    neither uses no name of the vocabulary, at import or in a function's body. Its symbol
     table need not be built to say so."""
     return any(project.spells(rel, matcher) for matcher in _MAY_LOAD_SCANS)
 
 
 def may_be_called(project: Project, rel: str, searched: dict) -> bool:
-    """Could `follow_calls` have a use for the core module `rel`, by its bytes, in any round
-    whose names are among `searched` (name -> the last names of its homes)?"""
+    """Could `follow_calls` use the core module `rel`, by its bytes? This asks about any
+    round whose names are among `searched` (name -> the last names of its homes)."""
     top = project.settings.package.partition(".")[0]
     text = _Text(project.root / rel, top, project.known_facts(rel))
     return _may_call(text, project.files[rel].module.rpartition(".")[2], searched, _by_home(searched), top)
 
 
 def _by_home(pending: dict) -> dict:
-    """home -> the names of `pending` (name -> the last names of its homes) it is a home
-    of; a class's home (``Tool.``) under the class's name."""
+    """home -> the names of `pending` it is a home of. `pending` maps name -> the last
+    names of its homes. A class's home (``Tool.``) is listed under the class's name."""
     found: dict = {}
     for name, homes in pending.items():
         for home in homes:
@@ -669,21 +688,27 @@ def _by_home(pending: dict) -> dict:
 
 def follow_calls(project: Project) -> None:
     """Make primary every core module that may call, at import, a function reaching
-    something (`ImportTime.reaching_names`), though it spells none of the rules'
-    triggers. Calling a function of another module at import means that the
-    import-time code uses the function's name (``from .entry import fast; fast()``) or
-    the module it comes from (``from . import entry; entry.fast()``): the identifiers
-    kept with the syntax-only facts (`facts._module_level_names`) say so without
-    reading the file again, and its text must spell both. A module found so is
-    parsed; its functions calling one of the names, and the names it re-exports, are
-    searched for in the next round (bounded). A module that only binds the name (an
-    import for its functions, a re-export) is not parsed: callers may name it as the
-    function's home, and that is all the next round needs. Not followed (a limit of the
-    prefilter; the rules read them in a module parsed for another reason, and the
-    behavioural audit sees them): a module naming neither at import because it imports
-    them under another name (``from .entry import fast as f``), or only inside a
-    function; a function calling one inside a module that no call at import names; and
-    a name reached only through a string (``getattr(entry, "fast")()``)."""
+    something (`ImportTime.reaching_names`). Such a module may spell none of the rules'
+    triggers.
+
+    To call a function of another module at import, the import-time code uses the
+    function's name (``from .entry import fast; fast()``). Or it uses the module it comes
+    from (``from . import entry; entry.fast()``). The identifiers kept with the
+    syntax-only facts say so without reading the file again
+    (`facts._module_level_names`). Its text must spell both.
+
+    A module found so is parsed. Its functions calling one of the names are searched for
+    in the next round, and so are the names it re-exports. The rounds are bounded. A
+    module that only binds the name is not parsed: an import for its functions, or a
+    re-export. Callers may name it as the function's home, and that is all the next round
+    needs.
+
+    Some cases are not followed; this is a limit of the prefilter. The rules read them in
+    a module parsed for another reason, and the behavioural audit sees them. One case is
+    a module that imports the names under another name
+    (``from .entry import fast as f``). One is a module naming them only inside a
+    function. One is a function calling one inside a module that no call at import names.
+    One is a name reached only through a string (``getattr(entry, "fast")()``)."""
     analysis = of(project)
     pending = analysis.reaching()
     top = project.settings.package.partition(".")[0]
