@@ -1,37 +1,38 @@
 """The experimental track's vocabulary, and the one reading of its markers.
 
-Every part of the toolkit that asks "is this an experimental API, an experimental
-backend, a stable API?" (the checker's facts and rules, the fixer, ``policy-check
-remove`` and ``graduate``, the bot's graduation-PR reader) takes the names from here
-and resolves a decorator's spelling here, so that no two of them can disagree about
-what a marker looks like.
+Many parts of the toolkit ask whether a thing is an experimental API, an experimental
+backend or a stable API. They are the checker's facts and rules, the fixer, ``policy-check remove``
+and ``graduate``, and the bot's graduation-PR reader. Each takes the names from here.
+Each resolves a decorator's spelling here. So no two of them can disagree about what a
+marker looks like.
 
-A decorator marks a definition when the expression it applies resolves to a marker,
-however it is spelt:
+A decorator marks a definition when the expression it applies resolves to a marker. The
+spelling does not matter:
 
 * a bare name or an attribute: ``@flashinfer_experimental_api``,
   ``@api_logging.flashinfer_experimental_api`` (the last component decides);
 * in parentheses or with blanks: ``@(flashinfer_experimental_api)``, ``@ name``;
 * called, once or more: ``@name(feature="x")``, ``@(name)(feature="x")``, ``@name(a)(b)``;
 * through another name this file binds to it: ``import ... as``, ``from ... import
-  ... as``, ``fx = flashinfer_experimental_api`` (or any expression that mentions a
-  marker: ``fx = [flashinfer_experimental_api][0]``, a ``partial`` of it, a ``def`` or
-  ``lambda`` whose body uses it), ``getattr(module, "flashinfer_experimental_api")``,
-  and a marker passed bare to a decorator factory (``@apply(flashinfer_experimental_api)``).
+  ... as``, ``fx = flashinfer_experimental_api``;
+* through any expression that mentions a marker: ``fx = [flashinfer_experimental_api][0]``,
+  a ``partial`` of it, a ``def`` or ``lambda`` whose body uses it;
+* ``getattr(module, "flashinfer_experimental_api")``;
+* a marker passed bare to a decorator factory: ``@apply(flashinfer_experimental_api)``.
 
-Names are followed inside one file, flow-insensitively: a name bound anywhere in the file
+Names are followed inside one file, flow-insensitively. A name bound anywhere in the file
 to something that mentions a marker means that marker everywhere in the file. That errs
-towards "marked", which is the safe side for what reads it (an experimental addition must
-be declared; an entry point still marked has not graduated). The checker follows names
+towards "marked". It is the safe side for what reads it. An experimental addition must be
+declared, and an entry point still marked has not graduated. The checker follows names
 across modules on top of this (`policy_checks.model.project.Project.decorated_with`).
 
-A binding ``x = <marker>(...)(f)`` marks ``x`` as a definition too: it is the decorator
+A binding ``x = <marker>(...)(f)`` marks ``x`` as a definition too. It is the decorator
 applied by hand.
 
-Standard library only (``ast``): the bot imports this module too, and reads untrusted
-files with it. `marked_definitions` never raises on any text (a file that does not parse
-is None) and does work linear in the size of the tree: one iterative walk builds a graph
-of the file's names (`_Names`), one backward search per kind of mark reads it, and each
+Standard library only (``ast``). The bot imports this module too, and reads untrusted
+files with it. `marked_definitions` never raises on any text; a file that does not parse
+is None. Its work is linear in the size of the tree. One iterative walk builds a graph of
+the file's names (`_Names`). One backward search per kind of mark reads it. Each
 decorator is looked at once. A text that spells no marker's name is not walked at all.
 """
 
@@ -161,8 +162,9 @@ def decorator_target(node: ast.AST) -> Optional[str]:
 
 
 def _targets(node: ast.AST) -> Iterator[str]:
-    """The names an assignment target binds: names, tuples and starred unpacked; for
-    ``ns.fx = ...`` the attribute (``fx``), for ``d[k] = ...`` the container (``d``)."""
+    """The names an assignment target binds: names, tuples and starred unpacked. For
+    ``ns.fx = ...`` that is the attribute (``fx``). For ``d[k] = ...`` it is the
+    container (``d``)."""
     stack = [node]
     while stack:
         target = stack.pop()
@@ -183,13 +185,14 @@ _LEAVES = (ast.expr_context, ast.operator, ast.boolop, ast.unaryop, ast.cmpop, a
 class _Names:
     """What the names and expressions of one file may stand for.
 
-    The file is read as a graph: a vertex per node of its tree (its ``id``) and per name
-    (the string). An expression leads to its parts, a name to what the file binds it to
-    (assignments of every form, imports ``as``, loop and ``with`` targets, walrus), a
-    ``def`` or ``class`` name to its body, an attribute to its last component, and
-    ``getattr(x, "n")`` to ``n``. A vertex stands for a mark when a marker's name is
-    reachable from it. Building the graph and the few backward searches (one per kind of
-    mark, one for the gate) each visit every vertex and edge once: linear in the tree.
+    The file is read as a graph. There is a vertex per node of its tree (its ``id``) and
+    per name (the string). An expression leads to its parts. A name leads to what the
+    file binds it to: assignments of every form, imports ``as``, loop and ``with``
+    targets, walrus. A ``def`` or ``class`` name leads to its body. An attribute leads to
+    its last component, and ``getattr(x, "n")`` to ``n``. A vertex stands for a mark when
+    a marker's name is reachable from it. Building the graph visits every vertex and edge
+    once. So does each of the few backward searches: one per kind of mark, one for the
+    gate. The work is linear in the tree.
     """
 
     def __init__(self, tree: ast.AST, imported: Optional[Mapping[str, Iterable[str]]] = None):
@@ -310,8 +313,9 @@ class _Names:
 
     @staticmethod
     def names_in(node: ast.AST) -> List[str]:
-        """The name vertices an expression leads to: a dotted name's last component (or
-        ``getattr``'s literal name); for any other expression, every name it mentions."""
+        """The name vertices an expression leads to. For a dotted name, that is its last
+        component (or ``getattr``'s literal name). For any other expression, it is every
+        name it mentions."""
         if isinstance(node, ast.Call):
             found = _getattr_name(node)
             if found is not None:
@@ -339,11 +343,12 @@ class _Names:
         return any(self.is_gate(name) for name in self.names_in(node))
 
     def of_decorator(self, node: ast.AST) -> frozenset:
-        """The kinds of mark a decorator expression applies: what its callee (calls unwrapped)
-        stands for, and any marker passed bare to a factory (``@apply(flashinfer_experimental_api)``).
+        """The kinds of mark a decorator expression applies. That is what its callee
+        stands for, with calls unwrapped. It also counts any marker passed bare to a
+        factory (``@apply(flashinfer_experimental_api)``).
 
-        Only names are looked up, so the expression may come from another parse of the same
-        file (the fixer parses a decorator's code again)."""
+        Only names are looked up. So the expression may come from another parse of the
+        same file; the fixer parses a decorator's code again."""
         kinds: Set[str] = set()
         current = node
         for _ in range(_MAX_CHAIN):
@@ -383,17 +388,17 @@ class Marked:
 
 
 def _spells_any(source: Union[str, bytes], words) -> bool:
-    """Whether the text holds one of `words` (bytes are searched as UTF-8: a file in another
-    encoding whose names are ASCII spells them the same way)."""
+    """Whether the text holds one of `words`. Bytes are searched as UTF-8. A file in
+    another encoding whose names are ASCII spells them the same way."""
     if isinstance(source, bytes):
         return any(word.encode() in source for word in words)
     return any(word in source for word in words)
 
 
 def parse(source: Union[str, bytes]) -> Optional[ast.Module]:
-    """The module's tree, or None when it is not Python (or too deep or large for the parser).
-    The parser's own warnings about the text (an invalid escape sequence) are not ours to
-    print: the text is someone else's, judged, not run."""
+    """The module's tree, or None when it is not Python (or too deep or large for the
+    parser). The parser's own warnings about the text are not ours to print (an invalid
+    escape sequence). The text is someone else's, judged, not run."""
     try:
         if isinstance(source, bytes):
             return parsed.tree(source)  # shared within a lifecycle command
@@ -428,8 +433,9 @@ Imported = Optional[Mapping[str, Iterable[str]]]  # local name -> the marker nam
 
 
 def marked_nodes(source: Union[str, bytes], imported: Imported = None) -> Optional[List[Tuple[Marked, ast.AST]]]:
-    """`marked_definitions`, each with its node (the ``def``/``class``, or the assignment),
-    for a caller that reads more of it (the bot: which feature a decorator names)."""
+    """`marked_definitions`, each with its node: the ``def``/``class``, or the
+    assignment. It serves a caller that reads more of it. The bot, for one, reads which
+    feature a decorator names."""
     tree = parse(source)
     if tree is None:
         return None
@@ -453,10 +459,11 @@ def marked_definitions(source: Union[str, bytes], imported: Imported = None) -> 
 
 
 def exported_marks(source: Union[str, bytes], imported: Imported = None) -> Optional[Dict[str, frozenset]]:
-    """Name -> the marker names it may stand for, for every name of a module that leads to a marker
-    (what another module importing it from here gets): ``mark`` for ``from flashinfer.api_logging
-    import flashinfer_experimental_api as mark``. Flow-insensitive, like every reading here; None
-    when the text is not Python."""
+    """Name -> the marker names it may stand for. It covers every name of a module that
+    leads to a marker: what another module gets by importing it from here. An example is
+    ``mark`` for
+    ``from flashinfer.api_logging import flashinfer_experimental_api as mark``.
+    Flow-insensitive, like every reading here. None when the text is not Python."""
     tree = parse(source)
     if tree is None:
         return None
@@ -631,17 +638,23 @@ def _docstring(node: ast.stmt) -> bool:
 def shim_problem(sources: Mapping[str, Union[str, bytes, None]], outside: Optional[str] = None) -> Optional[str]:
     """Why a feature directory is not a pure re-export shim, or None when it is.
 
-    ``sources`` maps each file's path relative to the directory (``__init__.py``,
-    ``kernel.py``, ``sub/x.py``; anything under a ``__pycache__`` directory is ignored)
-    to its text (None: could not be read). Pure means: an ``__init__.py`` that binds
-    ``__graduated_to__`` to the new home (a dotted module name outside the experimental
-    package is the caller's check), and every file a Python module whose body, after an
-    optional docstring, holds only ``import importlib``/``import warnings`` (any alias),
-    ``import <home...>`` (any alias), ``from __future__ import ...``, absolute
-    ``from <home...> import *`` or ``import names`` re-exports, ``__graduated_to__ = "<home>"``, ``__all__ = [<strings>]``,
-    ``warnings.warn("<text>", DeprecationWarning[, stacklevel=N])`` and the forwarder
-    ``def __getattr__(name): return getattr(importlib.import_module("<home...>"), name)``:
-    what ``policy-check graduate`` writes, comments and layout aside. No other file.
+    ``sources`` maps each file's path relative to the directory to its text. Paths look
+    like ``__init__.py``, ``kernel.py``, ``sub/x.py``. Anything under a ``__pycache__``
+    directory is ignored. A text of None means the file could not be read.
+
+    Pure means two things. First, an ``__init__.py`` binds ``__graduated_to__`` to the
+    new home. Whether that is a dotted module name outside the experimental package is
+    the caller's check. Second, every file is a Python module that holds only the
+    statements below, after an optional docstring. That is what ``policy-check graduate``
+    writes, comments and layout aside. No other file is allowed.
+
+    The statements are these. ``import importlib`` and ``import warnings`` (any alias).
+    ``import <home...>`` (any alias). ``from __future__ import ...``. Absolute
+    ``from <home...> import *`` or ``import names`` re-exports.
+    ``__graduated_to__ = "<home>"``. ``__all__ = [<strings>]``.
+    ``warnings.warn("<text>", DeprecationWarning[, stacklevel=N])``. The forwarder
+    ``def __getattr__(name): return getattr(importlib.import_module("<home...>"), name)``.
+
     With ``outside`` (the experimental package), the new home must not lie under it.
     """
     files = {path: text for path, text in sources.items() if "__pycache__" not in path.split("/")}
@@ -666,8 +679,8 @@ def shim_problem(sources: Mapping[str, Union[str, bytes, None]], outside: Option
 
 
 def is_pure_shim(sources: Mapping[str, Union[str, bytes, None]], outside: Optional[str] = None) -> bool:
-    """True only when the directory whose files are ``sources`` (path relative to the
-    directory -> text) is a pure re-export shim (`shim_problem`)."""
+    """True only when a directory is a pure re-export shim (`shim_problem`). ``sources``
+    are its files: path relative to the directory -> text."""
     try:
         return shim_problem(sources, outside) is None
     except (RecursionError, MemoryError):  # pragma: no cover - defensive: untrusted text
