@@ -1,20 +1,22 @@
-"""The feature record: ``flashinfer/experimental/<feature>/FEATURE.toml``, read and validated in one place.
+"""The feature record: ``flashinfer/experimental/<feature>/FEATURE.toml``, read and
+validated in one place.
 
-Every experimental feature carries a record of who answers for it, where it is tracked
-and when it must graduate (docs/experimental.rst, "Admission"). The checker (EXP009
-fails a tree whose record is incomplete), the bot (the weekly review compares the
-record with its tracking issue) and any later command that lists, graduates or removes
-features read it through `parse` or `read`, so that a record one of them accepts the
-others accept too. GitHub's own rules for the names in a record (logins, repository
-names, issue references) are defined here once; the bot's parsers of PR bodies reuse
-the pieces.
+Every experimental feature carries a record. It says who answers for the feature, where
+it is tracked and when it must graduate (docs/experimental.rst, "Admission"). Several
+readers use it. The checker's EXP009 fails a tree whose record is incomplete. The bot's
+weekly review compares the record with its tracking issue. Any later command that lists,
+graduates or removes features reads it too. All of them read it through `parse` or
+`read`. So a record one of them accepts, the others accept too. GitHub's own rules for
+the names in a record are defined here once: logins, repository names, issue references.
+The bot's parsers of PR bodies reuse the pieces.
 
-Nothing here raises on odd input: the result holds what could be read plus a list of
-problems, each worded for a contributor (what is wrong and what to write instead).
-Text from the file appears in a problem only through the caller's ``quote`` function:
-the bot passes an inert Markdown code span, the checker `repr` (printable on a
-terminal). Every regex runs in time linear in its input (the bot reads records at the
-default branch as untrusted text). Nothing here imports the bot or PyGithub.
+Nothing here raises on odd input. The result holds what could be read plus a list of
+problems. Each problem is worded for a contributor: what is wrong and what to write
+instead. Text from the file appears in a problem only through the caller's ``quote``
+function. The bot passes an inert Markdown code span. The checker passes `repr`, which is
+printable on a terminal. Every regex runs in time linear in its input. The bot reads
+records at the default branch as untrusted text. Nothing here imports the bot or
+PyGithub.
 """
 
 from __future__ import annotations
@@ -103,11 +105,12 @@ def repository_problem(owner: str, name: str) -> str | None:
 
 
 def parse_cross_repo_ref(text: str) -> tuple[TrackingRef | None, str | None]:
-    """Read exactly ``owner/name#N``: ``(ref, None)``, or ``(None, why)`` worded without echoing the text.
+    """Read exactly ``owner/name#N``: ``(ref, None)``, or ``(None, why)`` worded without
+    echoing the text.
 
-    What it accepts is what `CROSS_REPO_REF` matches whose owner is a login and whose
-    number is an issue's; the parts are taken apart with string code so that the reason
-    can name the part that is wrong.
+    It accepts what `CROSS_REPO_REF` matches, when the owner is a login and the number is
+    an issue's. String code takes the parts apart. So the reason can name the part that
+    is wrong.
     """
     owner, slash, rest = text.partition("/")
     name, sharp, digits = rest.rpartition("#")
@@ -137,8 +140,8 @@ class Problem(str):
 class FeatureRecord:
     """A parsed ``FEATURE.toml``; a field that is missing or malformed is ``None``.
 
-    ``target_release`` is the exception: a string that is not a version is kept (and is a
-    problem), because the review compares it with the tracking issue's.
+    ``target_release`` is the exception. A string that is not a version is kept, and is a
+    problem. The review compares it with the tracking issue's.
     """
 
     name: str
@@ -344,7 +347,8 @@ def parse(name: str, text: str, quote: Callable[[str], str] = repr) -> FeatureRe
 
 
 def read(path: Path, quote: Callable[[str], str] = repr) -> FeatureRecord:
-    """Read the FEATURE.toml at ``path`` (the feature is its directory); a file that cannot be read is a problem."""
+    """Read the FEATURE.toml at ``path``; the feature is its directory. A file that
+    cannot be read is a problem."""
     name = path.parent.name
     try:
         text = path.read_text(encoding="utf-8")
@@ -356,7 +360,7 @@ def read(path: Path, quote: Callable[[str], str] = repr) -> FeatureRecord:
 
 
 def is_feature_name(name: str) -> bool:
-    """Whether a directory of the experimental package by this name is a feature: one
+    """Whether a directory of the experimental package by this name is a feature. One
     whose name starts with ``_`` or ``.`` holds shared code (or a tool's state)."""
     return not name.startswith(("_", "."))
 
@@ -401,17 +405,17 @@ def binds_shim_marker(feature_dir: Path) -> bool:
 
 
 def shim_problem(feature_dir: Path, experimental_package: str | None = None) -> str | None:
-    """Why a directory whose ``__init__`` binds ``__graduated_to__`` is not a pure re-export
-    shim (`policy_checks.model.markers.shim_problem`), or None when it is one."""
+    """Why a directory whose ``__init__`` binds ``__graduated_to__`` is not a pure
+    re-export shim. None when it is one. See `policy_checks.model.markers.shim_problem`."""
     return markers.shim_problem(directory_sources(feature_dir), experimental_package)
 
 
 def graduated_to(feature_dir: Path, experimental_package: str | None = None) -> str | None:
     """The stable home a graduated feature's shim package names, or None for a feature.
 
-    Only a pure re-export shim is graduated (`policy_checks.model.markers.is_pure_shim`): a
-    directory that binds ``__graduated_to__`` but holds anything else (a record, a new
-    module, code beside the re-exports) is still a feature.
+    Only a pure re-export shim is graduated (`policy_checks.model.markers.is_pure_shim`).
+    A directory may bind ``__graduated_to__`` but hold anything else: a record, a new
+    module, code beside the re-exports. Such a directory is still a feature.
     """
     if not binds_shim_marker(feature_dir):
         return None
@@ -448,12 +452,13 @@ def field_value(record: FeatureRecord, name: str) -> object:
 class Lack:
     """One thing a feature lacks.
 
-    ``item`` names it (``FEATURE.toml``, a field, ``README.md``, ``README.md: gates``,
-    ``tests``, ``example``): the board lists it, and EXP009's fingerprint subject is
-    ``<feature>: <item>``. ``message`` says what to do. ``in_record``: a value (or the
-    file) FEATURE.toml holds is wrong, reported at that file's ``line``; otherwise the item
-    is missing and is reported at the feature's `Feature.anchor`, a file that stays put
-    while the items are added.
+    ``item`` names it: ``FEATURE.toml``, a field, ``README.md``, ``README.md: gates``,
+    ``tests``, ``example``. The board lists it. EXP009's fingerprint subject is
+    ``<feature>: <item>``. ``message`` says what to do.
+
+    ``in_record`` means a value (or the file) FEATURE.toml holds is wrong. It is reported
+    at that file's ``line``. Otherwise the item is missing. It is then reported at the
+    feature's `Feature.anchor`, a file that stays put while the items are added.
     """
 
     item: str
@@ -471,10 +476,10 @@ def usable(record: FeatureRecord) -> bool:
 
 
 def record_lacks(record: FeatureRecord, exists: bool = True) -> list[Lack]:
-    """What the record lacks, in `FIELDS` order: with no usable record, the record itself
-    and every field (so that a record added with some fields only removes items); else
-    each field that is missing or gets a problem. ``exists``: the file is there (its
-    problems are then reported in it)."""
+    """What the record lacks, in `FIELDS` order. With no usable record, that is the
+    record itself and every field. So a record added with some fields only removes items.
+    Otherwise it is each field that is missing or gets a problem. ``exists`` means the
+    file is there; its problems are then reported in it."""
     if not usable(record):
         lacks = [Lack(RECORD, str(problem), exists, getattr(problem, "line", 1)) for problem in record.problems
                  if getattr(problem, "key", None) is None]
@@ -530,8 +535,8 @@ def _lead_in(line: str) -> str | None:
 
 
 def prose_lines(text: str) -> Iterator[tuple[int, str]]:
-    """``(number, line)`` of each line of a Markdown text outside fenced code blocks (and
-    not a fence itself), numbered from 1."""
+    """``(number, line)`` of each line of a Markdown text outside fenced code blocks. A
+    fence itself is left out. Lines are numbered from 1."""
     lines = (line.expandtabs(4) for line in text.splitlines())
     for number, (line, in_code) in enumerate(fenced(lines), 1):
         if not in_code:
@@ -539,11 +544,12 @@ def prose_lines(text: str) -> Iterator[tuple[int, str]]:
 
 
 def markdown_headings(text: str) -> list[str]:
-    """The headings of a Markdown text, as the README check reads them: ATX headings
-    (``#`` to ``######`` and a space, up to three spaces in) and setext headings (a
-    paragraph underlined with ``===`` or ``---``), and ``**bold**`` lead-ins, all outside
-    fenced code blocks (a ``# comment`` in a shell or Python block is no heading). Line by
-    line, string code only: linear in the text."""
+    """The headings of a Markdown text, as the README check reads them. ATX headings are
+    ``#`` to ``######`` and a space, up to three spaces in. Setext headings are a
+    paragraph underlined with ``===`` or ``---``. ``**bold**`` lead-ins count too. All
+    must lie outside fenced code blocks: a ``# comment`` in a shell or Python block is no
+    heading. The reading goes line by line, with string code only. It is linear in the
+    text."""
     headings: list[str] = []
     paragraph: list[str] = []
     previous = 0
@@ -591,8 +597,8 @@ MAX_README_BYTES = 4 * 1024 * 1024  # read at most this much of a README
 
 
 def readme_lacks(feature_dir: Path, rel_dir: str) -> list[Lack]:
-    """What the feature's README.md lacks: the file (and then each of its parts), or the
-    parts no heading names."""
+    """What the feature's README.md lacks. That is the file (and then each of its parts),
+    or the parts no heading names."""
     path = feature_dir / markers.README
     where = f"{rel_dir}/{markers.README}"
     text = None
@@ -613,7 +619,7 @@ def readme_lacks(feature_dir: Path, rel_dir: str) -> list[Lack]:
 
 
 def checkout_lacks(name: str, root: Path, settings, example_texts: Callable[[], Iterable[str]]) -> list[Lack]:
-    """In a source checkout (the stable tests are there): the tests under
+    """What a source checkout lacks; the stable tests are there. It needs the tests under
     ``<experimental tests>/<feature>/`` and an example that mentions the feature."""
     if not (root / settings.stable_tests).is_dir():
         return []  # an unpacked wheel ships neither
@@ -632,11 +638,13 @@ def checkout_lacks(name: str, root: Path, settings, example_texts: Callable[[], 
 class Feature:
     """One feature directory, its record and what it lacks.
 
-    ``anchor``: where EXP009 reports what the feature lacks, a file that exists and stays
-    put while the items are added: the ``__init__.py``, else the first Python file of
-    the directory at any depth (`python_below`), else (a directory with no Python file) its ``FEATURE.toml``.
-    ``shim_problem``: the directory binds ``__graduated_to__`` but is not a pure shim
-    (why), or None.
+    ``anchor`` is where EXP009 reports what the feature lacks. It is a file that exists
+    and stays put while the items are added. That is the ``__init__.py``. Else it is the
+    first Python file of the directory at any depth (`python_below`). A directory with no
+    Python file uses its ``FEATURE.toml``.
+
+    ``shim_problem`` says why the directory is not a pure shim, though it binds
+    ``__graduated_to__``. Otherwise it is None.
     """
 
     name: str
@@ -661,9 +669,10 @@ MAX_FEATURE_ENTRIES = 100_000  # entries looked at while searching a directory f
 
 
 def python_below(directory: Path) -> str | None:
-    """The first Python file at any depth below ``directory`` (its path relative to it, the
-    directory's own files first, then each subdirectory in name order), or None. Links are
-    not followed and ``__pycache__`` is not entered; the search is bounded."""
+    """The first Python file at any depth below ``directory``, or None. The path is
+    relative to ``directory``. The directory's own files come first, then each
+    subdirectory in name order. Links are not followed and ``__pycache__`` is not
+    entered. The search is bounded."""
     seen = 0
     for entry in walk.walk(directory, enter=lambda entry: entry.name != "__pycache__"):
         seen += 1
@@ -676,12 +685,15 @@ def python_below(directory: Path) -> str | None:
 
 def feature_directories(root: Path, settings,
                         excluded: Callable[[str], bool]) -> Iterator[tuple[Path, str, str | None]]:
-    """``(directory, rel, shim problem)`` of every feature, sorted by name: a direct
-    subdirectory of the experimental package whose name starts with neither ``_`` nor
-    ``.``, that ``excluded`` (a relative path -> bool) keeps, holding a Python file at any
-    depth (`python_below`: ``<feature>/impl/kernel.py`` alone makes a feature) or a
-    ``FEATURE.toml``, and that is not the pure re-export shim a graduated feature leaves
-    for one release. Raises OSError when the package's directory cannot be listed."""
+    """``(directory, rel, shim problem)`` of every feature, sorted by name.
+
+    A feature is a direct subdirectory of the experimental package. Its name starts with
+    neither ``_`` nor ``.``. ``excluded`` (a relative path -> bool) keeps it. It holds a
+    Python file at any depth, or a ``FEATURE.toml``. ``<feature>/impl/kernel.py`` alone
+    makes a feature (`python_below`). It is not the pure re-export shim a graduated
+    feature leaves for one release.
+
+    Raises OSError when the package's directory cannot be listed."""
     base = root / settings.experimental_dir
     if not base.is_dir():
         return
@@ -709,10 +721,11 @@ def anchor_of(directory: Path, rel: str) -> str:
 
 def survey(root: Path, settings, excluded: Callable[[str], bool],
            example_texts: Callable[[], Iterable[str]]) -> list[Feature]:
-    """Every feature of the tree at ``root`` with its record and what it lacks: the record
-    and its fields (`record_lacks`), the README and its parts (`readme_lacks`), and in a
-    source checkout the tests and an example (`checkout_lacks`). ``excluded`` and
-    ``example_texts`` come from the checker's project (`policy_checks.model.project.Project`)."""
+    """Every feature of the tree at ``root``, with its record and what it lacks. That
+    covers the record and its fields (`record_lacks`), and the README and its parts
+    (`readme_lacks`). In a source checkout it also covers the tests and an example
+    (`checkout_lacks`). ``excluded`` and ``example_texts`` come from the checker's
+    project (`policy_checks.model.project.Project`)."""
     found = []
     for directory, rel, shim in feature_directories(root, settings, excluded):
         path = directory / RECORD
