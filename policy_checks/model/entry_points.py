@@ -1,30 +1,33 @@
 """What an entry point is: the one definition EXP007 checks and the lifecycle commands
 act on (docs/policy_check.rst, EXP007; docs/lifecycle.rst).
 
-Core may hand off to experimental code only in an entry point:
+Core may hand off to experimental code only in an entry point. There are three kinds.
 
-- a *function* marked ``@flashinfer_experimental_api`` (kind ``experimental``), or a
-  public API, ``@flashinfer_api`` / ``@backend_requirement``, selecting an experimental
-  backend (kind ``public``: only its *backend branch* belongs to the feature: an arm
-  of an ``if``/``elif`` chain whose test selects that one backend (`branch_backend`)
-  and that can go alone (`arm_goes_alone`));
-- a *class* that is an experimental API (kind ``class``): one decorated with one of
-  those markers, one with an ``@flashinfer_experimental_api`` method, or one whose body
-  sets ``is_experimental = True``. Its methods, ``__init__`` included, are inside it,
-  and the class goes, or graduates, whole;
-- the module ``__getattr__`` of a package ``__init__.py`` (kind ``lazy``).
+A *function* can be one. Either it is marked ``@flashinfer_experimental_api`` (kind
+``experimental``). Or it is a public API, ``@flashinfer_api`` / ``@backend_requirement``,
+that selects an experimental backend (kind ``public``). Of a public API, only its
+*backend branch* belongs to the feature. That is an arm of an ``if``/``elif`` chain
+whose test selects that one backend (`branch_backend`). The arm must be able to go alone
+(`arm_goes_alone`).
 
-What a caller of FlashInfer meets (the consumer's surface) is read here too: the
-experimental APIs of a module (`experimental_apis`: marked functions and methods, and
-the classes that are experimental as a whole, whose construction is a use) and the
-experimental backends of stable APIs (`experimental_backends`: checkers marked
-``@experimental_backend`` in a ``backend_requirement`` mapping and the backend
-branches that hand off to experimental code; `announced_in`: literal
-``warn_experimental_backend_once`` calls, wherever they are written).
+A *class* that is an experimental API can be one (kind ``class``). It is decorated with
+one of those markers, or has an ``@flashinfer_experimental_api`` method, or its body sets
+``is_experimental = True``. Its methods, ``__init__`` included, are inside it. The class
+goes, or graduates, whole.
 
-A nested function counts as inside its enclosing definition. Anything else that
-imports experimental code is a helper, which EXP007 reports; the lifecycle commands
-follow it to the entry points that call it (`policy_checks/lifecycle/helpers.py`).
+The module ``__getattr__`` of a package ``__init__.py`` can be one (kind ``lazy``).
+
+What a caller of FlashInfer meets is read here too: the consumer's surface. It has the
+experimental APIs of a module (`experimental_apis`). Those are marked functions and
+methods, and the classes that are experimental as a whole; constructing one is a use. It
+has the experimental backends of stable APIs (`experimental_backends`). Those are
+checkers marked ``@experimental_backend`` in a ``backend_requirement`` mapping. They are
+also the backend branches that hand off to experimental code. `announced_in` finds
+literal ``warn_experimental_backend_once`` calls, wherever they are written.
+
+A nested function counts as inside its enclosing definition. Anything else that imports
+experimental code is a helper, which EXP007 reports. The lifecycle commands follow a
+helper to the entry points that call it (`policy_checks/lifecycle/helpers.py`).
 """
 
 from __future__ import annotations
@@ -72,8 +75,8 @@ def entry_point(project, facts, functions: Sequence[str]) -> Optional[EntryPoint
 
 def experimental_class(project, facts, qualname: str, wanted: Sequence[str] = _ALL_MARKERS) -> Optional[str]:
     """`qualname` when it names a class that is an experimental API, else None. A class
-    decorated with one of `wanted` counts; the surface asks for the experimental marker
-    alone, since a stable marker on a class makes it an entry point, not experimental."""
+    decorated with one of `wanted` counts. The surface asks for the experimental marker
+    alone. A stable marker on a class makes it an entry point, not experimental."""
     cls = facts.definitions.get(qualname) if qualname else None
     if cls is None or cls.kind != "class":
         return None
@@ -88,9 +91,10 @@ def experimental_class(project, facts, qualname: str, wanted: Sequence[str] = _A
 
 
 def experimental_apis(project, facts) -> Iterator[str]:
-    """Qualnames of the experimental APIs defined in the module of `facts`: functions and
-    methods marked ``@flashinfer_experimental_api``, and classes that are experimental
-    as a whole (`experimental_class`), whose construction is a use of the API."""
+    """Qualnames of the experimental APIs defined in the module of `facts`. Those are
+    functions and methods marked ``@flashinfer_experimental_api``. They are also classes
+    that are experimental as a whole (`experimental_class`); constructing one is a use of
+    the API."""
     for qualname, definition in facts.definitions.items():
         if definition.kind == "class":
             if experimental_class(project, facts, qualname, (markers.EXPERIMENTAL_API,)):
@@ -100,11 +104,11 @@ def experimental_apis(project, facts) -> Iterator[str]:
 
 
 def experimental_backends(project, facts, tree: Callable[[], Optional[ast.Module]]) -> Iterator[Tuple[str, str]]:
-    """``(api qualname, backend)`` of each experimental backend a stable API of the
-    module of `facts` declares: a checker marked ``@experimental_backend`` in its
-    ``backend_requirement`` mapping, or a backend branch handing off to experimental
-    code. `tree` gives the module's ``ast`` (None when it does not parse), asked only
-    when a function imports experimental code."""
+    """``(api qualname, backend)`` of each experimental backend that a stable API of the
+    module of `facts` declares. That is a checker marked ``@experimental_backend`` in its
+    ``backend_requirement`` mapping. It is also a backend branch handing off to
+    experimental code. `tree` gives the module's ``ast``, or None when it does not parse.
+    It is asked only when a function imports experimental code."""
     for call in facts.backend_calls:
         api = _decorated_by(facts, call.line)
         if api is None:
@@ -116,17 +120,17 @@ def experimental_backends(project, facts, tree: Callable[[], Optional[ast.Module
 
 
 def announced_in(facts, tree: ast.Module) -> Iterator[Tuple[str, str]]:
-    """``(api, backend)`` of each backend the module announces (`announced_backends`):
-    `api` is the qualname of the module's definition of that name, else the bare name
-    (the API is defined elsewhere)."""
+    """``(api, backend)`` of each backend the module announces (`announced_backends`).
+    `api` is the qualname of the module's definition of that name. Else it is the bare
+    name: the API is defined elsewhere."""
     names = {d.qualname.rpartition(".")[2]: d.qualname for d in facts.definitions.values()}
     for api, backend in announced_backends(tree):
         yield names.get(api, api), backend
 
 
 def _decorated_by(facts, line: int) -> Optional[str]:
-    """The qualname of the definition a ``backend_requirement`` call on `line` decorates:
-    the first definition at or below it carrying that marker."""
+    """The qualname of the definition a ``backend_requirement`` call on `line` decorates.
+    That is the first definition at or below it carrying that marker."""
     best = None
     for definition in facts.definitions.values():
         if definition.line >= line and any(markers.is_marker(d, markers.BACKEND_REQUIREMENT)
@@ -165,7 +169,7 @@ def _branch_backends(project, facts, tree: Callable[[], Optional[ast.Module]]) -
 
 def announced_backends(tree: ast.Module) -> Iterator[Tuple[str, str]]:
     """``(api, backend)`` of each ``warn_experimental_backend_once("api", "backend")``
-    with two literal strings: how hand-routed code announces an experimental backend."""
+    with two literal strings. Hand-routed code announces an experimental backend so."""
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and len(node.args) >= 2:
             name = markers.dotted_name(node.func) or ""
@@ -197,12 +201,14 @@ def _marked(project, facts, definition, wanted) -> bool:
 
 
 def branch_backend(test: ast.AST) -> Optional[str]:
-    """``"x"`` when the ``if`` test `test` selects the one backend ``"x"`` (the branch
-    that hands off to it), else None. A selection compares a name with ``"x"``
-    (``backend == "x"``, ``"x" == backend``), or a name, ``list(name)`` or
-    ``tuple(name)`` with a one-element list or tuple of ``"x"`` (``list(backends) ==
-    ["x"]``, ``backends == ("x",)``); ``list(...)`` only equals a list, ``tuple(...)``
-    a tuple. ``"x" in backends`` selects no branch: other backends may run too."""
+    """``"x"`` when the ``if`` test `test` selects the one backend ``"x"``, else None.
+    The branch then hands off to it.
+
+    A selection compares a name with ``"x"``: ``backend == "x"``, ``"x" == backend``. Or
+    it compares a name, ``list(name)`` or ``tuple(name)`` with a one-element list or
+    tuple of ``"x"``: ``list(backends) == ["x"]``, ``backends == ("x",)``. ``list(...)``
+    only equals a list, and ``tuple(...)`` a tuple. ``"x" in backends`` selects no
+    branch, since other backends may run too."""
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
         return None
     for subject, value in ((test.left, test.comparators[0]), (test.comparators[0], test.left)):
@@ -237,11 +243,11 @@ def _one_string(node: ast.AST, displays) -> Optional[str]:
 
 
 def arm_goes_alone(arm: ast.If, parent: Optional[ast.AST]) -> bool:
-    """Can the ``if``/``elif`` arm `arm` (`parent`: the node holding it) be deleted
-    leaving every other backend's path as it was? Yes when it has no else part, when
-    an ``elif`` follows it (that becomes the ``if``), or when it is an ``elif`` itself
-    (what follows it moves up); not for an ``if`` whose ``else:`` would have to take
-    its place."""
+    """Can the ``if``/``elif`` arm `arm` be deleted, leaving every other backend's path
+    as it was? `parent` is the node holding it. Yes when it has no else part. Yes when an
+    ``elif`` follows it, since that becomes the ``if``. Yes when it is an ``elif``
+    itself, since what follows it moves up. Not for an ``if`` whose ``else:`` would have
+    to take its place."""
     if not arm.orelse:
         return True
     if is_elif(arm, parent):

@@ -25,52 +25,60 @@ _GOOD_README = (
 class FeatureRecordIncomplete(Rule):
     """An experimental feature directory lacks its record, or part of it.
 
-    Every feature under ``flashinfer/experimental/<feature>/`` is admitted for a
-    bounded time with a named owner; the bot and the reviewers read that from its
-    record: ``FEATURE.toml`` with every field of the record (read and validated by
-    ``policy_checks.model.records``, the same code the bot reads it with: types and GitHub's
-    name rules checked, and ``target_date`` inside the admission window of
-    ``policy_checks.model.window``), a ``README.md`` whose headings cover the four
-    user-contract items (what is experimental; supported cases and limits; the gates;
-    automatic routing), tests under ``tests/experimental/<feature>/`` and a runnable
-    example under ``examples/`` (a Python file that parses and mentions the feature).
-    The tests and example are checked only in a source checkout (one that has the
-    stable test directory): an unpacked wheel ships neither.
+    Every feature under ``flashinfer/experimental/<feature>/`` is admitted for a bounded
+    time with a named owner. The bot and the reviewers read that from its record. The
+    record has four parts.
 
-    Each missing item is a finding of its own: the record, each of its fields, the
-    README, each of the README's four parts, the tests, the example. A missing record
-    also lacks every field, a missing README every part, so that adding a record with
-    some fields, or a README with some sections, only removes findings. Each finding's
-    fingerprint subject is ``<feature>: <item>`` (``b12x: owner``, ``b12x: README.md:
-    gates``), and a missing item is reported at one file of the feature that stays put
-    while items are added: its ``__init__.py`` (else its first Python file, else its
-    ``FEATURE.toml``), line 1. So paying off any part of a baselined feature's debt only
-    ever removes baseline entries. A value the record holds but gets wrong (malformed,
-    a late ``target_date``, ``apis = []`` for kind ``api``) is reported at its line of
-    ``FEATURE.toml``; so is a ``FEATURE.toml`` that is not TOML. ``policy-check
-    features`` lists the same items (``policy_checks.model.records.survey`` computes them
-    for both).
+    The first is ``FEATURE.toml`` with every field of the record.
+    ``policy_checks.model.records`` reads and validates it, the same code the bot reads
+    it with. It checks types and GitHub's name rules. It checks that ``target_date`` lies
+    inside the admission window of ``policy_checks.model.window``. The second is a
+    ``README.md`` whose headings cover the four user-contract items. Those are: what is
+    experimental; supported cases and limits; the gates; automatic routing. The third is
+    tests under ``tests/experimental/<feature>/``. The fourth is a runnable example under
+    ``examples/``: a Python file that parses and mentions the feature. The tests and
+    example are checked only in a source checkout, one that has the stable test
+    directory. An unpacked wheel ships neither.
 
-    The README is read as Markdown: ATX headings (``#`` to ``######`` and a space) and
-    setext headings (a line underlined with ``===`` or ``---``) outside fenced code
-    blocks, and ``**bold**`` lead-ins. A heading covers an item when it names it by a
-    whole word, in any case: *what*, *experimental* or *scope*; *support(ed)*,
-    *unsupported*, *limit(s)* or *limitation(s)*; *gate(s)*, *gating* or *opt-in*; *auto*,
-    *automatic* or *autotuning*. A ``# comment`` in a code block is no heading, and a
-    title's "gated attention" names no gate.
+    Each missing item is a finding of its own. The items are the record, each of its
+    fields, the README, each of the README's four parts, the tests and the example. A
+    missing record also lacks every field, and a missing README every part. So adding a
+    record with some fields, or a README with some sections, only removes findings.
 
-    A feature is a direct subdirectory of the experimental package holding Python
-    files at any depth (``<feature>/impl/kernel.py`` alone makes one) or a
-    ``FEATURE.toml`` (``policy_checks.model.records.feature_directories``, the one
-    definition EXP009, the board and ``features init`` share); one whose name starts with ``_`` or ``.`` is shared
-    code, not a feature, and so is the shim package a graduated feature leaves for one
-    release: its ``__init__`` binds ``__graduated_to__`` to the new home and the
-    directory is a pure re-export shim (``policy_checks.model.markers.is_pure_shim``: Python
-    modules holding only what ``policy-check graduate`` writes, re-exports of the new
-    home, a ``DeprecationWarning``, ``__all__`` and a ``__getattr__`` forwarder; no
-    other file). A directory that binds ``__graduated_to__`` but holds anything else (a
-    record, a new module, other code) is still a feature: it is checked as one, and
-    reported at its ``__init__.py``, line 1, as a shim that holds other code.
+    Each finding's fingerprint subject is ``<feature>: <item>``, such as ``b12x: owner``
+    or ``b12x: README.md: gates``. A missing item is reported at one file of the feature
+    that stays put while items are added. That is its ``__init__.py``, line 1. Without
+    one, it is its first Python file, else its ``FEATURE.toml``. So paying off any part
+    of a baselined feature's debt only ever removes baseline entries.
+
+    A value the record holds but gets wrong is reported at its line of ``FEATURE.toml``.
+    Examples are a malformed value, a late ``target_date``, or ``apis = []`` for kind
+    ``api``. A ``FEATURE.toml`` that is not TOML is reported there too.
+    ``policy-check features`` lists the same items.
+    ``policy_checks.model.records.survey`` computes them for both.
+
+    The README is read as Markdown. It has ATX headings (``#`` to ``######`` and a space).
+    It has setext headings: a line underlined with ``===`` or ``---``. Both count outside
+    fenced code blocks, and so do ``**bold**`` lead-ins. A heading covers an item when it
+    names it by a whole word, in any case. The words are these. *what*, *experimental* or
+    *scope*. *support(ed)*, *unsupported*, *limit(s)* or *limitation(s)*. *gate(s)*,
+    *gating* or *opt-in*. *auto*, *automatic* or *autotuning*. A ``# comment`` in a code
+    block is no heading. A title's "gated attention" names no gate.
+
+    A feature is a direct subdirectory of the experimental package. It holds Python files
+    at any depth, or a ``FEATURE.toml``. ``<feature>/impl/kernel.py`` alone makes one.
+    ``policy_checks.model.records.feature_directories`` is the one definition; EXP009,
+    the board and ``features init`` share it. A directory whose name starts with ``_`` or
+    ``.`` is shared code, not a feature.
+
+    Neither is the shim package a graduated feature leaves for one release. Its
+    ``__init__`` binds ``__graduated_to__`` to the new home. The directory is a pure
+    re-export shim (``policy_checks.model.markers.is_pure_shim``). Its Python modules
+    hold only what ``policy-check graduate`` writes: re-exports of the new home, a
+    ``DeprecationWarning``, ``__all__`` and a ``__getattr__`` forwarder. It has no other
+    file. A directory may bind ``__graduated_to__`` but hold anything else: a record, a
+    new module, other code. It is still a feature and is checked as one. It is reported
+    at its ``__init__.py``, line 1, as a shim that holds other code.
     """
 
     id = "EXP009"
