@@ -28,10 +28,10 @@ CONFIG_FILES = ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini", "pyp
 
 def pytest_config(project):
     """``(path, norecursedirs entries or None, line)`` of the configuration pytest uses
-    for the stable lane (``pytest tests/``), or None when there is none: pytest looks in
-    the lane's directory first, then in each directory above it, up to the root (a
-    ``tests/pytest.ini`` wins over the root's). `line` is that of the
-    ``norecursedirs`` key in pytest's section, else of the section's header."""
+    for the stable lane (``pytest tests/``). None when there is none. Pytest looks in the
+    lane's directory first, then in each directory above it, up to the root. So a
+    ``tests/pytest.ini`` wins over the root's. `line` is that of the ``norecursedirs``
+    key in pytest's section, else of the section's header."""
     for directory in lane_links.lane_directories(project.settings):
         found = pytest_config_in(partial(_root_text, project.root / directory))
         if found is not None:
@@ -51,9 +51,9 @@ def _root_text(root, name: str):
 
 
 def pytest_config_in(text_of):
-    """`pytest_config` of the files `text_of` gives (a name of `CONFIG_FILES` ->
-    its text, or None when there is no such file): the same question asked of
-    another revision's files (``policy-check run --policy-from``)."""
+    """`pytest_config` of the files `text_of` gives. `text_of` maps a name of
+    `CONFIG_FILES` -> its text, or None when there is no such file. This asks the same
+    question of another revision's files (``policy-check run --policy-from``)."""
     for name in CONFIG_FILES:
         text = text_of(name)
         if text is None:
@@ -114,8 +114,8 @@ def _line_of(text: str, header: str, has_key: bool) -> int:
 
 
 def anchored(entry: str, path: str) -> bool:
-    """Does a norecursedirs entry exclude `path` by its path, not by a bare name or
-    a pattern (``*/experimental``) that matches that name under any directory?"""
+    """Does a norecursedirs entry exclude `path` by its path? A bare name does not. Nor
+    does a pattern (``*/experimental``) that matches that name under any directory."""
     entry = entry.rstrip("/")
     if entry.startswith("./"):
         entry = entry[2:]
@@ -177,34 +177,42 @@ CONFTESTS = Kind(
 class StableLaneNotIsolated(Rule):
     """The stable test lane can collect or import experimental code.
 
-    ``pytest tests/`` is the stable lane and must pass whether or not experimental
-    features exist; ``tests/experimental/`` is its own lane. Two things break that:
-    a pytest configuration that does not exclude ``tests/experimental`` with a
-    path-anchored ``norecursedirs`` entry (a bare ``experimental`` or
-    ``*/experimental`` would also hide any other directory of that name), reported
-    on the configuration file pytest uses (found in pytest's own order:
-    ``pytest.toml``, ``.pytest.toml``, ``pytest.ini``, ``.pytest.ini``,
-    ``pyproject.toml``, ``tox.ini``, ``setup.cfg``); and a stable test (under
-    ``tests/``, outside ``tests/experimental/``) that imports, at any scope and
-    also through ``pytest.importorskip``, a module below
-    ``flashinfer.experimental`` (the package's own re-exported primitives are
-    fine). Checked only when the project has the stable test directory.
+    ``pytest tests/`` is the stable lane. It must pass whether or not experimental
+    features exist. ``tests/experimental/`` is its own lane. Two things break that.
 
-    What else decides what ``pytest tests/`` collects is read too: the configuration
-    is the first pytest finds from the lane's directory up (a ``tests/pytest.ini``
-    wins over the root's; one further below is never read for the lane) and its
-    ``addopts``; a link under ``tests/`` (outside ``tests/experimental/``) to the
-    experimental tests, into them or to a folder holding them (pytest matches
-    ``norecursedirs`` against the link's path); conftest hooks that re-admit or add
-    tests (`policy_checks.rules.readers.conftest_hooks`: ``pytest_ignore_collect`` answering
-    anything but True/None, ``pytest_collect_directory``/``pytest_collection``
-    returning a collector, ``pytest_collection_modifyitems`` adding items, writes to
-    ``norecursedirs`` or ``config.args``; hooks that only skip or deselect are
-    fine); and the workflows' pytest command lines and ``PYTEST_ADDOPTS``
-    (`policy_checks.rules.readers.pytest_commands`: ``-o norecursedirs=`` without the
-    exclusion, ``-c``, ``--rootdir``, ``-p no:``, ``--noconftest``, experimental
-    paths named beside stable ones; a command naming only experimental paths is the
-    experimental lane).
+    One is a pytest configuration without a path-anchored ``norecursedirs`` entry for
+    ``tests/experimental``. A bare ``experimental`` or ``*/experimental`` would also hide
+    any other directory of that name. It is reported on the configuration file pytest
+    uses. That file is found in pytest's own order: ``pytest.toml``, ``.pytest.toml``,
+    ``pytest.ini``, ``.pytest.ini``, ``pyproject.toml``, ``tox.ini``, ``setup.cfg``.
+
+    The other is a stable test that imports a module below ``flashinfer.experimental``. A
+    stable test lies under ``tests/``, outside ``tests/experimental/``. Any scope counts,
+    and so does ``pytest.importorskip``. The package's own re-exported primitives are
+    fine. This is checked only when the project has the stable test directory.
+
+    What else decides what ``pytest tests/`` collects is read too.
+
+    The configuration is the first pytest finds from the lane's directory up. A
+    ``tests/pytest.ini`` wins over the root's. One further below is never read for the
+    lane. Its ``addopts`` are read too.
+
+    A link under ``tests/`` (outside ``tests/experimental/``) may lead to the
+    experimental tests, into them, or to a folder holding them. Pytest matches
+    ``norecursedirs`` against the link's path.
+
+    Conftest hooks may re-admit or add tests
+    (`policy_checks.rules.readers.conftest_hooks`). One is ``pytest_ignore_collect``
+    answering anything but True/None. One is
+    ``pytest_collect_directory``/``pytest_collection`` returning a collector. One is
+    ``pytest_collection_modifyitems`` adding items. Writes to ``norecursedirs`` or
+    ``config.args`` count too. Hooks that only skip or deselect are fine.
+
+    The workflows' pytest command lines and ``PYTEST_ADDOPTS`` are read
+    (`policy_checks.rules.readers.pytest_commands`). Those may hold ``-o norecursedirs=``
+    without the exclusion. They may hold ``-c``, ``--rootdir``, ``-p no:`` or
+    ``--noconftest``. They may name experimental paths beside stable ones. A command
+    naming only experimental paths is the experimental lane.
     """
 
     id = "EXP008"

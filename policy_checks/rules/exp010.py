@@ -17,43 +17,49 @@ _PACKAGE = {"flashinfer/__init__.py": "", "flashinfer/experimental/__init__.py":
 class UnresolvedImportTimeLoad(Rule):
     """Core code loads or runs something at import that the checker cannot resolve.
 
-    Deny by default: what a module runs when it is imported (its body, class bodies,
-    decorators, default values, and every project function those call, however many
-    calls down: `policy_checks.analysis.import_time`) may load code only in ways the checker
-    resolves to a module, so that EXP001 and EXP002 can judge it. A hostile change would
-    otherwise hide an experimental import behind a name built at run time.
+    Deny by default. Some code runs when a module is imported: its body, class bodies,
+    decorators, default values. So does every project function those call, however many
+    calls down (`policy_checks.analysis.import_time`). That code may load code only in
+    ways the checker resolves to a module. Then EXP001 and EXP002 can judge it. Otherwise
+    a hostile change could hide an experimental import behind a name built at run time.
 
-    Reported, in a core module (the package ``__init__`` and AOT modules included) or
-    a support module:
+    These are reported in a core module or a support module. A core module includes the
+    package ``__init__`` and AOT modules.
 
-    - a loader given a name or path that is not a literal (``importlib.import_module``,
-      ``__import__``, ``find_spec``, ``spec_from_file_location``, ``runpy``,
-      ``pkgutil.resolve_name``), or one that loads whatever spec it is given
-      (``module_from_spec``, ``exec_module``, ``LazyLoader``, ``pkgutil.walk_packages``);
-    - ``exec``/``eval``/``compile`` of text that is not a literal;
-    - a ``ctypes`` library at a computed path, or under the experimental package;
-    - a change of ``sys.meta_path``, ``sys.path_hooks``, ``sys.path``, ``sys.modules``
-      or a package's ``__path__``;
-    - a thread or a process started, an ``atexit``, ``weakref.finalize`` or signal
-      handler registered: code that runs after the import, where nothing checks it.
+    One is a loader given a name or path that is not a literal:
+    ``importlib.import_module``, ``__import__``, ``find_spec``,
+    ``spec_from_file_location``, ``runpy``, ``pkgutil.resolve_name``. Another is a loader
+    that loads whatever spec it is given: ``module_from_spec``, ``exec_module``,
+    ``LazyLoader``, ``pkgutil.walk_packages``. Another is ``exec``/``eval``/``compile``
+    of text that is not a literal. Another is a ``ctypes`` library at a computed path, or
+    under the experimental package. Another is a change of ``sys.meta_path``,
+    ``sys.path_hooks``, ``sys.path``, ``sys.modules`` or a package's ``__path__``.
+    Another is a thread or a process started. The last is an ``atexit``,
+    ``weakref.finalize`` or signal handler registered. Such code runs after the import,
+    where nothing checks it.
 
-    A support module's body may define checkers and constants and import light modules;
-    a call it runs at import of a function of the project, other than in the decorators
-    of an ``@experimental_backend`` checker, is a finding too. A module of a folder the
-    settings exclude that a core module imports at import is read like core: its loads
-    are reported at the importing line.
+    A support module's body may define checkers and constants and import light modules.
+    It may also call project functions in the decorators of an ``@experimental_backend``
+    checker. Any other call it runs at import of a function of the project is a finding
+    too.
 
-    Resolved, and so not reported: a loader given a literal or a name folded from
-    literal pieces (a loop over a tuple of literals included), ``ctypes.CDLL(None)``
-    and a library at a literal path outside the experimental package,
-    ``sys.modules[__name__] = import_module("a.literal")``, anything under
-    ``if __name__ == "__main__":``, and loads inside functions nothing calls at import.
+    Some modules lie in a folder the settings exclude. If a core module imports one at
+    import, it is read like core. Its loads are reported at the importing line.
 
-    The fix is an explicit load: an import of a literal name, or the load moved into a
-    function that runs on call. Where the load is needed at import, a suppression with
-    its reason makes it visible to reviewers. Calls the checker cannot resolve to a
-    project function (methods of objects, names in strings) are not followed; the
-    behavioural audit (``policy-check audit``) runs the code and sees them.
+    Some loads are resolved, and so not reported. One is a loader given a literal, or a
+    name folded from literal pieces. A loop over a tuple of literals counts. Another is
+    ``ctypes.CDLL(None)``, or a library at a literal path outside the experimental
+    package. Another is ``sys.modules[__name__] = import_module("a.literal")``. Anything
+    under ``if __name__ == "__main__":`` is resolved. So are loads inside functions
+    nothing calls at import.
+
+    The fix is an explicit load. That is an import of a literal name, or the load moved
+    into a function that runs on call. Where the load is needed at import, a suppression
+    with its reason makes it visible to reviewers.
+
+    Some calls do not resolve to a project function: methods of objects, names in
+    strings. The checker does not follow them. The behavioural audit
+    (``policy-check audit``) runs the code and sees them.
     """
 
     id = "EXP010"
@@ -172,8 +178,9 @@ class UnresolvedImportTimeLoad(Rule):
 
 
 def _checker_lines(facts) -> set:
-    """The first lines of the ``@experimental_backend`` checkers a support module defines:
-    the calls there decorate a checker (``@supported_compute_capability([...])``), which
-    is what the module is for; what they reach is still judged."""
+    """The first lines of the ``@experimental_backend`` checkers a support module
+    defines. The calls there decorate a checker
+    (``@supported_compute_capability([...])``). That is what the module is for. What they
+    reach is still judged."""
     return {d.first_line or d.line for d in facts.definitions.values()
             if d.kind == "function" and any(markers.is_marker(n, markers.EXPERIMENTAL_BACKEND) for n in d.decorators)}
