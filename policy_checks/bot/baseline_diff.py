@@ -90,12 +90,6 @@ class BaselineChange:
         d = self.delta
         return d is None or bool(d.added or d.paid or d.unreadable or self.anywhere or self.problem)
 
-    @property
-    def adds_debt(self) -> bool:
-        """Whether the change accepts findings the base did not: what a maintainer must approve."""
-        d = self.delta
-        return d is None or bool(d.added or d.unreadable or self.anywhere or self.problem)
-
 
 @dataclass
 class BaselineText:

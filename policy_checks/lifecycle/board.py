@@ -181,11 +181,6 @@ def survey_tree(root: Path, settings: Settings) -> list[Feature]:
     return found
 
 
-def read_tree(root: Path, settings: Settings) -> list[FeatureRecord]:
-    """Every feature directory's record under ``root``; a missing record is a problem of its feature."""
-    return [feature.record for feature in survey_tree(root, settings)]
-
-
 # --- rendering ---------------------------------------------------------------------------
 
 def left_in_words(days: int | None) -> str:

@@ -653,7 +653,6 @@ class Feature:
     anchor: str
     record: FeatureRecord
     lacks: list[Lack]
-    record_exists: bool
     shim_problem: str | None = None
 
 
@@ -738,5 +737,5 @@ def survey(root: Path, settings, excluded: Callable[[str], bool],
                 "`policy-check features init` writes it from what the tree knows)")])
         lacks = record_lacks(record, exists) + readme_lacks(directory, rel)
         lacks += checkout_lacks(directory.name, root, settings, example_texts)
-        found.append(Feature(directory.name, directory, rel, anchor_of(directory, rel), record, lacks, exists, shim))
+        found.append(Feature(directory.name, directory, rel, anchor_of(directory, rel), record, lacks, shim))
     return found
