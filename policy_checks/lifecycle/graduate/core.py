@@ -18,7 +18,7 @@ from ...model.project import Project
 from ...model import entry_points
 from ...model.entry_points import entry_point
 from ..helpers import CallGraph, follow
-from ..remove.texts import Texts
+from ..texts import Texts
 from . import reach
 from .marks import Qualnames, drop_experimental_flags, names_feature, swap_decorators
 from .plan import Graduation

@@ -18,7 +18,7 @@ from ...model.facts import Import, extract
 from ...model.project import Project
 from ...model import records as feature_records
 from . import reach
-from ..remove.naming import feature_spelling
+from ..texts import feature_spelling
 from .elsewhere import names_the_feature
 from .stable_lane import stable_tests_dir
 

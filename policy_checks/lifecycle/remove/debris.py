@@ -30,7 +30,7 @@ from ...editing.target import FixTarget, Refused
 from .entry_points import drop_imported_names
 from .exports import _remove_all_entries
 from .model import ModuleEdits, Removal
-from .texts import Texts
+from ..texts import Texts
 
 
 def clear_debris(target: FixTarget, project, texts: Texts, removal: Removal, after_of: Dict[str, bytes],

@@ -13,7 +13,7 @@ from ...model.facts import extract
 from ...editing.cst_tools import apply_edits, inside
 from ...editing.target import FixTarget, Refused
 from .model import CoreEdits, ModuleEdits, Removal
-from .texts import Texts
+from ..texts import Texts
 
 IMPORT_CALLS = markers.IMPORT_FUNCTIONS
 _HOOKS = ("__getattr__", "__dir__")

@@ -19,7 +19,7 @@ from .entry_points import drop_imported_names, remove_element
 from .model import CoreEdits, Feature, ModuleEdits, Removal
 from .naming import feature_spelling
 from .reach import core_files
-from .texts import Texts, uses_pattern
+from ..texts import Texts, uses_pattern
 
 
 class Exports(NamedTuple):

@@ -20,9 +20,8 @@ from ...model.markers import dotted_name as ast_dotted_name
 from ...model.project import DefTarget, ModuleTarget
 from ...editing.target import Refused
 from .model import Removal
-from .naming import GoneFiles, is_path_expression, loads, path_pieces, under_any
 from .repository import KeptFile
-from .texts import Spelling, Texts
+from ..texts import GoneFiles, Spelling, Texts, is_path_expression, loads, path_pieces, under_any
 
 BACKEND_REQUIREMENT = markers.BACKEND_REQUIREMENT
 

@@ -22,10 +22,9 @@ from .entry_points import remove_backend_mentions
 from .exports import Exports, plan_exports
 from .kept import Lost, kept_refusal, left_in_losing_apis, retired_backends, scan_kept_files
 from .model import CoreEdits, Feature, Removal
-from .naming import GoneFiles, feature_spelling
 from .reach import find_reach, plan_entry_points
 from .repository import kept_python_files
-from .texts import Texts, uses_pattern
+from ..texts import GoneFiles, Texts, feature_spelling, uses_pattern
 
 
 @parsed.shared

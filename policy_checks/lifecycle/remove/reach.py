@@ -18,7 +18,7 @@ from ..helpers import CallGraph, Reached, follow
 from .entry_points import EXPERIMENTAL_API, branch_with_else, not_an_entry_point, remove_checker_import
 from .entry_points import drop_imported_names, remove_function_import, remove_named_definition
 from .model import At, CoreEdits, Feature, Removal
-from .texts import Spelling, Texts
+from ..texts import Spelling, Texts
 
 
 class Hit(NamedTuple):

@@ -204,8 +204,8 @@ def test_a_served_backend_is_looked_for_only_beside_an_api_that_loses_it(tree):
 
 def test_a_file_spelling_a_served_backend_but_no_api_losing_it_is_not_read(tmp_path):
     from policy_checks.lifecycle.remove.kept import Lost
-    from policy_checks.lifecycle.remove.naming import GoneFiles
-    from policy_checks.lifecycle.remove.texts import Texts
+    from policy_checks.lifecycle.texts import GoneFiles
+    from policy_checks.lifecycle.texts import Texts
 
     files = {"both.py": 'op(1, backend="cake")\n', "backend.py": 'x = "cake"\n', "api.py": "op(1)\n",
              "retired.py": 'y = "gone"\n'}
