@@ -30,7 +30,7 @@ from ...model.config import module_under
 from ...editing.cst_tools import add_edit, apply_edits, relative_import
 from ...editing.target import FixTarget, Refused
 from ...model.facts import package_of
-from .plan import Graduation
+from ..plan import Plan
 from .rewrite import parse_file
 
 REGISTER_FUNCTION = "_register_builtin"
@@ -133,7 +133,7 @@ def _return_line(function: ast.FunctionDef) -> int:
     return (returns[-1] if returns else function.body[-1]).lineno
 
 
-def register_aot(graduation: Graduation, shape: AotShape) -> None:
+def register_aot(graduation: Plan, shape: AotShape) -> None:
     """Add the moved modules' spec factories where the AOT module lists its specs."""
     factories = _factories(graduation)
     if not factories:
@@ -160,7 +160,7 @@ def _call_text(shape: AotShape, factory: Factory, arguments: str = "") -> str:
     return f"{shape.list_name}.{verb}({factory.name}({arguments}))"
 
 
-def _where_to_add(graduation: Graduation, shape: AotShape) -> str:
+def _where_to_add(graduation: Plan, shape: AotShape) -> str:
     tree = ast.parse(graduation.planned(shape.rel))
     function = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == shape.function)
     if shape.function == REGISTER_FUNCTION:
@@ -173,7 +173,7 @@ def _import_line(shape: AotShape, factory: Factory) -> str:
     return f"from {relative_import(package, factory.module)} import {factory.name}\n"
 
 
-def _add_to_register_builtin(graduation: Graduation, shape: AotShape, factories: List[Factory]) -> None:
+def _add_to_register_builtin(graduation: Plan, shape: AotShape, factories: List[Factory]) -> None:
     """This repository's shape: imports and ``register(factory())`` at the end of
     ``_register_builtin``."""
     if not factories:
@@ -192,7 +192,7 @@ def _add_to_register_builtin(graduation: Graduation, shape: AotShape, factories:
         graduation.did(5, f"{rel}: registers {f.module}.{f.name}()")
 
 
-def _add_to_listing(graduation: Graduation, shape: AotShape, factories: List[Factory]) -> None:
+def _add_to_listing(graduation: Plan, shape: AotShape, factories: List[Factory]) -> None:
     """FlashInfer's shape: each factory imported after the module's last top-level
     import, and appended (a list of specs: extended) after the last top-level statement
     of ``gen_all_modules`` that adds to its list. Lines go in as text, so every other
@@ -228,7 +228,7 @@ def _docstring_end(tree: ast.Module) -> int:
     return first.end_lineno if is_doc else 0
 
 
-def _factories(graduation: Graduation) -> List[Factory]:
+def _factories(graduation: Plan) -> List[Factory]:
     """Each spec factory in the moved code (not the moved tests)."""
     found = []
     for new_rel, data in sorted(graduation.creations.items()):

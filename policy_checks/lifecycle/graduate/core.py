@@ -6,6 +6,7 @@ naming the feature or one of its backends."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Dict, List, Set, Tuple
 
 import libcst as cst
@@ -21,23 +22,38 @@ from ..helpers import CallGraph, follow
 from ..texts import Texts
 from . import reach
 from .marks import Qualnames, drop_experimental_flags, names_feature, swap_decorators
-from .plan import Graduation
+from ..plan import Plan
 from .rewrite import drop_unused_import, parse_file, retarget_or_refuse
 from .wrapped import unwrap_swapped
 
 
-def swap_core(graduation: Graduation, project: Project, reaching: Dict[str, List[Import]],
-              backends: Set[str]) -> List[Tuple[str, str]]:
-    """Rewrite the core files that reach the feature (through helpers too); returns the
-    swapped entry points as ``(module, qualname)``."""
-    entry_points: List[Tuple[str, str]] = []
+@dataclass
+class CoreFound:
+    """What step 3 found in core, for the checks of the planned bytes (`leftovers`)."""
+
+    swapped: List[Tuple[str, str]] = field(default_factory=list)  # (module, qualname) of swapped entry points
+    # core file -> qualnames of its functions that hand off to the feature or were swapped
+    entry_points: Dict[str, Set[str]] = field(default_factory=dict)
+    # core file -> qualnames of the feature's experimental API functions and classes
+    feature_entry_points: Dict[str, Set[str]] = field(default_factory=dict)
+    # the feature and its backends: a gate call naming one guarded it
+    gate_names: Set[str] = field(default_factory=set)
+
+
+def swap_core(graduation: Plan, project: Project, reaching: Dict[str, List[Import]],
+              backends: Set[str]) -> CoreFound:
+    """Rewrite the core files that reach the feature (through helpers too); `swapped`
+    holds the swapped entry points as ``(module, qualname)``."""
+    found = CoreFound()
     owned = feature_entry_points(graduation, project, reaching)
+    found.feature_entry_points = {rel: set(names) for rel, names in owned.items()}
     for rel in sorted(set(reaching) | set(owned)):
-        entry_points += _swap_file(graduation, project, rel, reaching.get(rel, []), backends, owned.get(rel, set()))
-    return entry_points
+        found.swapped += _swap_file(graduation, project, rel, reaching.get(rel, []), backends, owned.get(rel, set()),
+                                    found)
+    return found
 
 
-def feature_entry_points(graduation: Graduation, project: Project,
+def feature_entry_points(graduation: Plan, project: Project,
                          reaching: Dict[str, List[Import]]) -> Dict[str, Set[str]]:
     """rel -> qualnames of the feature's entry points (`policy_checks/model/entry_points.py`):
     the experimental API functions and classes around its imports, and those that reach
@@ -59,12 +75,11 @@ def feature_entry_points(graduation: Graduation, project: Project,
         graph = CallGraph(project, texts.tree, texts.read, lambda rel: True)
         for rel, qualname in follow(graph, starts, set()).entry_points:
             owned.setdefault(rel, set()).add(qualname)
-    graduation.feature_entry_points = {rel: set(names) for rel, names in owned.items()}
     return owned
 
 
-def _swap_file(graduation: Graduation, project: Project, rel: str, hits: List[Import],
-               backends: Set[str], owned: Set[str]) -> List[Tuple[str, str]]:
+def _swap_file(graduation: Plan, project: Project, rel: str, hits: List[Import],
+               backends: Set[str], owned: Set[str], found: CoreFound) -> List[Tuple[str, str]]:
     """One core file: retarget, swap its entry points (functions and every method of an
     experimental API class), drop ``is_experimental = True`` and the gates that guarded
     the feature."""
@@ -81,8 +96,8 @@ def _swap_file(graduation: Graduation, project: Project, rel: str, hits: List[Im
                               or names_feature(decorator, feature), edits)
     flags = drop_experimental_flags(file, owned, edits)
     methods = {q for q in project.facts(rel).definitions if any(_within(q, o) for o in owned)}
-    graduation.entry_points[rel] = set(swapped) | {f for imp in deferred for f in imp.functions} | methods
-    removed = _drop_guarding_gates(graduation, project, rel, file, deferred, backends, edits)
+    found.entry_points[rel] = set(swapped) | {f for imp in deferred for f in imp.functions} | methods
+    removed = _drop_guarding_gates(graduation, project, rel, file, deferred, backends, edits, found)
     after = unwrap_swapped(graduation, rel, apply_edits(file, edits), swapped)
     if after != data:
         graduation.rewrite(rel, after)
@@ -97,15 +112,15 @@ def _within(qualname: str, outer: str) -> bool:
     return qualname == outer or qualname.startswith(outer + ".")
 
 
-def _drop_guarding_gates(graduation: Graduation, project: Project, rel: str, file: PythonFile,
-                         deferred: List[Import], backends: Set[str], edits: dict) -> list:
+def _drop_guarding_gates(graduation: Plan, project: Project, rel: str, file: PythonFile,
+                         deferred: List[Import], backends: Set[str], edits: dict, found: CoreFound) -> list:
     """The gate calls that guarded the feature go with their imports, and only those: a
     function that still routes to other experimental code keeps its gates."""
     elsewhere = {f for imp, _ in reach.experimental_imports(project, project.facts(rel), graduation.old)
                  if runs_on_call(imp) for f in imp.functions}
     names = backends | _branch_backends(file, deferred) | {graduation.feature}
-    graduation.gate_names |= names
-    removed = _drop_gate_calls(file, graduation.entry_points[rel], elsewhere, names, edits)
+    found.gate_names |= names
+    removed = _drop_gate_calls(file, found.entry_points[rel], elsewhere, names, edits)
     _drop_unused_gate_imports(file, removed, edits)
     return removed
 

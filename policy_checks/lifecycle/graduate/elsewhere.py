@@ -15,12 +15,12 @@ from ...editing.cst_tools import apply_edits
 from ...editing.target import Refused
 from ...model.facts import docstring_ids, extract
 from ...model.project import Project, module_name
-from .plan import Graduation
+from ..plan import Plan
 from .rewrite import parse_file, retarget
 from .text_retarget import retargeted_text
 
 
-def retarget_elsewhere(graduation: Graduation, project: Project) -> None:
+def retarget_elsewhere(graduation: Plan, project: Project) -> None:
     """Point every other import of the old path at the new home, or list it (step 2)."""
     touched = {fix.path for fix in graduation.rewrites}
     spelt = names_the_feature(graduation.feature)
@@ -44,7 +44,7 @@ def names_the_feature(feature: str):
     return lambda data: feature.encode("utf-8") in data and word.search(data) is not None
 
 
-def _retarget_file(graduation: Graduation, rel: str, data: bytes) -> None:
+def _retarget_file(graduation: Plan, rel: str, data: bytes) -> None:
     """Rewrite one file's imports of the old path; list those a rewrite cannot move.
     Plain import statements are edited as text (`text_retarget`); libcst does the rest."""
     module, is_package = graduation.target.module_of(rel)
@@ -64,14 +64,14 @@ def _retarget_file(graduation: Graduation, rel: str, data: bytes) -> None:
         graduation.did(2, f"{rel}: imports point at {graduation.home}")
 
 
-def _imports_old_path(graduation: Graduation, rel: str, data: bytes) -> bool:
+def _imports_old_path(graduation: Plan, rel: str, data: bytes) -> bool:
     """Does the file import the old path (read with ``ast``, before libcst is asked to)?"""
     facts = extract(data, *graduation.target.module_of(rel))
     return any(module_under(module, graduation.old) for imp in facts.imports if imp.module and not imp.dynamic
                for module in (imp.module, *(f"{imp.module}.{name}" for name, _ in imp.names)))
 
 
-def _other_code(graduation: Graduation, project: Project) -> List[str]:
+def _other_code(graduation: Plan, project: Project) -> List[str]:
     """Python files that are neither the feature, its tests, nor core."""
     s = graduation.target.settings
     feature_dir = f"{s.experimental_dir}/{graduation.feature}"
@@ -96,7 +96,7 @@ def _read(root, rel: str):
         return None
 
 
-def strings_naming_the_old_path(graduation: Graduation, project: Project) -> None:
+def strings_naming_the_old_path(graduation: Plan, project: Project) -> None:
     """String constants that still spell the experimental path (``importlib.import_module(
     "flashinfer.experimental.x.y")``, an f-string's parts) keep working through the shims
     for one release; each is listed for a person (step 2)."""

@@ -10,7 +10,7 @@ the moved tests' imports of experimental code (EXP008 in the stable lane) under 
 from __future__ import annotations
 
 import ast
-from typing import List
+from typing import List, Set
 
 from ...model import parsed
 from ...model import entry_points, markers
@@ -19,12 +19,13 @@ from ...model.entry_points import entry_point
 from ...analysis.import_time import runs_on_call
 from ...editing.target import Refused
 from ...model.project import Project
+from ..plan import Plan
 from . import reach
-from .plan import Graduation
+from .core import CoreFound
 from .refusals import module_level_refusal
 
 
-def check_planned(graduation: Graduation, project: Project) -> None:
+def check_planned(graduation: Plan, project: Project, core: CoreFound) -> None:
     """Refuse if the planned stable code would import experimental code when imported;
     list what it reaches at call time."""
     found: List[reach.Reach] = []
@@ -43,17 +44,17 @@ def check_planned(graduation: Graduation, project: Project) -> None:
     if found:
         settings = graduation.target.settings
         raise Refused(module_level_refusal(found, graduation.home, settings.experimental_package, graduation.old))
-    for rel, functions in sorted(graduation.entry_points.items()):
+    for rel, functions in sorted(core.entry_points.items()):
         _list_entry_points(graduation, project, rel, functions)
-    for rel in sorted(set(graduation.entry_points) | set(graduation.feature_entry_points)):
-        _list_marks_left(graduation, project, rel)
-    _list_gates_left(graduation, project)
+    for rel in sorted(set(core.entry_points) | set(core.feature_entry_points)):
+        _list_marks_left(graduation, project, rel, core.feature_entry_points.get(rel, ()))
+    _list_gates_left(graduation, project, core.gate_names)
 
 
-def _list_gates_left(graduation: Graduation, project: Project) -> None:
+def _list_gates_left(graduation: Plan, project: Project, gate_names: Set[str]) -> None:
     """A gate call naming the feature or one of its backends, anywhere in core, still
     guards what is now stable: step 3's, with its place."""
-    names = graduation.gate_names | {graduation.feature}
+    names = gate_names | {graduation.feature}
     settings = graduation.target.settings
     for rel in sorted(project.files):
         if not settings.is_core(project.files[rel].module) or rel in graduation.creations:
@@ -68,12 +69,12 @@ def _list_gates_left(graduation: Graduation, project: Project) -> None:
         for node in ast.walk(tree):
             if (isinstance(node, ast.Call) and markers.is_gate_name(markers.dotted_name(node.func) or "")
                     and any(isinstance(a, ast.Constant) and a.value in names for a in node.args)
-                    and not any(f"{rel}:{node.lineno}" in item for item in graduation.for_a_person.get(3, ()))):
+                    and not any(f"{rel}:{node.lineno}" in item for item in graduation.asked_in(3))):
                 graduation.ask(3, f"{rel}:{node.lineno} still calls {markers.dotted_name(node.func)} for "
                                   f"{graduation.feature}, which is stable now; drop the call")
 
 
-def _list_marks_left(graduation: Graduation, project: Project, rel: str) -> None:
+def _list_marks_left(graduation: Plan, project: Project, rel: str, owned_before) -> None:
     """The scan after the edit: in the planned bytes, every mark of the track left on
     an entry point of the feature (found again there, by the definition EXP007 uses:
     around an import of the feature's new home, or named by the plan) or on a marker
@@ -83,7 +84,7 @@ def _list_marks_left(graduation: Graduation, project: Project, rel: str) -> None
     facts = reach.planned_facts(module, is_package, data)
     if facts.syntax_error is not None:
         return
-    owned = set(graduation.feature_entry_points.get(rel, ()))
+    owned = set(owned_before)
     for imp in facts.imports:
         if runs_on_call(imp) and any(
                 module_under(t, graduation.home) or module_under(t, graduation.old) for t in project.import_targets(imp)):
@@ -119,19 +120,19 @@ def _names_feature(node, feature: str) -> bool:
         for c in calls)
 
 
-def _module(graduation: Graduation, rel: str):
+def _module(graduation: Plan, rel: str):
     if not rel.endswith(".py"):
         return None, False
     return graduation.target.module_of(rel)
 
 
-def _other(graduation: Graduation, module: str) -> str:
+def _other(graduation: Plan, module: str) -> str:
     """The feature an experimental module belongs to (or the module, when it is the package)."""
     package = graduation.target.settings.experimental_package
     return module[len(package) + 1:].partition(".")[0] or module
 
 
-def _list_moved_code(graduation: Graduation, project: Project, rel: str, facts, data: bytes) -> None:
+def _list_moved_code(graduation: Plan, project: Project, rel: str, facts, data: bytes) -> None:
     """The moved code is stable now: what in it still reaches experimental code is step 3's."""
     for found in reach.at_call_time(project, rel, facts):
         if _names_the_old_path(graduation, found):
@@ -153,7 +154,7 @@ def _list_moved_code(graduation: Graduation, project: Project, rel: str, facts, 
                               f"`{markers.EXPERIMENTAL_FLAG} = True`")
 
 
-def _list_entry_points(graduation: Graduation, project: Project, rel: str, functions) -> None:
+def _list_entry_points(graduation: Plan, project: Project, rel: str, functions) -> None:
     """An entry point is stable now: a route it keeps to experimental code, or a gate, is step 3's."""
     data = graduation.planned(rel)
     module, is_package = graduation.target.module_of(rel)
@@ -171,19 +172,19 @@ def _list_entry_points(graduation: Graduation, project: Project, rel: str, funct
                           f"guarded {graduation.feature}, keep it where it guards a route that is still experimental")
 
 
-def _names_the_old_path(graduation: Graduation, found: reach.Reach) -> bool:
+def _names_the_old_path(graduation: Plan, found: reach.Reach) -> bool:
     """A dynamic import of the old path (the shim, for one release) is step 2's: listed
     there, once, with the string that spells it."""
     if not module_under(found.module, graduation.old):
         return False
     place = f"{found.rel}:{found.line}:"
-    if not any(place in item for item in graduation.for_a_person.get(2, ())):
+    if not any(place in item for item in graduation.asked_in(2)):
         graduation.ask(2, f"{found.where()} still imports {found.module}, the old path (a shim for one release); "
                           f"point it at {graduation.home}")
     return True
 
 
-def _list_moved_tests(graduation: Graduation, project: Project, rel: str, facts) -> None:
+def _list_moved_tests(graduation: Plan, project: Project, rel: str, facts) -> None:
     """A stable test may not import experimental code (EXP008): step 6 is not done while one does."""
     s = graduation.target.settings
     if not under(rel, s.stable_tests) or under(rel, s.experimental_tests):

@@ -12,14 +12,14 @@ from ...model import exports
 from ...model.config import module_under
 from ...model.project import Project
 from .elsewhere import names_the_feature
-from .plan import Graduation
+from ..plan import Plan
 from .rewrite import parse_file
 
 _AUTOSUMMARY_RE = re.compile(r"^\.\. autosummary::[^\n]*\n(?:[ \t]+:[^\n]*\n)*\n?((?:[ \t]+\S[^\n]*\n)+)", re.M)
 _AUTOFUNCTION_RE = re.compile(r"^\.\. autofunction:: (\S+)[^\n]*\n", re.M)
 
 
-def list_in_docs(graduation: Graduation, project: Project, entry_points: List[Tuple[str, str]]) -> None:
+def list_in_docs(graduation: Plan, project: Project, entry_points: List[Tuple[str, str]]) -> None:
     """Add each entry point to the ``docs/api`` page that documents a stable neighbour
     from the same module (its autosummary list and an ``autofunction``)."""
     pages = dict(project.docs_pages())
@@ -60,7 +60,7 @@ def _add_to_page(text: str, name: str) -> str:
     return text[: last.end()] + addition + text[last.end():]
 
 
-def export_top_level(graduation: Graduation, project: Project, entry_points: List[Tuple[str, str]]) -> None:
+def export_top_level(graduation: Plan, project: Project, entry_points: List[Tuple[str, str]]) -> None:
     """Each entry point is exported from the top-level package when its module's
     stable names are (in a lazy-export table, or by ``from .module import name``);
     a module whose names are reached through the module itself is left so."""
@@ -94,7 +94,7 @@ def export_top_level(graduation: Graduation, project: Project, entry_points: Lis
         graduation.did(4, f"{rel}: exports {name}")
 
 
-def retarget_lazy_exports(graduation: Graduation, project: Project) -> None:
+def retarget_lazy_exports(graduation: Plan, project: Project) -> None:
     """A core package's lazy entries serving from the old path serve from the new home
     (step 2): the shim would warn on every first use, and the typed face, whose imports
     point at the new home, would disagree with the table."""

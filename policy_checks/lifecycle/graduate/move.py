@@ -14,14 +14,14 @@ from ...model.facts import extract
 from ...editing.cst_tools import apply_edits
 from .marks import drop_experimental_marks, swap_decorators
 from .module_strings import retarget_module_strings
-from .plan import Graduation
+from ..plan import Plan
 from .rewrite import parse_file, retarget_or_refuse
 from .text_retarget import retargeted_text
 from .wrapped import unwrap_swapped
 from .untouched import keeps_its_bytes
 
 
-def move_feature(graduation: Graduation, feature_dir: Path) -> None:
+def move_feature(graduation: Plan, feature_dir: Path) -> None:
     """Plan the new files, the shims at the old paths, and the record's deletion."""
     target, changes = graduation.target, graduation.changes
     home_dir = graduation.home.replace(".", "/")
@@ -49,7 +49,7 @@ def move_feature(graduation: Graduation, feature_dir: Path) -> None:
         graduation.did(2, f"deleted {old_dir}/{markers.RECORD}")
 
 
-def _moved_module(graduation: Graduation, rel: str, new_rel: str, data: bytes) -> bytes:
+def _moved_module(graduation: Plan, rel: str, new_rel: str, data: bytes) -> bytes:
     """A module's bytes at its new path: imports of the feature retargeted, marks dropped."""
     target = graduation.target
     module, is_package = target.module_of(rel)

@@ -1,32 +1,144 @@
-"""`plan_graduation`: every refusal that needs no plan first, then the steps in order,
-then the checks of what the plan leaves; nothing is written here."""
+"""Plans a graduation: every refusal that needs no plan first, then the table of
+its steps, run in order into one `Plan`, and the checklist it prints."""
 
 from __future__ import annotations
 
-from typing import Set
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 from ...model import parsed
 from ...model import markers
 from ...editing import docs_tree
 from ...editing.changes import ChangeSet
-from ...editing.target import FixTarget, project_model
+from ...editing.target import FixTarget, Refused, project_model
 from ...model import records as feature_records
+from ...model.window import GRADUATION_STEPS
+from ..plan import Plan, Step, run_steps
 from . import refusals
 from .aot import check_shape, register_aot
-from .core import swap_core
+from .core import CoreFound, swap_core
 from .elsewhere import retarget_elsewhere, strings_naming_the_old_path
 from .leftovers import check_planned
 from .listing import export_top_level, list_in_docs, retarget_lazy_exports
 from .move import move_feature
-from .plan import Graduation
 from .rewrite import must_parse
 from .stable_lane import move_tests
 
 RECORD = markers.RECORD
 
 
+@dataclass
+class Graduating:
+    """What the steps of one graduation read and find, in the order they find it."""
+
+    project: Any  # the checker's project model
+    feature_dir: Path
+    reaching: Dict[str, list]  # core file -> its imports of the feature
+    aot_shape: Any  # the AOT module's shape, with --aot; else None
+    core: Optional[CoreFound] = None
+
+    @cached_property
+    def record(self):
+        """The feature's ``FEATURE.toml``, or None without one."""
+        path = self.feature_dir / RECORD
+        return feature_records.read(path) if path.is_file() else None
+
+    @property
+    def entry_points(self) -> List[Tuple[str, str]]:
+        """(module, function) of each swapped entry point; methods are not listed."""
+        return [(m, q) for m, q in self.core.swapped if "." not in q]
+
+
+def code_moves(plan: Plan, found: Graduating) -> None:
+    move_feature(plan, found.feature_dir)
+
+
+def core_marks(plan: Plan, found: Graduating) -> None:
+    found.core = swap_core(plan, found.project, found.reaching, _backends(found.record))
+
+
+def tests_move(plan: Plan, found: Graduating) -> None:
+    move_tests(plan)
+
+
+def elsewhere(plan: Plan, found: Graduating) -> None:
+    retarget_elsewhere(plan, found.project)
+
+
+def lazy_exports(plan: Plan, found: Graduating) -> None:
+    retarget_lazy_exports(plan, found.project)
+
+
+def docs_listing(plan: Plan, found: Graduating) -> None:
+    list_in_docs(plan, found.project, found.entry_points)
+
+
+def top_level_export(plan: Plan, found: Graduating) -> None:
+    export_top_level(plan, found.project, found.entry_points)
+
+
+def aot(plan: Plan, found: Graduating) -> None:
+    if found.aot_shape is not None:
+        register_aot(plan, found.aot_shape)
+    else:
+        plan.ask(5, "if the kernels ship prebuilt, run again with --aot or register their specs by hand")
+
+
+def old_path_strings(plan: Plan, found: Graduating) -> None:
+    strings_naming_the_old_path(plan, found.project)
+
+
+def what_still_reaches(plan: Plan, found: Graduating) -> None:
+    check_planned(plan, found.project, found.core)
+
+
+def docs_to_reread(plan: Plan, found: Graduating) -> None:
+    """Docs lines that name the feature or its entry points were written while it was
+    experimental; each page this run did not edit is listed (step 4)."""
+    words = {plan.feature, *(name for _, name in found.entry_points)}
+    rewritten = {fix.path for fix in plan.rewrites}
+    for rel, number, text in docs_tree.lines_naming(plan.target, found.project, words):
+        if rel not in rewritten:
+            plan.ask(4, f"reread this docs line, written while it was experimental: {rel}:{number}: {text[:120]}")
+
+
+def for_a_person(plan: Plan, found: Graduating) -> None:
+    """The steps no rewrite can take."""
+    record = found.record
+    plan.ask(1, "settle the API contract: names, dtypes, keyword-only performance arguments")
+    plan.ask(4, "add the trace template and its example test")
+    tracking = f" ({record.tracking.render('')})" if record and record.tracking else ""
+    plan.ask(7, f"close the tracking issue{tracking}, naming the release {plan.feature} graduated in")
+
+
+def python_parses(plan: Plan, found: Graduating) -> None:
+    """A safety net: every planned Python file parses."""
+    for rel, data in [*plan.creations.items(), *((fix.path, fix.after) for fix in plan.rewrites)]:
+        if rel.endswith(".py"):
+            must_parse(rel, data)
+
+
+STEPS = (
+    Step("2. the code moves", code_moves),
+    Step("3. the markers go in core", core_marks),
+    Step("6. the tests move", tests_move),
+    Step("2. the old path elsewhere", elsewhere),
+    Step("2. lazy exports and their typed face", lazy_exports),
+    Step("4. listed in the docs", docs_listing),
+    Step("4. exported at the top level", top_level_export),
+    Step("5. AOT", aot),
+    Step("2. strings naming the old path", old_path_strings),
+    Step("3. what still reaches experimental code", what_still_reaches),
+    Step("4. docs lines to reread", docs_to_reread),
+    Step("1, 4, 7. a person's part", for_a_person),
+    Step("the planned Python parses", python_parses),
+)
+
+
 @parsed.shared
-def plan_graduation(target: FixTarget, feature: str, home: str, aot: bool = False) -> Graduation:
+def plan_graduation(target: FixTarget, feature: str, home: str, aot: bool = False) -> Plan:
     """The whole graduation, or `Refused`; reads the tree, writes nothing."""
     changes = ChangeSet(target.root)
     feature_dir = refusals.check_feature(target, changes, feature)
@@ -35,48 +147,33 @@ def plan_graduation(target: FixTarget, feature: str, home: str, aot: bool = Fals
     refusals.check_home(target, project, feature, home)
     reaching = refusals.reaching_core(target, project, feature)
     refusals.check_module_level_reach(target, project, changes, feature, home)
+    plan = Plan(target, feature, changes, report, home=home)
+    return run_steps(STEPS, plan, Graduating(project, feature_dir, reaching, aot_shape), _refusal).finish()
 
-    graduation = Graduation(target, feature, home, changes)
-    record = feature_records.read(feature_dir / RECORD) if (feature_dir / RECORD).is_file() else None
-    move_feature(graduation, feature_dir)
-    entry_points = [(m, q) for m, q in swap_core(graduation, project, reaching, _backends(record)) if "." not in q]
-    move_tests(graduation)
-    retarget_elsewhere(graduation, project)
-    retarget_lazy_exports(graduation, project)
-    list_in_docs(graduation, project, entry_points)
-    export_top_level(graduation, project, entry_points)
-    if aot:
-        register_aot(graduation, aot_shape)
-    else:
-        graduation.ask(5, "if the kernels ship prebuilt, run again with --aot or register their specs by hand")
-    strings_naming_the_old_path(graduation, project)
-    check_planned(graduation, project)
-    _reread_docs(graduation, project, {feature, *(name for _, name in entry_points)})
-    _for_a_person(graduation, record)
-    for rel, data in [*graduation.creations.items(), *((fix.path, fix.after) for fix in graduation.rewrites)]:
-        if rel.endswith(".py"):
-            must_parse(rel, data)
-    changes.add_planned(graduation.rewrites, graduation.creations, graduation.deletions, graduation.modes)
-    return graduation
+
+def report(plan: Plan, applied: bool) -> List[str]:
+    return [f"Graduation checklist for {plan.feature} -> {plan.home}:", *checklist(plan, applied)]
+
+
+def checklist(plan: Plan, applied: bool) -> List[str]:
+    """The seven steps, each with what this run did and what is left for a person;
+    a step is ticked only when this run did it whole."""
+    lines = []
+    for step in GRADUATION_STEPS:
+        done, left = plan.did_in(step.number), plan.asked_in(step.number)
+        mark = "x" if done and not left and applied else " "
+        lines.append(f"[{mark}] {step.number}. {step.text}")
+        verb = "" if applied else "would: "
+        lines += [f"      {verb}{item}" for item in done]
+        lines += [f"      for a person: {item}" for item in left]
+    return lines
+
+
+def _refusal(blocking: list, why: Optional[Refused]) -> Refused:
+    """A graduation refuses at its first blocking reason: each one names its uses."""
+    return why if why is not None else Refused("; ".join(map(str, blocking)))
 
 
 def _backends(record) -> Set[str]:
     """The backends the record names: a gate call naming one guarded the feature."""
     return set(record.backends or ()) if record else set()
-
-
-def _reread_docs(graduation: Graduation, project, words) -> None:
-    """Docs lines that name the feature or its entry points were written while it was
-    experimental; each page this run did not edit is listed (step 4)."""
-    rewritten = {fix.path for fix in graduation.rewrites}
-    for rel, number, text in docs_tree.lines_naming(graduation.target, project, words):
-        if rel not in rewritten:
-            graduation.ask(4, f"reread this docs line, written while it was experimental: {rel}:{number}: {text[:120]}")
-
-
-def _for_a_person(graduation: Graduation, record) -> None:
-    """The steps no rewrite can take."""
-    graduation.ask(1, "settle the API contract: names, dtypes, keyword-only performance arguments")
-    graduation.ask(4, "add the trace template and its example test")
-    tracking = f" ({record.tracking.render('')})" if record and record.tracking else ""
-    graduation.ask(7, f"close the tracking issue{tracking}, naming the release {graduation.feature} graduated in")

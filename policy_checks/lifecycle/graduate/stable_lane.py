@@ -13,7 +13,7 @@ import libcst as cst
 from ...model import markers
 from ...editing.cst_tools import PythonFile, add_edit, apply_edits, dotted_name
 from ...editing.target import FixTarget
-from .plan import Graduation
+from ..plan import Plan
 from .rewrite import parse_file, retarget_or_refuse
 
 # What a test asserting the experimental contract mentions; such tests do not hold for a
@@ -36,7 +36,7 @@ def stable_tests_dir(target: FixTarget, home: str) -> str:
     return f"{s.stable_tests}/{parts[-1]}"
 
 
-def move_tests(graduation: Graduation) -> None:
+def move_tests(graduation: Plan) -> None:
     """Plan the moved tests (the destination was checked free before planning)."""
     target = graduation.target
     s = target.settings
@@ -67,7 +67,7 @@ def move_tests(graduation: Graduation) -> None:
         graduation.ask(6, "check that what was dropped covered nothing else")
 
 
-def _moved_test(graduation: Graduation, rel: str, new_rel: str, data: bytes) -> Tuple[bytes, List[str], List[str]]:
+def _moved_test(graduation: Plan, rel: str, new_rel: str, data: bytes) -> Tuple[bytes, List[str], List[str]]:
     """One test module at its new path: imports retargeted, the contract's tests dropped."""
     file = parse_file(graduation.target, rel, data)
     edits: dict = {}

@@ -15,7 +15,7 @@ import ast
 from typing import List, Set, Tuple
 
 from ...model import parsed
-from .plan import Graduation
+from ..plan import Plan
 from .text_retarget import is_utf8, line_starts, span
 
 WRAPPED = "__wrapped__"
@@ -53,7 +53,7 @@ def unwrap_reads(data: bytes, names: Set[str]) -> Tuple[bytes, List[Tuple[int, s
     return bytes(after), sorted(done), sorted(left)
 
 
-def unwrap_swapped(graduation: Graduation, rel: str, data: bytes, swapped: List[str]) -> bytes:
+def unwrap_swapped(graduation: Plan, rel: str, data: bytes, swapped: List[str]) -> bytes:
     """`unwrap_reads` for the module-level functions of `rel` whose marker was swapped,
     each edit said under step 3 and each read left listed there for a person."""
     after, done, left = unwrap_reads(data, {q for q in swapped if "." not in q})

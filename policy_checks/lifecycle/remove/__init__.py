@@ -14,7 +14,7 @@ nothing a user could call goes. In the docs: the feature's own pages and the toc
 lines naming them; other prose that mentions the feature is listed for a person.
 
 The plan is computed in full before anything is written, and what core holds that no
-edit removes refuses first (`plan`). Anything it cannot remove cleanly refuses the
+edit removes refuses first (`planner`). Anything it cannot remove cleanly refuses the
 whole removal with its reason: nothing is half done. Kept files' uses of what goes
 are gathered before and after the plan of core and refused in one answer. That covers the whole repository, not
 only the checked package: a kept file anywhere (other top-level packages, scripts,
@@ -33,10 +33,9 @@ import click
 
 from ...report import click_options as shared
 from ...editing.shell import run_plan
-from .model import Removal
-from .plan import plan_removal
+from .planner import plan_removal
 
-__all__ = ["Removal", "plan_removal", "remove", "run_remove"]
+__all__ = ["plan_removal", "remove", "run_remove"]
 
 
 @click.command()

@@ -24,21 +24,23 @@ import re
 from typing import Dict, List, Set, Tuple
 
 from ...model import parsed
-from ...editing.changes import Rewrite
 from ...editing.cst_tools import Unfixable, apply_edits, parse
 from ...editing.target import FixTarget, Refused
+from ..plan import Plan
+from ..texts import Texts
 from .entry_points import drop_imported_names
 from .exports import _remove_all_entries
-from .model import ModuleEdits, Removal
-from ..texts import Texts
+from .model import ModuleEdits
+
+DEBRIS = "debris"  # the step that records here, as the plan names it
 
 
-def clear_debris(target: FixTarget, project, texts: Texts, removal: Removal, after_of: Dict[str, bytes],
+def clear_debris(target: FixTarget, project, texts: Texts, removal: Plan, after_of: Dict[str, bytes],
                  kept) -> None:
     """Rewrite each edited core module without the debris of the edit; `after_of` and
     the removal's rewrites get the new bytes."""
     kept_rels = [file.rel for file in kept if not removal.gone(file.rel)]
-    for index, fix in enumerate(list(removal.rewrites)):
+    for fix in list(removal.rewrites):
         rel = fix.path
         if rel not in after_of or not rel.endswith(".py"):
             continue
@@ -53,7 +55,7 @@ def clear_debris(target: FixTarget, project, texts: Texts, removal: Removal, aft
         stale = stale_all_names(target, removal, rel, tree_before, tree_after)
         if stale:
             after = _edit(rel, after, source, lambda mod: _remove_all_entries(mod, stale))
-            removal.removed.append(f"{source.module}.__all__: {', '.join(sorted(stale))}")
+            removal.did(DEBRIS, f"{source.module}.__all__: {', '.join(sorted(stale))}")
             tree_after = _parsed(after)
         if not source.is_package:
             unused = made_unused_imports(fix.before, after, tree_before, tree_after)
@@ -62,17 +64,18 @@ def clear_debris(target: FixTarget, project, texts: Texts, removal: Removal, aft
                 after, unused_left = _drop_whole_statements(after, tree_after, unused)
                 if unused_left:
                     after = _edit(rel, after, source, lambda mod: _drop_aliases(mod, unused_left, rel))
-                removal.removed.append(f"{source.module}: imports made unused: "
+                removal.did(DEBRIS, f"{source.module}: imports made unused: "
                                        f"{', '.join(sorted({u[2] for u in unused}))}")
                 tree_after = _parsed(after)
         local = made_unused_local_imports(fix.before, after, tree_before, tree_after) if tree_after else {}
         if local:
             places = [place for found in local.values() for place in found]
             after = _edit(rel, after, source, lambda mod: _drop_aliases(mod, places, rel))
-            removal.removed += [f"{source.module}.{qualname}: imports made unused: "
-                                f"{', '.join(sorted({u[2] for u in found}))}" for qualname, found in sorted(local.items())]
+            for qualname, found in sorted(local.items()):
+                removal.did(DEBRIS, f"{source.module}.{qualname}: imports made unused: "
+                                    f"{', '.join(sorted({u[2] for u in found}))}")
         if after != fix.after:
-            removal.rewrites[index] = Rewrite(rel, fix.before, after)
+            removal.rewrite(rel, after, fix.before)
             after_of[rel] = after
 
 
@@ -301,7 +304,7 @@ def _drop_aliases(mod: ModuleEdits, unused: List[Tuple[int, int, str]], rel: str
 # __all__ ------------------------------------------------------------------------------
 
 
-def stale_all_names(target: FixTarget, removal: Removal, rel: str, tree_before: ast.Module,
+def stale_all_names(target: FixTarget, removal: Plan, rel: str, tree_before: ast.Module,
                     tree_after: ast.Module) -> Set[str]:
     """The ``__all__`` names of the module after the edit that it bound before and no
     longer binds (a subpackage or submodule that stays counts as bound)."""
@@ -315,7 +318,7 @@ def stale_all_names(target: FixTarget, removal: Removal, rel: str, tree_before: 
     return lost
 
 
-def _submodule_stays(target: FixTarget, removal: Removal, folder: str, name: str) -> bool:
+def _submodule_stays(target: FixTarget, removal: Plan, folder: str, name: str) -> bool:
     for candidate in (f"{folder}/{name}.py", f"{folder}/{name}/__init__.py"):
         if (target.root / candidate).is_file() and not removal.gone(candidate):
             return True

@@ -8,12 +8,12 @@ from typing import Dict, List, NamedTuple, Set
 
 from ...model import parsed
 from ...model import markers
-from ...editing.changes import Rewrite
 from ...model.facts import extract
 from ...editing.cst_tools import apply_edits, inside
 from ...editing.target import FixTarget, Refused
-from .model import CoreEdits, ModuleEdits, Removal
+from ..plan import Plan
 from ..texts import Texts
+from .model import CoreEdits, ModuleEdits
 
 IMPORT_CALLS = markers.IMPORT_FUNCTIONS
 _HOOKS = ("__getattr__", "__dir__")
@@ -27,7 +27,7 @@ class Edited(NamedTuple):
     emptied: List[str]  # rels of the modules left holding nothing
 
 
-def apply_core_edits(target: FixTarget, project, removal: Removal, core: CoreEdits) -> Edited:
+def apply_core_edits(target: FixTarget, project, removal: Plan, core: CoreEdits) -> Edited:
     """Run each module's edits; a module (not a package's ``__init__``) left holding
     nothing goes, any other is rewritten, and nothing it lost may still be used in it."""
     after_of: Dict[str, bytes] = {}
@@ -47,7 +47,7 @@ def apply_core_edits(target: FixTarget, project, removal: Removal, core: CoreEdi
             _check_unused_in_module(mod, name, rel)
         after_of[rel] = after
         if after != before:
-            removal.rewrites.append(Rewrite(rel, before, after))
+            removal.rewrite(rel, after, before)
     return Edited(after_of, emptied)
 
 
@@ -140,7 +140,7 @@ def _last_name(node: ast.AST) -> str:
     return (markers.dotted_name(node) or "").rpartition(".")[2]
 
 
-def refuse_imported_emptied(project, texts: Texts, removal: Removal, edited: Edited) -> None:
+def refuse_imported_emptied(project, texts: Texts, removal: Plan, edited: Edited) -> None:
     """A module that goes must be imported by no kept module as the plan leaves it:
     what the scan of the kept files cannot see, an ``importlib.import_module("...")``
     of it, is in the facts."""

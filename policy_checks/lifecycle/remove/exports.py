@@ -16,10 +16,10 @@ from ...model.facts import DefBinding, FromBinding
 from ...editing.exports import all_elements, table_elements
 from ...editing.target import FixTarget
 from .entry_points import drop_imported_names, remove_element
-from .model import CoreEdits, Feature, ModuleEdits, Removal
-from .naming import feature_spelling
+from ..plan import Plan as Removal
+from .model import CoreEdits, Feature, ModuleEdits
 from .reach import core_files
-from ..texts import Texts, uses_pattern
+from ..texts import Texts, feature_spelling, uses_pattern
 
 
 class Exports(NamedTuple):

@@ -1,29 +1,57 @@
 """What the kept files may no longer do: import or use a removed module, function or
 class, name a removed backend where a backend is meant, or load what goes by its name
 or path. Each such use refuses the removal with its file and line; other mentions of
-a retired backend, and a test's strings naming what goes, are left for a person."""
+a retired backend, and a test's strings naming what goes, are left for a person.
+The kept files are every Python file of the repository the removal keeps: the
+checker's own files (core, tests, other features), the examples, and the rest of the
+repository (`Project.rest_of_repository`: other top-level packages, scripts, benchmarks)."""
 
 from __future__ import annotations
 
 import ast
+import fnmatch
 import re
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Dict, List, Optional, Set, Tuple
+from typing import Dict, List, NamedTuple, Optional, Set, Tuple
 
 from ...model import parsed
 from ...model import markers
-from ...model.config import module_under
+from ...model.config import module_under, under
 from ...model.facts import docstring_ids, resolve_relative
 from ...model.facts import package_of as facts_package_of
 from ...model.markers import dotted_name as ast_dotted_name
-from ...model.project import DefTarget, ModuleTarget
+from ...model.project import DefTarget, ModuleTarget, module_name
 from ...editing.target import Refused
-from .model import Removal
-from .repository import KeptFile
+from ..plan import Plan
 from ..texts import GoneFiles, Spelling, Texts, is_path_expression, loads, path_pieces, under_any
 
 BACKEND_REQUIREMENT = markers.BACKEND_REQUIREMENT
+
+_TEST_NAMES = ("test_*.py", "*_test.py", "conftest.py")  # what pytest collects, wherever it lies
+
+
+class KeptFile(NamedTuple):
+    rel: str
+    module: str  # its dotted name, as if the root were on sys.path
+    is_package: bool
+    is_test: bool  # a test's strings are data unless they load something
+
+
+def kept_python_files(project, removal: Plan) -> List[KeptFile]:
+    """The Python files the removal keeps, as git selects them (outside a work tree:
+    all of them), less the ``exclude`` setting's paths."""
+    settings = project.settings
+    found = [KeptFile(rel, s.module, s.is_package, _is_test(settings, rel)) for rel, s in sorted(project.files.items())]
+    found += [KeptFile(rel, module_name(rel)[0], False, _is_test(settings, rel)) for rel in sorted(project.example_texts())]
+    for source in project.rest_of_repository():
+        found.append(KeptFile(source.rel, source.module, source.is_package, _is_test(settings, source.rel)))
+    return [kept for kept in found if not removal.gone(kept.rel)]
+
+
+def _is_test(settings, rel: str) -> bool:
+    name = rel.rpartition("/")[2]
+    return under(rel, settings.stable_tests) or any(fnmatch.fnmatchcase(name, p) for p in _TEST_NAMES)
 
 
 @dataclass(frozen=True)
@@ -311,7 +339,7 @@ def _toplevel_names(tree: ast.Module) -> Set[str]:
 # removed backends ---------------------------------------------------------------------
 
 
-def retired_backends(project, texts: Texts, removal: Removal, backends, after_of) -> Set[str]:
+def retired_backends(project, texts: Texts, removal: Plan, backends, after_of) -> Set[str]:
     """The removed backends that no kept core module still declares (a
     ``backend_checks`` key, a comparison with a ``backend`` name): a name
     another API still dispatches on is checked per API only."""

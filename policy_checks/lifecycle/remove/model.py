@@ -1,13 +1,11 @@
-"""The objects a removal is planned with: the feature, each core module's edits, and
-the `Removal` the command shows or applies."""
+"""The objects a removal is planned with: the feature, and each core module's edits.
+The plan itself is the lifecycle's `Plan` (`policy_checks/lifecycle/plan.py`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Set
+from typing import Dict, Optional, Set
 
-from ...model.config import under
-from ...editing.changes import ChangeSet, Rewrite
 from ...editing.cst_tools import PythonFile, Unfixable, parse
 from ...editing.target import FixTarget, Refused
 
@@ -27,35 +25,6 @@ class Feature:
         """``("experimental", "feat")``: a path through the feature's directory (or its
         tests directory) holds these two names in a row."""
         return (self.experimental_dir.rpartition("/")[2], self.name)
-
-
-@dataclass
-class Removal:
-    """What removing one feature does: new bytes per rewritten file, paths to delete."""
-
-    target: FixTarget
-    feature: str
-    changes: ChangeSet
-    rewrites: List[Rewrite] = field(default_factory=list)
-    deletions: List[str] = field(default_factory=list)  # root-relative files and directories
-    removed: List[str] = field(default_factory=list)  # what went, for the report
-    notes: List[str] = field(default_factory=list)  # "file:line: text" left for a person
-    closing_note: Optional[str] = None  # for the tracking issue (`closing.closing_note`)
-    closing_how: str = "post it when the change lands"  # how (`closing.how_to_post`)
-
-    def gone(self, rel: str) -> bool:
-        """Does the file `rel` go (deleted, or below a deleted directory)?"""
-        return any(under(rel, d) for d in self.deletions)
-
-    def report(self, applied: bool) -> List[str]:
-        verb = "removed" if applied else "would remove"
-        lines = [f"{verb}: {item}" for item in self.removed]
-        lines += [f"{verb}: {rel}" for rel in self.deletions]
-        lines += [f"{'rewrote' if applied else 'would rewrite'}: {path}" for path, _, _ in self.rewrites]
-        lines += [f"left for a person: {note}" for note in self.notes]
-        if self.closing_note:
-            lines += [f"closing note for the tracking issue ({self.closing_how}):", self.closing_note]
-        return lines
 
 
 @dataclass

@@ -17,8 +17,9 @@ from ...model.entry_points import arm_goes_alone, branch_around, entry_point, pa
 from ..helpers import CallGraph, Reached, follow
 from .entry_points import EXPERIMENTAL_API, branch_with_else, not_an_entry_point, remove_checker_import
 from .entry_points import drop_imported_names, remove_function_import, remove_named_definition
-from .model import At, CoreEdits, Feature, Removal
 from ..texts import Spelling, Texts
+from ..plan import Plan
+from .model import At, CoreEdits, Feature
 
 
 class Hit(NamedTuple):
@@ -30,7 +31,7 @@ class Hit(NamedTuple):
     going: dict = {}  # an import's line -> the definition that goes whole around it (None: none does)
 
 
-def core_files(project, texts: Texts, removal: Removal, words=(), spelling: Optional[Spelling] = None,
+def core_files(project, texts: Texts, removal: Plan, words=(), spelling: Optional[Spelling] = None,
                also=()) -> Iterator[tuple]:
     """``(rel, source, facts)`` of every parsable core module the removal keeps whose
     text holds one of `words` or matches `spelling`, and of those in `also` (no file
@@ -47,7 +48,7 @@ def core_files(project, texts: Texts, removal: Removal, words=(), spelling: Opti
             yield rel, source, facts
 
 
-def find_reach(project, texts: Texts, removal: Removal, feature: Feature,
+def find_reach(project, texts: Texts, removal: Plan, feature: Feature,
                spelling: Spelling) -> Tuple[List[Hit], Reached]:
     """The core modules importing the feature (their text has its `spelling`);
     refuses at once an import that no edit removes (under ``TYPE_CHECKING``,
@@ -108,7 +109,7 @@ def _serves_another(project, facts: FileFacts, qualname: str, feature: str) -> b
         for imp in facts.imports)
 
 
-def _follow_helpers(project, texts: Texts, removal: Removal, hits: List[Hit], starts) -> Reached:
+def _follow_helpers(project, texts: Texts, removal: Plan, hits: List[Hit], starts) -> Reached:
     """The helpers that import the feature, followed to what uses them; a use that the
     removal keeps refuses, naming the line and the edit that settles it."""
     if not starts:
