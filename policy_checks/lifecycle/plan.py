@@ -1,7 +1,8 @@
 """The plan both lifecycle commands build, and the table of steps that builds it.
 
 A `Plan` is the change set of ``--diff`` plus what the run did, what a person must
-do, and closing notes. Each command is an ordered table of named `Step` s. A step
+do, and closing notes. It holds the command's one reader of sources (`Texts`): every
+step, and the project model, read a file once. Each command is an ordered table of named `Step` s. A step
 takes the plan and the command's project and returns its `Edits`. `run_steps` adds
 them to the plan in order. Blocking uses go to `Plan.block`, not straight into a
 refusal. The run then answers once, naming every use found before it stopped.
@@ -15,6 +16,7 @@ from typing import Any, Callable, Dict, Hashable, List, Mapping, NamedTuple, Opt
 from ..editing.changes import ChangeSet, Rewrite
 from ..editing.target import FixTarget, Refused
 from ..model.config import under
+from .texts import Texts
 
 
 class Edits(NamedTuple):
@@ -45,6 +47,7 @@ class Plan:
     feature: str
     changes: ChangeSet
     render: Callable[["Plan", bool], List[str]]  # the command's report of the plan
+    texts: Texts  # the command's one reader of the tree's files, shared with its project model
     home: Optional[str] = None  # where the feature goes; None for a removal
     rewrites: List[Rewrite] = field(default_factory=list)
     creations: Dict[str, bytes] = field(default_factory=dict)

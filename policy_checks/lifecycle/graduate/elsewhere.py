@@ -25,8 +25,8 @@ def retarget_elsewhere(graduation: Plan, project: Project) -> None:
     touched = {fix.path for fix in graduation.rewrites}
     spelt = names_the_feature(graduation.feature)
     for rel in _other_code(graduation, project):
-        data = _read(graduation.target.root, rel)
-        if rel in touched or data is None or not spelt(data):
+        data = graduation.texts.read(rel)
+        if rel in touched or not spelt(data):
             continue
         if _imports_old_path(graduation, rel, data):
             try:
@@ -89,13 +89,6 @@ def _other_code(graduation: Plan, project: Project) -> List[str]:
     return sorted(set(found))
 
 
-def _read(root, rel: str):
-    try:
-        return (root / rel).read_bytes()
-    except OSError:
-        return None
-
-
 def strings_naming_the_old_path(graduation: Plan, project: Project) -> None:
     """String constants that still spell the experimental path (``importlib.import_module(
     "flashinfer.experimental.x.y")``, an f-string's parts) keep working through the shims
@@ -112,8 +105,8 @@ def strings_naming_the_old_path(graduation: Plan, project: Project) -> None:
     for rel in sorted(paths):
         if not rel.endswith(".py"):
             continue
-        data = new_bytes[rel] if rel in new_bytes else _read(target.root, rel)
-        if data is None or spelling not in data or whole.search(data) is None:
+        data = new_bytes[rel] if rel in new_bytes else graduation.texts.read(rel)
+        if spelling not in data or whole.search(data) is None:
             continue  # a string holding the old path holds these bytes (escapes and split literals aside)
         if any(under(rel, d) for d in graduation.deletions):
             continue

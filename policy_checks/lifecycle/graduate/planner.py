@@ -1,5 +1,5 @@
-"""Plans a graduation: every refusal that needs no plan first, then the table of
-its steps, run in order into one `Plan`, and the checklist it prints."""
+"""Plans a graduation: every refusal that needs no plan first, named in one answer,
+then the table of its steps, run in order into one `Plan`, and the checklist it prints."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from ...editing.target import FixTarget, Refused, project_model
 from ...model import records as feature_records
 from ...model.window import GRADUATION_STEPS
 from ..plan import Plan, Step, run_steps
+from ..texts import Texts
 from . import refusals
 from .aot import check_shape, register_aot
 from .core import CoreFound, swap_core
@@ -143,12 +144,36 @@ def plan_graduation(target: FixTarget, feature: str, home: str, aot: bool = Fals
     changes = ChangeSet(target.root)
     feature_dir = refusals.check_feature(target, changes, feature)
     aot_shape = check_shape(target) if aot else None  # a tree of neither shape refuses before any other work
-    project = project_model(target)
-    refusals.check_home(target, project, feature, home)
-    reaching = refusals.reaching_core(target, project, feature)
-    refusals.check_module_level_reach(target, project, changes, feature, home)
-    plan = Plan(target, feature, changes, report, home=home)
+    texts = Texts(target.root)
+    project = project_model(target, texts)
+    reaching = _before_the_plan(target, project, texts, changes, feature, home)
+    plan = Plan(target, feature, changes, report, texts, home=home)
     return run_steps(STEPS, plan, Graduating(project, feature_dir, reaching, aot_shape), _refusal).finish()
+
+
+def _before_the_plan(target: FixTarget, project, texts: Texts, changes: ChangeSet, feature: str,
+                     home: str) -> Dict[str, list]:
+    """The refusals that need no plan: the home, what in core reaches the feature, and
+    the moved code's imports at module level. Each is decided, and one answer names
+    every one that refuses, so a person settles them in one pass. Returns what in core
+    reaches the feature."""
+    reasons: List[str] = []
+    reaching: Dict[str, list] = {}
+    try:
+        refusals.check_home(target, project, feature, home)
+    except Refused as why:
+        reasons.append(str(why))
+    try:
+        reaching = refusals.reaching_core(target, project, texts, feature)
+    except Refused as why:
+        reasons.append(str(why))
+    try:
+        refusals.check_module_level_reach(target, project, changes, feature, home)
+    except Refused as why:
+        reasons.append(str(why))
+    if reasons:
+        raise Refused("\nand: ".join(reasons))
+    return reaching
 
 
 def report(plan: Plan, applied: bool) -> List[str]:

@@ -18,7 +18,7 @@ from ...model.facts import Import, extract
 from ...model.project import Project
 from ...model import records as feature_records
 from . import reach
-from ..texts import feature_spelling
+from ..texts import Texts, feature_spelling
 from .elsewhere import names_the_feature
 from .stable_lane import stable_tests_dir
 
@@ -77,7 +77,7 @@ def check_home(target: FixTarget, project: Project, feature: str, home: str) -> 
         raise Refused(f"the tests would move to {tests}, which already exists")
 
 
-def reaching_core(target: FixTarget, project: Project, feature: str) -> Dict[str, List[Import]]:
+def reaching_core(target: FixTarget, project: Project, texts: Texts, feature: str) -> Dict[str, List[Import]]:
     """Core files that reach the feature: rel -> their imports of it (empty when only an
     ``@flashinfer_experimental_api(feature=...)`` names it). `Refused` when none does."""
     s = target.settings
@@ -88,7 +88,7 @@ def reaching_core(target: FixTarget, project: Project, feature: str) -> Dict[str
         source = project.files[rel]
         if not s.is_core(source.module):
             continue
-        data = (target.root / rel).read_bytes()
+        data = texts.read(rel)
         if b"experimental" not in data or not spelt(data):
             continue  # an import of the feature, and a marker naming it, spell both (the name as a word)
         facts = project.facts(rel)
@@ -99,22 +99,18 @@ def reaching_core(target: FixTarget, project: Project, feature: str) -> Dict[str
             found[rel] = hits
     if not found:
         raise Refused(f"no core module reaches {feature}: nothing imports it or marks it "
-                      f"@{markers.EXPERIMENTAL_API}(feature={feature!r}){_reached_elsewhere(target, project, feature)}")
+                      f"@{markers.EXPERIMENTAL_API}(feature={feature!r}){_reached_elsewhere(target, project, texts, feature)}")
     return found
 
 
-def _reached_elsewhere(target: FixTarget, project: Project, feature: str) -> str:
+def _reached_elsewhere(target: FixTarget, project: Project, texts: Texts, feature: str) -> str:
     """What to do next for a feature no core module reaches: the files of the rest of the
     repository that load it (by import, module name or path), by their top-level
     package, folder or script; or, when none does, that it can be removed."""
     spelling = feature_spelling((target.settings.experimental_dir.rpartition("/")[2], feature))
     users: Dict[str, List[str]] = {}
     for source in project.rest_of_repository():
-        try:
-            data = (target.root / source.rel).read_bytes()
-        except OSError:
-            continue
-        if spelling.found_in(data):
+        if spelling.found_in(texts.read(source.rel)):
             top, slash, _ = source.rel.partition("/")
             kind = ("package" if (target.root / top / "__init__.py").is_file() else "folder") if slash else "script"
             users.setdefault(f"{kind} {top}", []).append(source.rel)

@@ -112,10 +112,23 @@ def scan_kept_files(project, texts: Texts, kept: List[KeptFile], lost: Lost, aft
     return problems, notes
 
 
+_BACKEND = "a backend the removal deletes"
+
+
 def kept_refusal(problems: List[str]) -> Refused:
-    """The refusal naming every use of what goes, once each, by file and line."""
+    """The refusal naming every use of what goes, once each, by file and line, and
+    the next step for each kind of use, naming its files."""
     unique = sorted(set(problems), key=_file_and_line)
-    return Refused("kept files would use what the removal deletes:\n" + "\n".join(f"  {p}" for p in unique))
+    uses = sorted({_file_and_line(p)[0] for p in unique if not p.endswith(_BACKEND)})
+    backends = sorted({_file_and_line(p)[0] for p in unique if p.endswith(_BACKEND)})
+    steps = []
+    if uses:
+        steps.append(f"in {', '.join(uses)}, drop each import, use or load of what goes "
+                     "(or the file, if it serves only the feature)")
+    if backends:
+        steps.append(f"in {', '.join(backends)}, drop each branch, argument or list entry naming the removed backend")
+    head = f"kept files would use what the removal deletes: next, {'; '.join(steps)}; then run remove again. The uses:"
+    return Refused("\n".join([head, *(f"  {p}" for p in unique)]))
 
 
 def _file_and_line(problem: str) -> tuple:

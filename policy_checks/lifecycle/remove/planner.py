@@ -3,9 +3,9 @@
 What goes whole comes first (the directory, its tests, its examples). Then what in
 core reaches the feature, the kept files' uses of it, the edits and what they leave.
 Every refusal comes before anything is written. What core holds that no edit removes
-refuses before any edit is planned. The kept files' uses are gathered before the
-plan of core and after it, and refused in one answer, so a person fixes them all in
-one pass.
+refuses before any edit is planned, in one answer with the kept files' uses of the
+feature. The kept files' uses of what the edits take away are gathered after the plan
+of core, and refused with the others, so a person fixes them all in one pass.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ class Removing:
     exports: Optional[Exports] = None
     edited: Optional[Edited] = None
     lost: Optional[Lost] = None
+    unremovable: Optional[Refused] = None  # core's imports no edit removes, named together
 
     @cached_property
     def model(self):
@@ -65,20 +66,35 @@ def examples(plan: Plan, found: Removing) -> Edits:
 
 
 def reach_in_core(plan: Plan, found: Removing) -> None:
-    """Core's imports of the feature; what no edit removes refuses here."""
-    found.hits, found.reached = find_reach(found.model, found.texts, plan, found.feature,
-                                           feature_spelling(found.feature.path_segments))
+    """Core's imports of the feature. What no edit removes refuses at the next gate,
+    once the kept files' uses are gathered too."""
+    try:
+        found.hits, found.reached = find_reach(found.model, found.texts, plan, found.feature,
+                                               feature_spelling(found.feature.path_segments))
+    except Refused as why:
+        found.unremovable = why
 
 
 def uses_before_the_edits(plan: Plan, found: Removing) -> None:
-    """Kept files that import or load the feature, whatever the plan of core."""
+    """Kept files that import or load the feature, whatever the plan of core. Core's
+    own imports of it are `reach_in_core`'s to judge, so core files are not read here
+    when that step refused."""
     found.kept = kept_python_files(found.model, plan)
     early = _feature_lost(found.model, plan, found.feature)
-    blocking, notes = scan_kept_files(found.model, found.texts, found.kept, early,
-                                      skip={hit.rel for hit in found.hits})
+    skip = {hit.rel for hit in found.hits}
+    if found.unremovable is not None:
+        settings = found.model.settings
+        skip |= {file.rel for file in found.kept if settings.is_core(file.module)}
+    blocking, notes = scan_kept_files(found.model, found.texts, found.kept, early, skip=skip)
     plan.block(blocking)
     for note in notes:
         plan.ask(KEPT, note)
+
+
+def core_refuses(plan: Plan, found: Removing) -> None:
+    """A gate: core's imports that no edit removes refuse here, with the kept uses."""
+    if found.unremovable is not None:
+        raise found.unremovable
 
 
 def core_entry_points(plan: Plan, found: Removing) -> None:
@@ -148,6 +164,7 @@ STEPS = (
     Step("its examples", examples),
     Step("core's imports of it", reach_in_core),
     Step("kept files' uses of it", uses_before_the_edits),
+    Step("core's imports that no edit removes, with the kept files' uses", core_refuses),
     Step("core's entry points and backends", core_entry_points),
     Step("exports of what goes", exports),
     Step("core modules rewritten", core_rewrites),
@@ -165,7 +182,7 @@ STEPS = (
 def plan_removal(target: FixTarget, name: str) -> Plan:
     """The whole removal, or `Refused`; reads the tree, writes nothing."""
     found = Removing(target, _feature(target, name), Texts(target.root))
-    plan = Plan(target, name, ChangeSet(target.root), report)
+    plan = Plan(target, name, ChangeSet(target.root), report, found.texts)
     return run_steps(STEPS, plan, found, _refusal).finish()
 
 
@@ -180,10 +197,10 @@ def report(plan: Plan, applied: bool) -> List[str]:
 
 
 def _refusal(blocking: List[str], why: Optional[Refused]) -> Refused:
-    """The kept files' uses, and the reason a later step refused, if one did."""
+    """The reason a step refused, if one did, then the kept files' uses."""
     if why is None:
         return kept_refusal(blocking)
-    return Refused(f"{kept_refusal(blocking)}\nand: {why}")
+    return Refused(f"{why}\nand {kept_refusal(blocking)}")
 
 
 def _ask_once(plan: Plan, notes: List[str]) -> None:

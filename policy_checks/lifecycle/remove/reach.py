@@ -1,7 +1,7 @@
 """What in core reaches the feature, decided first: the core modules importing it and
-the shape of each import, read from the checker's facts. An import no edit removes
-refuses here, before anything else is planned; the others become libcst edits of
-their modules (`entry_points`)."""
+the shape of each import, read from the checker's facts. The imports no edit removes
+refuse here, all named in one answer, before any edit is planned; the others become
+libcst edits of their modules (`entry_points`)."""
 
 from __future__ import annotations
 
@@ -50,29 +50,38 @@ def core_files(project, texts: Texts, removal: Plan, words=(), spelling: Optiona
 
 def find_reach(project, texts: Texts, removal: Plan, feature: Feature,
                spelling: Spelling) -> Tuple[List[Hit], Reached]:
-    """The core modules importing the feature (their text has its `spelling`);
-    refuses at once an import that no edit removes (under ``TYPE_CHECKING``,
-    ``import_module``, a module-level ``import a.b``, a helper that stays). The typed
-    face of a lazy table (`exports.typed_face`) is no reach: it goes with its entries."""
-    hits, starts = [], []
+    """The core modules importing the feature (their text has its `spelling`).
+    Refuses an import that no edit removes (under ``TYPE_CHECKING``,
+    ``import_module``, a module-level ``import a.b``, a helper that stays). Every
+    such import is read before the answer, which names them all. The typed face of a
+    lazy table (`exports.typed_face`) is no reach: it goes with its entries."""
+    hits, starts, refusals = [], [], []
     for rel, _, facts in core_files(project, texts, removal, spelling=spelling):
         imports = [imp for imp in facts.imports if any(module_under(t, feature.module) for t in project.import_targets(imp))]
         face = {id(r.imp) for r in exports.typed_face(facts).values()}  # the exports step's: it goes with its entry
         typed = [imp for imp in imports if id(imp) in face]
         imports = [imp for imp in imports if id(imp) not in face]
-        going = {imp.line: _going_with(project, facts, imp, feature.module, texts.tree(rel))
-                 for imp in imports if imp.scope == FUNCTION}
+        going = {}
         for imp in imports:
-            _refuse_unremovable(f"{rel}:{imp.line}", imp)
-            if imp.scope != FUNCTION or going[imp.line] is not None or _outer(imp) == "__getattr__":
-                continue
-            found = entry_point(project, facts, imp.functions)
-            if not _in_a_branch(texts.tree(rel), f"{rel}:{imp.line}", imp, texts.read(rel)):
-                if found is not None:  # a public API: only a branch of it is the feature's
-                    raise not_an_entry_point(f"{rel}:{imp.line}", _outer(imp))
-                starts.append((rel, _outer(imp), imp.line))
+            try:
+                _refuse_unremovable(f"{rel}:{imp.line}", imp)
+                if imp.scope == FUNCTION:
+                    going[imp.line] = _going_with(project, facts, imp, feature.module, texts.tree(rel))
+                if imp.scope != FUNCTION or going[imp.line] is not None or _outer(imp) == "__getattr__":
+                    continue
+                found = entry_point(project, facts, imp.functions)
+                if not _in_a_branch(texts.tree(rel), f"{rel}:{imp.line}", imp, texts.read(rel)):
+                    if found is not None:  # a public API: only a branch of it is the feature's
+                        raise not_an_entry_point(f"{rel}:{imp.line}", _outer(imp))
+                    starts.append((rel, _outer(imp), imp.line))
+            except Refused as why:
+                refusals.append(str(why))
         if imports or typed:  # a typed face alone: the module is edited, and read after the edits
             hits.append(Hit(rel, facts, imports, going))
+    if len(refusals) == 1:
+        raise Refused(refusals[0])
+    if refusals:
+        raise Refused("core imports the feature where no edit removes it:\n" + "\n".join(f"  {r}" for r in refusals))
     return hits, _follow_helpers(project, texts, removal, hits, starts)
 
 

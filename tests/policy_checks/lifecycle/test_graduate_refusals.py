@@ -147,3 +147,15 @@ def test_every_module_level_import_of_other_experimental_code_is_named(tree):
     result = graduate_checked(tree, "feat", "--to", "fxpkg.fancy_ops")
     assert result.exit_code == 1, result.output
     assert "fxpkg/experimental/feat/audio.py:1" in result.output and "fxpkg/experimental/feat/vision.py:1" in result.output
+
+
+def test_every_refusal_that_needs_no_plan_is_named_in_one_answer(tree):
+    """A home that exists, no core module reaching the feature, and moved code that
+    imports other experimental code at module level: one answer names all three."""
+    tree.write({"fxpkg/fancy_ops.py": "", "fxpkg/experimental/other/__init__.py": "",
+                "fxpkg/experimental/feat/vision.py": "from ..other import kernels\n"})
+    result = graduate_checked(tree, "feat", "--to", "fxpkg.fancy_ops")
+    assert result.exit_code == 1, result.output
+    assert "--to fxpkg.fancy_ops: fxpkg/fancy_ops.py already exists" in result.output, result.output
+    assert "no core module reaches feat" in result.output
+    assert "would import fxpkg.experimental.other at module level" in result.output

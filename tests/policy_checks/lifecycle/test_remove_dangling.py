@@ -254,3 +254,19 @@ def test_what_no_step_edits_in_an_api_losing_a_backend_is_listed_for_a_person(tr
         line = next(n for n, written in enumerate(lines, 1) if written.strip() == text)
         assert f"left for a person: fxpkg/ops.py:{line}: {text}" in result.output, result.output
     assert "Its own" not in result.output
+
+
+def test_a_refusal_says_the_next_step_for_each_kind_of_use_naming_its_files(tree):
+    """One answer names every kept use and, for each kind, what a person does next:
+    an import of what goes, and a removed backend passed to a kept API."""
+    result = remove(tree, {"tools/bench.py": "from fxpkg.experimental.feat import kernels\n",
+                           "tools/call.py": "from fxpkg.ops import op\n\nop(1, backend=\"feat\")\n"})
+    assert result.exit_code == 1
+    assert reasons(result.output) == [
+        "tools/bench.py:1: imports kernels from fxpkg.experimental.feat, which the removal deletes",
+        "tools/call.py:3: passes backend='feat', a backend the removal deletes",
+    ], result.output
+    head = result.output.splitlines()[0]
+    assert ("next, in tools/bench.py, drop each import, use or load of what goes (or the file, if it serves "
+            "only the feature); in tools/call.py, drop each branch, argument or list entry naming the removed "
+            "backend; then run remove again") in head, head

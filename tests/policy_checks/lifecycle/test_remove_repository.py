@@ -262,3 +262,16 @@ def test_a_refusal_names_every_kept_use_found_before_and_after_the_plan(tree):
         "tools/bench.py:1: imports fxpkg.experimental.feat, which the removal deletes",
         "tools/use.py:1: imports fancy from fxpkg.ops, which the removal deletes",
     ]
+
+
+def test_core_imports_no_edit_removes_are_named_together_with_the_kept_uses(tree):
+    """Two core imports that no edit removes and a script importing the feature: one
+    answer names all three, so a person fixes them in one pass."""
+    files = {path: text for shape in sorted(EARLY) for path, text in EARLY[shape][0].items()}
+    tree.write({"fxpkg/ops.py": OPS, **files, "tools/bench.py": "import fxpkg.experimental.feat\n"})
+    result = CliRunner().invoke(main, ["remove", "feat", "--root", str(tree.root)])
+    assert result.exit_code == 1
+    for _, reason in EARLY.values():
+        assert reason in result.output, result.output
+    assert "tools/bench.py:1: imports fxpkg.experimental.feat, which the removal deletes" in result.output
+    assert tree.read("fxpkg/ops.py") == OPS.encode("utf-8")
