@@ -2,9 +2,11 @@
 
 Each round trip copies the work tree (as git lists it), runs ``policy-check remove`` or
 ``graduate`` there, and then checks in the copy what the command can break: the
-checker, an import of every module, and the test files that import a module the
-command rewrote or moved. It is a lane of its own (``pytest tests/round_trips/``),
-kept out of ``pytest tests/`` by ``pytest.ini``, because each trip takes a minute.
+checker, an import of every module, the test files that import a module the
+command rewrote or moved, and then the whole stable and experimental lanes, as CI runs
+them: the repository's own tests follow its features. It is a lane of its own
+(``pytest tests/round_trips/``), kept out of ``pytest tests/`` by ``pytest.ini``,
+because each trip takes minutes.
 
 A round trip needs this repository's own feature still to be experimental; after a
 maintainer removed or graduated it with the same commands, the trip skips and says so.
@@ -18,7 +20,7 @@ import re
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, List, Tuple
 
@@ -87,6 +89,7 @@ def _imports(tree: ast.AST) -> Iterable[str]:
 class RepoCopy:
     root: Path
     env: dict
+    dropped: List[str] = field(default_factory=list)  # benchmark scripts a maintainer deleted
 
     def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
         """Run a command in the copy, with the copy first on ``PYTHONPATH``."""
@@ -116,6 +119,55 @@ class RepoCopy:
 
     def pytest(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
         return self.run(sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", *args, check=check)
+
+    def lanes(self) -> str:
+        """Run the copy's stable and experimental lanes (``tests/lanes.py``) in a git
+        repository that lists the copy's files, as a checkout does; their summary."""
+        git = ("git", "-c", "init.defaultBranch=main")
+        if not (self.root / ".git").exists():
+            self.run(*git, "init", "-q")
+        self.run(*git, "add", "-A")
+        done = self.run(sys.executable, "tests/lanes.py", check=False)
+        assert done.returncode == 0, done.stdout[-12000:] + done.stderr[-3000:]
+        return done.stdout
+
+    def drop_benchmark(self, rel: str) -> None:
+        """What a maintainer does to drop a benchmark: delete the script and the tests
+        that load it. Its row of the measured table goes later (`drop_measured_rows`):
+        the feature's README quotes the same records until the feature goes."""
+        script = self.root / rel
+        script.unlink()
+        self.dropped.append(script.name)
+        loads = re.compile(rf"load_benchmark\(\s*[\"']{re.escape(script.stem)}[\"']\s*\)")
+        for test in sorted((self.root / "tests").rglob("test_*.py")):
+            if loads.search(test.read_text(encoding="utf-8")):
+                test.unlink()
+
+    def drop_measured_rows(self) -> None:
+        """The dropped benchmarks' rows of the measured table: their entries in
+        ``benchmarks/measured.py`` and their stored records go, and the README's table
+        is written again."""
+        measured = self.root / "benchmarks" / "measured.py"
+        for script in self.dropped:
+            text = measured.read_text(encoding="utf-8")
+            entry = _benchmark_entry(ast.parse(text), script)
+            if entry is not None:
+                name, first, last = entry
+                lines = text.splitlines(keepends=True)
+                measured.write_text("".join(lines[:first - 1] + lines[last:]), encoding="utf-8")
+                (self.root / "benchmarks" / "results" / f"{name}.json").unlink(missing_ok=True)
+        self.run(sys.executable, "benchmarks/measured.py", "--table-only")
+
+
+def _benchmark_entry(tree: ast.Module, script: str):
+    """``(name, first line, last line)`` of the ``Benchmark(name, script, ...)`` entry of
+    the measured table that runs `script`, or None."""
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "Benchmark"
+                and len(node.args) >= 2 and all(isinstance(a, ast.Constant) for a in node.args[:2])
+                and node.args[1].value == script):
+            return node.args[0].value, node.lineno, node.end_lineno
+    return None
 
 
 @pytest.fixture

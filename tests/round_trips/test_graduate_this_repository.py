@@ -69,3 +69,6 @@ def test_graduating_gated_rmsnorm_in_a_copy_of_this_repository(repo_copy, tmp_pa
     selected = repo_copy.tests_importing(modules, packages)
     assert "tests/flashinfer/gated_norm/test_gated_rmsnorm.py" in selected, selected
     repo_copy.pytest("-x", *selected)
+
+    # and the whole lanes pass, as CI runs them: the repository's tests follow the feature
+    repo_copy.lanes()

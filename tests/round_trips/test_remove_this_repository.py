@@ -1,6 +1,7 @@
 """``policy-check remove`` on a copy of this repository: it refuses while the benchmarks
-measure a feature, then both features go, and then the checker is clean, every module imports, nothing names them, and the tests of what the
-command rewrote pass."""
+measure a feature, then both features go, and then the checker is clean, every module
+imports, nothing names them, the tests of what the command rewrote pass, and so do the
+whole lanes."""
 
 from __future__ import annotations
 
@@ -47,8 +48,8 @@ def _snapshot(root: Path) -> dict:
 def _remove_past_the_benchmarks(repo_copy, feature: str) -> str:
     """The benchmarks of this repository measure both features, so ``remove`` first
     refuses, naming them, and writes nothing; a maintainer who drops those benchmarks
-    (here: deletes the files the refusal names) can then remove the feature. The one
-    refusal names every use: of the feature's modules and paths, found before the plan
+    (here: deletes the files the refusal names and their tests) can then remove the
+    feature. The one refusal names every use: of the feature's modules and paths, found before the plan
     of core, and of its backend names, found after it."""
     for round_ in range(3):
         before = _snapshot(repo_copy.root)
@@ -62,10 +63,7 @@ def _remove_past_the_benchmarks(repo_copy, feature: str) -> str:
         named = set(re.findall(r"\b((?:benchmarks|tests)/[\w/]+\.py):\d+", done.stderr))
         assert named and all(rel.startswith("benchmarks/") for rel in named), done.stderr
         for rel in named:
-            (repo_copy.root / rel).unlink()
-        for test in sorted((repo_copy.root / "tests" / "benchmarks").glob("test_*.py")):  # their tests go with them
-            if any(Path(rel).stem in test.read_text(encoding="utf-8") for rel in named):
-                test.unlink()
+            repo_copy.drop_benchmark(rel)
     raise AssertionError(f"remove {feature} still refused after three rounds of dropping the benchmarks it named")
 
 
@@ -74,6 +72,7 @@ def test_removing_both_features_from_this_repository(repo_copy):
         require_experimental(feature)
     copy = repo_copy.root
     reports = "".join(_remove_past_the_benchmarks(repo_copy, feature) for feature in FEATURES)
+    repo_copy.drop_measured_rows()  # with the features gone, the rows that measured them
     for gone in ("flashinfer/experimental/splitk_gemm", "flashinfer/experimental/gated_rmsnorm",
                  "tests/experimental/splitk_gemm", "tests/experimental/gated_rmsnorm",
                  "examples/splitk_gemm_demo.py", "examples/gated_rmsnorm_demo.py"):
@@ -103,3 +102,6 @@ def test_removing_both_features_from_this_repository(repo_copy):
     repo_copy.pytest("-x", *selected)
     empty = repo_copy.pytest("tests/experimental/", check=False)
     assert empty.returncode == 5, empty.stdout[-3000:]
+
+    # and the whole lanes pass, as CI runs them: the repository's tests follow its features
+    repo_copy.lanes()
