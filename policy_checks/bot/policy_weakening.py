@@ -57,6 +57,7 @@ from ..model.config import ConfigError, Settings, from_table
 from ..model.facts import python_suppressions, text_suppressions
 from ..rules.registry import ALL_IDS, check_settings, matches, selected_ids
 from ..model.markers import RECORD
+from ..rules import exp008
 from ..rules.readers.workflows import is_workflow_file
 from . import lane_weakening as lanes
 from .baseline_diff import BASELINE_FILE, BaselineChange, BaselineEntry
@@ -69,9 +70,8 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
 PYPROJECT = "pyproject.toml"
-# pytest's own search order in a directory (EXP008's `CONFIG_FILES`): the first holding its
-# configuration is the one it uses.
-PYTEST_FILES = ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+# pytest's own search order in a directory: the first holding its configuration is the one it uses
+PYTEST_FILES = exp008.CONFIG_FILES
 # ... asked of the stable lane's directory first, then of each directory above it (`pytest tests/`).
 PYTEST_PATHS = lanes.config_paths()
 ROOT_CONFTEST = "conftest.py"

@@ -17,13 +17,14 @@ with what hid it (`Hidden`), and failing the check unless a maintainer approved
 the change (``--approved-policy-change``). The tree's policy may add findings
 (tightening is fine); it cannot take one away unseen.
 
-The pytest configuration EXP008 reads is read at REV too, but it is not a policy
-the base imposes on the tree: what pytest will use once the pull request is merged
-is the tree's configuration, so both evaluations check that one. A pull request
-that weakens it gets the EXP008 finding under either policy, and one that also
-hides that finding (a new suppression comment in ``pytest.ini``, ``ignore``,
-``per-file-ignores``, a baseline entry) has it reported as hidden, the reason
-naming the configuration's change from REV's.
+A rule may read files beside the code that a pull request can change: EXP008 reads
+the pytest configuration. Each rule declares them (`Rule.configuration`), and they
+are read at REV too. They are not a policy the base imposes on the tree: what pytest
+will use once the pull request is merged is the tree's configuration, so both
+evaluations check that one. A pull request that weakens it gets the EXP008 finding
+under either policy. One that also hides that finding (a new suppression comment in
+``pytest.ini``, ``ignore``, ``per-file-ignores``, a baseline entry) has it reported
+as hidden, the reason naming the configuration's change from REV's.
 
 The second evaluation reuses the first's facts (one in-memory `cache.FactsCache`
 shared by both): it reads and hashes each file again but parses none, unless REV's
@@ -57,8 +58,7 @@ from ..model.config import ConfigError, Settings, from_table, under
 from .context import Context
 from ..model.project import excluder
 from ..rules.base import Finding
-from ..rules.exp008 import CONFIG_FILES, pytest_config_in
-from ..rules.registry import check_settings, matches
+from ..rules.registry import RULES, check_settings, matches
 from .runner import Result, check
 
 try:
@@ -203,7 +203,8 @@ class Policy(NamedTuple):
     settings: Settings
     table: dict  # the [tool.policy-check] table as written ({} without one)
     baseline: Optional[baseline_module.Baseline]
-    pytest: Optional[tuple]  # (file, norecursedirs entries) EXP008 reads, or None: no configuration
+    # rule id -> what its `Rule.configuration` reads here (None: none), for each rule declaring one
+    configurations: dict
 
 
 def _settings_table(text: str, where: str) -> Optional[dict]:
@@ -219,17 +220,22 @@ def _decoded(data: Optional[bytes]) -> Optional[str]:
     return None if data is None else data.decode("utf-8", "replace")
 
 
-def _pytest(text_of) -> Optional[tuple]:
-    found = pytest_config_in(text_of)
-    return None if found is None else (found[0], None if found[1] is None else tuple(found[1]))
+def _configured() -> dict:
+    """rule id -> its `Rule.configuration`, for each rule declaring one."""
+    return {rule_id: rule.configuration for rule_id, rule in RULES.items() if rule.configuration is not None}
+
+
+def _configurations(text_of) -> dict:
+    return {rule_id: config.read(text_of) for rule_id, config in _configured().items()}
 
 
 def read_policy(revision: Revision, baseline_rel: Optional[str]) -> Policy:
     """The policy at `revision`: its settings (defaults without a
     ``[tool.policy-check]``), its baseline at `baseline_rel` (None: no baseline),
-    its pytest configuration. Raises `PolicyChangeError` for settings or a
+    what each rule's `Rule.configuration` reads. Raises `PolicyChangeError` for settings or a
     baseline that cannot be read."""
-    wanted = [PYPROJECT, *CONFIG_FILES] + ([baseline_rel] if baseline_rel else [])
+    configured = dict.fromkeys(name for config in _configured().values() for name in config.files)
+    wanted = list(dict.fromkeys([PYPROJECT, *configured] + ([baseline_rel] if baseline_rel else [])))
     files = revision.read(wanted, MAX_POLICY_BYTES)
     where = f"{PYPROJECT} at {revision}"
     table, settings = {}, Settings()
@@ -249,7 +255,7 @@ def read_policy(revision: Revision, baseline_rel: Optional[str]) -> Policy:
     accepted = None
     if baseline_rel and files[baseline_rel] is not None:
         accepted = baseline_module.loads(files[baseline_rel], f"{baseline_rel} at {revision}")
-    return Policy(settings, table, accepted, _pytest(lambda name: _decoded(files[name])))
+    return Policy(settings, table, accepted, _configurations(lambda name: _decoded(files[name])))
 
 
 def tree_policy(root: Path, settings: Settings, accepted) -> Policy:
@@ -266,7 +272,7 @@ def tree_policy(root: Path, settings: Settings, accepted) -> Policy:
         except OSError:
             return None
 
-    return Policy(settings, table, accepted, _pytest(text_of))
+    return Policy(settings, table, accepted, _configurations(text_of))
 
 
 # suppression comments -------------------------------------------------------------
@@ -359,7 +365,8 @@ class Hidden(NamedTuple):
     # what hid it, as stable codes (the JSON report's "causes"): "select", "ignore",
     # "exclude", "extend-exclude", "per-file-ignores", "suppression", "baseline",
     # "setting:<key>" (a layout setting such as experimental-package),
-    # "pytest-config" (beside another: the configuration EXP008 reads changed),
+    # a rule's configuration code, beside another (`Rule.configuration`: "pytest-config",
+    # the pytest configuration EXP008 reads changed),
     # "policy" (none of those could be named)
     causes: tuple
     fingerprint: Optional[baseline_module.Fingerprint]
@@ -407,13 +414,6 @@ def _per_file(settings: Settings, finding) -> list:
     ]
 
 
-def _pytest_words(config: Optional[tuple]) -> str:
-    if config is None:
-        return "no pytest configuration"
-    name, entries = config
-    return f"{name} with norecursedirs = {' '.join(entries)}" if entries else f"{name} without norecursedirs"
-
-
 def _causes(finding, fp, head: Policy, base: Policy, judge: SuppressionJudge, select, baselined: bool) -> list:
     """``(code, words)`` for what in the tree's policy hides `finding`."""
     hs, bs = head.settings, base.settings
@@ -454,11 +454,12 @@ def _causes(finding, fp, head: Policy, base: Policy, judge: SuppressionJudge, se
             key = _LAYOUT.get(field.name)
             if key is not None and getattr(hs, field.name) != getattr(bs, field.name):
                 causes.append((f"setting:{key}", f"hidden by {_setting(key, head, base)}"))
-    if finding.rule == "EXP008" and head.pytest != base.pytest:
-        change = f"{_pytest_words(base.pytest)} at base, {_pytest_words(head.pytest)} in this tree"
-        causes.append(("pytest-config", f"the pytest configuration EXP008 reads changed in this pull request: "
-                                        f"{change}"))
-    if not causes or all(code == "pytest-config" for code, _ in causes):
+    config = _configured().get(finding.rule)
+    was, now = base.configurations.get(finding.rule), head.configurations.get(finding.rule)
+    if config is not None and was != now:
+        causes.append((config.code, f"the {config.what} {finding.rule} reads changed in this pull request: "
+                                    f"{config.words(was)} at base, {config.words(now)} in this tree"))
+    if not causes or all(code == getattr(config, "code", None) for code, _ in causes):
         causes.insert(0, ("policy", "hidden by this pull request's policy change"))
     return causes
 

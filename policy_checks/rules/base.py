@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator, NamedTuple, Optional
 
 from ..analysis import import_time
 from ..model import markers
@@ -49,6 +49,21 @@ class Example:
     settings: dict = field(default_factory=dict)  # [tool.policy-check] overrides
 
 
+class Configuration(NamedTuple):
+    """Files beside the code that a rule reads, which a pull request can change.
+
+    ``run --policy-from REV`` reads them at REV too (`engine.policy_change`). When a
+    finding of the rule is hidden and they changed, the report names the change. The
+    tree's files are still the ones checked: they are what runs once it merges.
+    """
+
+    what: str  # in words: "pytest configuration"
+    code: str  # the cause code in the JSON report: "pytest-config"
+    files: tuple  # names at the root, read at a revision
+    read: Callable  # text_of (name -> text or None) -> a comparable value, None for none
+    words: Callable  # that value -> words for a person
+
+
 class Rule:
     id = ""
     name = ""
@@ -70,6 +85,8 @@ class Rule:
     # needs beyond its triggers, run once each after the first pass while the prefilter
     # is on (`import_time.follow_calls`: callers of functions that reach something).
     follow_ups: tuple = ()
+    # What the rule reads besides the code that a pull request may change (`Configuration`).
+    configuration: Optional[Configuration] = None
 
     def check(self, project) -> Iterator[Finding]:
         raise NotImplementedError

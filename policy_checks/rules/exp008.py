@@ -8,11 +8,10 @@ import re
 import shlex
 from functools import partial
 
-from ..model.config import under
 from ..analysis.needs import EXPERIMENTAL_NAME, IMPORT_CALLS, STABLE_TEST, Kind
 from ..model.project import DefTarget
 from .readers import lane_links, pytest_commands, workflows
-from .base import Example, Rule
+from .base import Configuration, Example, Rule
 from .readers.conftest_hooks import readmissions
 
 try:
@@ -24,6 +23,20 @@ except ModuleNotFoundError:  # Python 3.10
 # pytest's own search order in a directory (pytest 9's `locate_config`): the first
 # file holding pytest configuration is the one it uses.
 CONFIG_FILES = ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+
+
+def configuration_at(text_of):
+    """``(file, norecursedirs entries or None)`` that `pytest_config_in` finds, or None:
+    what decides EXP008's finding on the configuration, in a form two revisions compare."""
+    found = pytest_config_in(text_of)
+    return None if found is None else (found[0], None if found[1] is None else tuple(found[1]))
+
+
+def configuration_words(config) -> str:
+    if config is None:
+        return "no pytest configuration"
+    name, entries = config
+    return f"{name} with norecursedirs = {' '.join(entries)}" if entries else f"{name} without norecursedirs"
 
 
 def pytest_config(project):
@@ -233,6 +246,8 @@ class StableLaneNotIsolated(Rule):
     # A stable test imports below the experimental package with an absolute name
     # (tests are not in the package), which names it, or through an import function.
     reads = (STABLE_TEST, PYTEST_CONFIG, WORKFLOWS, CONFTESTS)
+    configuration = Configuration("pytest configuration", "pytest-config", CONFIG_FILES,
+                                  configuration_at, configuration_words)
     triggers = (EXPERIMENTAL_NAME, *IMPORT_CALLS)
 
     _TREE = {

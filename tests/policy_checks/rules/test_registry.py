@@ -6,7 +6,9 @@ the example tests, with no other file touched."""
 
 from __future__ import annotations
 
+import ast
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -102,3 +104,19 @@ def test_a_rule_added_as_one_file_is_seen_everywhere(tmp_path):
          str(ROOT / "tests/policy_checks/rules/test_rule_examples.py"), "-k", "EXP099"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
     assert examples.returncode == 0 and "8 passed" in examples.stdout, examples.stdout[-3000:] + examples.stderr[-2000:]
+
+
+def test_the_engine_imports_no_rule_of_its_own_accord():
+    """What a rule needs from the engine is declared on the rule (`Rule.configuration`,
+    `fingerprint_by_path`, `follow_ups`, `runs_last`): no engine module imports one
+    rule's module, so a rule added as one file gets what EXP008 gets."""
+    rule_module = re.compile(r"(?:^|\.)exp\d{3}$")
+    for path in sorted((ROOT / "policy_checks" / "engine").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                named = [node.module or "", *(f"{node.module}.{alias.name}" for alias in node.names)]
+            elif isinstance(node, ast.Import):
+                named = [alias.name for alias in node.names]
+            else:
+                continue
+            assert not any(rule_module.search(name) for name in named), f"{path.name}:{node.lineno} imports a rule"
