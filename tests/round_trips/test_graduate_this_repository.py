@@ -9,6 +9,8 @@ import json
 import sys
 import textwrap
 
+import pytest
+
 from .conftest import changed_modules, require_experimental
 
 # Run in the copy: the API is no longer experimental, the old path forwards with a
@@ -32,6 +34,7 @@ PROBE = textwrap.dedent("""\
     """)
 
 
+@pytest.mark.timeout(2400)  # the whole lanes run in the copy afterwards
 def test_graduating_gated_rmsnorm_in_a_copy_of_this_repository(repo_copy, tmp_path):
     require_experimental("gated_rmsnorm")
     copy = repo_copy.root

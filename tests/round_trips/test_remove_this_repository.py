@@ -10,6 +10,8 @@ import re
 import sys
 from pathlib import Path
 
+import pytest
+
 from policy_checks.model.facts import docstring_ids
 
 from .conftest import changed_modules, require_experimental
@@ -49,8 +51,8 @@ def _remove_past_the_benchmarks(repo_copy, feature: str) -> str:
     """The benchmarks of this repository measure both features, so ``remove`` first
     refuses, naming them, and writes nothing; a maintainer who drops those benchmarks
     (here: deletes the files the refusal names and their tests) can then remove the
-    feature. The one refusal names every use: of the feature's modules and paths, found before the plan
-    of core, and of its backend names, found after it."""
+    feature. The one refusal names every use: of the feature's modules and paths,
+    found before the plan of core, and of its backend names, found after it."""
     for round_ in range(3):
         before = _snapshot(repo_copy.root)
         done = repo_copy.policy_check("remove", feature, check=False)
@@ -67,6 +69,7 @@ def _remove_past_the_benchmarks(repo_copy, feature: str) -> str:
     raise AssertionError(f"remove {feature} still refused after three rounds of dropping the benchmarks it named")
 
 
+@pytest.mark.timeout(2400)  # the whole lanes run in the copy afterwards
 def test_removing_both_features_from_this_repository(repo_copy):
     for feature in FEATURES:
         require_experimental(feature)
