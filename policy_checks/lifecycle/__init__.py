@@ -9,7 +9,7 @@
 `graduate`      ``policy-check graduate FEATURE --to MODULE``
 ==============  ===========================================================
 
-`records` and `window` are pure data and stdlib: the checker's rules (EXP009) and the
-bot read them too. The commands edit the tree through `policy_checks.editing`, the
-layer they share with ``policy-check fix``.
+`records` and `window` are pure data and stdlib. The checker's rules (EXP009) and
+the bot read them too. The commands edit the tree through `policy_checks.editing`.
+They share that layer with ``policy-check fix``.
 """

@@ -1,23 +1,33 @@
 """``policy-check features``: the board of the experimental track, and ``features init``.
 
-One row per feature (a direct subdirectory of the experimental package, as EXP009 sees
-them: `policy_checks.model.records.feature_directories`): what its ``FEATURE.toml`` says
-(kind, owner, tracking issue, admission, deadline, automatic routing, APIs, backends),
-how far the deadline is (``policy_checks.model.window``: UTC calendar days, the admission
-window and the overdue / due soon / on track status), and what the feature lacks.
+The board has one row per feature. A feature is a direct subdirectory of the
+experimental package, as EXP009 sees them
+(`policy_checks.model.records.feature_directories`). A row shows:
 
-Records are read by `policy_checks.model.records`, never parsed here, and what a feature
-lacks is `policy_checks.model.records.survey`'s answer, the one EXP009 reports item by item.
-`rows` builds the board from records, so the checker (records read from the tree,
-`survey_tree`) and the bot's weekly review (records read through GraphQL, with each
-tracking issue's state added; there the record alone says what is lacking) show the
-same table. Offline: the tree alone, one small file per feature.
-``policy-check features init`` (`policy_checks.lifecycle.drafting`) writes the missing records.
+- what its ``FEATURE.toml`` says: kind, owner, tracking issue, admission,
+  deadline, automatic routing, APIs, backends;
+- how far the deadline is, by ``policy_checks.model.window``. That module counts
+  UTC calendar days and knows the admission window. It gives the overdue, due
+  soon or on track status;
+- what the feature lacks.
 
-Text from a record is untrusted. The text format escapes what is not printable; the
-Markdown format renders every cell that comes from input as an inert code span
-(`policy_checks.report.markdown.code`, the bot's quoting too, standard library only: importing
-it loads neither PyGithub nor the bot) and escapes ``|`` in cells (`table_row`).
+Records are read by `policy_checks.model.records`, never parsed here. What a
+feature lacks is `policy_checks.model.records.survey`'s answer. EXP009 reports the
+same answer item by item.
+
+`rows` builds the board from records. So the checker and the bot's weekly review
+show the same table. The checker reads records from the tree (`survey_tree`). The
+bot reads them through GraphQL and adds each tracking issue's state. There the
+record alone says what is lacking. Offline, the board reads the tree alone, one
+small file per feature. ``policy-check features init``
+(`policy_checks.lifecycle.drafting`) writes the missing records.
+
+Text from a record is untrusted. The text format escapes what is not printable.
+The Markdown format renders every cell from input as an inert code span
+(`policy_checks.report.markdown.code`). The bot quotes with it too. It is standard
+library only, so importing it loads neither PyGithub nor the bot. The Markdown
+format also escapes ``|`` in cells (`table_row`).
+
 docs/features.rst describes the command, the columns and the JSON keys.
 """
 
@@ -45,7 +55,7 @@ MAX_CELL_ITEMS = 5  # APIs or backends shown in one Markdown cell; the rest are 
 
 @dataclass
 class BoardRow:
-    """One feature on the board. ``issue_state`` is set by the bot only (it reads the issues)."""
+    """One feature on the board. Only the bot sets ``issue_state``, since it reads the issues."""
 
     feature: str
     kind: str | None
@@ -65,7 +75,7 @@ class BoardRow:
     issue_state: str | None = None
 
     def as_json(self) -> dict:
-        """The row as JSON: the keys docs/features.rst documents, always all of them, in this order."""
+        """The row as JSON, with every key docs/features.rst documents, in this order."""
         data = {
             "feature": self.feature,
             "kind": self.kind,
@@ -93,10 +103,13 @@ def _iso(day: dt.date | None) -> str | None:
 
 
 def lacks(record: FeatureRecord) -> list[str]:
-    """What the record lacks (`policy_checks.model.records.record_lacks`, as EXP009 reports it):
-    ``FEATURE.toml`` and every field when there is no usable record (missing, unreadable,
-    not TOML), else the fields missing or wrong, in `FIELDS` order. What the rest of the
-    directory lacks (README, tests, example) is known only from the tree (`survey_tree`)."""
+    """What the record lacks, as EXP009 reports it (`policy_checks.model.records.record_lacks`).
+
+    With no usable record, that is ``FEATURE.toml`` and every field. A record is
+    unusable when missing, unreadable or not TOML. Otherwise it is the fields
+    missing or wrong, in `FIELDS` order. What the rest of the directory lacks
+    (README, tests, example) is known only from the tree (`survey_tree`).
+    """
     return lack_items(record_lacks(record))
 
 
@@ -110,8 +123,11 @@ def lack_items(found) -> list[str]:
 
 
 def shown_lacks(items: list[str]) -> list[str]:
-    """``lacks`` for a table cell: a missing ``FEATURE.toml`` stands for its fields, a missing
-    ``README.md`` for its parts (the JSON lists every item)."""
+    """``lacks`` for a table cell.
+
+    A missing ``FEATURE.toml`` stands for its fields. A missing ``README.md`` stands
+    for its parts. The JSON lists every item.
+    """
     shown = list(items)
     if RECORD in shown:
         shown = [item for item in shown if item not in FIELDS]
@@ -122,10 +138,13 @@ def shown_lacks(items: list[str]) -> list[str]:
 
 def row(record: FeatureRecord, today: dt.date, this_repo: str = "", issue_state: str | None = None,
         missing: list[str] | None = None) -> BoardRow:
-    """The board row of one record on ``today`` (a UTC calendar date). A tracking issue of
-    ``this_repo`` is written ``#N``; offline, where the repository is unknown, any
-    ``owner/name#N`` is written in full. ``missing``: what the feature lacks, when known
-    from the tree (`survey_tree`); else what the record lacks (`lacks`)."""
+    """The board row of one record on ``today``, a UTC calendar date.
+
+    A tracking issue of ``this_repo`` is written ``#N``. Offline, the repository is
+    unknown, so any ``owner/name#N`` is written in full. ``missing`` is what the
+    feature lacks, when known from the tree (`survey_tree`). Otherwise the row
+    shows what the record lacks (`lacks`).
+    """
     deadline = record.deadline
     return BoardRow(
         feature=record.name,
@@ -149,9 +168,12 @@ def row(record: FeatureRecord, today: dt.date, this_repo: str = "", issue_state:
 
 def rows(records: Iterable[FeatureRecord], today: dt.date, this_repo: str = "",
          issue_states: dict[str, str] | None = None, missing: dict[str, list[str]] | None = None) -> list[BoardRow]:
-    """The board of ``records``, sorted by feature name; ``issue_states`` (feature -> state) adds
-    the tracking issue's state to each row (the bot's review); ``missing`` (feature -> items)
-    says what each feature lacks, when the tree was read (`survey_tree`)."""
+    """The board of ``records``, sorted by feature name.
+
+    ``issue_states`` maps a feature to its tracking issue's state. The bot's review
+    uses it to add that state to each row. ``missing`` maps a feature to the items
+    it lacks. It is known when the tree was read (`survey_tree`).
+    """
     states = issue_states if issue_states is not None else {}
     found = missing if missing is not None else {}
     return [row(r, today, this_repo, states.get(r.name) if issue_states is not None else None, found.get(r.name))
@@ -159,9 +181,11 @@ def rows(records: Iterable[FeatureRecord], today: dt.date, this_repo: str = "",
 
 
 def survey_tree(root: Path, settings: Settings) -> list[Feature]:
-    """Every feature of the tree with its record and what it lacks, as EXP009 sees them
-    (`policy_checks.model.records.survey`, with the checker's file selection and examples).
-    A directory that binds ``__graduated_to__`` but is no pure shim gets that as a problem.
+    """Every feature of the tree with its record and what it lacks, as EXP009 sees them.
+
+    It calls `policy_checks.model.records.survey` with the checker's file selection
+    and examples. A directory that binds ``__graduated_to__`` but is no pure shim
+    gets that as a problem.
 
     No experimental package means no features. Raises OSError when the package's
     directory exists but cannot be listed.
@@ -203,7 +227,10 @@ def _counts(board: list[BoardRow]) -> str:
 
 
 def _printable(text: str) -> str:
-    """Text for a terminal: anything not printable (newlines, escapes, bidi controls) as an escape."""
+    """Text for a terminal. Anything not printable becomes an escape.
+
+    That covers newlines, escape sequences and bidi controls.
+    """
     if text.isprintable():
         return text
     return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
@@ -243,8 +270,11 @@ JSON_VERSION = 1
 
 
 def render_json(board: list[BoardRow]) -> str:
-    """A versioned JSON object: ``features``, one object per feature sorted by feature
-    name (keys: `BoardRow.as_json`)."""
+    """A versioned JSON object.
+
+    ``features`` holds one object per feature, sorted by feature name. The keys are
+    those of `BoardRow.as_json`.
+    """
     return json.dumps({"version": JSON_VERSION, "features": [r.as_json() for r in board]}, indent=2) + "\n"
 
 
@@ -263,8 +293,11 @@ MARKDOWN_COLUMNS = ("feature", "kind", "owner", "tracking issue", "admitted", "d
 
 
 def render_markdown(board: list[BoardRow]) -> str:
-    """A GFM table. Every cell from input is an inert code span, ``|`` is escaped; the
-    ``issue state`` column follows ``tracking issue`` when the rows carry issue states."""
+    """A GFM table.
+
+    Every cell from input is an inert code span, and ``|`` is escaped. When the
+    rows carry issue states, the ``issue state`` column follows ``tracking issue``.
+    """
     if not board:
         return "No experimental features.\n"
     with_issue = any(r.issue_state is not None for r in board)
@@ -293,7 +326,7 @@ RENDERERS = {"text": render_text, "json": render_json, "markdown": render_markdo
 
 @contextlib.contextmanager
 def _tree_errors_exit_2() -> Iterator[None]:
-    """Settings or a tree that cannot be read: one line on stderr, exit status 2."""
+    """Settings or a tree that cannot be read give one line on stderr and exit status 2."""
     try:
         yield
     except ConfigError as error:
@@ -342,15 +375,16 @@ def features(ctx: click.Context, root: Path | None, output_format: str, output_f
 @click.option("--diff", is_flag=True, help="Print the files it would write (a diff from /dev/null); write nothing.")
 @click.pass_context
 def init(ctx: click.Context, root: Path | None, diff: bool) -> None:
-    """Write a FEATURE.toml for every feature that lacks one, from what the tree states,
-    and a README.md skeleton for every feature that lacks one.
+    """Write the FEATURE.toml and README.md skeleton each feature lacks, from what the tree states.
 
-    The owner and tracking issue come from the feature's README.md, the admission date
-    (and, for a GitHub no-reply address, the owner) from the first commit that added the
-    directory; kind, apis, backends and auto_routing from the code (the checker's facts).
-    The rest is left as commented-out TODO lines for a person. The README skeleton has a
-    heading on each of the four parts every feature documents. Never overwrites a file; a
-    second run writes nothing.
+    The owner and tracking issue come from the feature's README.md. The admission
+    date comes from the first commit that added the directory. For a GitHub
+    no-reply address, that commit gives the owner too. Kind, apis, backends and
+    auto_routing come from the code (the checker's facts). The rest is left as
+    commented-out TODO lines for a person.
+
+    The README skeleton has a heading on each of the four parts every feature
+    documents. It never overwrites a file, so a second run writes nothing.
     """
     from . import drafting
 

@@ -2,32 +2,36 @@
 
 Each record is filled from what the tree knows, and only from that:
 
-- ``owner`` and ``tracking_issue``: what the feature's ``README.md`` states in its prose
-  (outside code blocks), after a label: ``Owner: @login`` (or a link to
-  ``https://github.com/login``), ``Tracking issue: #123``, ``Tracking: [#123](...)``, a
-  link to ``https://github.com/owner/repo/issues/123``, or ``owner/repo#123``. Read with
-  string code and patterns that run in linear time, and kept only when
-  `policy_checks.model.records` accepts the value (GitHub's rules for logins and references);
-  several different values are no answer.
-- ``admitted``: the day (UTC) of the first commit that added a file to the directory
-  (``git log --no-renames --diff-filter=A --reverse``, one process for every feature, git
-  run with a list of arguments). In a shallow clone that commit is not the first one, so
-  no date is taken; without git (or outside a repository) there are no dates.
-- ``owner``, when the README names none and the first commit's author e-mail is GitHub's
-  no-reply address, which holds the login (``12345+login@users.noreply.github.com``).
-  Any other author is known to git by name and e-mail only, not by login: the owner is
-  then left for a person.
+- ``owner`` and ``tracking_issue``: what the feature's ``README.md`` states in its
+  prose, outside code blocks, after a label. Accepted forms are ``Owner: @login``,
+  a link to ``https://github.com/login``, ``Tracking issue: #123``,
+  ``Tracking: [#123](...)``, a link to
+  ``https://github.com/owner/repo/issues/123``, and ``owner/repo#123``. They are
+  read with string code and patterns that run in linear time. A value is kept only
+  when `policy_checks.model.records` accepts it, by GitHub's rules for logins and
+  references. Several different values are no answer.
+- ``admitted``: the day (UTC) of the first commit that added a file to the
+  directory. It comes from ``git log --no-renames --diff-filter=A --reverse``. One
+  process serves every feature, and git runs with a list of arguments. In a
+  shallow clone that commit is not the first one, so no date is taken. Without
+  git, or outside a repository, there are no dates.
+- ``owner``, when the README names none and the first commit's author e-mail is
+  GitHub's no-reply address. That address holds the login
+  (``12345+login@users.noreply.github.com``). Git knows any other author by name
+  and e-mail only, not by login. The owner is then left for a person.
 
-What the tree does not say (``kind``, ``target_release``, ``target_date``, ``apis``,
-``backends``, ``auto_routing``, and any of the above it did not find) is written as a
-commented-out line with a TODO, so the record parses and EXP009 keeps asking for each
-until a person fills it in. Values are written with TOML's escaping, and every record is
-parsed back with `policy_checks.model.records.parse` before it is written: a value the record
-would not accept is left out instead. Text from the tree (an author's name) appears only
-in comments, with every character that is not printable replaced.
+Some fields the tree does not say: ``kind``, ``target_release``, ``target_date``,
+``apis``, ``backends``, ``auto_routing``, and any of the above it did not find.
+Each is written as a commented-out line with a TODO. So the record parses, and
+EXP009 keeps asking for each until a person fills it in.
 
-A file is created exclusively (``open(..., "x")``): an existing ``FEATURE.toml`` (or
-anything by that name) is never overwritten, so a second run writes nothing.
+Values are written with TOML's escaping. Every record is parsed back with
+`policy_checks.model.records.parse` before it is written. A value the record would
+not accept is left out instead. Text from the tree, such as an author's name,
+appears only in comments. Every character that is not printable is replaced.
+
+A file is created exclusively (``open(..., "x")``). An existing ``FEATURE.toml``,
+or anything by that name, is never overwritten. So a second run writes nothing.
 """
 
 from __future__ import annotations
@@ -90,8 +94,10 @@ class FirstCommit:
 
 @dataclass
 class History:
-    """What git says about the features' directories: their first commits, and why there
-    are none when git cannot say (``why``)."""
+    """What git says about the features' directories: their first commits.
+
+    When git cannot say, ``why`` holds the reason.
+    """
 
     first: dict[str, FirstCommit] = field(default_factory=dict)
     this_repo: str | None = None  # "owner/name" of the ``origin`` remote on GitHub
@@ -117,7 +123,7 @@ class Draft:
         return [name for name in FIELDS if name not in self.filled]
 
     def diff(self) -> str:
-        """A unified diff creating the file (from /dev/null), as ``git diff`` shows a new file."""
+        """A unified diff creating the file from /dev/null, as ``git diff`` shows a new file."""
         lines = difflib.unified_diff([], self.text.splitlines(keepends=True), "/dev/null", f"b/{self.rel}")
         return "".join(lines)
 
@@ -125,8 +131,11 @@ class Draft:
 # --- what the README states ----------------------------------------------------------------
 
 def _ends_token(text: str, end: int, url: bool = False) -> bool:
-    """Whether a login or number ends at ``text[end]``: not followed by a character that
-    would continue it (``_``, ``-``, a letter or digit, ``.`` before one, ``/`` in a URL)."""
+    """Whether a login or number ends at ``text[end]``.
+
+    It ends when no character follows that would continue it. Such characters are
+    ``_``, ``-``, a letter or digit, ``.`` before one, and ``/`` in a URL.
+    """
     after = text[end:end + 1]
     if not after:
         return True
@@ -152,8 +161,11 @@ def _value_start(line: str, end: int) -> str:
 
 
 def owner_in(value: str) -> str | None:
-    """The login that ``value`` (the text after an owner label) starts with: ``@login`` or
-    ``https://github.com/login``; None for anything else (a name, a team)."""
+    """The login that ``value``, the text after an owner label, starts with.
+
+    It accepts ``@login`` or ``https://github.com/login``. Anything else, such as a
+    name or a team, gives None.
+    """
     url = value[:len(_GITHUB)].lower() == _GITHUB
     if url:
         value = value[len(_GITHUB):]
@@ -167,9 +179,12 @@ def owner_in(value: str) -> str | None:
 
 
 def tracking_in(value: str, this_repo: str | None) -> int | str | None:
-    """The tracking reference ``value`` (the text after a tracking label) starts with, as
-    FEATURE.toml writes it: ``N`` for ``#N`` (or a link to an issue of ``this_repo``),
-    ``"owner/repo#N"`` for an issue of another repository; None for anything else."""
+    """The tracking reference that ``value``, the text after a tracking label, starts with.
+
+    It is given as FEATURE.toml writes it. ``#N``, or a link to an issue of
+    ``this_repo``, gives ``N``. An issue of another repository gives
+    ``"owner/repo#N"``. Anything else gives None.
+    """
     if value.startswith("#"):
         end = _run(value, 1, str.isdigit, 10)
         digits = value[1:end]
@@ -211,7 +226,10 @@ class Stated:
 
 
 def _stated(found: list[tuple[object, int]], labelled: list[int], what: str) -> Stated:
-    """One value from the candidates ``found`` ((value, line)); ``labelled``: lines with the label."""
+    """One value from the candidates ``found``, each a (value, line) pair.
+
+    ``labelled`` holds the lines with the label.
+    """
     values = {value for value, _ in found}
     if len(values) == 1:
         return Stated(found[0][0], found[0][1])
@@ -247,7 +265,10 @@ def readme_statements(text: str, this_repo: str | None = None) -> tuple[Stated, 
 # --- what git says ---------------------------------------------------------------------------
 
 def _git(root: Path, *arguments: str) -> bytes | None:
-    """git's output, or None when git is missing, fails or hangs. A list of arguments, no shell."""
+    """git's output, or None when git is missing, fails or hangs.
+
+    It runs git with a list of arguments, never through a shell.
+    """
     command = [GIT, "-C", str(root), "-c", "log.showSignature=false", *arguments]
     try:
         done = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, timeout=_GIT_TIMEOUT)
@@ -270,7 +291,10 @@ def _this_repo(root: Path) -> str | None:
 
 
 def noreply_login(email: str) -> str | None:
-    """The login in GitHub's no-reply address (``[id+]login@users.noreply.github.com``), or None."""
+    """The login in GitHub's no-reply address, or None.
+
+    The address looks like ``[id+]login@users.noreply.github.com``.
+    """
     match = _NOREPLY.fullmatch(email)
     return match.group(1) if match and is_login(match.group(1)) else None
 
@@ -331,7 +355,10 @@ def _utc_day(stamp: bytes) -> dt.date | None:
 # --- the record ------------------------------------------------------------------------------
 
 def toml_string(text: str) -> str:
-    """``text`` as a TOML basic string: quotes, backslashes, control and non-ASCII characters escaped."""
+    """``text`` as a TOML basic string.
+
+    Quotes, backslashes, control and non-ASCII characters are escaped.
+    """
     out = ['"']
     for char in text:
         code = ord(char)
@@ -350,8 +377,11 @@ def toml_string(text: str) -> str:
 
 
 def comment_text(text: str) -> str:
-    """Text from the tree, fit for a TOML comment: printable characters only (no control,
-    format or line-separating character), at most `MAX_COMMENT` of them."""
+    """Text from the tree, fit for a TOML comment.
+
+    It keeps printable characters only, at most `MAX_COMMENT` of them. Control,
+    format and line-separating characters go.
+    """
     shown = "".join(c if c.isprintable() else "?" for c in text)
     return shown if len(shown) <= MAX_COMMENT else shown[:MAX_COMMENT - 3] + "..."
 
@@ -369,8 +399,12 @@ def _value(name: str, value: object) -> str:
 
 
 def render(feature: str, values: dict[str, tuple[object, str]], todo_notes: dict[str, str]) -> str:
-    """The FEATURE.toml text: ``values`` (field -> (value, where it came from)) as fields, the
-    other fields as commented-out lines with a TODO (and ``todo_notes``' reason)."""
+    """The FEATURE.toml text.
+
+    ``values`` maps a field to (value, where it came from); each becomes a field.
+    The other fields become commented-out lines with a TODO. ``todo_notes`` gives
+    a TODO its reason.
+    """
     lines = [
         f"# The record of the experimental feature {feature} (docs/experimental.rst, \"Admission\").",
         "# Written by `policy-check features init` from what the tree states. A commented-out field",
@@ -393,8 +427,11 @@ def render(feature: str, values: dict[str, tuple[object, str]], todo_notes: dict
 
 
 def _accepted(feature: str, text: str, values: dict[str, tuple[object, str]]) -> list[str]:
-    """The fields of ``values`` the record ``text`` does not give back as written (or that the
-    record reads with a problem): what must be left out."""
+    """The fields of ``values`` that must be left out.
+
+    These are the fields the record ``text`` does not give back as written. Fields
+    the record reads with a problem count too.
+    """
     try:
         tomllib.loads(text)
     except (tomllib.TOMLDecodeError, ValueError, RecursionError):
@@ -413,9 +450,13 @@ def _accepted(feature: str, text: str, values: dict[str, tuple[object, str]]) ->
 
 def draft(feature: str, rel_dir: str, readme: str | None, first: FirstCommit | None, this_repo: str | None,
           why_no_date: str | None = None, inferred=None, imported: bool = False) -> Draft:
-    """The record of one feature from its README's text, the first commit of its directory
-    (`imported`: that commit imported the whole tree, so its date is no admission date) and
-    what the code says (`inferred`, a `policy_checks.lifecycle.inference.Inferred`)."""
+    """The record of one feature.
+
+    It comes from the README's text, the first commit of the feature's directory,
+    and what the code says. `imported` means that commit imported the whole tree.
+    Its date is then no admission date. `inferred` is a
+    `policy_checks.lifecycle.inference.Inferred`.
+    """
     values: dict[str, tuple[object, str]] = {}
     notes: dict[str, str] = {}
     if inferred is not None:
@@ -490,8 +531,11 @@ def _readme_text(directory: Path) -> str | None:
 
 
 def code_facts(root: Path, settings):
-    """A function giving what the code says of each feature (`inference.infer`), computed
-    on the first call only: nothing is parsed when no record or README is missing."""
+    """A function giving what the code says of each feature (`inference.infer`).
+
+    It computes on the first call only. So nothing is parsed when no record or
+    README is missing.
+    """
     from . import inference
 
     known: list = []
@@ -505,9 +549,12 @@ def code_facts(root: Path, settings):
 
 
 def drafts(root: Path, settings, code=None) -> tuple[list[Draft], int, str | None]:
-    """``(drafts, features that have a record, why there are no dates)``: a draft for every
-    feature (as EXP009 and the board see them) whose directory holds no ``FEATURE.toml``.
-    `code`: `code_facts`' function (default: one of its own)."""
+    """``(drafts, features that have a record, why there are no dates)``.
+
+    It drafts a record for every feature whose directory holds no
+    ``FEATURE.toml``. Features are found as EXP009 and the board see them. `code`
+    is `code_facts`' function; by default it makes one of its own.
+    """
     from ..model.project import Project  # which files count, as for the checker
 
     def no_facts(source):  # no Python file's facts are read
@@ -556,8 +603,11 @@ class Skeleton:
 
 
 def skeleton(feature: str, rel_dir: str, inferred=None) -> Skeleton:
-    """The README skeleton of one feature; `inferred` (`inference.Inferred`) fills in the
-    APIs and backends the code marks, written as code spans."""
+    """The README skeleton of one feature.
+
+    `inferred` (`inference.Inferred`) fills in the APIs and backends the code
+    marks. They are written as code spans.
+    """
     apis = sorted(inferred.apis) if inferred is not None else []
     backends = sorted(inferred.backends) if inferred is not None else []
     named = [f"- experimental API `{comment_text(a)}`" for a in apis]
@@ -595,8 +645,10 @@ def skeletons(root: Path, settings, code=None) -> list[Skeleton]:
 
 
 def write(root: Path, made) -> bool:
-    """Create the file (a `Draft` or a `Skeleton`); False (nothing written) when something by
-    that name exists."""
+    """Create the file of a `Draft` or a `Skeleton`.
+
+    Returns False, writing nothing, when something by that name exists.
+    """
     try:
         with open(root / made.rel, "x", encoding="utf-8", newline="\n") as handle:
             handle.write(made.text)

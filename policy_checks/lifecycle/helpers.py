@@ -1,16 +1,25 @@
-"""Helpers: core functions that import a feature without being entry points
-(`policy_checks/model/entry_points.py`), followed to the entry points that call them.
+"""Helpers, followed to the entry points that call them.
 
-The call graph is read with ``ast``, one walk per module, over the core modules that
-spell the helper's name: calls (any use) by name within its module, through imports
-of it elsewhere (``from m import _helper``, ``m._helper``, an import in a function
-body), and a method through every ``x.name`` of the core modules that spell its name
-(``self.name()`` in its class, and in a base class whose template method calls it). A use in a
-function that is itself a private helper is followed further, at most `_MAX_HELPERS`
-helpers per feature. Both lifecycle commands read the same walk: ``remove`` takes a
-helper along when only the feature's entry points reach it (and refuses otherwise,
-naming each use that stays), ``graduate`` swaps the markers of the entry points it
-finds through helpers (the helpers themselves stay in core, retargeted).
+A helper is a core function that imports a feature without being an entry point
+(`policy_checks/model/entry_points.py`).
+
+The call graph is read with ``ast``, one walk per module. It covers the core
+modules that spell the helper's name. It finds:
+
+- calls, or any use, by name within the helper's module;
+- uses through imports of it elsewhere: ``from m import _helper``,
+  ``m._helper``, or an import in a function body;
+- for a method, every ``x.name`` of the core modules that spell its name. That
+  includes ``self.name()`` in its class, and in a base class whose template
+  method calls it.
+
+A use in a function that is itself a private helper is followed further. At most
+`_MAX_HELPERS` helpers are followed per feature.
+
+Both lifecycle commands read the same walk. ``remove`` takes a helper along when
+only the feature's entry points reach it. Otherwise it refuses, naming each use
+that stays. ``graduate`` swaps the markers of the entry points it finds through
+helpers. The helpers themselves stay in core, retargeted.
 """
 
 from __future__ import annotations
@@ -27,8 +36,11 @@ _MAX_HELPERS = 200
 
 
 class Use(NamedTuple):
-    """A use of a helper: the file, the line, the functions around it (outermost first;
-    empty at module level or in a class body)."""
+    """A use of a helper: the file, the line, and the functions around it.
+
+    The functions run outermost first. They are empty at module level or in a class
+    body.
+    """
 
     rel: str
     line: int
@@ -36,7 +48,7 @@ class Use(NamedTuple):
 
 
 class Blocked(NamedTuple):
-    """A helper that a kept definition (or module-level code) uses."""
+    """A helper that a kept definition, or module-level code, uses."""
 
     rel: str  # the helper's file
     qualname: str
@@ -54,8 +66,11 @@ class Reached(NamedTuple):
 
 
 class _Index(ast.NodeVisitor):
-    """Every name use of one module: ``name -> [(line, functions)]``; attribute uses
-    ``(base name, attr) -> [...]`` and, whatever the base, ``attr -> [...]``."""
+    """Every name use of one module: ``name -> [(line, functions)]``.
+
+    Attribute uses are keyed ``(base name, attr) -> [...]``. Whatever the base, they
+    are also keyed ``attr -> [...]``.
+    """
 
     def __init__(self) -> None:
         self.names: Dict[str, list] = {}
@@ -97,9 +112,12 @@ class _Index(ast.NodeVisitor):
 
 
 class CallGraph:
-    """Uses of core functions, read on demand: `tree_of(rel)` gives a module's ``ast``
-    (None when it does not parse), `read(rel)` its bytes. Only the modules whose text
-    could use the name are parsed (a cheap search first)."""
+    """Uses of core functions, read on demand.
+
+    `tree_of(rel)` gives a module's ``ast``, or None when it does not parse.
+    `read(rel)` gives its bytes. A cheap search runs first. Only the modules whose
+    text could use the name are parsed.
+    """
 
     def __init__(self, project, tree_of: Callable[[str], Optional[ast.Module]],
                  read: Callable[[str], bytes], kept: Callable[[str], bool]):
@@ -120,8 +138,10 @@ class CallGraph:
         return self._indexes[rel]
 
     def uses(self, rel: str, qualname: str) -> List[Use]:
-        """Where the function (or method ``Class.name``) `qualname` of `rel` is used,
-        outside its own body."""
+        """Where the function `qualname` of `rel` is used, outside its own body.
+
+        A method is named ``Class.name``.
+        """
         found: List[Use] = []
         own = self._index(rel)
         owner, _, name = qualname.rpartition(".")
@@ -137,9 +157,11 @@ class CallGraph:
         return [u for u in found if not (u.rel == rel and u.functions and _within(u.functions[0], qualname))]
 
     def _core(self, rel: str, words: List[bytes], also_own: bool = False) -> List[str]:
-        """The kept core modules (other than `rel`, unless `also_own`) whose text spells
-        every one of `words` as a whole word (a plain substring search first: most files
-        hold none, and that search is many times faster than a pattern)."""
+        """The kept core modules whose text spells every one of `words` as a whole word.
+
+        `rel` is left out unless `also_own`. A plain substring search runs first.
+        Most files hold none, and that search is many times faster than a pattern.
+        """
         project = self.project
         compiled = [re.compile((rb"" if w[:1] == b"." else rb"\b") + re.escape(w) + rb"\b") for w in words]
 
@@ -187,18 +209,22 @@ def _within(qualname: str, outer: str) -> bool:
 
 
 def is_private(qualname: str) -> bool:
-    """A helper a user cannot be calling: its own name starts with ``_`` (not a dunder)."""
+    """Is it a helper a user cannot be calling? Its own name starts with ``_``, and is no dunder."""
     name = qualname.rpartition(".")[2]
     return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
 
 
 def follow(graph: CallGraph, starts: List[Tuple[str, str, int]], going: Set[Tuple[str, str]],
            first_block: bool = False) -> Reached:
-    """From the helpers `starts` (``(rel, qualname, line of the import)``), every use:
-    inside a definition that goes anyway (`going`: ``(rel, qualname)``), inside an
-    experimental entry point (it is the feature's, reached through the helper), or in
-    another private helper (followed). Any other use blocks the helper; with
-    `first_block`, the walk stops at the first (a refusal needs one reason)."""
+    """Every use reached from the helpers `starts`.
+
+    Each start is ``(rel, qualname, line of the import)``. A use may sit inside a
+    definition that goes anyway (`going`: ``(rel, qualname)``). It may sit inside an
+    experimental entry point, which is the feature's, reached through the helper.
+    It may sit in another private helper, which is followed. Any other use blocks
+    the helper. With `first_block`, the walk stops at the first, since a refusal
+    needs one reason.
+    """
     project = graph.project
     helpers: Set[Tuple[str, str]] = set()
     entry: Set[Tuple[str, str]] = set()

@@ -1,25 +1,27 @@
 """What the code says about each experimental feature, for ``policy-check features init``.
 
-The checker's facts and project model (`policy_checks.model.facts`, `policy_checks.model.project`)
-answer, without running anything:
+The checker's facts and project model answer without running anything
+(`policy_checks.model.facts`, `policy_checks.model.project`):
 
-- ``apis``: every ``@flashinfer_experimental_api`` function or class of the package that
-  belongs to a feature: defined under ``flashinfer/experimental/<feature>/``, or defined
-  in core and importing that feature's code in its body (FlashInfer's way: the API is a
-  core entry point, the feature its implementation). Written as the dotted path a user
-  calls: ``flashinfer.<name>`` when the package exports it under that name, else the
-  defining module's path.
+- ``apis``: every ``@flashinfer_experimental_api`` function or class of the
+  package that belongs to a feature. It is defined under
+  ``flashinfer/experimental/<feature>/``. Or it is defined in core and imports that
+  feature's code in its body. That is FlashInfer's way: the API is a core entry
+  point, the feature its implementation. Each is written as the dotted path a user
+  calls. That is ``flashinfer.<name>`` when the package exports it under that
+  name, else the defining module's path.
 - ``backends``: every ``backend_requirement`` mapping entry whose checker is an
-  ``@experimental_backend`` function under a feature, as ``"<api>:<backend>"`` (the API
-  is the function the call decorates).
-- ``auto_routing``: for a backend, whether ``backend="auto"`` may choose it: the call has
-  no ``heuristic_func`` (auto then tries every suitable backend), or the heuristic's body
-  names the backend as a string; False when its heuristic never names it; unknown (None)
-  when the heuristic cannot be read. An API alone is called by name: False.
-- ``kind``: ``"api"``, ``"backend"`` or ``"both"`` from the two lists.
+  ``@experimental_backend`` function under a feature. Each is written
+  ``"<api>:<backend>"``; the API is the function the call decorates.
+- ``auto_routing``: for a backend, whether ``backend="auto"`` may choose it. It
+  may when the call has no ``heuristic_func``; auto then tries every suitable
+  backend. It may when the heuristic's body names the backend as a string. It is
+  False when the heuristic never names it. It is unknown (None) when the heuristic
+  cannot be read. An API alone is called by name: False.
+- ``kind``: ``"api"``, ``"backend"`` or ``"both"``, from the two lists.
 
-Only the files that mention a marker are parsed up front (a byte search); the project
-model parses what resolving a name reaches. Nothing is imported or run.
+Only the files that mention a marker are parsed up front, after a byte search. The
+project model parses what resolving a name reaches. Nothing is imported or run.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ MAX_SOURCE_BYTES = 8 * 1024 * 1024  # a larger module is not read for its heuris
 
 @dataclass
 class Inferred:
-    """What the code says about one feature; each field says where it came from (`why`)."""
+    """What the code says about one feature. `why` says where each field came from."""
 
     apis: set = field(default_factory=set)
     backends: set = field(default_factory=set)
@@ -117,14 +119,17 @@ def _features_imported(facts, definition: Definition, feature_of) -> set:
 
 
 def _api_of(facts, definition: Definition) -> Definition:
-    """A marked method stands for its class: the class is what a user calls."""
+    """A marked method stands for its class, since the class is what a user calls."""
     outer = facts.definitions.get(definition.qualname.split(".", 1)[0])
     return outer if outer is not None and outer.kind == "class" else definition
 
 
 def _public_name(project: Project, top: str, module: str, definition: Definition) -> str:
-    """``flashinfer.<name>`` when the package exports the definition under its name (a
-    re-export or a lazy export), else ``<module>.<qualname>``."""
+    """The path a user calls the definition by.
+
+    It is ``flashinfer.<name>`` when the package exports it under its name, by a
+    re-export or a lazy export. Otherwise it is ``<module>.<qualname>``.
+    """
     head = definition.qualname.split(".", 1)[0]
     exported = project.resolve(top, head)
     if isinstance(exported, DefTarget) and (exported.module, exported.definition.line) == (module, definition.line):
@@ -139,8 +144,11 @@ def _decorated_api(facts, line: int) -> Optional[Definition]:
 
 
 def _backends(project, root, rel, module, facts, call, feature_of, found) -> None:
-    """The experimental backends of one ``backend_requirement`` call, read as EXP004 reads
-    the mapping (`Project.backend_entries`: dict literals, module-level dicts, ``**``)."""
+    """The experimental backends of one ``backend_requirement`` call.
+
+    The mapping is read as EXP004 reads it (`Project.backend_entries`). That covers
+    dict literals, module-level dicts, and ``**``.
+    """
     api = _decorated_api(facts, call.line)
     if api is None or not project.decorated_with(module, api, markers.BACKEND_REQUIREMENT):
         return
@@ -162,9 +170,13 @@ def _backends(project, root, rel, module, facts, call, feature_of, found) -> Non
 
 
 def _heuristic_names(source: bytes, api: Definition):
-    """True when the decorator passes no ``heuristic_func`` (auto tries every backend);
-    else the string constants of the heuristic function's body (a set); None when it
-    cannot be read (defined elsewhere, a lambda over names, a file that does not parse)."""
+    """The backend names the heuristic may choose.
+
+    True when the decorator passes no ``heuristic_func``; auto tries every backend.
+    Otherwise, the set of string constants in the heuristic function's body. None
+    when it cannot be read: defined elsewhere, a lambda over names, or a file that
+    does not parse.
+    """
     if len(source) > MAX_SOURCE_BYTES:
         return None
     try:

@@ -1,11 +1,13 @@
 """The plan both lifecycle commands build, and the table of steps that builds it.
 
-A `Plan` is the change set of ``--diff`` plus what the run did, what a person must
-do, and closing notes. It holds the command's one reader of sources (`Texts`): every
-step, and the project model, read a file once. Each command is an ordered table of named `Step` s. A step
-takes the plan and the command's project and returns its `Edits`. `run_steps` adds
-them to the plan in order. Blocking uses go to `Plan.block`, not straight into a
-refusal. The run then answers once, naming every use found before it stopped.
+A `Plan` is the change set of ``--diff`` plus what the run did. It also holds
+what a person must do, and closing notes. It owns the command's one reader of
+sources (`Texts`). So every step, and the project model, read a file once.
+
+Each command is an ordered table of named `Step` s. A step takes the plan and
+the command's project and returns its `Edits`. `run_steps` adds them to the
+plan in order. Blocking uses go to `Plan.block`, not straight into a refusal.
+The run then answers once, naming every use found before it stopped.
 """
 
 from __future__ import annotations
@@ -33,7 +35,9 @@ NO_EDITS = Edits()
 
 class Step(NamedTuple):
     """A named step of a command: ``run(plan, project)`` returns its edits, or None.
-    A step without `run` is a gate: the uses blocked so far refuse the run there."""
+
+    A step without `run` is a gate. The uses blocked so far refuse the run there.
+    """
 
     name: str
     run: Optional[Callable[["Plan", Any], Optional[Edits]]] = None
@@ -76,7 +80,7 @@ class Plan:
         return [text for key, text in self.asked if key == step]
 
     def block(self, uses: Sequence[Any]) -> None:
-        """Uses that refuse the run; gathered so that one answer names them all."""
+        """Add uses that refuse the run. They are gathered so one answer names them all."""
         self.blocking += uses
 
     def gone(self, rel: str) -> bool:
@@ -84,8 +88,11 @@ class Plan:
         return any(under(rel, d) for d in self.deletions)
 
     def rewrite(self, rel: str, after: bytes, before: Optional[bytes] = None) -> None:
-        """Plan new bytes for an existing file. A later rewrite of the same file
-        replaces the earlier one in place, so the last holds every edit."""
+        """Plan new bytes for an existing file.
+
+        A later rewrite of the same file replaces the earlier one in place. So
+        the last one holds every edit.
+        """
         first = next((fix.before for fix in self.rewrites if fix.path == rel), None)
         before = first if first is not None else before if before is not None else self.changes.read(rel)
         kept = [fix for fix in self.rewrites if fix.path != rel]
@@ -128,8 +135,11 @@ class Plan:
 
 def run_steps(steps: Sequence[Step], plan: Plan, project: Any,
               refusal: Callable[[List[Any], Optional[Refused]], Refused]) -> Plan:
-    """Run `steps` in order, adding each one's edits to `plan`. A step that refuses
-    stops the run; `refusal` words the answer with every use blocked so far."""
+    """Run `steps` in order, adding each one's edits to `plan`.
+
+    A step that refuses stops the run. `refusal` words the answer, naming every
+    use blocked so far.
+    """
     for step in steps:
         if step.run is None:
             if plan.blocking:

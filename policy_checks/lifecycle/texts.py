@@ -1,12 +1,16 @@
 """Reading a large tree cheaply, and how code names a feature without importing it.
 
-A file that does not spell a name can neither import nor use it, so most files are
-only searched for a few bytes, never parsed (`Spelling`, `Texts`). Code may also name
-what a command touches in a string: a module's dotted name
-(``importlib.import_module("pkg.experimental.feat.x")``, an f-string prefix) or a path
-through the feature's directory, in one string or built from pieces
-(``Path(root) / "experimental" / "feat"``, ``os.path.join(root, "experimental", "feat")``).
-``remove`` and ``graduate`` read the tree through both."""
+A file that does not spell a name can neither import nor use it. So most files
+are only searched for a few bytes, never parsed (`Spelling`, `Texts`).
+
+Code may also name what a command touches in a string. It may be a module's
+dotted name: ``importlib.import_module("pkg.experimental.feat.x")``, or an
+f-string prefix. It may be a path through the feature's directory, in one string
+or built from pieces: ``Path(root) / "experimental" / "feat"``, or
+``os.path.join(root, "experimental", "feat")``.
+
+``remove`` and ``graduate`` read the tree through both.
+"""
 
 from __future__ import annotations
 
@@ -19,8 +23,11 @@ from ..model import markers, parsed
 
 
 class Spelling(NamedTuple):
-    """Where a use of some names must spell them: `pattern` is searched only in the
-    files that hold one of `words` (a plain search; the pattern costs much more)."""
+    """Where a use of some names must spell them.
+
+    `pattern` is searched only in files that hold one of `words`. The plain search
+    is cheap; the pattern costs much more.
+    """
 
     words: tuple  # bytes
     pattern: "re.Pattern"
@@ -65,10 +72,13 @@ class Texts:
 
 
 def uses_pattern(names, quoted: bool = False) -> Optional[Spelling]:
-    """Where a file that uses a removed function or class must spell its name: after
-    a dot, or in an import (one line, or a parenthesized list); with `quoted`, also
-    as a string (``__all__``, a lazy-export table). A common name (``prepare``) then
-    costs a regex search, not a parse, in the files that merely spell it."""
+    """Where a file that uses a removed function or class must spell its name.
+
+    The name follows a dot, or sits in an import (one line, or a parenthesized
+    list). With `quoted`, it may also be a string (``__all__``, a lazy-export
+    table). So a common name (``prepare``) costs a regex search, not a parse. That
+    holds in the files that merely spell it.
+    """
     if not names:
         return None
     alternatives = b"|".join(re.escape(n.encode("utf-8")) for n in sorted(names, key=len, reverse=True))
@@ -87,21 +97,25 @@ _JOINS = ("join", "joinpath", "Path", "PurePath", "PosixPath", "PurePosixPath", 
 class GoneFiles(NamedTuple):
     """What the removal deletes, as code may name it."""
 
-    modules: FrozenSet[str]  # dotted names whose files go (everything below each)
-    segments: tuple  # ("experimental", "feat"): two path segments in a row lead into the feature
+    modules: FrozenSet[str]  # dotted names whose files go, with everything below each
+    segments: tuple  # ("experimental", "feat"): these two path segments in a row lead into the feature
     directory: str  # "pkg/experimental/feat", for the messages
 
     def names_module(self, text: str) -> Optional[str]:
-        """The module `text` names when it is the dotted name of one that goes (a
-        trailing dot, the prefix of its submodules, too); else None."""
+        """The module `text` names when it is the dotted name of one that goes, else None.
+
+        A trailing dot counts too: it is the prefix of the module's submodules.
+        """
         if not _DOTTED.match(text):
             return None
         name = text.rstrip(".")
         return name if under_any(name, self.modules) else None
 
     def names_path(self, pieces: List[Optional[str]]) -> bool:
-        """Do the `pieces` of a path (None for a part not known here) hold the
-        feature's directory: its two segments in a row?"""
+        """Do the `pieces` of a path hold the feature's two segments in a row?
+
+        A piece is None for a part not known here.
+        """
         segments: List[Optional[str]] = []
         for piece in pieces:
             segments += [None] if piece is None else [s for s in _SEPARATORS.split(piece) if s]
@@ -110,11 +124,14 @@ class GoneFiles(NamedTuple):
 
 
 def feature_spelling(segments: tuple) -> Spelling:
-    """Where a file that imports or loads the feature spells its name: after the
-    experimental package's (a dotted name, a path, path pieces, ``from
-    pkg.experimental import feat``), or in a relative import of a sibling (``from
-    ..feat import x``, ``from .. import feat``). A name that is also a common
-    identifier (``attn_scores``) then costs a search, not a parse."""
+    """Where a file that imports or loads the feature spells its name.
+
+    The name may follow the experimental package's name. That covers a dotted
+    name, a path, path pieces, and ``from pkg.experimental import feat``. It may
+    also sit in a relative import of a sibling: ``from ..feat import x`` or
+    ``from .. import feat``. So a name that is also a common identifier
+    (``attn_scores``) costs a search, not a parse.
+    """
     experimental, feature = (re.escape(s).encode("utf-8") for s in segments)
     name = rb"\b" + feature + rb"\b"
     relative = rb"\bfrom[ \t]+\.+[ \t]*"
@@ -126,16 +143,21 @@ def feature_spelling(segments: tuple) -> Spelling:
 
 
 def under_any(module: str, modules: FrozenSet[str]) -> bool:
-    """Is `module` one of `modules` or below one (a look-up per dot, however many)?"""
+    """Is `module` one of `modules` or below one? It takes one look-up per dot."""
     parts = module.split(".")
     return any(".".join(parts[:end]) in modules for end in range(1, len(parts) + 1))
 
 
 def path_pieces(node: ast.AST) -> List[Optional[str]]:
-    """The parts of a path or string expression, in order: a string is itself; ``a / b``
-    its sides; ``os.path.join(a, b)``, ``x.joinpath(a)`` and ``Path(a, b)`` their
-    arguments (after ``x``); ``a + b`` and an f-string their parts, adjacent strings
-    run together; any other expression one unknown part (None)."""
+    """The parts of a path or string expression, in order.
+
+    - A string is itself.
+    - ``a / b`` gives its sides.
+    - ``os.path.join(a, b)``, ``x.joinpath(a)`` and ``Path(a, b)`` give their
+      arguments, after ``x``.
+    - ``a + b`` and an f-string give their parts. Adjacent strings run together.
+    - Any other expression is one unknown part (None).
+    """
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return [node.value]
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
@@ -173,8 +195,11 @@ def is_path_expression(node: ast.AST) -> bool:
 
 
 def loads(call: ast.Call) -> bool:
-    """Does the call load what its arguments name (an import function, a finder or
-    loader, ``sys.path.insert``/``append``)?"""
+    """Does the call load what its arguments name?
+
+    Such calls are import functions, finders, loaders, and
+    ``sys.path.insert``/``append``.
+    """
     dotted = markers.dotted_name(call.func) or ""
     return dotted.rpartition(".")[2] in markers.LOADING_FUNCTIONS or dotted.startswith(markers.SEARCH_PATH + ".")
 

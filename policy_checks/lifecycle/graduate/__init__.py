@@ -1,36 +1,45 @@
 """``policy-check graduate FEATURE --to MODULE``: the mechanical steps of graduation.
 
 The graduation checklist (`policy_checks.model.window.GRADUATION_STEPS`) has seven
-steps; this command carries out 2, 3, 5 and 6 and prints all seven with their state
-(a step is ticked only when nothing of it is left for a person):
+steps. This command carries out 2, 3, 5 and 6. It prints all seven with their
+state. A step is ticked only when nothing of it is left for a person.
 
-2. The feature's files move from ``<experimental package>/<feature>/`` to the package
-   MODULE (imports inside them retargeted); at each old module path a shim re-exports
-   the new one with a `DeprecationWarning` naming it, for one release. The shim
-   package's ``__init__`` binds ``__graduated_to__``, which tells the checker (EXP009)
-   and the board that the directory is a shim, not a feature. ``FEATURE.toml`` goes.
-   Imports of the old path in other code (other features, tests, examples, the
-   repository's other packages) point at the new home, or are listed (`elsewhere`).
+2. The feature's files move from ``<experimental package>/<feature>/`` to the
+   package MODULE. Imports inside them are retargeted. At each old module path, a
+   shim re-exports the new one for one release. It warns with a
+   `DeprecationWarning` naming the new path. The shim package's ``__init__`` binds
+   ``__graduated_to__``. That tells the checker (EXP009) and the board that the
+   directory is a shim, not a feature. ``FEATURE.toml`` goes. Imports of the old
+   path in other code point at the new home, or are listed (`elsewhere`). Other
+   code means other features, tests, examples, and the repository's other
+   packages.
 3. In core, ``@flashinfer_experimental_api(...)`` on the entry points becomes
-   ``@flashinfer_api`` (its ``trace=`` kept), the deferred imports and the checker
-   imports point at the new home, the gate calls that guarded the feature go; in the
-   moved code ``@experimental_backend`` and ``experimental=True`` go (`core`, `move`).
-   What still reaches experimental code at call time is listed (`leftovers`).
-5. With ``--aot``, the moved module's spec factories are registered in the AOT module.
-6. ``<experimental tests>/<feature>/`` moves to the stable lane, imports retargeted;
-   tests of the experimental contract are dropped and listed (`stable_lane`).
+   ``@flashinfer_api``, keeping its ``trace=``. The deferred imports and the
+   checker imports point at the new home. The gate calls that guarded the feature
+   go. In the moved code, ``@experimental_backend`` and ``experimental=True`` go
+   (`core`, `move`). What still reaches experimental code at call time is listed
+   (`leftovers`).
+5. With ``--aot``, the moved module's spec factories are registered in the AOT
+   module.
+6. ``<experimental tests>/<feature>/`` moves to the stable lane, with imports
+   retargeted. Tests of the experimental contract are dropped and listed
+   (`stable_lane`).
 
-Step 4 is partly mechanical (`listing`: the docs page of its stable neighbours, the
-top-level export); the rest, and steps 1 and 7, are for a person.
+Step 4 is partly mechanical (`listing`). It lists the feature on the docs page of
+its stable neighbours and adds the top-level export. The rest of it, and steps 1
+and 7, are for a person.
 
-Nothing stable may reach experimental code unnoticed, and no public name may change
-kind: a graduation refuses (exit 1, nothing written) when its new home would shadow a
-name its parent package serves (`exports`), or when the moved code would import other
-experimental code at module level (`reach`, what EXP001 reports). Those refusals, and
-every other one that needs no plan of the move, are decided first (`refusals`); then
-the plan is computed in full (`planner`) before anything is written, through one
-`ChangeSet` that ``--diff`` prints. Where the feature is imported is read from the
-checker's facts (`policy_checks.model.project.Project`); rewrites use `cst_tools`.
+Nothing stable may reach experimental code unnoticed. No public name may change
+kind. So a graduation refuses (exit 1, nothing written) in two cases. One is when
+its new home would shadow a name its parent package serves (`exports`). The other
+is when the moved code would import other experimental code at module level
+(`reach`, what EXP001 reports).
+
+Those refusals, and every other one that needs no plan of the move, are decided
+first (`refusals`). Then the plan is computed in full (`planner`) before anything
+is written. It goes through one `ChangeSet`, which ``--diff`` prints. Where the
+feature is imported is read from the checker's facts
+(`policy_checks.model.project.Project`). Rewrites use `cst_tools`.
 """
 
 from __future__ import annotations
@@ -64,6 +73,6 @@ def graduate(feature: str, home: str, diff: bool, aot: bool, root: Optional[str]
 
 
 def run_graduate(feature: str, home: str, *, diff: bool = False, aot: bool = False, root: Optional[str] = None) -> int:
-    """The command's body, for callers without click: returns the exit status."""
+    """The command's body, for callers without click. Returns the exit status."""
     return run_plan("graduate", feature, lambda target: plan_graduation(target, feature, home, aot=aot), diff=diff,
                     root=root)

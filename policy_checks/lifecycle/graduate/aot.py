@@ -1,21 +1,23 @@
-"""Step 5, with ``--aot``: the moved modules' spec factories (functions annotated to
-return ``JitSpec``, or a list of them, and callable without arguments) are added
-where the AOT module lists its own specs.
+"""Step 5, with ``--aot``: register the moved modules' spec factories.
 
-Two shapes of AOT module are known, and which one a tree has is decided first
-(`check_shape`, before the project model is built), so that a tree of neither
-shape refuses in well under a second, naming the line to add by hand:
+A spec factory is a function annotated to return ``JitSpec``, or a list of them.
+It is callable without arguments. Each is added where the AOT module lists its own
+specs.
 
-- a ``_register_builtin()`` function that calls ``register(spec)`` (this
-  repository's ``flashinfer/aot.py``): an import and a ``register(factory())`` go
+Two shapes of AOT module are known. Which one a tree has is decided first
+(`check_shape`), before the project model is built. So a tree of neither shape
+refuses in well under a second, naming the line to add by hand. The shapes are:
+
+- a ``_register_builtin()`` function that calls ``register(spec)``, as in this
+  repository's ``flashinfer/aot.py``. An import and a ``register(factory())`` go
   at its end;
 - a ``gen_all_modules(...)`` function that starts a list (``jit_specs = []``),
-  appends and extends it, and returns it (FlashInfer 0.7.x): the factory is
-  imported beside the module's other imports and appended after the function's
+  appends to it, extends it, and returns it (FlashInfer 0.7.x). The factory is
+  imported beside the module's other imports. It is appended after the function's
   last top-level statement that adds to the list, before the list is read.
 
-A factory that needs arguments cannot be called by a tool: the line to add is
-listed for a person, with its place.
+A tool cannot call a factory that needs arguments. The line to add is listed for a
+person, with its place.
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ class Factory(NamedTuple):
 
 
 def check_shape(target: FixTarget) -> AotShape:
-    """The AOT module's shape, read from its file alone; `Refused` when it has neither."""
+    """The AOT module's shape, read from its file alone. Raises `Refused` when it has neither."""
     aot_module = target.settings.aot_modules[0]
     rel = _rel_of(target, aot_module)
     if rel is None:
@@ -94,8 +96,11 @@ def _rel_of(target: FixTarget, module: str) -> Optional[str]:
 
 
 def _spec_list(function: ast.FunctionDef) -> Optional[str]:
-    """The name of the list `function` starts empty at its top level, adds to, and returns
-    (or reads after its last addition, as FlashInfer's dedup loop does)."""
+    """The name of the list `function` starts empty at its top level, adds to, and returns.
+
+    Reading it after its last addition counts as returning it. FlashInfer's dedup
+    loop does that.
+    """
     started = []
     for node in function.body:
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.List) and not node.value.elts:
@@ -174,8 +179,7 @@ def _import_line(shape: AotShape, factory: Factory) -> str:
 
 
 def _add_to_register_builtin(graduation: Plan, shape: AotShape, factories: List[Factory]) -> None:
-    """This repository's shape: imports and ``register(factory())`` at the end of
-    ``_register_builtin``."""
+    """This repository's shape: imports and ``register(factory())`` at the end of ``_register_builtin``."""
     if not factories:
         return
     rel = shape.rel
@@ -193,10 +197,13 @@ def _add_to_register_builtin(graduation: Plan, shape: AotShape, factories: List[
 
 
 def _add_to_listing(graduation: Plan, shape: AotShape, factories: List[Factory]) -> None:
-    """FlashInfer's shape: each factory imported after the module's last top-level
-    import, and appended (a list of specs: extended) after the last top-level statement
-    of ``gen_all_modules`` that adds to its list. Lines go in as text, so every other
-    byte stays."""
+    """FlashInfer's shape.
+
+    Each factory is imported after the module's last top-level import. It is
+    appended after the last top-level statement of ``gen_all_modules`` that adds to
+    its list. A list of specs is extended instead. Lines go in as text, so every
+    other byte stays.
+    """
     if not factories:
         return
     rel = shape.rel
@@ -229,7 +236,7 @@ def _docstring_end(tree: ast.Module) -> int:
 
 
 def _factories(graduation: Plan) -> List[Factory]:
-    """Each spec factory in the moved code (not the moved tests)."""
+    """Each spec factory in the moved code, not in the moved tests."""
     found = []
     for new_rel, data in sorted(graduation.creations.items()):
         module = graduation.target.module_of(new_rel)[0] if new_rel.endswith(".py") else None
@@ -244,8 +251,11 @@ def _factories(graduation: Plan) -> List[Factory]:
 
 
 def _returns_spec(annotation) -> Optional[bool]:
-    """None when the annotation is no spec; else whether it is a list of them
-    (``List[JitSpec]``, ``list[JitSpec]``, ``Sequence[JitSpec]``, quoted or not)."""
+    """Whether the annotation is a list of specs; None when it is no spec.
+
+    Lists are ``List[JitSpec]``, ``list[JitSpec]`` and ``Sequence[JitSpec]``, quoted
+    or not.
+    """
     if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
         try:
             annotation = ast.parse(annotation.value, mode="eval").body

@@ -1,8 +1,12 @@
-"""Step 3: the core modules that reach the feature. Their imports of it point at the new
-home, ``@flashinfer_experimental_api(...)`` on its entry points becomes
-``@flashinfer_api`` (``trace=`` kept), and the gate calls that guarded it go: those in
-an entry point or hand-off function that reaches no other experimental code, and those
-naming the feature or one of its backends."""
+"""Step 3: the core modules that reach the feature.
+
+Their imports of it point at the new home.
+``@flashinfer_experimental_api(...)`` on its entry points becomes
+``@flashinfer_api``, keeping ``trace=``. The gate calls that guarded it go. Those
+are the calls in an entry point or hand-off function that reaches no other
+experimental code. They are also the calls naming the feature or one of its
+backends.
+"""
 
 from __future__ import annotations
 
@@ -42,8 +46,10 @@ class CoreFound:
 
 def swap_core(graduation: Plan, project: Project, reaching: Dict[str, List[Import]],
               backends: Set[str]) -> CoreFound:
-    """Rewrite the core files that reach the feature (through helpers too); `swapped`
-    holds the swapped entry points as ``(module, qualname)``."""
+    """Rewrite the core files that reach the feature, through helpers too.
+
+    `swapped` holds the swapped entry points as ``(module, qualname)``.
+    """
     found = CoreFound()
     owned = feature_entry_points(graduation, project, reaching)
     found.feature_entry_points = {rel: set(names) for rel, names in owned.items()}
@@ -55,9 +61,12 @@ def swap_core(graduation: Plan, project: Project, reaching: Dict[str, List[Impor
 
 def feature_entry_points(graduation: Plan, project: Project,
                          reaching: Dict[str, List[Import]]) -> Dict[str, Set[str]]:
-    """rel -> qualnames of the feature's entry points (`policy_checks/model/entry_points.py`):
-    the experimental API functions and classes around its imports, and those that reach
-    it through helpers (`lifecycle/helpers.py`); the helpers stay in core, retargeted."""
+    """rel -> qualnames of the feature's entry points (`policy_checks/model/entry_points.py`).
+
+    They are the experimental API functions and classes around its imports. They
+    are also those that reach it through helpers (`lifecycle/helpers.py`). The
+    helpers stay in core, retargeted.
+    """
     owned: Dict[str, Set[str]] = {}
     starts = []
     for rel, hits in reaching.items():
@@ -80,9 +89,12 @@ def feature_entry_points(graduation: Plan, project: Project,
 
 def _swap_file(graduation: Plan, project: Project, rel: str, hits: List[Import],
                backends: Set[str], owned: Set[str], found: CoreFound) -> List[Tuple[str, str]]:
-    """One core file: retarget, swap its entry points (functions and every method of an
-    experimental API class), drop ``is_experimental = True`` and the gates that guarded
-    the feature."""
+    """Rewrite one core file.
+
+    It retargets the file and swaps its entry points: functions, and every method
+    of an experimental API class. It drops ``is_experimental = True`` and the gates
+    that guarded the feature.
+    """
     feature = graduation.feature
     module = project.files[rel].module
     data = graduation.planned(rel)
@@ -114,8 +126,10 @@ def _within(qualname: str, outer: str) -> bool:
 
 def _drop_guarding_gates(graduation: Plan, project: Project, rel: str, file: PythonFile,
                          deferred: List[Import], backends: Set[str], edits: dict, found: CoreFound) -> list:
-    """The gate calls that guarded the feature go with their imports, and only those: a
-    function that still routes to other experimental code keeps its gates."""
+    """Drop the gate calls that guarded the feature, with their imports, and only those.
+
+    A function that still routes to other experimental code keeps its gates.
+    """
     elsewhere = {f for imp, _ in reach.experimental_imports(project, project.facts(rel), graduation.old)
                  if runs_on_call(imp) for f in imp.functions}
     names = backends | _branch_backends(file, deferred) | {graduation.feature}
@@ -140,9 +154,12 @@ def _branch_backends(file: PythonFile, imports: List[Import]) -> Set[str]:
 
 
 def _drop_gate_calls(file: PythonFile, entry: Set[str], elsewhere: Set[str], names: Set[str], edits: dict) -> list:
-    """Statement-level gate calls that guarded the feature: inside an entry point or
-    hand-off (`entry`) that reaches no other experimental code (`elsewhere`), or naming
-    the feature or one of its backends (`names`). Returns the statements removed."""
+    """Drop the statement-level gate calls that guarded the feature.
+
+    A call guarded it when it sits inside an entry point or hand-off (`entry`) that
+    reaches no other experimental code (`elsewhere`). A call naming the feature or
+    one of its backends (`names`) guarded it too. Returns the statements removed.
+    """
     removed: list = []
 
     class Finder(Qualnames):
@@ -163,8 +180,10 @@ def _drop_gate_calls(file: PythonFile, entry: Set[str], elsewhere: Set[str], nam
 
 
 def _drop_unused_gate_imports(file: PythonFile, removed: list, edits: dict) -> None:
-    """The gate functions' imports that only the removed calls used, at module level or
-    in the function that imported them."""
+    """Drop the gate functions' imports that only the removed calls used.
+
+    They may be at module level or in the function that imported them.
+    """
     if not removed:
         return
     scopes = {id(file.scopes[file.tree]): file.scopes[file.tree]}

@@ -1,7 +1,10 @@
-"""Imports of the old path outside the feature, its tests and the core that reaches it:
-other experimental features, tests, examples and the rest of the repository. Each import is pointed at the new home (the shim would serve it for one
-release, with a warning), or listed for a person when a rewrite cannot do it; a string
-that spells the old path is listed too."""
+"""Imports of the old path outside the feature, its tests and the core that reaches it.
+
+These are in other experimental features, tests, examples and the rest of the
+repository. Each import is pointed at the new home. The shim would serve it for one
+release, with a warning. When a rewrite cannot do it, the import is listed for a
+person. A string that spells the old path is listed too.
+"""
 
 from __future__ import annotations
 
@@ -37,16 +40,22 @@ def retarget_elsewhere(graduation: Plan, project: Project) -> None:
 
 
 def names_the_feature(feature: str):
-    """A byte test: does a file spell `feature` as a whole word (``cake``, not only
-    ``cake_dsa``)? An import of the feature, absolute or relative, must. Feature names
-    are often the prefix of others', so this spares the parse of most files."""
+    """A byte test: does a file spell `feature` as a whole word?
+
+    ``cake`` counts; ``cake_dsa`` alone does not. An import of the feature, absolute
+    or relative, must spell it. Feature names are often the prefix of others'. So
+    this spares the parse of most files.
+    """
     word = re.compile(rb"(?<![A-Za-z0-9_])" + re.escape(feature.encode("utf-8")) + rb"(?![A-Za-z0-9_])")
     return lambda data: feature.encode("utf-8") in data and word.search(data) is not None
 
 
 def _retarget_file(graduation: Plan, rel: str, data: bytes) -> None:
-    """Rewrite one file's imports of the old path; list those a rewrite cannot move.
-    Plain import statements are edited as text (`text_retarget`); libcst does the rest."""
+    """Rewrite one file's imports of the old path, and list those a rewrite cannot move.
+
+    Plain import statements are edited as text (`text_retarget`). libcst does the
+    rest.
+    """
     module, is_package = graduation.target.module_of(rel)
     text = retargeted_text(data, graduation.old, graduation.home, module, module, is_package, marks_move=False)
     if text is not None:
@@ -65,7 +74,7 @@ def _retarget_file(graduation: Plan, rel: str, data: bytes) -> None:
 
 
 def _imports_old_path(graduation: Plan, rel: str, data: bytes) -> bool:
-    """Does the file import the old path (read with ``ast``, before libcst is asked to)?"""
+    """Does the file import the old path? It is read with ``ast`` before libcst is asked."""
     facts = extract(data, *graduation.target.module_of(rel))
     return any(module_under(module, graduation.old) for imp in facts.imports if imp.module and not imp.dynamic
                for module in (imp.module, *(f"{imp.module}.{name}" for name, _ in imp.names)))
@@ -90,9 +99,12 @@ def _other_code(graduation: Plan, project: Project) -> List[str]:
 
 
 def strings_naming_the_old_path(graduation: Plan, project: Project) -> None:
-    """String constants that still spell the experimental path (``importlib.import_module(
-    "flashinfer.experimental.x.y")``, an f-string's parts) keep working through the shims
-    for one release; each is listed for a person (step 2)."""
+    """List string constants that still spell the experimental path (step 2).
+
+    Examples are ``importlib.import_module("flashinfer.experimental.x.y")`` and an
+    f-string's parts. They keep working through the shims for one release. Each is
+    listed for a person.
+    """
     target, old = graduation.target, graduation.old
     relative = "." + old.partition(".")[2]  # ".experimental.<feature>", as a relative import_module spells it
     spelling = relative.encode("utf-8")  # in both spellings
@@ -115,8 +127,11 @@ def strings_naming_the_old_path(graduation: Plan, project: Project) -> None:
 
 
 def _strings_naming(data: bytes, spellings) -> Iterator[tuple]:
-    """``(line, text)`` of each string constant (docstrings aside) holding one of `spellings`
-    as a whole name (``...experimental.cake`` names neither ``cake_dsa`` nor its folder)."""
+    """``(line, text)`` of each string constant holding one of `spellings` as a whole name.
+
+    Docstrings are left aside. ``...experimental.cake`` names neither ``cake_dsa``
+    nor its folder.
+    """
     try:
         tree = parsed.tree(data)
     except (SyntaxError, ValueError):

@@ -1,10 +1,13 @@
 """What the plan leaves reaching experimental code, read from the planned bytes.
 
-A module-level import of experimental code in the moved code refuses the plan (a safety
-net: `refusals.check_module_level_reach` decided it before the move was planned).
-Reach at call time, gate calls and experimental warnings left in the moved code or in
-the entry points are listed for a person under step 3, which then stays unticked;
-the moved tests' imports of experimental code (EXP008 in the stable lane) under step 6.
+A module-level import of experimental code in the moved code refuses the plan.
+That is a safety net: `refusals.check_module_level_reach` decided it before the
+move was planned.
+
+Some things are listed for a person under step 3, which then stays unticked. They
+are reach at call time, gate calls, and experimental warnings left in the moved
+code or the entry points. The moved tests' imports of experimental code are listed
+under step 6. EXP008 reports them in the stable lane.
 """
 
 from __future__ import annotations
@@ -26,8 +29,10 @@ from .refusals import module_level_refusal
 
 
 def check_planned(graduation: Plan, project: Project, core: CoreFound) -> None:
-    """Refuse if the planned stable code would import experimental code when imported;
-    list what it reaches at call time."""
+    """Refuse if the planned stable code would import experimental code when imported.
+
+    List what it reaches at call time.
+    """
     found: List[reach.Reach] = []
     for rel, data in sorted(graduation.creations.items()):
         module, is_package = _module(graduation, rel)
@@ -52,8 +57,11 @@ def check_planned(graduation: Plan, project: Project, core: CoreFound) -> None:
 
 
 def _list_gates_left(graduation: Plan, project: Project, gate_names: Set[str]) -> None:
-    """A gate call naming the feature or one of its backends, anywhere in core, still
-    guards what is now stable: step 3's, with its place."""
+    """List gate calls anywhere in core that name the feature or one of its backends.
+
+    Such a call still guards what is now stable. It is listed under step 3, with
+    its place.
+    """
     names = gate_names | {graduation.feature}
     settings = graduation.target.settings
     for rel in sorted(project.files):
@@ -75,10 +83,13 @@ def _list_gates_left(graduation: Plan, project: Project, gate_names: Set[str]) -
 
 
 def _list_marks_left(graduation: Plan, project: Project, rel: str, owned_before) -> None:
-    """The scan after the edit: in the planned bytes, every mark of the track left on
-    an entry point of the feature (found again there, by the definition EXP007 uses:
-    around an import of the feature's new home, or named by the plan) or on a marker
-    naming the feature is step 3's, with its place."""
+    """The scan after the edit, on the planned bytes.
+
+    Every mark of the track left on an entry point of the feature is listed under
+    step 3, with its place. Entry points are found again there, by the definition
+    EXP007 uses. That is around an import of the feature's new home, or named by
+    the plan. A mark on a marker naming the feature is listed too.
+    """
     data = graduation.planned(rel)
     module, is_package = graduation.target.module_of(rel)
     facts = reach.planned_facts(module, is_package, data)
@@ -108,8 +119,10 @@ def _within(qualname: str, outer: str) -> bool:
 
 
 def _names_feature(node, feature: str) -> bool:
-    """Does a call in `node` (a decorated definition, or ``x = marker(...)(f)``) pass
-    ``feature="<feature>"``?"""
+    """Does a call in `node` pass ``feature="<feature>"``?
+
+    `node` is a decorated definition, or ``x = marker(...)(f)``.
+    """
     calls = [d for d in getattr(node, "decorator_list", ())]
     value = getattr(node, "value", None)
     while isinstance(value, ast.Call):
@@ -127,13 +140,13 @@ def _module(graduation: Plan, rel: str):
 
 
 def _other(graduation: Plan, module: str) -> str:
-    """The feature an experimental module belongs to (or the module, when it is the package)."""
+    """The feature an experimental module belongs to. For the package itself, it is the module."""
     package = graduation.target.settings.experimental_package
     return module[len(package) + 1:].partition(".")[0] or module
 
 
 def _list_moved_code(graduation: Plan, project: Project, rel: str, facts, data: bytes) -> None:
-    """The moved code is stable now: what in it still reaches experimental code is step 3's."""
+    """The moved code is stable now. List what in it still reaches experimental code, under step 3."""
     for found in reach.at_call_time(project, rel, facts):
         if _names_the_old_path(graduation, found):
             continue
@@ -155,7 +168,10 @@ def _list_moved_code(graduation: Plan, project: Project, rel: str, facts, data: 
 
 
 def _list_entry_points(graduation: Plan, project: Project, rel: str, functions) -> None:
-    """An entry point is stable now: a route it keeps to experimental code, or a gate, is step 3's."""
+    """List an entry point's routes to experimental code, and its gates, under step 3.
+
+    The entry point is stable now.
+    """
     data = graduation.planned(rel)
     module, is_package = graduation.target.module_of(rel)
     facts = reach.planned_facts(module, is_package, data)
@@ -173,8 +189,10 @@ def _list_entry_points(graduation: Plan, project: Project, rel: str, functions) 
 
 
 def _names_the_old_path(graduation: Plan, found: reach.Reach) -> bool:
-    """A dynamic import of the old path (the shim, for one release) is step 2's: listed
-    there, once, with the string that spells it."""
+    """List a dynamic import of the old path under step 2, once, with the string that spells it.
+
+    The shim serves it for one release.
+    """
     if not module_under(found.module, graduation.old):
         return False
     place = f"{found.rel}:{found.line}:"
@@ -185,7 +203,7 @@ def _names_the_old_path(graduation: Plan, found: reach.Reach) -> bool:
 
 
 def _list_moved_tests(graduation: Plan, project: Project, rel: str, facts) -> None:
-    """A stable test may not import experimental code (EXP008): step 6 is not done while one does."""
+    """A stable test may not import experimental code (EXP008). Step 6 is not done while one does."""
     s = graduation.target.settings
     if not under(rel, s.stable_tests) or under(rel, s.experimental_tests):
         return

@@ -1,5 +1,8 @@
-"""Step 4, its mechanical part: each entry point is listed on the ``docs/api`` page of
-its stable neighbours and exported from the top-level package as they are."""
+"""Step 4, its mechanical part.
+
+Each entry point is listed on the ``docs/api`` page of its stable neighbours. It is
+exported from the top-level package as they are.
+"""
 
 from __future__ import annotations
 
@@ -20,8 +23,11 @@ _AUTOFUNCTION_RE = re.compile(r"^\.\. autofunction:: (\S+)[^\n]*\n", re.M)
 
 
 def list_in_docs(graduation: Plan, project: Project, entry_points: List[Tuple[str, str]]) -> None:
-    """Add each entry point to the ``docs/api`` page that documents a stable neighbour
-    from the same module (its autosummary list and an ``autofunction``)."""
+    """Add each entry point to the ``docs/api`` page that documents a stable neighbour.
+
+    The neighbour comes from the same module. The entry point joins its autosummary
+    list and gets an ``autofunction``.
+    """
     pages = dict(project.docs_pages())
     original = dict(pages)
     for module, name in entry_points:
@@ -61,9 +67,11 @@ def _add_to_page(text: str, name: str) -> str:
 
 
 def export_top_level(graduation: Plan, project: Project, entry_points: List[Tuple[str, str]]) -> None:
-    """Each entry point is exported from the top-level package when its module's
-    stable names are (in a lazy-export table, or by ``from .module import name``);
-    a module whose names are reached through the module itself is left so."""
+    """Export each entry point from the top-level package when its module's stable names are.
+
+    They may be exported in a lazy-export table, or by ``from .module import name``.
+    A module whose names are reached through the module itself is left so.
+    """
     target = graduation.target
     s = target.settings
     rel = project.rel_of(s.package)
@@ -95,9 +103,11 @@ def export_top_level(graduation: Plan, project: Project, entry_points: List[Tupl
 
 
 def retarget_lazy_exports(graduation: Plan, project: Project) -> None:
-    """A core package's lazy entries serving from the old path serve from the new home
-    (step 2): the shim would warn on every first use, and the typed face, whose imports
-    point at the new home, would disagree with the table."""
+    """Point a core package's lazy entries at the new home (step 2).
+
+    Otherwise the shim would warn on every first use. The typed face, whose imports
+    point at the new home, would also disagree with the table.
+    """
     spelt, settings = names_the_feature(graduation.feature), graduation.target.settings
     for rel, source in sorted(project.files.items()):
         if not source.is_package or not settings.is_core(source.module) or not spelt(graduation.planned(rel)):
@@ -113,8 +123,10 @@ def retarget_lazy_exports(graduation: Plan, project: Project) -> None:
 
 
 def _retargeted(facts, old: str, home: str, is_module) -> dict:
-    """Old text -> new text of the package's lazy entries that name a module under
-    `old`; a relative entry stays relative where the new module is below the package."""
+    """Old text -> new text of the package's lazy entries that name a module under `old`.
+
+    A relative entry stays relative where the new module is below the package.
+    """
     values = {}
     for entry in exports.lazy_entries(facts):
         relative, absolute = exports.lazy_candidates(facts, entry)

@@ -1,7 +1,10 @@
-"""The track's marks in code that is becoming stable: ``@flashinfer_experimental_api``
-swapped for ``@flashinfer_api`` (its ``@experimental_notice(...)`` for type checkers
-dropped with it), ``@experimental_backend`` and ``experimental=True`` dropped (step 3, in
-the entry points and in the moved code alike)."""
+"""The track's marks in code that is becoming stable (step 3).
+
+``@flashinfer_experimental_api`` is swapped for ``@flashinfer_api``. Its
+``@experimental_notice(...)`` for type checkers is dropped with it.
+``@experimental_backend`` and ``experimental=True`` are dropped. This holds in the
+entry points and in the moved code alike.
+"""
 
 from __future__ import annotations
 
@@ -21,8 +24,10 @@ NOTICE = markers.EXPERIMENTAL_NOTICE
 
 
 class Qualnames(cst.CSTVisitor):
-    """A visitor that knows the qualname of the innermost def or class around it, and
-    the qualnames of the functions around it."""
+    """A visitor that knows the qualnames around it.
+
+    It knows the innermost def or class, and every function around it.
+    """
 
     def __init__(self) -> None:
         self.stack: List[Tuple[str, bool]] = []
@@ -48,8 +53,11 @@ class Qualnames(cst.CSTVisitor):
 
 
 def swap_decorators(file: PythonFile, wanted: Callable[[str, cst.Decorator], bool], edits: dict) -> List[str]:
-    """``@flashinfer_experimental_api(...)`` -> ``@flashinfer_api`` on the functions for
-    which ``wanted(qualname, decorator)``; returns their qualnames."""
+    """Swap ``@flashinfer_experimental_api(...)`` for ``@flashinfer_api``.
+
+    Only functions for which ``wanted(qualname, decorator)`` holds are swapped.
+    Returns their qualnames.
+    """
     swapped: List[str] = []
     decorators: list = []
     notices: list = []
@@ -105,9 +113,12 @@ def _renamed(expression):
 
 
 def _ensure_stable_api_imported(file: PythonFile, edits: dict, decorators: list, notices: list) -> None:
-    """The module imports ``flashinfer_api`` beside ``flashinfer_experimental_api``, which
-    goes when nothing else uses it (``@module.flashinfer_api`` needs no import), and so
-    does ``experimental_notice`` when only the dropped `notices` used it."""
+    """Import ``flashinfer_api`` beside ``flashinfer_experimental_api``.
+
+    ``flashinfer_experimental_api`` goes when nothing else uses it.
+    ``@module.flashinfer_api`` needs no import. ``experimental_notice`` goes too when
+    only the dropped `notices` used it.
+    """
     scope = file.scopes[file.tree]
     notice_unused = bool(notices) and all(
         not any(not inside(file, r.node, notices) for r in assignment.references)
@@ -158,8 +169,10 @@ def _sorted_like(statement: cst.ImportFrom, aliases: list) -> list:
 
 
 def drop_experimental_marks(file: PythonFile, edits: dict) -> None:
-    """``@experimental_backend`` decorators and ``experimental=True`` arguments go; an
-    import of ``experimental_backend`` left unused goes too."""
+    """Drop ``@experimental_backend`` decorators and ``experimental=True`` arguments.
+
+    An import of ``experimental_backend`` left unused goes too.
+    """
     dropped = []
 
     class Finder(cst.CSTVisitor):
@@ -182,8 +195,10 @@ def drop_experimental_marks(file: PythonFile, edits: dict) -> None:
 
 
 def drop_experimental_flags(file: PythonFile, classes, edits: dict) -> List[str]:
-    """``is_experimental = True`` goes from the body of each class in `classes`
-    (qualnames), with the comment lines above it; returns the classes changed."""
+    """Drop ``is_experimental = True`` from the body of each class in `classes` (qualnames).
+
+    The comment lines above it go too. Returns the classes changed.
+    """
     dropped: List[str] = []
 
     class Finder(Qualnames):

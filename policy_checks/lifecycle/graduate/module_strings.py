@@ -1,14 +1,20 @@
-"""Step 2 in the moved code: a string literal that is exactly a module path under the
-feature's old package (``importlib.import_module("flashinfer.experimental.x.kernels")``,
-a manifest's module names, a logger's name) names code that moved with it, so it is
-pointed at the same module under the new home. Left alone it would import the old path
-through a shim that lasts one release (and EXP007 reports a core function importing
-experimental code). Strings elsewhere, and strings that only contain the path, stay
-listed for a person (`elsewhere.strings_naming_the_old_path`).
+"""Step 2 in the moved code: module paths in string literals.
 
-Only plain literals are edited (one quote character each side, no prefix, no escape:
-their bytes are the value), as bytes, and the result is parsed again: the same number
-of nodes, every other constant unchanged."""
+A string literal may be exactly a module path under the feature's old package.
+Examples are ``importlib.import_module("flashinfer.experimental.x.kernels")``, a
+manifest's module names, and a logger's name. It names code that moved with the
+feature. So it is pointed at the same module under the new home.
+
+Left alone, it would import the old path through a shim that lasts one release.
+EXP007 would also report a core function importing experimental code. Strings
+elsewhere, and strings that only contain the path, stay listed for a person
+(`elsewhere.strings_naming_the_old_path`).
+
+Only plain literals are edited: one quote character each side, no prefix, no
+escape. Their bytes are the value. They are edited as bytes, and the result is
+parsed again. It must have the same number of nodes, with every other constant
+unchanged.
+"""
 
 from __future__ import annotations
 
@@ -23,8 +29,10 @@ _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*\Z", re.ASCII)
 
 
 def retarget_module_strings(data: bytes, old: str, home: str) -> bytes:
-    """`data` with each plain string literal naming `old` or a module below it pointed at
-    `home`; `data` itself where there is none, or where the edit cannot be checked."""
+    """`data` with each plain string literal naming `old`, or a module below it, pointed at `home`.
+
+    Returns `data` itself where there is none, or where the edit cannot be checked.
+    """
     if old.encode() not in data:
         return data
     try:
@@ -55,8 +63,10 @@ def _names(value: str, old: str) -> bool:
 
 
 def _only_those_strings(after: bytes, before: List, old: str, home: str) -> bool:
-    """Does `after` parse to the same nodes, with only the edited constants changed, each
-    to its path under `home`?"""
+    """Does `after` parse to the same nodes, with only the edited constants changed?
+
+    Each must change to its path under `home`.
+    """
     try:
         tree = parsed.tree(after)
     except (SyntaxError, ValueError, MemoryError, RecursionError):

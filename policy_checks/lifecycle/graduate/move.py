@@ -1,6 +1,9 @@
-"""Step 2: the feature's files move to the new home, imports inside them retargeted and
-the track's marks in them swapped or dropped (step 3's part in the moved code); at each
-old module path a shim re-exports the new one."""
+"""Step 2: the feature's files move to the new home.
+
+Imports inside them are retargeted. The track's marks in them are swapped or
+dropped; that is step 3's part in the moved code. At each old module path, a shim
+re-exports the new one.
+"""
 
 from __future__ import annotations
 
@@ -50,7 +53,7 @@ def move_feature(graduation: Plan, feature_dir: Path) -> None:
 
 
 def _moved_module(graduation: Plan, rel: str, new_rel: str, data: bytes) -> bytes:
-    """A module's bytes at its new path: imports of the feature retargeted, marks dropped."""
+    """A module's bytes at its new path, with imports of the feature retargeted and marks dropped."""
     target = graduation.target
     module, is_package = target.module_of(rel)
     if keeps_its_bytes(data, graduation.old, graduation.home, module, target.module_of(new_rel)[0], is_package):
@@ -69,20 +72,24 @@ def _moved_module(graduation: Plan, rel: str, new_rel: str, data: bytes) -> byte
 
 
 def lazy_exports(data: bytes, module: str, is_package: bool) -> Optional[List[str]]:
-    """For a module that serves names lazily (a ``__getattr__`` beside an ``__all__``),
-    the names of its ``__all__`` (`exports.lazy_shim_names`); None for any other module.
-    ``from <it> import *`` would load every lazy name at once, modules that the original
-    never loads on import among them."""
+    """The names of the ``__all__`` of a module that serves names lazily (`exports.lazy_shim_names`).
+
+    Such a module has a ``__getattr__`` beside an ``__all__``. Any other module gives
+    None. ``from <it> import *`` would load every lazy name at once. Among them are
+    modules the original never loads on import.
+    """
     return exports.lazy_shim_names(extract(data, module, is_package))
 
 
 def shim(feature: str, module: str, new_module: str, marks_package: bool, home: str,
          lazy: Optional[List[str]] = None) -> bytes:
     """A module at the old path that re-exports the new one and says where it went.
-    Module names are dotted identifiers, so they need no escaping in a string. The new
-    module's names come through a star import, or, where it serves names lazily (`lazy`:
-    its ``__all__``), only through the forwarding ``__getattr__``, as lazily as there
-    (the new module is still imported with the shim, as its original was).
+
+    Module names are dotted identifiers, so they need no escaping in a string. The
+    new module's names come through a star import. Where it serves names lazily,
+    they come only through the forwarding ``__getattr__``, as lazily as there.
+    `lazy` is then its ``__all__``. The new module is still imported with the shim,
+    as its original was.
     """
     marker = f'{markers.SHIM_MARKER} = "{home}"\n\n' if marks_package else ""
     if lazy is None:

@@ -1,5 +1,8 @@
-"""Plans a graduation: every refusal that needs no plan first, named in one answer,
-then the table of its steps, run in order into one `Plan`, and the checklist it prints."""
+"""Plans a graduation and prints its checklist.
+
+Every refusal that needs no plan comes first, named in one answer. Then the
+table of steps runs in order into one `Plan`.
+"""
 
 from __future__ import annotations
 
@@ -48,7 +51,7 @@ class Graduating:
 
     @property
     def entry_points(self) -> List[Tuple[str, str]]:
-        """(module, function) of each swapped entry point; methods are not listed."""
+        """(module, function) of each swapped entry point. Methods are not listed."""
         return [(m, q) for m, q in self.core.swapped if "." not in q]
 
 
@@ -96,8 +99,11 @@ def what_still_reaches(plan: Plan, found: Graduating) -> None:
 
 
 def docs_to_reread(plan: Plan, found: Graduating) -> None:
-    """Docs lines that name the feature or its entry points were written while it was
-    experimental; each page this run did not edit is listed (step 4)."""
+    """List docs lines that name the feature or its entry points (step 4).
+
+    They were written while the feature was experimental. Only pages this run did
+    not edit are listed.
+    """
     words = {plan.feature, *(name for _, name in found.entry_points)}
     rewritten = {fix.path for fix in plan.rewrites}
     for rel, number, text in docs_tree.lines_naming(plan.target, found.project, words):
@@ -140,7 +146,7 @@ STEPS = (
 
 @parsed.shared
 def plan_graduation(target: FixTarget, feature: str, home: str, aot: bool = False) -> Plan:
-    """The whole graduation, or `Refused`; reads the tree, writes nothing."""
+    """Plan the whole graduation, or raise `Refused`. It reads the tree and writes nothing."""
     changes = ChangeSet(target.root)
     feature_dir = refusals.check_feature(target, changes, feature)
     aot_shape = check_shape(target) if aot else None  # a tree of neither shape refuses before any other work
@@ -153,10 +159,13 @@ def plan_graduation(target: FixTarget, feature: str, home: str, aot: bool = Fals
 
 def _before_the_plan(target: FixTarget, project, texts: Texts, changes: ChangeSet, feature: str,
                      home: str) -> Dict[str, list]:
-    """The refusals that need no plan: the home, what in core reaches the feature, and
-    the moved code's imports at module level. Each is decided, and one answer names
-    every one that refuses, so a person settles them in one pass. Returns what in core
-    reaches the feature."""
+    """Decide the refusals that need no plan.
+
+    They cover the home, what in core reaches the feature, and the moved code's
+    imports at module level. Each one is decided. One answer names every one that
+    refuses, so a person settles them in one pass. Returns what in core reaches
+    the feature.
+    """
     reasons: List[str] = []
     reaching: Dict[str, list] = {}
     try:
@@ -181,8 +190,10 @@ def report(plan: Plan, applied: bool) -> List[str]:
 
 
 def checklist(plan: Plan, applied: bool) -> List[str]:
-    """The seven steps, each with what this run did and what is left for a person;
-    a step is ticked only when this run did it whole."""
+    """The seven steps, each with what this run did and what is left for a person.
+
+    A step is ticked only when this run did it whole.
+    """
     lines = []
     for step in GRADUATION_STEPS:
         done, left = plan.did_in(step.number), plan.asked_in(step.number)
@@ -195,10 +206,10 @@ def checklist(plan: Plan, applied: bool) -> List[str]:
 
 
 def _refusal(blocking: list, why: Optional[Refused]) -> Refused:
-    """A graduation refuses at its first blocking reason: each one names its uses."""
+    """A graduation refuses at its first blocking reason. Each reason names its uses."""
     return why if why is not None else Refused("; ".join(map(str, blocking)))
 
 
 def _backends(record) -> Set[str]:
-    """The backends the record names: a gate call naming one guarded the feature."""
+    """The backends the record names. A gate call naming one guarded the feature."""
     return set(record.backends or ()) if record else set()

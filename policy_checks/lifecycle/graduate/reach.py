@@ -1,18 +1,21 @@
 """Stable code reaching experimental code, before and after a graduation.
 
-Once graduated, the feature's code is core: a module-level import of another
-experimental module in it is what EXP001 reports (`policy_checks/rules/exp001.py`), and a
-graduation that would create one refuses. The rules cannot be imported from here (they
-import `policy_checks.lifecycle`), so `module_level` reads the facts as EXP001 does,
-through the import-time analysis (`policy_checks.analysis.import_time`): an import that runs at
-import time, of a module under the experimental package, unless every name it imports is
-an ``@experimental_backend`` checker of a support module, and a call run at import of a
-function that reaches one, however many calls down. The same
-reading on the planned bytes checks the plan before anything is written.
+Once graduated, the feature's code is core. A module-level import of another
+experimental module in it is what EXP001 reports (`policy_checks/rules/exp001.py`).
+A graduation that would create one refuses.
 
-Reach at call time (a function of the moved code, or an entry point, that still imports
-another experimental module, or still calls a gate) is allowed but listed for a person
-under step 3, which then stays unticked.
+The rules cannot be imported from here, since they import
+`policy_checks.lifecycle`. So `module_level` reads the facts as EXP001 does, through
+the import-time analysis (`policy_checks.analysis.import_time`). It finds an import
+that runs at import time, of a module under the experimental package. An import
+whose every name is an ``@experimental_backend`` checker of a support module is
+exempt. It also finds a call run at import of a function that reaches one, however
+many calls down. The same reading on the planned bytes checks the plan before
+anything is written.
+
+Reach at call time is allowed but listed for a person under step 3. That step then
+stays unticked. Such reach is a function of the moved code, or an entry point,
+that still imports another experimental module. Still calling a gate counts too.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ _DROPPED_WITH_THE_MARKS = frozenset({markers.EXPERIMENTAL_BACKEND})
 
 
 class Reach(NamedTuple):
-    """One import of experimental code from code that is (or will be) stable."""
+    """One import of experimental code from code that is, or will be, stable."""
 
     rel: str
     line: int
@@ -46,8 +49,12 @@ class Reach(NamedTuple):
 
 
 def experimental_imports(project: Project, facts: FileFacts, moving: Optional[str] = None) -> Iterator[Tuple[Import, List[str]]]:
-    """``(import, experimental modules it runs)``; with `moving`, the import statements of
-    that module are left out: the plan points them at the new home (not a string's)."""
+    """``(import, experimental modules it runs)`` pairs.
+
+    With `moving`, the import statements of that module are left out, since the
+    plan points them at the new home. An import named in a string is not pointed
+    there, so it stays in.
+    """
     settings = project.settings
     for imp in facts.imports:
         if moving is not None and not imp.dynamic and imp.module is not None and module_under(imp.module, moving):
@@ -77,8 +84,10 @@ def module_level(project: Project, rel: str, facts: FileFacts, moving: Optional[
 
 
 def at_call_time(project: Project, rel: str, facts: FileFacts, functions: Optional[Set[str]] = None) -> List[Reach]:
-    """Imports of experimental code inside functions (only those inside one of
-    `functions`, qualnames, when given)."""
+    """Imports of experimental code inside functions.
+
+    When `functions` (qualnames) is given, only imports inside one of them count.
+    """
     found = []
     for imp, targets in experimental_imports(project, facts):
         if not import_time.runs_on_call(imp):
@@ -94,8 +103,10 @@ def planned_facts(module: str, is_package: bool, data: bytes) -> FileFacts:
 
 
 def gate_calls(data: bytes, functions: Optional[Set[str]] = None) -> List[Tuple[str, int]]:
-    """``(qualname, line)`` of each gate call, or use of ``ExperimentalWarning``, in the
-    text (inside one of `functions` only, when given)."""
+    """``(qualname, line)`` of each gate call, or use of ``ExperimentalWarning``, in the text.
+
+    When `functions` is given, only those inside one of them count.
+    """
     calls = list(markers.gate_calls(data) or [])
     tree = markers.parse(data) if b"ExperimentalWarning" in data else None
     if tree is not None:

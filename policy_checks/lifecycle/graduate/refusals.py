@@ -1,7 +1,13 @@
-"""The refusals that need no plan of the move, decided first so that a graduation that
-cannot happen says so in seconds: the feature directory (links, a shim), the new home
-(name, place, what it would shadow), whether core reaches the feature at all, and
-whether the moved code would import other experimental code at module level."""
+"""The refusals that need no plan of the move.
+
+They are decided first, so a graduation that cannot happen says so in seconds.
+They check:
+
+- the feature directory: links, or a shim;
+- the new home: its name, its place, what it would shadow;
+- whether core reaches the feature at all;
+- whether the moved code would import other experimental code at module level.
+"""
 
 from __future__ import annotations
 
@@ -24,8 +30,11 @@ from .stable_lane import stable_tests_dir
 
 
 def check_feature(target: FixTarget, changes: ChangeSet, feature: str) -> Path:
-    """The feature's directory, once it and its tests hold only regular files and it is
-    no graduated shim already."""
+    """The feature's directory.
+
+    It and its tests must hold only regular files. It must not be a graduated shim
+    already.
+    """
     s = target.settings
     if not feature.isidentifier():
         raise Refused(f"{feature!r} is not a feature name")
@@ -50,9 +59,12 @@ def check_feature(target: FixTarget, changes: ChangeSet, feature: str) -> Path:
 
 
 def check_home(target: FixTarget, project: Project, feature: str, home: str) -> None:
-    """`home` is a free module name under the package, outside the experimental one,
-    whose parent package exists and serves no attribute of that name (every public name
-    keeps its kind); and the feature's tests have a free place in the stable lane."""
+    """Check that `home` is a free module name under the package.
+
+    It must lie outside the experimental package. Its parent package must exist and
+    serve no attribute of that name, so every public name keeps its kind. The
+    feature's tests must have a free place in the stable lane.
+    """
     s = target.settings
     parts = home.split(".")
     if not all(p.isidentifier() for p in parts) or not module_under(home, s.package) or home == s.package:
@@ -78,8 +90,11 @@ def check_home(target: FixTarget, project: Project, feature: str, home: str) -> 
 
 
 def reaching_core(target: FixTarget, project: Project, texts: Texts, feature: str) -> Dict[str, List[Import]]:
-    """Core files that reach the feature: rel -> their imports of it (empty when only an
-    ``@flashinfer_experimental_api(feature=...)`` names it). `Refused` when none does."""
+    """Core files that reach the feature: rel -> their imports of it.
+
+    The imports are empty when only an ``@flashinfer_experimental_api(feature=...)``
+    names it. Raises `Refused` when no core file does.
+    """
     s = target.settings
     old = f"{s.experimental_package}.{feature}"
     found: Dict[str, List[Import]] = {}
@@ -104,9 +119,12 @@ def reaching_core(target: FixTarget, project: Project, texts: Texts, feature: st
 
 
 def _reached_elsewhere(target: FixTarget, project: Project, texts: Texts, feature: str) -> str:
-    """What to do next for a feature no core module reaches: the files of the rest of the
-    repository that load it (by import, module name or path), by their top-level
-    package, folder or script; or, when none does, that it can be removed."""
+    """What to do next for a feature no core module reaches.
+
+    It names the files of the rest of the repository that load it, by import,
+    module name or path. They are grouped by top-level package, folder or script.
+    When none does, it says the feature can be removed.
+    """
     spelling = feature_spelling((target.settings.experimental_dir.rpartition("/")[2], feature))
     users: Dict[str, List[str]] = {}
     for source in project.rest_of_repository():
@@ -141,8 +159,11 @@ def _marks_feature(data: bytes, feature: str) -> bool:
 
 
 def check_module_level_reach(target: FixTarget, project: Project, changes: ChangeSet, feature: str, home: str) -> None:
-    """Refuse when the moved code would import other experimental code when imported
-    (EXP001 once it is core): nothing stable may run experimental code at import time."""
+    """Refuse when the moved code would import other experimental code when imported.
+
+    Once it is core, EXP001 would report that. Nothing stable may run experimental
+    code at import time.
+    """
     s = target.settings
     old = f"{s.experimental_package}.{feature}"
     found: List[reach.Reach] = []
@@ -158,8 +179,11 @@ def check_module_level_reach(target: FixTarget, project: Project, changes: Chang
 
 
 def module_level_refusal(found: List[reach.Reach], home: str, experimental_package: str, old: str) -> str:
-    """Why the graduation refuses, naming the first import and what to do first, then
-    every other such import, so that one pass settles them all."""
+    """Why the graduation refuses.
+
+    It names the first import and what to do first. Then it names every other such
+    import, so one pass settles them all.
+    """
     first = found[0]
     more = f" (and {len(found) - 1} more, below)" if len(found) > 1 else ""
     what = (f"once in {home}, {first.where()} would import {first.module} at module level{more}: stable code may "
@@ -174,8 +198,10 @@ def module_level_refusal(found: List[reach.Reach], home: str, experimental_packa
 
 
 def free_name(project: Project, parent: str, last: str, exported: Dict[str, str]) -> str:
-    """A public name beside `last` that `parent` neither serves nor holds, to suggest
-    instead: a graduated API lives in a public module, never one starting with ``_``."""
+    """A public name beside `last` that `parent` neither serves nor holds, to suggest instead.
+
+    A graduated API lives in a public module, never one starting with ``_``.
+    """
     folder = project.root.joinpath(*parent.split("."))
     base = last.lstrip("_") or "graduated"
     candidates = [f"{base}_api", f"{base}_impl", f"{base}_kernels", f"{base}_ops"]

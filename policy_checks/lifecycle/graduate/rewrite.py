@@ -1,5 +1,8 @@
-"""The libcst pieces every step shares: parsing a file of the tree, pointing its imports
-at the new home, dropping an import nothing uses any more."""
+"""The libcst pieces every step shares.
+
+They parse a file of the tree, point its imports at the new home, and drop an
+import nothing uses any more.
+"""
 
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ from ...model.facts import package_of
 
 
 def parse_file(target: FixTarget, rel: str, data: Optional[bytes] = None) -> PythonFile:
-    """`rel` parsed (from `data` when given, else from disk); `Refused` when libcst cannot."""
+    """`rel` parsed from `data` when given, else from disk. Raises `Refused` when libcst cannot."""
     try:
         source = (target.root / rel).read_bytes() if data is None else data
         return parse(source, *target.module_of(rel))
@@ -27,7 +30,7 @@ def parse_file(target: FixTarget, rel: str, data: Optional[bytes] = None) -> Pyt
 
 
 def must_parse(rel: str, data: bytes) -> None:
-    """A safety net, as in `fix`: a rewrite that does not parse refuses the whole plan."""
+    """A safety net, as in `fix`. A rewrite that does not parse refuses the whole plan."""
     if parsed.parses(data):
         return
     try:
@@ -45,9 +48,12 @@ def dotted_node(name: str) -> cst.BaseExpression:
 
 
 def retarget(file: PythonFile, old: str, new: str, new_module: str, edits: dict) -> Tuple[int, List[Tuple[int, str]]]:
-    """Point imports of `old` (and its submodules) at `new`, for a file whose module is
-    now `new_module`; relative imports stay relative. Returns how many changed, and
-    ``(line, why)`` of the imports that rewriting the import alone cannot move."""
+    """Point imports of `old` and its submodules at `new`.
+
+    The file's module is now `new_module`. Relative imports stay relative. Returns
+    how many changed. Also returns ``(line, why)`` of the imports that rewriting the
+    import alone cannot move.
+    """
     changed, stuck = 0, []
     chains = None
     for node in _imports(file):
@@ -75,9 +81,12 @@ def retarget(file: PythonFile, old: str, new: str, new_module: str, edits: dict)
 
 def _retarget_feature_name(file: PythonFile, node: cst.ImportFrom, old: str, new: str, new_module: str,
                            edits: dict) -> Optional[bool]:
-    """``from <old's parent> import <feature> [as x]`` becomes ``from <new's parent> import
-    <new name> as <the name it bound>``. None: the statement imports no such name; False:
-    it imports other names beside it, which stay where they are."""
+    """Rewrite ``from <old's parent> import <feature> [as x]``.
+
+    It becomes ``from <new's parent> import <new name> as <the name it bound>``.
+    Returns None when the statement imports no such name. Returns False when it
+    imports other names beside it, which stay where they are.
+    """
     parent, _, last = old.rpartition(".")
     if isinstance(node.names, cst.ImportStar) or imported_module(file, node) != parent:
         return None
@@ -123,7 +132,7 @@ def _spells_chain(file: PythonFile, old: str) -> bool:
 
 
 def retarget_or_refuse(file: PythonFile, old: str, new: str, new_module: str, edits: dict) -> int:
-    """`retarget` for code that must follow the feature (its own code, core, its tests)."""
+    """`retarget` for code that must follow the feature: its own code, core, its tests."""
     changed, stuck = retarget(file, old, new, new_module, edits)
     if stuck:
         line, why = stuck[0]
@@ -142,7 +151,7 @@ def _renamed_aliases(old: str, new: str):
 
 
 def _retarget_from(file: PythonFile, node: cst.ImportFrom, old: str, new: str, new_module: str, edits: dict) -> bool:
-    """Point one ``from ... import`` at the moved module; False when it needs no change."""
+    """Point one ``from ... import`` at the moved module. False when it needs no change."""
     source = imported_module(file, node)
     target = moved(source, old, new)
     if node.relative:
@@ -188,8 +197,11 @@ def without_keyword(keyword: str):
 
 
 def drop_unused_import(file: PythonFile, name: str, edits: dict, ignore=(), scope=None) -> None:
-    """Remove the import binding `name` in `scope` (default: the module's) when every use
-    of it lies in `ignore` (the statements this plan removes)."""
+    """Remove the import binding `name` in `scope` when every use of it lies in `ignore`.
+
+    `scope` defaults to the module's. `ignore` holds the statements this plan
+    removes.
+    """
     scope = file.scopes[file.tree] if scope is None else scope
     for assignment in scope.assignments[name]:
         statement = assignment.node

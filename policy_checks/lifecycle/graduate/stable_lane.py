@@ -1,6 +1,9 @@
-"""Step 6: ``<experimental tests>/<feature>/`` moves to the stable lane, imports
-retargeted; test functions that assert the experimental contract (the opt-in warning,
-the markers, JIT-only refusal, the record) are dropped and listed."""
+"""Step 6: ``<experimental tests>/<feature>/`` moves to the stable lane.
+
+Its imports are retargeted. Test functions that assert the experimental contract
+are dropped and listed. The contract is the opt-in warning, the markers, the
+JIT-only refusal and the record.
+"""
 
 from __future__ import annotations
 
@@ -26,8 +29,11 @@ _CONTRACT_STRINGS = (markers.RECORD, markers.AUTO_BACKENDS_ENV)
 
 
 def stable_tests_dir(target: FixTarget, home: str) -> str:
-    """Where the moved tests go: beside the tests of the package when the stable lane
-    mirrors it (``tests/flashinfer/...``), else ``<stable tests>/<last part>``."""
+    """Where the moved tests go.
+
+    When the stable lane mirrors the package (``tests/flashinfer/...``), they go
+    beside its tests. Otherwise they go to ``<stable tests>/<last part>``.
+    """
     s = target.settings
     parts = home.split(".")
     mirrored = f"{s.stable_tests}/{s.package.replace('.', '/')}"
@@ -37,7 +43,7 @@ def stable_tests_dir(target: FixTarget, home: str) -> str:
 
 
 def move_tests(graduation: Plan) -> None:
-    """Plan the moved tests (the destination was checked free before planning)."""
+    """Plan the moved tests. The destination was checked free before planning."""
     target = graduation.target
     s = target.settings
     tests_rel = f"{s.experimental_tests}/{graduation.feature}"
@@ -68,7 +74,7 @@ def move_tests(graduation: Plan) -> None:
 
 
 def _moved_test(graduation: Plan, rel: str, new_rel: str, data: bytes) -> Tuple[bytes, List[str], List[str]]:
-    """One test module at its new path: imports retargeted, the contract's tests dropped."""
+    """One test module at its new path, imports retargeted and the contract's tests dropped."""
     file = parse_file(graduation.target, rel, data)
     edits: dict = {}
     retarget_or_refuse(file, graduation.old, graduation.home, graduation.target.module_of(new_rel)[0], edits)
@@ -77,11 +83,15 @@ def _moved_test(graduation: Plan, rel: str, new_rel: str, data: bytes) -> Tuple[
 
 
 def _drop_contract_tests(file: PythonFile, edits: dict, old: str) -> Tuple[List[str], List[str]]:
-    """Top-level ``test_*`` functions about the experimental contract go (named for it,
-    or reading its gate, its AOT refusal, its record or its path); in the others, a ``with
-    pytest.warns(ExperimentalWarning):`` block gives way to its body, and the operands
-    of an ``assert`` that read an experimental marker go (the whole statement when
-    nothing is left). Returns the dropped tests and the trimmed ones."""
+    """Drop top-level ``test_*`` functions about the experimental contract.
+
+    Such a test is named for the contract, or reads its gate, its AOT refusal, its
+    record or its path. In the other tests, a
+    ``with pytest.warns(ExperimentalWarning):`` block gives way to its body. The
+    operands of an ``assert`` that read an experimental marker go. The whole
+    statement goes when nothing is left. Returns the dropped tests and the trimmed
+    ones.
+    """
     dropped, trimmed = [], []
     for statement in file.tree.body:
         if not (isinstance(statement, cst.FunctionDef) and statement.name.value.startswith("test")):
@@ -100,8 +110,11 @@ def _drop_contract_tests(file: PythonFile, edits: dict, old: str) -> Tuple[List[
 
 
 def _warns_blocks(function: cst.FunctionDef) -> list:
-    """``with pytest.warns(ExperimentalWarning...):`` statements of one item in `function`
-    (None for one that binds the record with ``as``, or has more items: the test goes)."""
+    """The ``with pytest.warns(ExperimentalWarning...):`` statements of one item in `function`.
+
+    Returns None when one binds the record with ``as``, or has more items. Then the
+    test goes.
+    """
     found: list = []
 
     class Finder(cst.CSTVisitor):
@@ -136,7 +149,7 @@ def _reads_marker(node: cst.CSTNode) -> bool:
 
 
 def _prune_marker_asserts(function: cst.FunctionDef, edits: dict) -> bool:
-    """Drop the operands of ``assert`` statements that read a marker; True when any did."""
+    """Drop the operands of ``assert`` statements that read a marker. True when any did."""
     asserts: list = []
 
     class Finder(cst.CSTVisitor):
@@ -164,8 +177,11 @@ def _and_operands(node: cst.BaseExpression) -> list:
 
 
 def _expects_contract(function: cst.FunctionDef, old: str) -> bool:
-    """Does the test read the gate, the AOT refusal or the record, or spell the
-    experimental path in a string (where the code lives while it is experimental)?"""
+    """Does the test read the gate, the AOT refusal or the record?
+
+    Spelling the experimental path in a string counts too. That is where the code
+    lives while it is experimental.
+    """
     strings = (*_CONTRACT_STRINGS, old, old.replace(".", "/"))
     found = False
 

@@ -1,22 +1,29 @@
 """A moved module whose only change is its imports of the feature, rewritten as text.
 
-libcst parses a big module in seconds; a feature of hundreds of files that import
-one another by absolute name spends minutes there for edits of a few bytes each.
-When a moved file cannot hold a mark the move swaps or drops (its text spells neither
-``flashinfer_experimental_api`` nor ``experimental_backend``: every name the markers
-reader resolves to one comes from the text, `policy_checks.model.markers`; and no call passes
-``experimental=``) and ``ast`` shows that each import the move changes has a plain form, the import's module text is replaced
-in place, byte for byte what the libcst rewrite (`rewrite.retarget`) writes:
+libcst parses a big module in seconds. Some features have hundreds of files that
+import one another by absolute name. Such a feature spends minutes there, for edits
+of a few bytes each.
 
-* ``from <module> import ...`` (absolute, or relative at the new depth): the module's
-  text, when the statement starts ``from``, blanks, exactly that text, blanks, ``import``;
-* ``import a.b as c, ...``: each alias of the feature has an ``as``, and the statement
+So the text is edited directly when two things hold. First, a moved file cannot
+hold a mark the move swaps or drops. Its text spells neither
+``flashinfer_experimental_api`` nor ``experimental_backend``, and no call passes
+``experimental=``. Every name the markers reader resolves to a mark comes from the
+text (`policy_checks.model.markers`). Second, ``ast`` shows that each import the
+move changes has a plain form. Then the import's module text is replaced in place.
+The bytes are exactly what the libcst rewrite (`rewrite.retarget`) writes.
+
+The plain forms are:
+
+* ``from <module> import ...``, absolute or relative at the new depth. The
+  statement must start ``from``, blanks, exactly the module's text, blanks,
+  ``import``.
+* ``import a.b as c, ...``. Each alias of the feature has an ``as``. The statement
   is written ``import a as b, c as d`` with single blanks.
 
-Anything else (``from <parent> import <feature>``, ``import <feature>`` without ``as``,
-a continuation line, a comment inside the statement, a coding other than UTF-8) is
-left to libcst. The result is parsed again and must be the original tree with only
-those module names changed; otherwise libcst does it.
+Anything else is left to libcst. That includes ``from <parent> import <feature>``,
+``import <feature>`` without ``as``, a continuation line, a comment inside the
+statement, and a coding other than UTF-8. The result is parsed again. It must be
+the original tree with only those module names changed; otherwise libcst does it.
 """
 
 from __future__ import annotations
@@ -45,10 +52,13 @@ _Edit = Tuple[int, int, bytes]  # byte offsets [start, end) and the new bytes
 
 def retargeted_text(data: bytes, old: str, home: str, module: str, new_module: str, is_package: bool,
                     marks_move: bool = True) -> Optional[bytes]:
-    """`data` with its imports of `old` pointed at `home`, for a module `module` that moves
-    to `new_module`; None when a text edit cannot be trusted (libcst's turn). A file that
-    stays where it is (another feature's, a test) keeps its own marks: `marks_move` False
-    lets a file that spells them be edited as text too."""
+    """`data` with its imports of `old` pointed at `home`.
+
+    `module` is the module that moves to `new_module`. Returns None when a text edit
+    cannot be trusted; then it is libcst's turn. A file that stays where it is
+    keeps its own marks, such as another feature's file or a test. With
+    `marks_move` False, a file that spells them may be edited as text too.
+    """
     marked = marks_move and any(word in data for word in _MARK_WORDS)
     if data.startswith(codecs.BOM_UTF8) or marked or not is_utf8(data):
         return None
@@ -82,8 +92,11 @@ def retargeted_text(data: bytes, old: str, home: str, module: str, new_module: s
 
 
 def is_utf8(data: bytes) -> bool:
-    """``ast`` column offsets are UTF-8 byte offsets of the text as decoded: only a UTF-8
-    file (or an ASCII one) has them on its own bytes."""
+    """Is the file UTF-8 (or ASCII)?
+
+    ``ast`` column offsets are UTF-8 byte offsets of the decoded text. Only such a
+    file has them on its own bytes.
+    """
     if data.isascii():
         return True
     try:
@@ -107,7 +120,7 @@ def span(starts: List[int], node: ast.stmt) -> Tuple[int, int]:
 
 
 def _import_edit(data: bytes, starts, node: ast.Import, old: str, home: str):
-    """None: no alias of the feature; False: not a plain form; else the edit."""
+    """The edit. None when no alias is the feature's; False when not a plain form."""
     if not any(module_under(a.name, old) for a in node.names):
         return None
     if any(module_under(a.name, old) and not a.asname for a in node.names):
@@ -121,8 +134,11 @@ def _import_edit(data: bytes, starts, node: ast.Import, old: str, home: str):
 
 
 def _from_edit(data: bytes, starts, node: ast.ImportFrom, old: str, home: str, old_package: str, new_package: str):
-    """None: nothing to change; False: not a plain form, or an import of the feature by
-    its name; else the edit of the module's text."""
+    """The edit of the module's text.
+
+    None when there is nothing to change. False when it is not a plain form, or
+    imports the feature by its name.
+    """
     source = resolve_relative(old_package, node.level, node.module) if node.level else node.module
     if source is None:
         return False
@@ -142,8 +158,10 @@ def _from_edit(data: bytes, starts, node: ast.ImportFrom, old: str, home: str, o
 
 
 def _imports_moved(tree: ast.Module, old: str, home: str, old_package: str, new_package: str) -> list:
-    """Every import statement of `tree` as the move should leave it: (line, kind, level,
-    module, aliases)."""
+    """Every import statement of `tree` as the move should leave it.
+
+    Each is (line, kind, level, module, aliases).
+    """
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -162,9 +180,11 @@ def _imports_moved(tree: ast.Module, old: str, home: str, old_package: str, new_
 
 
 def _same_but_imports(after: bytes, nodes: int, expected: list) -> bool:
-    """Does `after` parse, with as many nodes as the original and its imports exactly
-    `expected`? The edits replace bytes inside import statements only and keep every
-    line break, so the rest of the tree is the original's."""
+    """Does `after` parse, with as many nodes as the original and its imports exactly `expected`?
+
+    The edits replace bytes inside import statements only and keep every line
+    break. So the rest of the tree is the original's.
+    """
     try:
         new_tree = parsed.tree(after)
     except (SyntaxError, ValueError):

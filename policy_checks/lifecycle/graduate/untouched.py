@@ -1,13 +1,15 @@
-"""Which moved files keep their bytes, decided with ``ast`` (fast) before ``libcst``
-(slow: minutes for the megabyte modules some features hold) is asked to parse them.
+"""Which moved files keep their bytes.
 
-A moved module is rewritten only for an import the move changes (of the feature
-by its absolute name, or a relative one whose text changes at the new depth) or for
-a mark of the track (every marker, gate and keyword the graduation swaps or drops
-is spelt with ``experimental`` in an identifier: ``flashinfer_experimental_api``,
-``experimental_backend``, ``is_experimental``, ``require_experimental...``,
-``experimental=``). A file with neither moves as it is; any doubt (a file ``ast``
-cannot read) goes the slow way.
+This is decided with ``ast``, which is fast, before ``libcst`` is asked to parse
+them. ``libcst`` is slow: minutes for the megabyte modules some features hold.
+
+A moved module is rewritten only for an import the move changes, or for a mark of
+the track. Such an import names the feature by its absolute name. Or it is a
+relative one whose text changes at the new depth. Every marker, gate and keyword
+the graduation swaps or drops spells ``experimental`` in an identifier:
+``flashinfer_experimental_api``, ``experimental_backend``, ``is_experimental``,
+``require_experimental...``, ``experimental=``. A file with neither moves as it is.
+Any doubt, such as a file ``ast`` cannot read, goes the slow way.
 """
 
 from __future__ import annotations
@@ -24,8 +26,11 @@ _MARK_WORD = "experimental"
 
 
 def keeps_its_bytes(data: bytes, old: str, home: str, module: str, new_module: str, is_package: bool) -> bool:
-    """Does moving this file (module `module` -> `new_module`, the feature `old` ->
-    `home`) leave its bytes as they are?"""
+    """Does moving this file leave its bytes as they are?
+
+    The module goes from `module` to `new_module`, and the feature from `old` to
+    `home`.
+    """
     try:
         tree = parsed.tree(data)
     except (SyntaxError, ValueError):

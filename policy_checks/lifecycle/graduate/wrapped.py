@@ -1,12 +1,14 @@
 """``f.__wrapped__`` where the graduation swapped ``f``'s decorator.
 
-``@flashinfer_experimental_api`` wraps its function (``functools.wraps`` sets
-``__wrapped__``); FlashInfer's ``@flashinfer_api`` hands the function back as it is
-when API logging is off. A module that reads ``f.__wrapped__`` at import (to set a
-signature, say) would then raise AttributeError. Each plain read becomes
-``getattr(f, "__wrapped__", f)``: the wrapped function where there is a wrapper, else
-``f`` itself, which is what the read meant either way. The edit is made on the bytes
-and the result must parse; any other spelling is listed for a person.
+``@flashinfer_experimental_api`` wraps its function; ``functools.wraps`` sets
+``__wrapped__``. FlashInfer's ``@flashinfer_api`` hands the function back as it is
+when API logging is off. A module that reads ``f.__wrapped__`` at import would then
+raise AttributeError. It might read it to set a signature, say.
+
+So each plain read becomes ``getattr(f, "__wrapped__", f)``. That gives the wrapped
+function where there is a wrapper, else ``f`` itself. Either way, it is what the
+read meant. The edit is made on the bytes, and the result must parse. Any other
+spelling is listed for a person.
 """
 
 from __future__ import annotations
@@ -22,9 +24,12 @@ WRAPPED = "__wrapped__"
 
 
 def unwrap_reads(data: bytes, names: Set[str]) -> Tuple[bytes, List[Tuple[int, str]], List[Tuple[int, str]]]:
-    """`data` with each plain read ``name.__wrapped__`` of one of `names` (functions whose
-    decorator was swapped) made tolerant; also ``(line, name)`` of those edited, and of
-    the reads left (another spelling, a file the edit cannot trust)."""
+    """`data` with each plain read ``name.__wrapped__`` of one of `names` made tolerant.
+
+    `names` are functions whose decorator was swapped. Also returns
+    ``(line, name)`` of the reads edited, and of the reads left. A read is left
+    when spelt another way, or in a file the edit cannot trust.
+    """
     if not names or WRAPPED.encode() not in data:
         return data, [], []
     tree = parsed.tree_or_none(data)
@@ -54,8 +59,10 @@ def unwrap_reads(data: bytes, names: Set[str]) -> Tuple[bytes, List[Tuple[int, s
 
 
 def unwrap_swapped(graduation: Plan, rel: str, data: bytes, swapped: List[str]) -> bytes:
-    """`unwrap_reads` for the module-level functions of `rel` whose marker was swapped,
-    each edit said under step 3 and each read left listed there for a person."""
+    """`unwrap_reads` for the module-level functions of `rel` whose marker was swapped.
+
+    Each edit is reported under step 3. Each read left is listed there for a person.
+    """
     after, done, left = unwrap_reads(data, {q for q in swapped if "." not in q})
     for line, name in done:
         graduation.did(3, f"{rel}:{line}: `{name}.{WRAPPED}` reads `getattr({name}, \"{WRAPPED}\", {name})`: "

@@ -1,18 +1,20 @@
 """What goes with the feature outside core, and the note that closes it.
 
-Its own examples and docs pages are found by exact names. A name that merely starts
-with the feature's (``gated_rmsnorm_demo.py`` for a feature ``gate``) belongs to
-others, and so does a directory the settings name (``docs/api`` for a feature ``api``).
+Its own examples and docs pages are found by exact names. A name that merely
+starts with the feature's belongs to others: ``gated_rmsnorm_demo.py`` for a
+feature ``gate``. So does a directory the settings name: ``docs/api`` for a
+feature ``api``.
 
-Its entries of the baseline go in the same change, so the next ``policy-check run``
-reports no fixed debt (docs/policy_check.rst, "Adopting policy-check on an existing
-tree"). An entry is the feature's when what it fingerprints goes: a module or path
-deleted, a removed definition's scope (or one nested in it), or a subject naming
-the feature's module or directory. Counts of the other entries stay as they are.
+Its entries of the baseline go in the same change. So the next
+``policy-check run`` reports no fixed debt (docs/policy_check.rst, "Adopting
+policy-check on an existing tree"). An entry is the feature's when what it
+fingerprints goes. That is a deleted module or path, or a removed definition's
+scope, or one nested in it. It is also a subject naming the feature's module or
+directory. Counts of the other entries stay as they are.
 
-The closing note ends the guide's removal path: which issue, what went, and where a
-person fills in the change. ``policy-check bot note`` posts it; the lifecycle
-commands sit below the bot and never talk to GitHub.
+The closing note ends the guide's removal path. It says which issue, what went,
+and where a person fills in the change. ``policy-check bot note`` posts it. The
+lifecycle commands sit below the bot and never talk to GitHub.
 """
 
 from __future__ import annotations
@@ -39,8 +41,11 @@ EXAMPLE_SUFFIXES = ("", "_demo", "_example", "_examples")
 
 
 def own_examples(target: FixTarget, project, feature: Feature) -> List[str]:
-    """The examples that go: a directory ``<examples>/<feature>/``, the files named
-    after the feature, and those importing its modules."""
+    """The examples that go.
+
+    They are a directory ``<examples>/<feature>/``, the files named after the
+    feature, and those importing its modules.
+    """
     examples = project.settings.examples
     found = []
     if os.path.lexists(target.root / examples / feature.name):
@@ -60,8 +65,11 @@ def _imports(project, rel: str, text: str, module: str) -> bool:
 
 
 def plan_docs(target: FixTarget, project, removal: Plan, words) -> Edits:
-    """The feature's pages go with their toctree lines; other lines that name the
-    feature, a retired backend or a removed API are listed for a person."""
+    """Remove the feature's pages with their toctree lines.
+
+    Other lines that name the feature, a retired backend or a removed API are
+    listed for a person.
+    """
     pattern = docs_tree.word_pattern(words)
     reserved = docs_tree.setting_dirs(target)
     deletions: List[str] = []
@@ -78,8 +86,10 @@ def plan_docs(target: FixTarget, project, removal: Plan, words) -> Edits:
 
 
 def _plan_page(target: FixTarget, removal: Plan, rel: str, top: str, gone_pages, pattern) -> List[Rewrite]:
-    """A kept page loses its toctree lines naming a deleted page; its other lines
-    naming what goes are listed for a person."""
+    """Remove a kept page's toctree lines naming a deleted page.
+
+    Its other lines naming what goes are listed for a person.
+    """
     before = (target.root / rel).read_bytes()
     lines = before.splitlines(keepends=True)
     dropped = set()
@@ -95,8 +105,11 @@ def _plan_page(target: FixTarget, removal: Plan, rel: str, top: str, gone_pages,
 
 
 def prune_baseline(project, removal: Plan, feature: Feature, removed_defs: Dict[str, Set[str]]) -> Edits:
-    """Plan the baseline file without the feature's entries (nothing when there is no
-    baseline or it holds none); an unreadable baseline is left for a person."""
+    """Plan the baseline file without the feature's entries.
+
+    Nothing is planned when there is no baseline or it holds none. An unreadable
+    baseline is left for a person.
+    """
     path = baseline_file.default_path(removal.target.root)
     if not path.is_file():
         return Edits()
@@ -134,7 +147,7 @@ CHANGE_PLACEHOLDER = "<commit or PR>"
 
 
 def how_to_post(feature_dir) -> str:
-    """The bot command that posts the note (the checker itself never talks to GitHub)."""
+    """The bot command that posts the note. The checker itself never talks to GitHub."""
     record_path = feature_dir / markers.RECORD
     record = feature_records.read(record_path) if record_path.is_file() else None
     if record is None or record.tracking is None:
@@ -145,8 +158,10 @@ def how_to_post(feature_dir) -> str:
 
 
 def closing_note(removal: Plan, feature: Feature, feature_dir) -> str:
-    """``Close #N: feature X removed in <commit or PR>.`` and what went; without a
-    tracking issue in the record, what a person does instead."""
+    """``Close #N: feature X removed in <commit or PR>.`` and what went.
+
+    Without a tracking issue in the record, it says what a person does instead.
+    """
     record_path = feature_dir / markers.RECORD
     record = feature_records.read(record_path) if record_path.is_file() else None
     if record is None or record.tracking is None:

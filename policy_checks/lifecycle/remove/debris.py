@@ -1,20 +1,29 @@
-"""What the removal's edits leave behind in a kept core module, cleared in the same
-change: the imports that only the removed code used (module-level ones, and those
-in a kept function or method body), and the ``__all__`` names that the edit left
-unbound (``from pkg import *`` would raise AttributeError).
+"""What the removal's edits leave behind in a kept core module, cleared in the same change.
+
+Two things are cleared. One is the imports that only the removed code used. These
+are module-level imports, and those in a kept function or method body. The other
+is the ``__all__`` names the edit left unbound. ``from pkg import *`` would raise
+AttributeError on them.
 
 Only what the edit caused goes. A module-level import goes when its name was spelt
-outside import statements before the edit and is spelt nowhere outside them after
-it, not in code, a string (``__all__``, a string annotation, a lazy ``__getattr__``
-table), nor a comment; never in a package's ``__init__`` (whose imports are what it
-publishes), never ``from __future__``, ``*`` or ``import a as a`` (an explicit
-re-export), and never one that a kept file could import from the module (``from
-<module> import name``, ``<module>.name``). An import in a function or method body
-goes by the same reading of that body (nested functions, lambdas and strings
-included; `made_unused_local_imports`); a function body it leaves empty gets
-``pass``, and one that would leave an ``if``/``for``/``with``/``try`` block empty
-stays. An ``__all__`` name goes when the module bound it before the edit (a
-definition, an assignment, an import, a subpackage) and binds it no more.
+outside import statements before the edit. After it, the name must be spelt
+nowhere outside them. That means not in code, a comment, or a string. Strings
+include ``__all__``, a string annotation, and a lazy ``__getattr__`` table.
+
+Some imports never go:
+
+- those in a package's ``__init__``, whose imports are what it publishes;
+- ``from __future__``, ``*``, and ``import a as a`` (an explicit re-export);
+- one a kept file could import from the module (``from <module> import name``,
+  ``<module>.name``).
+
+An import in a function or method body goes by the same reading of that body.
+Nested functions, lambdas and strings count (`made_unused_local_imports`). A
+function body it leaves empty gets ``pass``. An import whose removal would leave
+an ``if``/``for``/``with``/``try`` block empty stays.
+
+An ``__all__`` name goes when the module bound it before the edit and binds it no
+more. A definition, an assignment, an import or a subpackage binds a name.
 """
 
 from __future__ import annotations
@@ -37,8 +46,10 @@ DEBRIS = "debris"  # the step that records here, as the plan names it
 
 def clear_debris(target: FixTarget, project, texts: Texts, removal: Plan, after_of: Dict[str, bytes],
                  kept) -> None:
-    """Rewrite each edited core module without the debris of the edit; `after_of` and
-    the removal's rewrites get the new bytes."""
+    """Rewrite each edited core module without the debris of the edit.
+
+    `after_of` and the removal's rewrites get the new bytes.
+    """
     kept_rels = [file.rel for file in kept if not removal.gone(file.rel)]
     for fix in list(removal.rewrites):
         rel = fix.path
@@ -105,8 +116,10 @@ def _parsed(data: bytes):
 
 def made_unused_imports(before: bytes, after: bytes, tree_before: ast.Module,
                         tree_after: ast.Module) -> List[Tuple[int, int, str]]:
-    """``(line, column, bound name)`` of the module-level import aliases of `after`
-    whose name the edit made unused (1-based column, as `import_at` reads it)."""
+    """``(line, column, bound name)`` of the module-level import aliases the edit made unused.
+
+    The aliases are those of `after`. The column is 1-based, as `import_at` reads it.
+    """
     outside_before = _text_outside_imports(before, tree_before)
     outside_after = _text_outside_imports(after, tree_after)
     found = []
@@ -128,14 +141,19 @@ def made_unused_imports(before: bytes, after: bytes, tree_before: ast.Module,
 
 def made_unused_local_imports(before: bytes, after: bytes, tree_before: ast.Module,
                               tree_after: ast.Module) -> Dict[str, List[Tuple[int, int, str]]]:
-    """qualname -> ``(line, column, bound name)`` of the import aliases in a function or
-    method body of `after` (its own scope: not a nested function's or class's) whose
-    name was spelt in that body before the edit, outside its own import statements,
-    and is spelt there no more (in code, a nested function or lambda, a string, a
-    comment). A function is matched by its qualname (one ``def`` per qualname on both
-    sides); an import that is the only statement of an ``if``/``for``/``with``/``try``
-    block stays, so no block is left holding ``pass`` alone, and so does a name the
-    function declares ``global`` or ``nonlocal``."""
+    """qualname -> ``(line, column, bound name)`` of the local imports the edit made unused.
+
+    The imports sit in a function or method body of `after`, in its own scope. A
+    nested function's or class's scope does not count. The name was spelt in that
+    body before the edit, outside its own import statements. It is spelt there no
+    more: not in code, a nested function or lambda, a string, or a comment.
+
+    A function is matched by its qualname, with one ``def`` per qualname on both
+    sides. An import that is the only statement of an
+    ``if``/``for``/``with``/``try`` block stays. So no block is left holding
+    ``pass`` alone. A name the function declares ``global`` or ``nonlocal`` stays
+    too.
+    """
     olds, news = _functions(tree_before), _functions(tree_after)
     old_lines, new_lines = before.splitlines(keepends=True), after.splitlines(keepends=True)
     found: Dict[str, List[Tuple[int, int, str]]] = {}
@@ -172,7 +190,7 @@ _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 
 def _functions(tree: ast.Module) -> Dict[str, list]:
-    """qualname -> the ``def`` statements of that qualname (methods as ``Class.name``)."""
+    """qualname -> the ``def`` statements of that qualname. Methods are ``Class.name``."""
     found: Dict[str, list] = {}
     pending = [(node, "") for node in ast.iter_child_nodes(tree)]
     while pending:
@@ -188,8 +206,7 @@ def _functions(tree: ast.Module) -> Dict[str, list]:
 
 
 def _own_nodes(function):
-    """The nodes of `function`'s body in its own scope (not inside a nested def,
-    class or lambda)."""
+    """The nodes of `function`'s body in its own scope, not inside a nested def, class or lambda."""
     pending = list(function.body)
     while pending:
         node = pending.pop()
@@ -199,8 +216,11 @@ def _own_nodes(function):
 
 
 def _own_imports(function):
-    """``(import, the statement list holding it, held by the function body itself?)``
-    of each import statement in `function`'s own scope."""
+    """One triple per import statement in `function`'s own scope.
+
+    Each is ``(import, the statement list holding it, held by the function body
+    itself?)``.
+    """
     blocks = [(function.body, True)]
     while blocks:
         block, in_body = blocks.pop()
@@ -216,8 +236,10 @@ def _own_imports(function):
 
 
 def _body_text(lines: List[bytes], function, imports) -> bytes:
-    """The bytes of `function`'s body, each of `imports` blanked where it stands (the
-    rest of its line kept: ``import x; x.run()`` still uses ``x``)."""
+    """The bytes of `function`'s body, each of `imports` blanked where it stands.
+
+    The rest of its line is kept: ``import x; x.run()`` still uses ``x``.
+    """
     first, last = function.body[0].lineno, function.end_lineno or function.body[-1].lineno
     chunk = [bytearray(line) for line in lines[first - 1:last]]
     for node in imports:
@@ -241,8 +263,11 @@ def _text_outside_imports(data: bytes, tree: ast.Module) -> bytes:
 
 
 def _importable_elsewhere(texts: Texts, kept_rels: List[str], rel: str, module: str, name: str) -> bool:
-    """Could a kept file take `name` from `module` (an import of it from the module, or
-    an attribute of the module)? Only files spelling both are searched."""
+    """Could a kept file take `name` from `module`?
+
+    It could import it from the module, or read it as the module's attribute. Only
+    files spelling both are searched.
+    """
     last = module.rpartition(".")[2]
     spelt_name, spelt_last = re.escape(name.encode("utf-8")), re.escape(last.encode("utf-8"))
     pattern = re.compile(rb"\b" + spelt_last + rb"\s+import\b[^\n]*\b" + spelt_name + rb"\b"
@@ -256,10 +281,13 @@ def _importable_elsewhere(texts: Texts, kept_rels: List[str], rel: str, module: 
 
 
 def _drop_whole_statements(data: bytes, tree: ast.Module, unused: List[Tuple[int, int, str]]):
-    """Delete, as lines, each module-level import statement all of whose names go
-    (alone on its lines), with the blank line before it when one follows it, so no
-    gap grows where it stood; return the new bytes and the aliases left for libcst
-    (statements that keep a name), at their lines in the new bytes."""
+    """Delete, as lines, each module-level import statement all of whose names go.
+
+    Such a statement must stand alone on its lines. The blank line before it goes
+    too when one follows it, so no gap grows where it stood. Returns the new bytes
+    and the aliases left for libcst. Those are in statements that keep a name, at
+    their lines in the new bytes.
+    """
     gone = {(line, column) for line, column, _ in unused}
     body = tree.body
     whole = []
@@ -296,8 +324,7 @@ def _whole_lines(data: bytes, node: ast.stmt) -> bool:
 
 
 def _drop_aliases(mod: ModuleEdits, unused: List[Tuple[int, int, str]], rel: str) -> None:
-    """Drop the unused aliases from their statements (a statement left importing
-    nothing goes)."""
+    """Drop the unused aliases from their statements. A statement left importing nothing goes."""
     drop_imported_names(mod, rel, unused)
 
 
@@ -306,8 +333,10 @@ def _drop_aliases(mod: ModuleEdits, unused: List[Tuple[int, int, str]], rel: str
 
 def stale_all_names(target: FixTarget, removal: Plan, rel: str, tree_before: ast.Module,
                     tree_after: ast.Module) -> Set[str]:
-    """The ``__all__`` names of the module after the edit that it bound before and no
-    longer binds (a subpackage or submodule that stays counts as bound)."""
+    """The ``__all__`` names the module bound before the edit and does not bind after it.
+
+    A subpackage or submodule that stays counts as bound.
+    """
     listed = _all_names(tree_after)
     if not listed:
         return set()
@@ -338,8 +367,11 @@ def _all_names(tree: ast.Module) -> Set[str]:
 
 
 def bound_names(tree: ast.Module) -> Set[str]:
-    """The names the module's top level binds, inside ``if``/``try``/``with`` blocks too
-    (not inside functions or classes)."""
+    """The names the module's top level binds.
+
+    Names bound inside ``if``/``try``/``with`` blocks count. Those inside functions
+    or classes do not.
+    """
     names: Set[str] = set()
     pending = list(tree.body)
     while pending:

@@ -1,5 +1,8 @@
-"""The edited core modules after the removal: each one's new bytes, or, for a module
-left holding nothing a user could call, its deletion (when nothing imports it)."""
+"""The edited core modules after the removal.
+
+Each one gets its new bytes. A module left holding nothing a user could call is
+deleted instead, when nothing imports it.
+"""
 
 from __future__ import annotations
 
@@ -21,15 +24,18 @@ _CONTAINERS = ("frozenset", "set", "tuple", "list", "dict")
 
 
 class Edited(NamedTuple):
-    """The core modules the plan edits: the bytes of each kept one, the ones that go."""
+    """The core modules the plan edits: the bytes of each kept one, and the ones that go."""
 
     after_of: Dict[str, bytes]  # rel -> the kept module's bytes after the removal
     emptied: List[str]  # rels of the modules left holding nothing
 
 
 def apply_core_edits(target: FixTarget, project, removal: Plan, core: CoreEdits) -> Edited:
-    """Run each module's edits; a module (not a package's ``__init__``) left holding
-    nothing goes, any other is rewritten, and nothing it lost may still be used in it."""
+    """Run each module's edits.
+
+    A module left holding nothing goes, unless it is a package's ``__init__``. Any
+    other is rewritten. Nothing it lost may still be used in it.
+    """
     after_of: Dict[str, bytes] = {}
     emptied: List[str] = []
     for rel, mod in sorted(core.modules.items()):
@@ -52,8 +58,10 @@ def apply_core_edits(target: FixTarget, project, removal: Plan, core: CoreEdits)
 
 
 def _check_unused_in_module(mod: ModuleEdits, name: str, rel: str) -> None:
-    """Nothing removed may still be used in its own module (a method's uses are
-    attribute accesses, not checked)."""
+    """Nothing removed may still be used in its own module.
+
+    A method's uses are attribute accesses, and are not checked.
+    """
     if "." in name:
         return
     file = mod.file
@@ -64,10 +72,13 @@ def _check_unused_in_module(mod: ModuleEdits, name: str, rel: str) -> None:
 
 
 def holds_nothing(tree: ast.Module) -> bool:
-    """A module left with nothing a user could call: strings (docstrings or not),
-    ``pass``, imports nothing uses any more (``from __future__`` too), an ``__all__``
-    listing none of them, private constants, and PEP 562 hooks (``__getattr__``,
-    ``__dir__``) that neither import nor use an imported name."""
+    """Is the module left with nothing a user could call?
+
+    It may still hold strings (docstrings or not) and ``pass``. It may hold imports
+    nothing uses any more, ``from __future__`` too. It may hold an ``__all__``
+    listing none of them, and private constants. It may hold PEP 562 hooks
+    (``__getattr__``, ``__dir__``) that neither import nor use an imported name.
+    """
     imported: Set[str] = set()
     used: Set[str] = set()
     for node in tree.body:
@@ -86,7 +97,7 @@ def holds_nothing(tree: ast.Module) -> bool:
 
 
 def _bound_by(node) -> Set[str]:
-    """The names an import statement binds (nothing for ``*`` and ``__future__``)."""
+    """The names an import statement binds. ``*`` and ``__future__`` bind none."""
     if isinstance(node, ast.ImportFrom) and node.module == "__future__":
         return set()
     if isinstance(node, ast.Import):
@@ -111,7 +122,7 @@ def _is_string(node: ast.stmt) -> bool:
 
 
 def _private_constant(node: ast.stmt) -> bool:
-    """``_NAME = <literal>`` (``frozenset({...})`` and friends included)."""
+    """Is it ``_NAME = <literal>``? ``frozenset({...})`` and friends count as literals."""
     if not isinstance(node, ast.Assign) or not all(isinstance(t, ast.Name) and t.id.startswith("_") and not t.id.startswith("__") for t in node.targets):
         return False
     value = node.value
@@ -141,9 +152,11 @@ def _last_name(node: ast.AST) -> str:
 
 
 def refuse_imported_emptied(project, texts: Texts, removal: Plan, edited: Edited) -> None:
-    """A module that goes must be imported by no kept module as the plan leaves it:
-    what the scan of the kept files cannot see, an ``importlib.import_module("...")``
-    of it, is in the facts."""
+    """A module that goes must be imported by no kept module, as the plan leaves it.
+
+    The scan of the kept files cannot see an ``importlib.import_module("...")`` of
+    it. The facts hold that.
+    """
     for rel in edited.emptied:
         module = project.files[rel].module
         users = [

@@ -1,9 +1,11 @@
-"""The libcst edits of a core module that reaches the feature: an experimental API's
-definition, an ``if backend == "<name>":`` branch, a PEP 562 lazy branch, a checker
-import with its ``backend_checks`` entries, and the removed backends' other mentions.
+"""The libcst edits of a core module that reaches the feature.
 
-Each edit keeps every byte it does not remove (`cst_tools.apply_edits`); a shape
-these do not know refuses, naming the line.
+They remove an experimental API's definition, an ``if backend == "<name>":``
+branch, or a PEP 562 lazy branch. They remove a checker import with its
+``backend_checks`` entries, and the removed backends' other mentions.
+
+Each edit keeps every byte it does not remove (`cst_tools.apply_edits`). A shape
+these edits do not know refuses, naming the line.
 """
 
 from __future__ import annotations
@@ -35,9 +37,12 @@ BACKEND_REQUIREMENT = markers.BACKEND_REQUIREMENT
 
 
 def drop_imported_names(mod: ModuleEdits, rel: str, places) -> None:
-    """Drop from the import statements at `places` (``(line, column, bound name)``) the
-    aliases binding those names; a statement left importing nothing goes whole. Debris,
-    re-exports and removed helpers all leave their imports through here."""
+    """Drop the aliases binding the names at `places` from their import statements.
+
+    Each place is ``(line, column, bound name)``. A statement left importing nothing
+    goes whole. Debris, re-exports and removed helpers all leave their imports
+    through here.
+    """
     by_statement: dict = {}
     for line, column, bound in places:
         try:
@@ -57,9 +62,12 @@ def drop_imported_names(mod: ModuleEdits, rel: str, places) -> None:
 
 
 def remove_function_import(mod: ModuleEdits, outer: str, statement, backends, where) -> None:
-    """A function-level import in what stays: its ``if backend ==`` branch goes, or
-    the lazy branch of a module's ``__getattr__`` (an experimental API that goes whole
-    is `remove_named_definition`'s)."""
+    """Remove a function-level import in what stays.
+
+    Its ``if backend ==`` branch goes, or the lazy branch of a module's
+    ``__getattr__``. An experimental API that goes whole is
+    `remove_named_definition`'s.
+    """
     file = mod.file
     function = enclosing_function(file, statement)
     lazy = lazy_branch(file, statement, function) if outer == "__getattr__" else None
@@ -77,8 +85,11 @@ def remove_function_import(mod: ModuleEdits, outer: str, statement, backends, wh
 
 
 def arm_goes_alone(file, node: cst.If) -> bool:
-    """`policy_checks.model.entry_points.arm_goes_alone`, read on libcst's tree: no else part,
-    an ``elif`` after it, or an ``elif`` itself."""
+    """`policy_checks.model.entry_points.arm_goes_alone`, read on libcst's tree.
+
+    An arm goes alone when it has no else part, an ``elif`` follows it, or it is an
+    ``elif`` itself.
+    """
     return node.orelse is None or isinstance(node.orelse, cst.If) or _is_elif(file, node)
 
 
@@ -88,9 +99,12 @@ def _is_elif(file, node: cst.If) -> bool:
 
 
 def remove_arm(mod: ModuleEdits, node: cst.If) -> None:
-    """A backend's ``if``/``elif`` arm goes, and only it: an ``elif`` hands its place
-    in the chain to what follows it; a first arm followed by an ``elif`` hands it the
-    ``if``; an arm alone goes as a statement, with the comment lines above it."""
+    """Remove a backend's ``if``/``elif`` arm, and only it.
+
+    An ``elif`` hands its place in the chain to what follows it. A first arm
+    followed by an ``elif`` hands it the ``if``. An arm alone goes as a statement,
+    with the comment lines above it.
+    """
     file = mod.file
     if any(removed is node or removed is node.test for removed in mod.removed_nodes):
         return  # planned already (an import in it, then the backend's other mentions)
@@ -105,8 +119,11 @@ def remove_arm(mod: ModuleEdits, node: cst.If) -> None:
 
 
 def _promote_next_arm(updated: cst.If):
-    """The first arm's place goes to what follows it: the ``elif`` (now the ``if``), an
-    ``else:`` left by removed arms (its statements), or nothing."""
+    """Give the first arm's place to what follows it.
+
+    That is the ``elif``, which becomes the ``if``. Or it is the statements of an
+    ``else:`` left by removed arms, or nothing.
+    """
     following = updated.orelse
     if following is None:
         return cst.RemovalSentinel.REMOVE
@@ -123,14 +140,16 @@ def not_an_entry_point(where: str, outer: str) -> Refused:
 
 
 def branch_with_else(where: str, test: str) -> Refused:
-    """The refusal of a backend branch (its test's source, `test`) with an else part."""
+    """The refusal of a backend branch with an else part. `test` is the branch test's source."""
     return Refused(f"{where}: the `if {test}:` branch has an else part that would take its place; "
                    "remove it by hand")
 
 
 def _remove_lazy_branch(mod: ModuleEdits, lazy, where: str) -> None:
-    """The branch goes, and its table too; a use of the table left elsewhere refuses
-    (unless the module goes)."""
+    """Remove the branch, and its table too.
+
+    A use of the table left elsewhere refuses, unless the module goes.
+    """
     node, served, table = lazy
     if node.orelse is not None:
         raise Refused(f"{where}: the lazy-export branch of __getattr__ has an else part; remove it by hand")
@@ -143,7 +162,7 @@ def _remove_lazy_branch(mod: ModuleEdits, lazy, where: str) -> None:
 
 
 def remove_definition(mod: ModuleEdits, function) -> None:
-    """A function or method goes; a class left without methods goes whole."""
+    """Remove a function or method. A class left without methods goes whole."""
     file = mod.file
     parent = file.parents[function]
     if isinstance(parent, cst.IndentedBlock):  # a method: IndentedBlock -> ClassDef
@@ -162,8 +181,11 @@ def remove_definition(mod: ModuleEdits, function) -> None:
 
 
 def remove_named_definition(mod: ModuleEdits, qualname: str) -> None:
-    """The function, method or class `qualname` goes (an experimental API class whole,
-    a helper only the feature's entry points reached)."""
+    """Remove the function, method or class `qualname`.
+
+    It may be an experimental API class, which goes whole. It may be a helper only
+    the feature's entry points reached.
+    """
     node = _definition_node(mod.file, qualname)
     if node is None:
         raise Refused(f"{mod.file.module_name}: cannot find {qualname} to remove it")
@@ -177,7 +199,7 @@ def remove_named_definition(mod: ModuleEdits, qualname: str) -> None:
 
 
 def _definition_node(file, qualname: str):
-    """The ``def`` or ``class`` statement of `qualname` (the last one, as Python binds it)."""
+    """The ``def`` or ``class`` statement of `qualname`: the last one, as Python binds it."""
     body, node = file.tree.body, None
     for part in qualname.split("."):
         found = [s for s in body if isinstance(s, (cst.FunctionDef, cst.ClassDef)) and s.name.value == part]
@@ -195,8 +217,10 @@ def remove_statement(mod: ModuleEdits, node) -> None:
 
 
 def remove_checker_import(mod: ModuleEdits, statement, backends, where: str) -> None:
-    """A module-level import of checkers: each name may be used only as a
-    ``backend_checks`` value; the entries and the import go."""
+    """Remove a module-level import of checkers, with its entries.
+
+    Each name may be used only as a ``backend_checks`` value.
+    """
     file = mod.file
     if isinstance(statement, cst.Import) or isinstance(statement.names, cst.ImportStar):
         raise Refused(f"{where}: a module-level import of the feature that is not `from ... import checker`")
@@ -238,8 +262,10 @@ def _checks_entry(file, node) -> Optional[cst.DictElement]:
 
 
 def _decorated_api(file, element) -> List[str]:
-    """``["module.qualname"]`` of the function whose ``@backend_requirement(...)``
-    holds the checks entry `element`; [] for a plain call."""
+    """``["module.qualname"]`` of the function whose ``@backend_requirement(...)`` holds `element`.
+
+    `element` is a checks entry. A plain call gives [].
+    """
     call = file.parents[file.parents[file.parents[element]]]
     decorator = file.parents.get(call)
     function = file.parents.get(decorator) if isinstance(decorator, cst.Decorator) else None
@@ -258,8 +284,10 @@ def _qualname(file, node) -> str:
 
 
 def remove_element(mod: ModuleEdits, element) -> None:
-    """Drop one element of a dict, tuple, list or set display (or of ``Literal[...]``),
-    keeping the others' commas."""
+    """Drop one element of a dict, tuple, list or set display, or of ``Literal[...]``.
+
+    The other elements keep their commas.
+    """
     file, removed_nodes = mod.file, mod.removed_nodes
     container = file.parents[element]
     first = not any(id(file.parents.get(n)) == id(container) for n in removed_nodes)
@@ -269,8 +297,11 @@ def remove_element(mod: ModuleEdits, element) -> None:
 
 
 def _without_removed(container, updated, removed_nodes):
-    """`updated` (the edited `container`) without the removed elements; comment lines
-    after a removed entry stay, after the one before it, and the last comma stays last."""
+    """`updated`, the edited `container`, without the removed elements.
+
+    Comment lines after a removed entry stay, after the entry before it. The last
+    comma stays last.
+    """
     gone = {id(n) for n in removed_nodes}
     pairs = list(zip(_items(container), _items(updated)))
     kept = []
@@ -299,13 +330,17 @@ def _items(container) -> tuple:
 
 
 def remove_backend_mentions(mod: ModuleEdits, backends) -> None:
-    """Backend branches (`arm_goes_alone`) and ``"<name>"`` items of displays of names
-    and of ``Literal[...]`` annotations, in a module that dispatched on a removed
-    backend. A backend name another public API of the module still serves (its own
-    branch or ``backend_checks`` entry: FlashInfer 0.7.4's ``bmm_bf16`` keeps its
-    ``"cake"`` while ``mm_fp4`` loses its) is edited only inside the APIs that lose it.
-    Only a display all of whose items are strings lists names: ``("cake", 10, 0)`` is
-    a key, and stays whole."""
+    """Remove the mentions of a removed backend in a module that dispatched on it.
+
+    These are backend branches (`arm_goes_alone`), and ``"<name>"`` items of name
+    displays and ``Literal[...]`` annotations. Another public API of the module may
+    still serve the backend name, by its own branch or ``backend_checks`` entry. Then
+    the name is edited only inside the APIs that lose it. For example, FlashInfer
+    0.7.4's ``bmm_bf16`` keeps its ``"cake"`` while ``mm_fp4`` loses its.
+
+    Only a display whose items are all strings lists names. ``("cake", 10, 0)`` is a
+    key, and stays whole.
+    """
     file = mod.file
     done = {id(n) for n in mod.removed_nodes}
     prefix = file.module_name + "."
@@ -354,9 +389,11 @@ def remove_backend_mentions(mod: ModuleEdits, backends) -> None:
 
 
 def _served_elsewhere(file, name: str, losing: Set[str]) -> bool:
-    """Does a public API of the module other than those in `losing` (qualnames) still
-    serve the backend `name`: a ``backend_checks`` key of its ``@backend_requirement``,
-    or a backend branch for it in its body?"""
+    """Does a public API of the module, other than those in `losing`, still serve the backend `name`?
+
+    `losing` holds qualnames. An API serves a backend by a ``backend_checks`` key of
+    its ``@backend_requirement``, or by a backend branch for it in its body.
+    """
     found = False
 
     class Finder(cst.CSTVisitor):

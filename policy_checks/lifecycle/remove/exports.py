@@ -1,8 +1,12 @@
-"""Where a package publishes what the removal deletes: a lazy-export table entry, a
-top-level ``from .module import name`` re-export (typed ones under ``TYPE_CHECKING``
-too), an ``__all__`` entry, and the same of the packages re-exporting those, to any
-depth. Each goes with the name; nothing else in the module changes. The exports are
-read through `policy_checks.model.exports` and edited through its libcst editor."""
+"""Where a package publishes what the removal deletes.
+
+A package may publish it by a lazy-export table entry, or by a top-level
+``from .module import name`` re-export. Typed ones under ``TYPE_CHECKING`` count.
+It may also list it in ``__all__``. The same holds for packages re-exporting
+those, to any depth. Each goes with the name; nothing else in the module changes.
+The exports are read through `policy_checks.model.exports`. They are edited
+through its libcst editor.
+"""
 
 from __future__ import annotations
 
@@ -31,12 +35,17 @@ class Exports(NamedTuple):
 
 def plan_exports(target: FixTarget, project, texts: Texts, removal: Removal, core: CoreEdits,
                  feature: Feature) -> Exports:
-    """Drop the removed names from lazy tables, re-exports and ``__all__``, along chains
-    of re-exports of any depth: a package that re-exported a removed name no longer
-    binds it, so a re-export of it from that package goes too (`_follow_reexports`). A
-    module that lists a removed name quotes it (``__all__``, a lazy table) or imports
-    it, so only the core modules spelling one are read. A package serving a name from
-    the feature's own modules (a lazy entry, its typed face) loses it too."""
+    """Drop the removed names from lazy tables, re-exports and ``__all__``.
+
+    This follows chains of re-exports of any depth. A package that re-exported a
+    removed name no longer binds it. So a re-export of it from that package goes
+    too (`_follow_reexports`).
+
+    A module that lists a removed name quotes it or imports it. It quotes it in
+    ``__all__`` or a lazy table. So only the core modules spelling one are read. A
+    package serving a name from the feature's own modules loses it too. That covers
+    a lazy entry and its typed face.
+    """
     lost = {module: set(names) for module, names in core.names_by_module.items()}
     also = set(core.modules)
     for rel, _, facts in core_files(project, texts, removal, spelling=feature_spelling(feature.path_segments)):
@@ -60,11 +69,13 @@ def plan_exports(target: FixTarget, project, texts: Texts, removal: Removal, cor
 
 
 def _follow_reexports(project, texts: Texts, removal: Removal, lost: Dict[str, Set[str]], also) -> Dict[str, "_Published"]:
-    """The kept core modules publishing a name that goes, by rel. `lost` (module -> the
-    names it no longer binds) grows with each module whose re-export or lazy entry goes
-    and that binds the name no other way, until nothing changes: each round reads only
-    the modules spelling a name new to it, and a (module, name) is added once, so a
-    cycle of re-exports ends."""
+    """The kept core modules publishing a name that goes, by rel.
+
+    `lost` maps a module to the names it no longer binds. It grows with each module
+    whose re-export or lazy entry goes and that binds the name no other way. It
+    grows until nothing changes. Each round reads only the modules spelling a name
+    new to it. A (module, name) is added once, so a cycle of re-exports ends.
+    """
     found: Dict[str, tuple] = {}
     words = {n.partition(".")[0] for names in lost.values() for n in names}
     while words:
@@ -93,9 +104,12 @@ class _Published(NamedTuple):
 
 
 def _published(texts: Texts, rel: str, source, facts, lost) -> _Published:
-    """What the module publishes of the lost names: a package ``__init__`` every
-    module-level import of one; another module only one it says it re-exports (``from
-    m import name as name``, or the name listed in its ``__all__``) and does not use."""
+    """What the module publishes of the lost names.
+
+    A package ``__init__`` publishes every module-level import of one. Another
+    module publishes only one it says it re-exports and does not use. It says so by
+    ``from m import name as name``, or by listing the name in its ``__all__``.
+    """
     lazy = _lazy_entries(facts, lost)
     reexports = _reexports(facts, lost)
     if not source.is_package and reexports:
@@ -115,8 +129,10 @@ def _said_reexported(tree, facts, reexport: exports.Reexport) -> bool:
 
 
 def _bound_otherwise(facts, name: str, lost: Dict[str, Set[str]]) -> bool:
-    """Does the module still bind `name` once its imports of lost names go (a
-    definition, an assignment, an import of a name that stays)?"""
+    """Does the module still bind `name` once its imports of lost names go?
+
+    A definition, an assignment, or an import of a name that stays binds it.
+    """
     binding = facts.bindings.get(name)
     if binding is None:
         return False
@@ -128,9 +144,12 @@ def _bound_otherwise(facts, name: str, lost: Dict[str, Set[str]]) -> bool:
 
 
 def _used_here(tree, name: str) -> bool:
-    """Is `name` read by the module's own code (a name, or a word of a string other
-    than an ``__all__`` entry)? Then its import is no mere re-export, and stays (the
-    check of kept files refuses the import of a name that goes)."""
+    """Is `name` read by the module's own code?
+
+    It is read as a name, or as a word of a string other than an ``__all__`` entry.
+    Then its import is no mere re-export, and stays. The check of kept files
+    refuses the import of a name that goes.
+    """
     if tree is None:
         return True
     listed = set()
@@ -149,8 +168,7 @@ def _used_here(tree, name: str) -> bool:
 
 
 def _served_from(facts, package: str) -> Iterator[Tuple[str, str]]:
-    """``(module, name)`` of what a package's lazy table and its typed face serve from
-    modules under `package`."""
+    """``(module, name)`` of what a package's lazy table and typed face serve from modules under `package`."""
     for entry in exports.lazy_entries(facts):
         for module in exports.lazy_candidates(facts, entry):
             if module_under(module, package):
@@ -161,21 +179,24 @@ def _served_from(facts, package: str) -> Iterator[Tuple[str, str]]:
 
 
 def _lazy_entries(facts, names_by_module) -> list:
-    """``(key, module)`` of lazy-export table entries of this package ``__init__`` that
-    serve a removed name from the module that loses it."""
+    """``(key, module)`` of this package ``__init__``'s lazy-export entries that serve a removed name.
+
+    Each serves it from the module that loses it.
+    """
     return [(entry.name, module) for entry in exports.lazy_entries(facts)
             for module in exports.lazy_candidates(facts, entry) if entry.name in names_by_module.get(module, ())]
 
 
 def _reexports(facts, names_by_module) -> list:
-    """The module-level re-exports (`exports.Reexport`, typed ones included) of a name
-    its module loses (FlashInfer's top-level exports)."""
+    """The module-level re-exports of a name its module loses (FlashInfer's top-level exports).
+
+    They are `exports.Reexport` values, typed ones included.
+    """
     return [r for r in exports.reexports(facts) if r.name in names_by_module.get(r.imp.module, ())]
 
 
 def _remove_reexports(mod: ModuleEdits, reexports, rel: str) -> None:
-    """Drop the re-exported names from their import statements (a statement left
-    importing nothing goes)."""
+    """Drop the re-exported names from their import statements. A statement left importing nothing goes."""
     drop_imported_names(mod, rel, [(r.imp.line, r.imp.column, r.bound) for r in reexports])
 
 

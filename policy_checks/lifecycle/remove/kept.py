@@ -1,10 +1,16 @@
-"""What the kept files may no longer do: import or use a removed module, function or
-class, name a removed backend where a backend is meant, or load what goes by its name
-or path. Each such use refuses the removal with its file and line; other mentions of
-a retired backend, and a test's strings naming what goes, are left for a person.
-The kept files are every Python file of the repository the removal keeps: the
-checker's own files (core, tests, other features), the examples, and the rest of the
-repository (`Project.rest_of_repository`: other top-level packages, scripts, benchmarks)."""
+"""What the kept files may no longer do.
+
+A kept file may not import or use a removed module, function or class. It may not
+name a removed backend where a backend is meant. It may not load what goes by its
+name or path. Each such use refuses the removal with its file and line. Other
+mentions of a retired backend, and a test's strings naming what goes, are left for
+a person.
+
+The kept files are every Python file of the repository the removal keeps. They are
+the checker's own files (core, tests, other features) and the examples. They are
+also the rest of the repository (`Project.rest_of_repository`): other top-level
+packages, scripts, benchmarks.
+"""
 
 from __future__ import annotations
 
@@ -39,8 +45,10 @@ class KeptFile(NamedTuple):
 
 
 def kept_python_files(project, removal: Plan) -> List[KeptFile]:
-    """The Python files the removal keeps, as git selects them (outside a work tree:
-    all of them), less the ``exclude`` setting's paths."""
+    """The Python files the removal keeps, less the ``exclude`` setting's paths.
+
+    Git selects them. Outside a work tree, all of them are kept.
+    """
     settings = project.settings
     found = [KeptFile(rel, s.module, s.is_package, _is_test(settings, rel)) for rel, s in sorted(project.files.items())]
     found += [KeptFile(rel, module_name(rel)[0], False, _is_test(settings, rel)) for rel in sorted(project.example_texts())]
@@ -72,14 +80,16 @@ class Lost:
 
     @cached_property
     def _served(self) -> List[tuple]:
-        """(backend, the last names of the APIs that lose it) for each backend other
-        kept APIs still serve."""
+        """(backend, last names of the APIs that lose it), for each backend other kept APIs still serve."""
         return [(b.encode(), [api.rpartition(".")[2].encode() for api in apis])
                 for b, apis in sorted(self.backends.items()) if b not in self.retired]
 
     def may_use(self, texts: Texts, rel: str) -> bool:
-        """Could the file use what goes? It spells a plain word, a removed name where a
-        use would, or a served backend beside an API that loses it."""
+        """Could the file use what goes?
+
+        It could if it spells a plain word, or a removed name where a use would. It
+        could if it spells a served backend beside an API that loses it.
+        """
         if texts.mentions(rel, self.plain) or texts.matches(rel, self.name_uses):
             return True
         data = texts.read(rel)
@@ -88,12 +98,15 @@ class Lost:
 
 def scan_kept_files(project, texts: Texts, kept: List[KeptFile], lost: Lost, after_of=None,
                     skip=()) -> Tuple[List[str], List[str]]:
-    """``(problems, notes)``: each use by a kept Python file of what goes (an import, a
-    use, a load, a removed backend named where a backend is meant), which refuses the
-    removal, and its other mentions of a retired backend, or a test's of what goes,
-    for a person; both as "file:line: text". `after_of`: the bytes of the files the
-    plan rewrites; `skip`: files not read (their imports of the feature are the plan's
-    to remove)."""
+    """``(problems, notes)`` of the kept Python files, each as "file:line: text".
+
+    `problems` are uses of what goes, which refuse the removal. A use is an import,
+    a use, a load, or a removed backend named where a backend is meant. `notes` are
+    for a person. They are other mentions of a retired backend, and a test's
+    mentions of what goes. `after_of` holds the bytes of the files the plan
+    rewrites. `skip` names files not read, since their imports of the feature are
+    the plan's to remove.
+    """
     after_of = after_of or {}
     problems: List[str] = []
     notes: List[str] = []
@@ -116,8 +129,10 @@ _BACKEND = "a backend the removal deletes"
 
 
 def kept_refusal(problems: List[str]) -> Refused:
-    """The refusal naming every use of what goes, once each, by file and line, and
-    the next step for each kind of use, naming its files."""
+    """The refusal naming every use of what goes, once each, by file and line.
+
+    It also says the next step for each kind of use, naming its files.
+    """
     unique = sorted(set(problems), key=_file_and_line)
     uses = sorted({_file_and_line(p)[0] for p in unique if not p.endswith(_BACKEND)})
     backends = sorted({_file_and_line(p)[0] for p in unique if p.endswith(_BACKEND)})
@@ -145,8 +160,11 @@ def _parse(data: bytes) -> Optional[ast.Module]:
 
 
 class KeptScan:
-    """One kept file's uses of what the removal deletes: `problems` (it would break,
-    or test what is gone) and `mentions` (lines a person should read)."""
+    """One kept file's uses of what the removal deletes.
+
+    `problems` would break, or test what is gone. `mentions` are lines a person
+    should read.
+    """
 
     def __init__(self, project, file: KeptFile, tree: ast.Module, lost: Lost) -> None:
         self.project, self.rel, self.module, self.lost = project, file.rel, file.module, lost
@@ -199,9 +217,12 @@ class KeptScan:
                 self._mention(node)
 
     def _loads(self, nodes) -> None:
-        """Strings and path expressions naming a module or the directory that goes
-        refuse: handed to a loader anywhere, or anyhow in code that is not a test (in
-        a test they are data, for a person to read)."""
+        """Refuse strings and path expressions naming a module or the directory that goes.
+
+        They refuse when handed to a loader anywhere. In code that is not a test,
+        they refuse however they are used. In a test they are data, for a person to
+        read.
+        """
         seen: Set[int] = set(self.docstrings)
         for node in nodes:
             if id(node) in seen:
@@ -329,8 +350,10 @@ class KeptScan:
                 self._judge(node, _literals(operand), "compares with {}")
 
     def _judge(self, node, strings, what: str) -> None:
-        """Report the retired backends among `strings`, named where a backend is meant
-        (`what` says how, ``{}`` standing for the name)."""
+        """Report the retired backends among `strings`, named where a backend is meant.
+
+        `what` says how, with ``{}`` standing for the name.
+        """
         for string in strings:
             if string.value in self.lost.retired and id(string) not in self.judged:
                 self.judged.add(id(string))
@@ -353,9 +376,12 @@ def _toplevel_names(tree: ast.Module) -> Set[str]:
 
 
 def retired_backends(project, texts: Texts, removal: Plan, backends, after_of) -> Set[str]:
-    """The removed backends that no kept core module still declares (a
-    ``backend_checks`` key, a comparison with a ``backend`` name): a name
-    another API still dispatches on is checked per API only."""
+    """The removed backends that no kept core module still declares.
+
+    A module declares a backend by a ``backend_checks`` key, or by comparing a
+    ``backend`` name with it. A name another API still dispatches on is checked
+    per API only.
+    """
     retired = set(backends)
     for rel in sorted(project.files):
         source = project.files[rel]
@@ -389,14 +415,17 @@ def _last_name(node: ast.AST) -> str:
 
 
 def _names_a_backend(node: ast.AST) -> bool:
-    """``backend``, ``self.backends``, ``list(backends)``: a name of the backend(s) chosen."""
+    """Does `node` name the backend(s) chosen?
+
+    Examples are ``backend``, ``self.backends`` and ``list(backends)``.
+    """
     if isinstance(node, ast.Call) and _last_name(node.func) in ("list", "tuple") and len(node.args) == 1:
         node = node.args[0]
     return "backend" in _last_name(node).lower()
 
 
 def _literals(node: ast.AST) -> List[ast.Constant]:
-    """The string constant `node` is, or those of a (nested) tuple, list or set display."""
+    """The string constant `node` is, or those of a tuple, list or set display, nested too."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return [node]
     if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
@@ -408,10 +437,13 @@ def _literals(node: ast.AST) -> List[ast.Constant]:
 
 
 def left_in_losing_apis(core, after_of: Dict[str, bytes]) -> List[str]:
-    """Lines of an API that lost a backend which still name it in a string: a backend
-    list no edit can shorten (``list(backends) not in (["a"], ["cake"])``), an error
-    message, its docstring. No step can rewrite prose or change what a test accepts,
-    so each line is listed for a person ("file:line: text")."""
+    """Lines of an API that lost a backend which still name it in a string.
+
+    Such a line may be a backend list no edit can shorten
+    (``list(backends) not in (["a"], ["cake"])``). It may be an error message, or
+    the API's docstring. No step can rewrite prose or change what a test accepts.
+    So each line is listed for a person ("file:line: text").
+    """
     notes: List[str] = []
     for rel, mod in sorted(core.modules.items()):
         losing = _lost_by_api(mod.file.module_name, core.backends)
@@ -449,7 +481,7 @@ def _definitions(body, prefix: str):
 
 
 def _word(names) -> "re.Pattern[str]":
-    """A backend name standing whole (``cake``, not ``cake_mm`` nor ``cute-cake``)."""
+    """A backend name standing whole: ``cake``, but not ``cake_mm`` nor ``cute-cake``."""
     return re.compile(r"(?<![\w-])(?:" + "|".join(re.escape(n) for n in sorted(names)) + r")(?![\w-])")
 
 

@@ -1,5 +1,7 @@
 """The objects a removal is planned with: the feature, and each core module's edits.
-The plan itself is the lifecycle's `Plan` (`policy_checks/lifecycle/plan.py`)."""
+
+The plan itself is the lifecycle's `Plan` (`policy_checks/lifecycle/plan.py`).
+"""
 
 from __future__ import annotations
 
@@ -22,15 +24,21 @@ class Feature:
 
     @property
     def path_segments(self) -> tuple:
-        """``("experimental", "feat")``: a path through the feature's directory (or its
-        tests directory) holds these two names in a row."""
+        """``("experimental", "feat")``.
+
+        A path through the feature's directory, or its tests directory, holds these
+        two names in a row.
+        """
         return (self.experimental_dir.rpartition("/")[2], self.name)
 
 
 @dataclass
 class ModuleEdits:
-    """One core module's planned edits: libcst edits by node, the nodes they remove
-    (so that a use inside them is no use), and the names the module loses."""
+    """One core module's planned edits.
+
+    It holds libcst edits by node, and the nodes they remove. A use inside those
+    nodes is no use. It also holds the names the module loses.
+    """
 
     file: PythonFile
     edits: dict = field(default_factory=dict)
@@ -57,7 +65,7 @@ class CoreEdits:
         return {edits.file.module_name: edits.names for edits in self.modules.values() if edits.names}
 
     def removed_names(self) -> Set[str]:
-        """``module.name`` of every removed definition (methods as ``Class.method``)."""
+        """``module.name`` of every removed definition. Methods are ``Class.method``."""
         return {f"{m}.{n}" for m, names in self.names_by_module.items() for n in names}
 
 

@@ -1,11 +1,14 @@
 """Plans a removal: the table of its steps, run in order into one `Plan`.
 
-What goes whole comes first (the directory, its tests, its examples). Then what in
-core reaches the feature, the kept files' uses of it, the edits and what they leave.
-Every refusal comes before anything is written. What core holds that no edit removes
-refuses before any edit is planned, in one answer with the kept files' uses of the
-feature. The kept files' uses of what the edits take away are gathered after the plan
-of core, and refused with the others, so a person fixes them all in one pass.
+What goes whole comes first: the directory, its tests, its examples. Then come
+what in core reaches the feature and the kept files' uses of it. Then come the
+edits and what they leave.
+
+Every refusal comes before anything is written. Core imports that no edit
+removes refuse before any edit is planned. They are named in one answer with the
+kept files' uses of the feature. The kept files' uses of what the edits take
+away are gathered after the plan of core. They are refused with the others, so a
+person fixes them all in one pass.
 """
 
 from __future__ import annotations
@@ -48,13 +51,15 @@ class Removing:
 
     @cached_property
     def model(self):
-        """The checker's project model, built on first use: one read and parse per file."""
+        """The checker's project model, built on first use. It reads and parses each file once."""
         return project_model(self.target, self.texts)
 
 
 def own_directories(plan: Plan, found: Removing) -> Edits:
-    """The feature's directory and its tests go whole. A link or a special file in
-    either refuses now, before anything else is read."""
+    """The feature's directory and its tests go whole.
+
+    A link or a special file in either refuses now, before anything else is read.
+    """
     directories = [d for d in (found.feature.directory, found.feature.tests) if d is not None]
     for directory in directories:
         plan.changes.files_under(directory)
@@ -66,8 +71,11 @@ def examples(plan: Plan, found: Removing) -> Edits:
 
 
 def reach_in_core(plan: Plan, found: Removing) -> None:
-    """Core's imports of the feature. What no edit removes refuses at the next gate,
-    once the kept files' uses are gathered too."""
+    """Find core's imports of the feature.
+
+    What no edit removes refuses at the next gate. By then the kept files' uses
+    are gathered too.
+    """
     try:
         found.hits, found.reached = find_reach(found.model, found.texts, plan, found.feature,
                                                feature_spelling(found.feature.path_segments))
@@ -76,9 +84,11 @@ def reach_in_core(plan: Plan, found: Removing) -> None:
 
 
 def uses_before_the_edits(plan: Plan, found: Removing) -> None:
-    """Kept files that import or load the feature, whatever the plan of core. Core's
-    own imports of it are `reach_in_core`'s to judge, so core files are not read here
-    when that step refused."""
+    """Find kept files that import or load the feature, whatever the plan of core.
+
+    Core's own imports of it are `reach_in_core`'s to judge. So when that step
+    refused, core files are not read here.
+    """
     found.kept = kept_python_files(found.model, plan)
     early = _feature_lost(found.model, plan, found.feature)
     skip = {hit.rel for hit in found.hits}
@@ -92,14 +102,17 @@ def uses_before_the_edits(plan: Plan, found: Removing) -> None:
 
 
 def core_refuses(plan: Plan, found: Removing) -> None:
-    """A gate: core's imports that no edit removes refuse here, with the kept uses."""
+    """A gate. Core's imports that no edit removes refuse here, with the kept uses."""
     if found.unremovable is not None:
         raise found.unremovable
 
 
 def core_entry_points(plan: Plan, found: Removing) -> None:
-    """The entry points go (with the helpers only they reach), and a removed
-    backend's branches and listed names in the modules declaring it."""
+    """Remove the entry points and the helpers only they reach.
+
+    A removed backend's branches and listed names also go from the modules that
+    declare it.
+    """
     core = found.core = CoreEdits()
     model = found.model
     plan_entry_points(found.target, model, found.hits, core, found.reached)
@@ -138,8 +151,10 @@ def emptied_modules(plan: Plan, found: Removing) -> None:
 
 
 def left_in_kept_apis(plan: Plan, found: Removing) -> None:
-    """Lines of an API that lost a backend where a string still names it: no step
-    edits them (a backend list, an error message), so a person reads each."""
+    """Ask about lines of an API that lost a backend where a string still names it.
+
+    No step edits them (a backend list, an error message). So a person reads each.
+    """
     _ask_once(plan, left_in_losing_apis(found.core, found.edited.after_of))
 
 
@@ -180,7 +195,7 @@ STEPS = (
 
 @parsed.shared
 def plan_removal(target: FixTarget, name: str) -> Plan:
-    """The whole removal, or `Refused`; reads the tree, writes nothing."""
+    """Plan the whole removal, or raise `Refused`. It reads the tree and writes nothing."""
     found = Removing(target, _feature(target, name), Texts(target.root))
     plan = Plan(target, name, ChangeSet(target.root), report, found.texts)
     return run_steps(STEPS, plan, found, _refusal).finish()
@@ -212,7 +227,10 @@ def _ask_once(plan: Plan, notes: List[str]) -> None:
 
 
 def _feature(target: FixTarget, name: str) -> Feature:
-    """The feature's names and paths; `Refused` for a name that is none, or no directory."""
+    """The feature's names and paths.
+
+    Raises `Refused` when the name is not an identifier or has no directory.
+    """
     settings = target.settings
     if not name.isidentifier():
         raise Refused(f"{name!r} is not a feature name")
@@ -230,18 +248,24 @@ def _gone_files(project, plan: Plan, feature: Feature) -> GoneFiles:
 
 
 def _feature_lost(project, plan: Plan, feature: Feature) -> Lost:
-    """The feature's own modules and files, before any edit: what no kept file may
-    import or load, whatever the plan of core turns out to be. Only the files that
-    spell the feature's name where an import or a path would are read."""
+    """The feature's own modules and files, before any edit.
+
+    No kept file may import or load them, whatever the plan of core turns out to
+    be. Only files that spell the feature's name where an import or a path would
+    are read.
+    """
     files = _gone_files(project, plan, feature)
     return Lost(set(), {}, set(), {feature.name}, files, set(), feature_spelling(feature.path_segments))
 
 
 def _lost(project, texts: Texts, plan: Plan, feature: Feature, core: CoreEdits, exports: Exports,
           edited: Edited) -> Lost:
-    """Everything the plan takes away. A file that uses any of it spells a backend,
-    a lazy key, an emptied module or the removed name itself (a method: its own
-    name); one that imports the feature was refused before (`_feature_lost`)."""
+    """Everything the plan takes away.
+
+    A file that uses any of it spells a backend, a lazy key, an emptied module, or
+    the removed name itself. For a method, that is its own name. A file that
+    imports the feature was refused before (`_feature_lost`).
+    """
     names_by_module = core.names_by_module
     emptied = {project.files[rel].module.rpartition(".")[2] for rel in edited.emptied}
     retired = retired_backends(project, texts, plan, core.backends, edited.after_of)

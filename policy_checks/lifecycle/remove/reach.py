@@ -1,7 +1,10 @@
-"""What in core reaches the feature, decided first: the core modules importing it and
-the shape of each import, read from the checker's facts. The imports no edit removes
-refuse here, all named in one answer, before any edit is planned; the others become
-libcst edits of their modules (`entry_points`)."""
+"""What in core reaches the feature, decided first.
+
+That is the core modules importing it and the shape of each import. Both are read
+from the checker's facts. The imports no edit removes refuse here, before any edit
+is planned. One answer names them all. The others become libcst edits of their
+modules (`entry_points`).
+"""
 
 from __future__ import annotations
 
@@ -33,9 +36,12 @@ class Hit(NamedTuple):
 
 def core_files(project, texts: Texts, removal: Plan, words=(), spelling: Optional[Spelling] = None,
                also=()) -> Iterator[tuple]:
-    """``(rel, source, facts)`` of every parsable core module the removal keeps whose
-    text holds one of `words` or matches `spelling`, and of those in `also` (no file
-    can import or name what it does not spell)."""
+    """``(rel, source, facts)`` of the parsable core modules that may reach what goes.
+
+    These are the modules the removal keeps whose text holds one of `words` or
+    matches `spelling`, and those in `also`. No file can import or name what it
+    does not spell.
+    """
     settings = project.settings
     for rel in sorted(project.files):
         source = project.files[rel]
@@ -50,11 +56,14 @@ def core_files(project, texts: Texts, removal: Plan, words=(), spelling: Optiona
 
 def find_reach(project, texts: Texts, removal: Plan, feature: Feature,
                spelling: Spelling) -> Tuple[List[Hit], Reached]:
-    """The core modules importing the feature (their text has its `spelling`).
-    Refuses an import that no edit removes (under ``TYPE_CHECKING``,
-    ``import_module``, a module-level ``import a.b``, a helper that stays). Every
-    such import is read before the answer, which names them all. The typed face of a
-    lazy table (`exports.typed_face`) is no reach: it goes with its entries."""
+    """The core modules importing the feature. Their text has its `spelling`.
+
+    Refuses an import that no edit removes. Such an import sits under
+    ``TYPE_CHECKING``, calls ``import_module``, or is a module-level ``import a.b``.
+    It may also be in a helper that stays. Every such import is read first, and
+    the answer names them all. The typed face of a lazy table
+    (`exports.typed_face`) is no reach: it goes with its entries.
+    """
     hits, starts, refusals = [], [], []
     for rel, _, facts in core_files(project, texts, removal, spelling=spelling):
         imports = [imp for imp in facts.imports if any(module_under(t, feature.module) for t in project.import_targets(imp))]
@@ -86,10 +95,12 @@ def find_reach(project, texts: Texts, removal: Plan, feature: Feature,
 
 
 def _going_with(project, facts: FileFacts, imp, feature: str, tree: Optional[ast.Module]) -> Optional[str]:
-    """The definition that goes whole with the feature around a function-level import:
-    an ``@flashinfer_experimental_api`` function or an experimental API class. An
-    experimental API that also hands off to another experimental feature keeps
-    serving it: only the feature's ``if backend == "<name>":`` branch goes then."""
+    """The definition around a function-level import that goes whole with the feature.
+
+    It is an ``@flashinfer_experimental_api`` function or an experimental API class.
+    An experimental API that also hands off to another experimental feature keeps
+    serving it. Then only the feature's ``if backend == "<name>":`` branch goes.
+    """
     found = entry_point(project, facts, imp.functions)
     if found is None or found.kind not in (entry_points.EXPERIMENTAL, entry_points.CLASS):
         return None
@@ -119,8 +130,10 @@ def _serves_another(project, facts: FileFacts, qualname: str, feature: str) -> b
 
 
 def _follow_helpers(project, texts: Texts, removal: Plan, hits: List[Hit], starts) -> Reached:
-    """The helpers that import the feature, followed to what uses them; a use that the
-    removal keeps refuses, naming the line and the edit that settles it."""
+    """The helpers that import the feature, followed to what uses them.
+
+    A use the removal keeps refuses, naming the line and the edit that settles it.
+    """
     if not starts:
         return Reached(set(), set(), [])
     going = {(hit.rel, q) for hit in hits for q in hit.going.values() if q is not None}
@@ -159,11 +172,14 @@ def _refuse_unremovable(where: str, imp) -> None:
 
 
 def _in_a_branch(tree: Optional[ast.Module], where: str, imp, source: bytes = b"") -> bool:
-    """Does an import in a plain function sit in a backend branch (``if backend ==
-    "<name>":``, ``if list(backends) == ["<name>"]:``: `entry_points.branch_backend`;
-    `cst_tools.backend_branch`, read here with ``ast``, which costs a fraction of libcst
-    on a 10,000-line module)? One whose ``else:`` would have to take its place refuses
-    (`entry_points.arm_goes_alone`)."""
+    """Does an import in a plain function sit in a backend branch?
+
+    A backend branch is ``if backend == "<name>":`` or
+    ``if list(backends) == ["<name>"]:`` (`entry_points.branch_backend`). This is
+    `cst_tools.backend_branch`, read here with ``ast``. On a 10,000-line module that
+    costs a fraction of libcst. A branch whose ``else:`` would have to take its
+    place refuses (`entry_points.arm_goes_alone`).
+    """
     parents = parent_map(tree) if tree is not None else {}
     arm = branch_around(parents, imp.line)
     if arm is None:
@@ -179,9 +195,12 @@ def _outer(imp) -> str:
 
 
 def plan_entry_points(target: FixTarget, project, hits: List[Hit], core: CoreEdits, reached: Reached) -> None:
-    """Edit each import of the feature away with what it serves: an experimental API
-    (a function, or a class whole), a backend's branch or checks entry, a lazy branch;
-    then the helpers only those reach, and the entry points reached through them."""
+    """Edit each import of the feature away with what it serves.
+
+    It serves an experimental API (a function, or a class whole), a backend's branch
+    or checks entry, or a lazy branch. Then the helpers only those reach go, and the
+    entry points reached through them.
+    """
     for rel, facts, imports, going in hits:
         mod = core.of(target, rel)
         for imp in imports:
@@ -204,8 +223,10 @@ def plan_entry_points(target: FixTarget, project, hits: List[Hit], core: CoreEdi
 
 
 def _drop_helper_imports(target: FixTarget, project, core: CoreEdits, reached: Reached) -> None:
-    """A module-level ``from m import _helper`` of a removed helper goes (its uses all
-    went with the feature, or the helper would not go)."""
+    """Remove a module-level ``from m import _helper`` of a removed helper.
+
+    Its uses all went with the feature, or the helper would not go.
+    """
     gone = {(project.files[rel].module, q) for rel, q in reached.helpers if "." not in q}
     if not gone:
         return
