@@ -1,24 +1,26 @@
 """A planned edit of a tree: its ``--diff``, and its apply, all or nothing.
 
 Every command that edits the tree (``fix``, ``remove``, ``graduate``) plans a
-`ChangeSet` first and writes nothing until the plan is whole. The set keeps the
+`ChangeSet` first. It writes nothing until the plan is whole. The set keeps the
 promises the commands make:
 
-- its `ChangeSet.diff` is the patch `ChangeSet.apply` carries out: ``git apply`` on a
-  copy of the tree gives the tree the run leaves. Created and deleted files carry git's
-  headers (``/dev/null``, file modes), so empty files and modes survive; a file that
-  is not UTF-8 text goes as a git binary patch (with full blob ids, as git requires).
-  A text file created that is at least half the same (git's default rename threshold)
-  as one deleted, or as the old bytes of one rewritten into something else (a moved
-  module's shim), is shown as git shows a rename or a copy (`Rename`): ``similarity
-  index``, ``rename from``/``rename to`` (``copy ...``), then only the hunks of what
-  changed;
-- only regular files inside the root are read, written or deleted: a path with
-  ``..``, an absolute path, a symlink on the way or at the end, a FIFO or a device is
-  `Refused` when it is planned (`lstat`, never following links), and the bytes
-  planned from are the bytes checked again just before the apply;
-- `ChangeSet.apply` either makes every change or, on any failure half-way, puts back
-  every file it had touched and removes what it created.
+- Its `ChangeSet.diff` is the patch `ChangeSet.apply` carries out. ``git apply`` on
+  a copy of the tree gives the tree the run leaves. Created and deleted files carry
+  git's headers (``/dev/null``, file modes), so empty files and modes survive. A
+  file that is not UTF-8 text goes as a git binary patch. It has full blob ids, as
+  git requires.
+- A created text file may be at least half the same as one deleted. That is git's
+  default rename threshold. It may also be that alike to the old bytes of a file
+  rewritten into something else, such as a moved module's shim. Such a file is
+  shown as git shows a rename or a copy (`Rename`). That is ``similarity index``,
+  ``rename from``/``rename to`` (``copy ...``), then only the hunks of what
+  changed.
+- Only regular files inside the root are read, written or deleted. A path with
+  ``..`` or an absolute path is `Refused` when planned. So is a symlink on the way
+  or at the end, a FIFO or a device. Paths are checked with `lstat`, never
+  following links. The bytes planned from are checked again just before the apply.
+- `ChangeSet.apply` either makes every change or none. On any failure half-way,
+  it puts back every file it had touched and removes what it created.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ _NOT_SHOWN = ("__pycache__",)  # deleted with their directory, never part of the
 
 @dataclass(frozen=True)
 class Change:
-    """One file: `before` None means created, `after` None means deleted."""
+    """One file. `before` None means created; `after` None means deleted."""
 
     path: str  # root-relative, posix
     before: Optional[bytes]
@@ -94,9 +96,12 @@ class Change:
 
 @dataclass(frozen=True)
 class Rename:
-    """A created file shown as git shows a move (its source deleted) or a copy (its
-    source rewritten into something else, such as a shim): the headers, then the hunks
-    of the edit (none when the bytes are the same)."""
+    """A created file shown as git shows a move or a copy.
+
+    It is a move when its source was deleted. It is a copy when its source was
+    rewritten into something else, such as a shim. It shows the headers, then the
+    hunks of the edit. There are none when the bytes are the same.
+    """
 
     old: Change  # the source: deleted, or rewritten beyond recognition
     new: Change  # created
@@ -128,8 +133,11 @@ _PAIRS_COMPARED = 40_000  # beyond this many source x created pairs only same-na
 
 
 def similarity(before: bytes, after: bytes) -> int:
-    """How much of two files is the same, in percent, as git scores a rename: the bytes
-    of the lines they share over the size of the larger (linear: lines are counted)."""
+    """How much of two files is the same, in percent, as git scores a rename.
+
+    It is the bytes of the lines they share over the size of the larger. Lines are
+    counted, so it runs in linear time.
+    """
     larger = max(len(before), len(after))
     if larger == 0:
         return 100
@@ -139,11 +147,13 @@ def similarity(before: bytes, after: bytes) -> int:
 
 
 def find_renames(changes: List[Change]) -> List[Rename]:
-    """Pair created text files with sources at least `RENAME_THRESHOLD` percent alike,
-    best pairs first, each file in one pair at most; same bytes pair before anything.
-    A source is a deleted file (a rename) or one rewritten into something less than
-    half alike, as git's ``-B`` breaks it (a copy: a moved module whose old path now
-    holds a shim)."""
+    """Pair created text files with sources at least `RENAME_THRESHOLD` percent alike.
+
+    Best pairs come first, and each file joins one pair at most. Same bytes pair
+    before anything. A source is a deleted file, which makes a rename. Or it is a
+    file rewritten into something less than half alike, as git's ``-B`` breaks it.
+    That makes a copy: a moved module whose old path now holds a shim.
+    """
     created = [c for c in changes if c.before is None and c.after is not None and c.shown and _is_text(c.after)]
     if not created:
         return []
@@ -180,8 +190,11 @@ def find_renames(changes: List[Change]) -> List[Rename]:
 
 
 def _broken(change: Change) -> bool:
-    """A rewrite that keeps less than half of the file (git's ``-B``): its old bytes
-    may be the source of a copy. Checked by size first, which usually settles it."""
+    """Does the rewrite keep less than half of the file (git's ``-B``)?
+
+    Then its old bytes may be the source of a copy. Size is checked first, which
+    usually settles it.
+    """
     small, large = sorted((len(change.before), len(change.after)))
     if small * 100 < large * RENAME_THRESHOLD:
         return True
@@ -221,8 +234,11 @@ def _blob_id(data: Optional[bytes]) -> str:
 
 
 def _literal(data: bytes) -> str:
-    """A git binary patch hunk: ``literal <size>``, then zlib data in base85 lines of at
-    most 52 bytes, each led by its length (A-Z: 1-26, a-z: 27-52)."""
+    """A git binary patch hunk.
+
+    It is ``literal <size>``, then zlib data in base85 lines of at most 52 bytes.
+    Each line is led by its length: A-Z for 1-26, a-z for 27-52.
+    """
     packed = zlib.compress(data)
     out = [f"literal {len(data)}\n"]
     for start in range(0, len(packed), 52):
@@ -244,7 +260,7 @@ class ChangeSet:
     # planning ---------------------------------------------------------------------
 
     def read(self, rel: str) -> bytes:
-        """The bytes of the regular file `rel`; `Refused` for anything else."""
+        """The bytes of the regular file `rel`. Raises `Refused` for anything else."""
         path = self._inside(rel)
         info = self._lstat(rel, path)
         if info is None:
@@ -254,7 +270,7 @@ class ChangeSet:
         return path.read_bytes()
 
     def rewrite(self, rel: str, after: bytes, before: Optional[bytes] = None) -> None:
-        """Replace the file's bytes; `before` is what the plan read (read now if not given)."""
+        """Replace the file's bytes. `before` is what the plan read; it is read now if not given."""
         current = self.read(rel)  # a regular file inside the root, or Refused
         if before is not None and before != current:
             raise Refused(f"{rel} changed on disk during the run; nothing written")
@@ -263,7 +279,7 @@ class ChangeSet:
         self._add(Change(rel, before, after, mode))
 
     def create(self, rel: str, data: bytes, mode: int = REGULAR_MODE) -> None:
-        """A new file; `Refused` where something is already there (and stays)."""
+        """Plan a new file. Raises `Refused` where something is already there, which stays."""
         path = self._inside(rel)
         earlier = self._changes.get(rel)
         if earlier is not None:
@@ -298,8 +314,10 @@ class ChangeSet:
         self._add(Change(rel, earlier.before if earlier else before, None, stat.S_IMODE(info.st_mode)))
 
     def files_under(self, rel: str) -> List[str]:
-        """Root-relative paths of the regular files under the directory `rel` (sorted);
-        `Refused` at a symlink or a special file anywhere below it."""
+        """Root-relative paths of the regular files under the directory `rel`, sorted.
+
+        Raises `Refused` at a symlink or a special file anywhere below it.
+        """
         info = self._lstat(rel, self._inside(rel))
         if info is None or not stat.S_ISDIR(info.st_mode):
             raise Refused(f"{rel} is {_kind(info.st_mode) if info else 'missing'}, not a directory")
@@ -328,12 +346,15 @@ class ChangeSet:
             self._keep_folders_of(change.path)
 
     def _keep_folders_of(self, rel: str) -> None:
-        """A file the plan keeps or makes keeps its folders: a directory deleted earlier
-        in the plan is no longer removed whole (its other files still go one by one)."""
+        """A file the plan keeps or makes keeps its folders.
+
+        A directory deleted earlier in the plan is then not removed whole. Its other
+        files still go one by one.
+        """
         self._directories = [d for d in self._directories if not rel.startswith(d + "/")]
 
     def _inside(self, rel: str) -> Path:
-        """`rel` as a path under the root, no component of it a link; else `Refused`."""
+        """`rel` as a path under the root, with no component a link. Raises `Refused` otherwise."""
         pure = PurePosixPath(rel)
         if not rel or pure.is_absolute() or ".." in pure.parts or "\\" in rel or "\0" in rel:
             raise Refused(f"{rel!r} is not a path inside the repository")
@@ -357,8 +378,12 @@ class ChangeSet:
             return None
 
     def add_planned(self, rewrites=(), creations=None, deletions=(), modes=None) -> "ChangeSet":
-        """Add a command's plan: `Rewrite`s, {path: bytes} creations (with their `modes`,
-        default `REGULAR_MODE`), then deletions (files or whole directories)."""
+        """Add a command's plan.
+
+        It adds `Rewrite` values, then {path: bytes} creations, then deletions. Creations
+        take their `modes`, by default `REGULAR_MODE`. Deletions are files or whole
+        directories.
+        """
         for rel, before, after in rewrites:
             self.rewrite(rel, after, before)
         for rel, data in sorted((creations or {}).items()):
@@ -380,8 +405,10 @@ class ChangeSet:
         return any(c.before != c.after for c in self._changes.values()) or bool(self._directories)
 
     def diff(self) -> str:
-        """The patch of the whole set, in path order (what ``--diff`` prints); a moved
-        file at its old path, in git's rename form."""
+        """The patch of the whole set, in path order. This is what ``--diff`` prints.
+
+        A moved file shows at its old path, in git's rename form.
+        """
         changes = self.changes
         pairs = {rename.old.path: rename for rename in find_renames(changes)}
         made = {rename.new.path for rename in pairs.values()}
@@ -401,10 +428,13 @@ class ChangeSet:
     # writing ----------------------------------------------------------------------
 
     def apply(self, before_each: Optional[Callable[[Change], None]] = None) -> None:
-        """Make every change, or none: the tree is checked against the plan first
-        (`Refused` if a file changed since it was read), and any failure half-way
-        (`OSError`, or an error from `before_each`, which tests use) puts back what
-        was done before it is raised again."""
+        """Make every change, or none.
+
+        The tree is checked against the plan first. It raises `Refused` if a file
+        changed since it was read. A failure half-way puts back what was done, then
+        is raised again. Such a failure is an `OSError`, or an error from
+        `before_each`, which tests use.
+        """
         for change in self.changes:
             self._check_unchanged(change)
         undo: List[Callable[[], None]] = []
@@ -463,7 +493,7 @@ class ChangeSet:
 
 
 def _put(path: Path, data: bytes, mode: int) -> None:
-    """Write `data` at `path` atomically (a temporary file beside it, then a rename)."""
+    """Write `data` at `path` atomically: a temporary file beside it, then a rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

@@ -1,8 +1,9 @@
 """libcst pieces the Python rewrites share: finding statements, reading imports, editing.
 
-Every rewrite is a set of *edits*: original node -> function from the updated node to
-its replacement. `apply_edits` runs them in one pass, so that nodes nobody edits are
-printed back byte for byte (libcst keeps all whitespace and comments in the tree).
+Every rewrite is a set of *edits*. An edit maps an original node to a function
+from the updated node to its replacement. `apply_edits` runs them in one pass. So
+nodes nobody edits are printed back byte for byte. libcst keeps all whitespace and
+comments in the tree.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ class PythonFile:
 
     @property
     def names(self):
-        """The file's names as `policy_checks.model.markers` reads them (built on first use)."""
+        """The file's names as `policy_checks.model.markers` reads them, built on first use."""
         names = self.__dict__.get("_names")
         if names is None:
             tree = markers.parse(self.tree.code)
@@ -71,7 +72,7 @@ class PythonFile:
 
 
 def parse(source: bytes, module_name: str, is_package: bool) -> PythonFile:
-    """Parse `source`; raises `Unfixable` when libcst cannot, or cannot print it back unchanged."""
+    """Parse `source`. Raises `Unfixable` when libcst cannot, or cannot print it back unchanged."""
     try:
         tree = cst.parse_module(source)
     except cst.ParserSyntaxError as error:
@@ -89,7 +90,7 @@ class Position(Protocol):
 
 
 def import_at(file: PythonFile, finding: Position) -> ImportStatement:
-    """The import statement a finding points at (its first line and 1-based column)."""
+    """The import statement a finding points at, by its first line and 1-based column."""
     on_line = [
         node
         for node, position in file.positions.items()
@@ -175,11 +176,11 @@ def experimental_aliases(file: PythonFile, statement: ImportStatement, target: F
 
 
 def with_aliases(statement: ImportStatement, aliases: Sequence[cst.ImportAlias]) -> ImportStatement:
-    """`statement` importing `aliases` (a subset of its own, or its own plus new ones).
+    """`statement` importing `aliases`: a subset of its own, or its own plus new ones.
 
-    Aliases keep their own commas (and so the comments and line breaks after them);
-    the last one takes the old last one's (a trailing comma or none), a former last
-    one gets a separator like its neighbours'.
+    Aliases keep their own commas, and so the comments and line breaks after them.
+    The last one takes the old last one's comma, or none. A former last one gets a
+    separator like its neighbours'.
     """
     old = list(statement.names)
     separator = next(
@@ -226,7 +227,7 @@ def drop_small_statement(
     replacement: Optional[cst.BaseSmallStatement],
     edits: Dict[cst.CSTNode, Edit],
 ) -> None:
-    """Add the edit that replaces (or removes, when `replacement` is None) one small statement."""
+    """Add the edit that replaces one small statement. A `replacement` of None removes it."""
     line = file.parents[small]
 
     def edit(updated: cst.CSTNode) -> cst.CSTNode:
@@ -246,8 +247,10 @@ def drop_small_statement(
 
 
 def enclosing_function(file: PythonFile, node: cst.CSTNode) -> Optional[cst.FunctionDef]:
-    """The outermost function whose *body* holds `node` (decorators, defaults and
-    annotations run in the enclosing scope), or None when it runs at import time."""
+    """The outermost function whose *body* holds `node`, or None when it runs at import time.
+
+    Decorators, defaults and annotations run in the enclosing scope.
+    """
     found = None
     child, parent = node, file.parents.get(node)
     while parent is not None:
@@ -270,9 +273,12 @@ def backend_branch(file: PythonFile, node: cst.CSTNode):
 
 
 def backend_test(test: cst.BaseExpression) -> Optional[str]:
-    """``"x"`` for a test selecting the one backend ``"x"`` (``backend == "x"``,
-    ``list(backends) == ["x"]``: how an entry point hands a backend off, as
-    `policy_checks.model.entry_points.branch_backend` reads it), else None."""
+    """``"x"`` for a test selecting the one backend ``"x"``, else None.
+
+    Such tests are ``backend == "x"`` and ``list(backends) == ["x"]``. That is how an
+    entry point hands a backend off, as
+    `policy_checks.model.entry_points.branch_backend` reads it.
+    """
     if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
             and isinstance(test.comparisons[0].operator, cst.Equal)):
         return None
@@ -284,7 +290,7 @@ def backend_test(test: cst.BaseExpression) -> Optional[str]:
 
 
 def in_module_scope(file: PythonFile, node: cst.CSTNode) -> bool:
-    """Does `node` bind its names in the module's namespace (not a class's or function's)?"""
+    """Does `node` bind its names in the module's namespace, not a class's or function's?"""
     parent = file.parents.get(node)
     while parent is not None:
         if isinstance(parent, (cst.ClassDef, cst.FunctionDef)):
@@ -294,9 +300,12 @@ def in_module_scope(file: PythonFile, node: cst.CSTNode) -> bool:
 
 
 def decorator_name(decorator: cst.Decorator) -> str:
-    """Last component of a decorator's name, calls unwrapped (parentheses are no nodes in
-    libcst): ``api`` for ``@x.api(trace=1)`` and ``@(x.api)(trace=1)(f)``; the same reading
-    as `policy_checks.model.markers.decorator_target`, without following names."""
+    """Last component of a decorator's name, calls unwrapped.
+
+    Parentheses are no nodes in libcst. ``@x.api(trace=1)`` and
+    ``@(x.api)(trace=1)(f)`` both give ``api``. It reads as
+    `policy_checks.model.markers.decorator_target` does, without following names.
+    """
     expression = decorator.decorator
     while isinstance(expression, (cst.Call, cst.NamedExpr)):
         expression = expression.func if isinstance(expression, cst.Call) else expression.value
@@ -304,9 +313,12 @@ def decorator_name(decorator: cst.Decorator) -> str:
 
 
 def decorator_kinds(file: PythonFile, decorator: cst.Decorator) -> frozenset:
-    """The kinds of mark (`policy_checks.model.markers`) a decorator applies, its spelling and the
-    file's aliases followed: ``{"experimental_api"}`` for ``@fx(feature="f")`` after
-    ``from .api_logging import flashinfer_experimental_api as fx``."""
+    """The kinds of mark (`policy_checks.model.markers`) a decorator applies.
+
+    Its spelling and the file's aliases are followed. ``@fx(feature="f")`` after
+    ``from .api_logging import flashinfer_experimental_api as fx`` gives
+    ``{"experimental_api"}``.
+    """
     expression = markers.parse(file.tree.code_for_node(decorator.decorator).strip())
     if expression is None or len(expression.body) != 1 or not isinstance(expression.body[0], ast.Expr):
         return frozenset()
@@ -329,7 +341,7 @@ def inside(file: PythonFile, node: cst.CSTNode, nodes: Sequence[cst.CSTNode]) ->
 
 
 def body_start(block: cst.IndentedBlock) -> int:
-    """Index of the first statement after a docstring (0 when there is none)."""
+    """Index of the first statement after a docstring, or 0 when there is none."""
     if block.body and isinstance(block.body[0], cst.SimpleStatementLine):
         first = block.body[0].body
         if len(first) == 1 and isinstance(first[0], cst.Expr) and isinstance(
@@ -385,8 +397,11 @@ class _Rewriter(cst.CSTTransformer):
         return isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1 and statement.body[0] is REMOVE_LINE
 
     def _close_gaps(self, block):
-        """Drop removed lines; their comment lines go to the next statement (or the
-        block's footer); a block left empty keeps one ``pass``."""
+        """Drop removed lines.
+
+        Their comment lines go to the next statement, or to the block's footer. A
+        block left empty keeps one ``pass``.
+        """
         body, carried = [], []
         for statement in block.body:
             if self._is_removed(statement):
@@ -404,11 +419,11 @@ class _Rewriter(cst.CSTTransformer):
 
 
 def add_edit(edits: Dict[cst.CSTNode, Edit], node: cst.CSTNode, edit: Edit) -> None:
-    """Add `edit`; one already there for `node` runs after it (so earlier findings end up first)."""
+    """Add `edit`. One already there for `node` runs after it, so earlier findings end up first."""
     earlier = edits.get(node)
     edits[node] = edit if earlier is None else (lambda updated: earlier(edit(updated)))
 
 
 def apply_edits(file: PythonFile, edits: Dict[cst.CSTNode, Edit]) -> bytes:
-    """The module's bytes after `edits` (same encoding, newlines and indentation)."""
+    """The module's bytes after `edits`, with the same encoding, newlines and indentation."""
     return file.tree.visit(_Rewriter(edits)).bytes

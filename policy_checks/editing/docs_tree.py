@@ -1,8 +1,10 @@
-"""The docs tree as the lifecycle commands read it: its directories and text files,
-its toctrees, and the lines that name something.
+"""The docs tree as the lifecycle commands read it.
 
-``policy-check remove`` deletes a feature's pages and their toctree lines and lists
-other lines naming what went; ``policy-check graduate`` lists the lines naming the
+It gives the docs directories and text files, their toctrees, and the lines that
+name something.
+
+``policy-check remove`` deletes a feature's pages and their toctree lines. It lists
+other lines naming what went. ``policy-check graduate`` lists the lines naming the
 feature that now read wrong. Both find the docs through the ``docs`` setting.
 """
 
@@ -19,8 +21,10 @@ TEXT_SUFFIXES = (".rst", ".md", ".txt")
 
 
 def docs_dirs(target: FixTarget) -> List[str]:
-    """The docs directories: the top directory of each ``docs`` glob (``docs`` for
-    ``docs/api/*.rst``)."""
+    """The docs directories: the top directory of each ``docs`` glob.
+
+    ``docs/api/*.rst`` gives ``docs``.
+    """
     found = []
     for pattern in target.settings.docs:
         top = pattern.strip("/").split("/")[0]
@@ -30,9 +34,11 @@ def docs_dirs(target: FixTarget) -> List[str]:
 
 
 def docs_files(target: FixTarget, project, top: str) -> List[str]:
-    """Root-relative text files below a docs directory, build output, hidden folders and
-    excluded paths left out. A link is no docs file: editing it would write wherever it
-    leads, perhaps outside the repository."""
+    """Root-relative text files below a docs directory.
+
+    Build output, hidden folders and excluded paths are left out. A link is no docs
+    file. Editing it would write wherever it leads, perhaps outside the repository.
+    """
 
     def kept(entry: walk.Entry) -> bool:
         return not hidden_or_built(entry.name) and not project.excluded(entry.rel)
@@ -42,8 +48,11 @@ def docs_files(target: FixTarget, project, top: str) -> List[str]:
 
 
 def setting_dirs(target: FixTarget) -> Set[str]:
-    """The directories the ``docs`` globs name, and those above them (``docs`` and
-    ``docs/api`` for ``docs/api/*.rst``): the project's own, whatever their names."""
+    """The directories the ``docs`` globs name, and those above them.
+
+    ``docs/api/*.rst`` gives ``docs`` and ``docs/api``. They are the project's own,
+    whatever their names.
+    """
     found = set()
     for pattern in target.settings.docs:
         parts = pattern.strip("/").split("/")
@@ -53,9 +62,11 @@ def setting_dirs(target: FixTarget) -> Set[str]:
 
 
 def is_feature_page(rel: str, top: str, feature: str, reserved: Set[str] = frozenset()) -> bool:
-    """A page named after the feature, or any page in a directory named after it,
-    unless that directory is `reserved` (`setting_dirs`: ``docs/api`` is not the
-    pages of a feature named ``api``)."""
+    """Is it a page named after the feature, or any page in a directory named after it?
+
+    A `reserved` directory does not count (`setting_dirs`). ``docs/api`` is not the
+    pages of a feature named ``api``.
+    """
     parts = rel.split("/")
     if not rel.endswith(PAGE_SUFFIXES):
         return False
@@ -66,8 +77,11 @@ def is_feature_page(rel: str, top: str, feature: str, reserved: Set[str] = froze
 
 
 def source_dir(target: FixTarget, rel: str, top: str) -> str:
-    """The Sphinx source directory of a page: the nearest directory above it holding
-    ``conf.py``, else the docs directory (absolute toctree entries start there)."""
+    """The Sphinx source directory of a page.
+
+    It is the nearest directory above it holding ``conf.py``, else the docs
+    directory. Absolute toctree entries start there.
+    """
     directory = rel.rpartition("/")[0]
     while directory and directory != top:
         if (target.root / directory / "conf.py").is_file():
@@ -82,7 +96,7 @@ def toctree_lines(lines: List[bytes], rel: str, source_dir: str, gone_pages: Set
 
 
 def word_pattern(words: Iterable[str]) -> "re.Pattern":
-    """A regex matching any of `words` as a whole word (longest first)."""
+    """A regex matching any of `words` as a whole word, longest first."""
     alternatives = "|".join(re.escape(w) for w in sorted(set(words), key=len, reverse=True))
     return re.compile(r"(?<![\w])(?:" + alternatives + r")(?!\w)")
 

@@ -1,9 +1,10 @@
 """The one libcst editor of what a package publishes: ``__all__`` and lazy tables.
 
-A lazy-export table is a module-level dict of name strings to module strings that
-``__getattr__`` serves (PEP 562). Its typed face is the ``if TYPE_CHECKING:`` block
-of imports that lets type checkers see each lazy name; entries join and leave both
-together. The facts side of the same model is `policy_checks.model.exports`.
+A lazy-export table is a module-level dict of name strings to module strings.
+``__getattr__`` serves it (PEP 562). Its typed face is the ``if TYPE_CHECKING:``
+block of imports that lets type checkers see each lazy name. Entries join and
+leave both together. The facts side of the same model is
+`policy_checks.model.exports`.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ GUARD = "TYPE_CHECKING"
 
 
 def all_assignments(file: PythonFile) -> Iterator[cst.BaseSmallStatement]:
-    """The module-level assignments to ``__all__`` that have a value (plain, annotated or augmented)."""
+    """The module-level assignments to ``__all__`` that have a value: plain, annotated or augmented."""
     for small in module_small_statements(file):
         targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [getattr(small, "target", None)]
         if any(isinstance(t, cst.Name) and t.value == "__all__" for t in targets) and getattr(small, "value", None) is not None:
@@ -61,8 +62,11 @@ def _is_lazy_table(mapping: cst.Dict) -> bool:
 
 
 def served_modules(file: PythonFile, table: Optional[cst.Dict]) -> Set[str]:
-    """Modules (relative to the package) whose names the package ``__init__`` exports:
-    the table's values, else those of its ``from .module import ...`` statements."""
+    """Modules, relative to the package, whose names the package ``__init__`` exports.
+
+    They are the table's values, else those of its ``from .module import ...``
+    statements.
+    """
     if table is not None:
         return {e.value.evaluated_value.lstrip(".") for e in table.elements}
     return {dotted_name(small.module) for small in module_small_statements(file)
@@ -94,8 +98,10 @@ def all_elements(file: PythonFile, names: Set[str]) -> List[cst.Element]:
 
 
 def retarget_table_values(file: PythonFile, values: Dict[str, str], edits: dict) -> List[str]:
-    """Module strings of lazy tables that `values` maps (old text -> new) get the new
-    text, quoted as before; returns the keys of the entries changed."""
+    """Give module strings of lazy tables their new text, quoted as before.
+
+    `values` maps old text to new. Returns the keys of the entries changed.
+    """
     changed = []
     for element in _keyed_entries(file):
         value = element.value
@@ -110,9 +116,12 @@ def retarget_table_values(file: PythonFile, values: Dict[str, str], edits: dict)
 
 
 def lazy_branch(file: PythonFile, statement: cst.CSTNode, function: Optional[cst.FunctionDef]):
-    """In a module's PEP 562 ``__getattr__(name)``: the ``if name in TABLE:`` (or
-    ``if name == "x":``) branch around `statement`, the names it serves and TABLE's
-    module-level assignment (None for the ``==`` form); None for any other shape."""
+    """The lazy branch around `statement` in a module's PEP 562 ``__getattr__(name)``.
+
+    The branch is ``if name in TABLE:`` or ``if name == "x":``. Returns it with the
+    names it serves and TABLE's module-level assignment. The ``==`` form has no
+    assignment (None). Any other shape gives None.
+    """
     if function is None or not isinstance(file.parents.get(function), cst.Module) or not function.params.params:
         return None
     parameter = function.params.params[0].name.value
@@ -126,8 +135,10 @@ def lazy_branch(file: PythonFile, statement: cst.CSTNode, function: Optional[cst
 
 
 def _lazy_test(file: PythonFile, node: cst.CSTNode, parameter: str):
-    """``(names served, table assignment or None)`` when `node` is ``if <parameter> ==
-    "x":`` or ``if <parameter> in TABLE:``; else None."""
+    """``(names served, table assignment or None)`` for a lazy test, else None.
+
+    A lazy test is ``if <parameter> == "x":`` or ``if <parameter> in TABLE:``.
+    """
     if not (isinstance(node, cst.If) and isinstance(node.test, cst.Comparison) and len(node.test.comparisons) == 1):
         return None
     test = node.test
@@ -154,7 +165,7 @@ def _table_assignment(file: PythonFile, name: str):
 
 
 def _table_names(value: cst.CSTNode) -> Set[str]:
-    """The names a lazy-export table lists: its strings (a dict's keys only)."""
+    """The names a lazy-export table lists: its strings, a dict's keys only."""
     found: Set[str] = set()
 
     class Strings(cst.CSTVisitor):
@@ -174,15 +185,18 @@ def _table_names(value: cst.CSTNode) -> Set[str]:
 
 
 def add_lazy_entries(file: PythonFile, table: cst.Dict, missing: Sequence[Tuple[str, str]], edits: dict) -> None:
-    """``(name, relative module)`` entries join the table and its typed face."""
+    """Add ``(name, relative module)`` entries to the table and its typed face."""
     add_edit(edits, table, _with_entries(missing))
     add_typed_imports(file, missing, edits)
 
 
 def _with_entries(missing: Sequence[Tuple[str, str]]):
     def edit(updated: cst.Dict) -> cst.Dict:
-        """New entries at the end, separated as the others are (one per line in a table
-        written one per line); the old last entry's trailing comma ends the new last."""
+        """Add new entries at the end, separated as the others are.
+
+        A table written one per line gets one per line. The old last entry's
+        trailing comma ends the new last.
+        """
         elements = list(updated.elements)
         last_comma = elements[-1].comma
         earlier = elements[-2].comma if len(elements) > 1 else None
@@ -213,8 +227,10 @@ def _small_statements(block: cst.BaseSuite) -> Iterator[cst.BaseSmallStatement]:
 
 
 def add_typed_imports(file: PythonFile, missing: Sequence[Tuple[str, str]], edits: dict) -> None:
-    """Each ``(name, relative module)`` joins the typed face, one import a line, where
-    the package has one; a package without a typed face is left without."""
+    """Add each ``(name, relative module)`` to the typed face, one import a line.
+
+    A package without a typed face is left without.
+    """
     block = typed_block(file)
     if block is None or not missing:
         return
@@ -223,7 +239,7 @@ def add_typed_imports(file: PythonFile, missing: Sequence[Tuple[str, str]], edit
 
 
 def typed_import(name: str, relative: str) -> str:
-    """One line of a typed face: the redundant ``as`` marks an explicit re-export."""
+    """One line of a typed face. The redundant ``as`` marks an explicit re-export."""
     return f"from .{relative.lstrip('.')} import {name} as {name}\n"
 
 
@@ -233,9 +249,12 @@ def typed_face_text(entries: Sequence[Tuple[str, str]]) -> str:
 
 
 def export_by_import(file: PythonFile, missing: Sequence[Tuple[str, str]], edits: dict) -> None:
-    """A package ``__init__`` that imports its exports (``from .decode import f as f``):
-    the name joins the import from its module, or a new line after the last relative
-    import, spelt as the others are (with the redundant ``as`` when most use it)."""
+    """Export a name from a package ``__init__`` that imports its exports.
+
+    Such a package writes ``from .decode import f as f``. The name joins the import
+    from its module, or a new line after the last relative import. It is spelt as
+    the others are, with the redundant ``as`` when most use it.
+    """
     relative_imports = [small for small in module_small_statements(file)
                         if isinstance(small, cst.ImportFrom) and small.relative
                         and not isinstance(small.names, cst.ImportStar)]

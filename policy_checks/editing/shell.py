@@ -1,10 +1,13 @@
 """The one command-line shell of the commands that edit a tree as a whole plan.
 
 ``remove`` and ``graduate`` differ in what they plan, not in how a plan meets the
-user: settings that cannot be used exit 2; a `Refused` plan exits 1 having written
-nothing; ``--diff`` prints the patch `ChangeSet.diff` (and the report on standard
-error), writing nothing; otherwise the set is applied all or nothing and the report
-printed.
+user:
+
+- settings that cannot be used exit 2;
+- a `Refused` plan exits 1, having written nothing;
+- ``--diff`` prints the patch `ChangeSet.diff`, and the report on standard error.
+  It writes nothing;
+- otherwise the set is applied all or nothing, and the report printed.
 """
 
 from __future__ import annotations
@@ -22,12 +25,12 @@ class Plan(Protocol):
     changes: ChangeSet
 
     def report(self, applied: bool) -> List[str]:
-        """Lines for the user: what the plan does (or did), what is left for a person."""
+        """Lines for the user: what the plan does or did, and what is left for a person."""
 
 
 def run_plan(command: str, subject: str, make_plan: Callable[[FixTarget], Plan], *, diff: bool,
              root: Optional[str]) -> int:
-    """Plan with `make_plan` and show or apply the plan; returns the exit status."""
+    """Plan with `make_plan`, then show or apply the plan. Returns the exit status."""
     try:
         target = load_project(Path(root) if root else None)
     except FixError as error:

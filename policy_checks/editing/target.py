@@ -1,11 +1,13 @@
 """The tree a command edits, as the checker sees it: root, settings, project model.
 
-`fix`, `remove` and `graduate` all start here: `load_project` reads the settings
-(`FixError`, exit 2, when they are unusable), `project_model` gives the checker's own
-`policy_checks.model.project.Project` of the tree (facts extracted when first asked for,
-no cache), so the commands find what reaches a feature exactly as the containment
-rules see it. Nothing here runs the checker's rules: `policy_checks.fix.findings`
-does that for ``fix``.
+`fix`, `remove` and `graduate` all start here. `load_project` reads the settings.
+It raises `FixError` (exit 2) when they are unusable. `project_model` gives the
+checker's own `policy_checks.model.project.Project` of the tree. Facts are extracted
+when first asked for, with no cache. So the commands find what reaches a feature
+exactly as the containment rules see it.
+
+Nothing here runs the checker's rules. `policy_checks.fix.findings` does that for
+``fix``.
 """
 
 from __future__ import annotations
@@ -23,21 +25,25 @@ __all__ = ["FixError", "FixTarget", "Refused", "load_project", "project_model"]
 
 
 class FixError(Exception):
-    """The command cannot start: bad settings, bad paths, a crash of the checker (exit 2)."""
+    """The command cannot start (exit 2): bad settings, bad paths, a crash of the checker."""
 
 
 class Refused(Exception):
-    """A lifecycle command cannot do its work cleanly; nothing was written (exit 1).
-    The message says why."""
+    """A lifecycle command cannot do its work cleanly (exit 1).
+
+    Nothing was written. The message says why.
+    """
 
 
 @dataclass(frozen=True)
 class FixTarget:
-    """The tree ``policy-check fix`` rewrites: its root and settings, and the few
-    questions the rewrites ask of it on disk, one file at a time, after the
-    checker's run. Not the checker's `policy_checks.model.project.Project`, which is the
-    indexed model of one run (every file's module name and facts, resolution
-    across modules)."""
+    """The tree ``policy-check fix`` rewrites.
+
+    It holds the root and settings. It answers the few questions the rewrites ask of
+    it on disk, one file at a time, after the checker's run. It is not the checker's
+    `policy_checks.model.project.Project`. That is the indexed model of one run:
+    every file's module name and facts, and resolution across modules.
+    """
 
     root: Path
     settings: config.Settings = field(default_factory=config.Settings)
@@ -55,14 +61,20 @@ class FixTarget:
         return checker_project.module_name(path)
 
     def package_files(self) -> List[str]:
-        """Root-relative paths of the package's Python files, excluded ones too, as the
-        checker walks them: regular files with UTF-8 names (never a FIFO to block on)."""
+        """Root-relative paths of the package's Python files, excluded ones too.
+
+        They are found as the checker walks them: regular files with UTF-8 names.
+        A FIFO is never read, so nothing blocks on one.
+        """
         walk = checker_project.walk_python_files(self.root, self.package.replace(".", "/"), (), [])
         return sorted(source.rel for source in walk)
 
     def is_marked_checker(self, module: str, name: str) -> bool:
-        """Does `module` define `name` as an ``@experimental_backend`` function? Such a
-        name may stay imported at module level (EXP001's support-module exception)."""
+        """Does `module` define `name` as an ``@experimental_backend`` function?
+
+        Such a name may stay imported at module level. That is EXP001's
+        support-module exception.
+        """
         base = self.root.joinpath(*module.split("."))
         for path in (base.with_suffix(".py"), base / "__init__.py"):
             try:
@@ -79,7 +91,7 @@ class FixTarget:
 
 
 def load_project(root: Optional[Path], start: Optional[Path] = None) -> FixTarget:
-    """The project at `root`, or the one the checker finds from `start` (default: here)."""
+    """The project at `root`, or the one the checker finds from `start`. `start` defaults to here."""
     root = root.resolve() if root else config.find_root(start or Path.cwd())
     try:
         settings = config.load(root)
@@ -89,11 +101,14 @@ def load_project(root: Optional[Path], start: Optional[Path] = None) -> FixTarge
 
 
 def project_model(target: FixTarget, sources=None) -> checker_project.Project:
-    """The checker's project model of the tree, each file's facts extracted when first
-    asked for. ``remove`` and ``graduate`` read the facts of the few files that spell
-    the feature, so they need no cache. `sources`: the command's reader of the tree's
-    files (``read(rel)`` for the bytes, ``tree(rel)`` for their ``ast`` or None), which
-    the model then shares, so that a file is read and parsed once per command."""
+    """The checker's project model of the tree.
+
+    Each file's facts are extracted when first asked for. ``remove`` and
+    ``graduate`` read the facts of the few files that spell the feature. So they
+    need no cache. `sources` is the command's reader of the tree's files.
+    ``read(rel)`` gives the bytes, and ``tree(rel)`` their ``ast`` or None. The
+    model shares that reader, so a file is read and parsed once per command.
+    """
 
     def load(source: checker_project.SourceFile):
         if sources is not None:
