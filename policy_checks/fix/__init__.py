@@ -1,9 +1,10 @@
 """``policy-check fix``: libcst rewrites for the containment findings that have a safe fix.
 
-The checker says what is wrong (findings with a rule id and a position); each module
-here turns the findings of one rule in one file into new file contents, keeping every
-byte it does not have to touch. `apply` runs them and writes the results; they see
-the checker only through `findings` (its findings and a `findings.FixTarget`).
+The checker says what is wrong: findings with a rule id and a position. Each module
+here turns the findings of one rule in one file into new file contents. It keeps
+every byte it does not have to touch. `apply` runs them and writes the results.
+They see the checker only through `findings`: its findings and a
+`findings.FixTarget`.
 
 ========  ==============================  ==========================================
 rule      module                          rewrite
@@ -14,8 +15,9 @@ EXP004    `checker_marker`                add ``@experimental_backend``
 EXP006    `docs_pages`                    drop the entries from ``docs/api/*.rst``
 ========  ==============================  ==========================================
 
-`remove` (``policy-check remove FEATURE``) uses the same machinery for the removal path
-of a whole feature: its directory, tests, examples and the core entry points reaching it;
-`graduate` (``policy-check graduate FEATURE --to MODULE``) for its move to the stable
-tree. Both also read the checker's own project model and facts (see `findings`).
+`remove` (``policy-check remove FEATURE``) uses the same machinery to remove a
+whole feature. That covers its directory, tests, examples and the core entry points
+reaching it. `graduate` (``policy-check graduate FEATURE --to MODULE``) uses it to
+move a feature to the stable tree. Both also read the checker's own project model
+and facts (see `findings`).
 """

@@ -1,10 +1,10 @@
 """Run the rewrites file by file, then show or write the results.
 
-`plan` turns findings into new file contents without touching the disk; `write`
+`plan` turns findings into new file contents without touching the disk. `write`
 replaces one file atomically, and only when it still holds the bytes `plan` read.
 
-libcst (and the rewrites built on it) is imported only when a Python file is to be
-rewritten: a ``fix`` with nothing to do, or only docs pages, does not pay for it.
+libcst, and the rewrites built on it, are imported only when a Python file is to be
+rewritten. So a ``fix`` with nothing to do, or only docs pages, does not pay for it.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ FIXABLE_RULES = (*PYTHON_REWRITES, "EXP006")
 
 @dataclass
 class FileFix:
-    """What fixing one file's findings gives: new bytes, what was fixed, what was not."""
+    """What fixing one file's findings gives: new bytes, what was fixed, and what was not."""
 
     path: str
     before: bytes
@@ -113,10 +113,13 @@ def _fix_file(target: FixTarget, path: str, findings: List[Finding]) -> FileFix:
 
 
 def write(target: FixTarget, fix: FileFix, before_replace: Optional[Callable[[Path], None]] = None) -> bool:
-    """Replace the file with `fix.after`; `Refused`, writing nothing, when it changed
-    since `plan` read it or is not a regular file inside the root. One file is one
-    `ChangeSet`, as for every command that edits the tree. `before_replace` runs just
-    before the last check (tests use it to change the file under the run)."""
+    """Replace the file with `fix.after`.
+
+    Raises `Refused`, writing nothing, when the file changed since `plan` read it. It
+    does the same when the file is not a regular file inside the root. One file is
+    one `ChangeSet`, as for every command that edits the tree. `before_replace` runs
+    just before the last check. Tests use it to change the file under the run.
+    """
     changes = ChangeSet(target.root)
     changes.rewrite(fix.path, fix.after, fix.before)
     if before_replace is not None:

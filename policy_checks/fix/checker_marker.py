@@ -1,11 +1,13 @@
 """EXP004: mark an experimental backend checker with ``@experimental_backend``.
 
-The marker goes outermost (above ``@supported_compute_capability``, which it must see
-to stack with). Its name comes from the module's own imports when it has one (an
-alias, or ``utils.experimental_backend`` after ``from flashinfer import utils``);
-otherwise it joins the module's import from ``<package>.utils`` or from the
-experimental package, or a new import is added in the module's style (relative when
-the module imports relatively).
+The marker goes outermost, above ``@supported_compute_capability``. It must see
+that decorator to stack with it.
+
+Its name comes from the module's own imports when it has one. That may be an alias,
+or ``utils.experimental_backend`` after ``from flashinfer import utils``. Otherwise
+it joins the module's import from ``<package>.utils`` or from the experimental
+package. Failing that, a new import is added in the module's style. It is relative
+when the module imports relatively.
 """
 
 from __future__ import annotations
@@ -44,8 +46,11 @@ def rewrite(file: PythonFile, finding: Finding, target: FixTarget, edits: Dict[c
 
 
 def _def_at(file: PythonFile, line: int) -> cst.FunctionDef:
-    """The function whose statement starts at `line`: its ``def``, or (where EXP004 points
-    at a decorated checker) its first decorator."""
+    """The function whose statement starts at `line`.
+
+    The line is its ``def``. Where EXP004 points at a decorated checker, it is its
+    first decorator.
+    """
     for node, position in file.positions.items():
         if not isinstance(node, cst.FunctionDef):
             continue
@@ -66,7 +71,10 @@ def _top_level_imports(file: PythonFile) -> List[cst.BaseSmallStatement]:
 
 
 def _existing_reference(file: PythonFile, target: FixTarget) -> Optional[str]:
-    """How the module can already name the marker: ``experimental_backend``, an alias, ``u.experimental_backend``."""
+    """How the module can already name the marker.
+
+    That is ``experimental_backend``, an alias, or ``u.experimental_backend``.
+    """
     utils = f"{target.package}.utils"
     for statement in _top_level_imports(file):
         if isinstance(statement, cst.Import):
@@ -107,7 +115,7 @@ def _add_import(file: PythonFile, target: FixTarget, edits: Dict[cst.CSTNode, Ed
 
 
 def _join_marker(statement: cst.ImportFrom) -> cst.ImportFrom:
-    """``from x import a, c`` -> ``from x import a, experimental_backend, c`` (sorted when it was)."""
+    """``from x import a, c`` -> ``from x import a, experimental_backend, c``, sorted when it was."""
     names = [dotted_name(a.name) for a in statement.names]
     if MARKER in names:  # an earlier finding's edit added it
         return statement
@@ -120,7 +128,7 @@ def _join_marker(statement: cst.ImportFrom) -> cst.ImportFrom:
 
 
 def _insert_import(module: cst.Module, line: cst.SimpleStatementLine) -> cst.Module:
-    """`module` with `line` after its leading imports (after the docstring when it has none)."""
+    """`module` with `line` after its leading imports, or after the docstring when it has none."""
     body = list(module.body)
     code = cst.Module([]).code_for_node
     wanted = code(line.body[0])

@@ -69,21 +69,24 @@ def run_fix(
     cache_dir: Optional[str] = None,
     selected: bool = False,
 ) -> int:
-    """The command's work, callable from tests; returns the exit status.
+    """The command's work, callable from tests. Returns the exit status.
 
-    The checker runs as ``policy-check run`` runs: with the facts cache (it lives outside
-    the tree, so ``--diff`` uses it too and still writes nothing in the tree) and the
-    baseline (unless `no_baseline`), whose findings are neither fixed nor listed. Only
-    the files of the findings left are parsed with libcst.
+    The checker runs as ``policy-check run`` runs, with the facts cache and the
+    baseline. The cache lives outside the tree. So ``--diff`` uses it too, and still
+    writes nothing in the tree. `no_baseline` drops the baseline. The baseline's
+    findings are neither fixed nor listed. Only the files of the findings left are
+    parsed with libcst.
 
-    Without ``--diff`` it checks again after writing and fixes what that uncovers (a
-    checker marked in one round makes its import acceptable in the next), for at most
-    `MAX_ROUNDS` rounds, then runs the checker once more with every configured rule and
-    says what is left, a count per rule (`selected`: of `rules` only, as ``--select``
-    asks; else of every rule the settings select): the status is 1 while anything is left (the next
-    ``policy-check run`` would fail), as ``ruff check --fix`` does. With ``--diff`` it
-    shows one round, and exits 1 when it would change a file (0 when not), whatever is
-    left for a person.
+    Without ``--diff``, it checks again after writing and fixes what that uncovers.
+    A checker marked in one round makes its import acceptable in the next. It runs at
+    most `MAX_ROUNDS` rounds. Then it runs the checker once more with every
+    configured rule. It says what is left, a count per rule. With `selected`, only
+    `rules` are counted, as ``--select`` asks. Otherwise every rule the settings
+    select is counted. The status is 1 while anything is left, since the next
+    ``policy-check run`` would fail. ``ruff check --fix`` does the same.
+
+    With ``--diff``, it shows one round. It exits 1 when it would change a file, and
+    0 when not. What is left for a person does not change that.
     """
     verb = "would fix" if diff else "fixed"
     fixed, changed_files, baselined = 0, set(), 0
@@ -134,7 +137,7 @@ def left_line(remaining: Sequence) -> str:
 
 
 def _write(target, file_fix, before_replace) -> None:
-    """Write one file; when that cannot be done, its findings all become leftovers."""
+    """Write one file. When that cannot be done, its findings all become leftovers."""
     try:
         write(target, file_fix, before_replace)
         problem = None

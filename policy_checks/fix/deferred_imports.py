@@ -1,9 +1,11 @@
 """EXP001: a module-level import of experimental code becomes function-local imports.
 
-A name is moved only when every use of it runs inside a function body, that function
-is an entry point (where EXP007 allows a deferred import), and nothing outside the
-module imports the name from it. Any other name stays put, with the reason, for a
-person; the import statement is split when only some of its names can move.
+A name is moved only when three things hold. Every use of it runs inside a function
+body. That function is an entry point, where EXP007 allows a deferred import.
+Nothing outside the module imports the name from it.
+
+Any other name stays put, with the reason, for a person. The import statement is
+split when only some of its names can move.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ ENTRY_POINT_DECORATORS = markers.ENTRY_POINT_DECORATORS
 
 
 def rewrite(file: PythonFile, finding: Finding, target: FixTarget, edits: Dict[cst.CSTNode, Edit]) -> Optional[str]:
-    """Add the edits that fix `finding` to `edits`; returns what is left for a person."""
+    """Add the edits that fix `finding` to `edits`. Returns what is left for a person."""
     statement = import_at(file, finding)
     if not in_module_scope(file, statement):
         raise Unfixable("the import is in a class or function body")
@@ -75,7 +77,7 @@ def rewrite(file: PythonFile, finding: Finding, target: FixTarget, edits: Dict[c
 
 
 def _functions_using(file: PythonFile, statement: ImportStatement, alias: cst.ImportAlias, name: str, target: FixTarget) -> List[cst.FunctionDef]:
-    """The functions that must import `name` themselves; `Unfixable` when it cannot move."""
+    """The functions that must import `name` themselves. Raises `Unfixable` when it cannot move."""
     scope = file.scopes[file.tree]
     full = dotted_name(alias.name)
     if isinstance(statement, cst.Import) and alias.asname is None:
@@ -113,7 +115,7 @@ def _functions_using(file: PythonFile, statement: ImportStatement, alias: cst.Im
 
 
 def _may_stay(file: PythonFile, statement: ImportStatement, alias: cst.ImportAlias, target: FixTarget) -> bool:
-    """A checker imported from a support module may stay (once the rest has moved)."""
+    """A checker imported from a support module may stay, once the rest has moved."""
     return isinstance(statement, cst.ImportFrom) and target.is_marked_checker(
         imported_module(file, statement), dotted_name(alias.name)
     )
@@ -131,8 +133,10 @@ _API_KINDS = frozenset({markers.KIND_EXPERIMENTAL_API, markers.KIND_STABLE_API})
 
 
 def _importer_elsewhere(target: FixTarget, file: PythonFile, name: str) -> Optional[str]:
-    """``path:line`` of another module that does ``from <this module> import name``
-    (``import <this module>`` followed by attribute access is not looked for)."""
+    """``path:line`` of another module that does ``from <this module> import name``.
+
+    ``import <this module>`` followed by attribute access is not looked for.
+    """
     for relative in target.package_files():
         try:
             text = (target.root / relative).read_text(encoding="utf-8")

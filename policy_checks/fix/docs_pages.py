@@ -1,13 +1,13 @@
 """EXP006: take experimental entries out of the ``docs/api/*.rst`` pages.
 
-Works on lines, not on a parsed document, so every byte of the page that does not
-belong to a removed entry stays as it was (line endings included):
+It works on lines, not on a parsed document. So every byte of the page that does
+not belong to a removed entry stays as it was, line endings included.
 
-- an ``.. autosummary::`` entry loses its line; a block left without entries goes
-  as a whole (directive, options and the blank line after it);
-- an ``.. autofunction::`` / ``.. autoclass::`` / ``.. automodule::`` (any
-  ``.. auto*::`` but autosummary) goes with its option and content lines and the
-  blank line after it.
+- An ``.. autosummary::`` entry loses its line. A block left without entries goes
+  as a whole: directive, options and the blank line after it.
+- An ``.. autofunction::``, ``.. autoclass::`` or ``.. automodule::`` goes with
+  its option and content lines and the blank line after it. So does any other
+  ``.. auto*::`` but autosummary.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ _DIRECTIVE = re.compile(rb"^([ \t]*)\.\.[ \t]+(auto\w+)::")
 
 
 def rewrite(source: bytes, findings: Sequence[Finding]) -> Tuple[bytes, List[Finding], List[Tuple[Finding, str]]]:
-    """The page without the entries `findings` point at; what was fixed; what was not."""
+    """The page without the entries `findings` point at, what was fixed, and what was not."""
     lines = source.splitlines(keepends=True)
     dropped: Set[int] = set()
     summaries: Set[int] = set()  # autosummary directives that lost an entry
@@ -69,7 +69,7 @@ def _block_end(lines: List[bytes], start: int) -> int:
 
 
 def _block_with_gap(lines: List[bytes], start: int) -> Set[int]:
-    """The directive's lines plus one blank line that separated it (after it, else before)."""
+    """The directive's lines plus one blank line that separated it: after it, else before."""
     end = _block_end(lines, start)
     block = set(range(start, end))
     if end < len(lines) and _blank(lines[end]):
@@ -91,7 +91,7 @@ def _owning_directive(lines: List[bytes], index: int):
 
 
 def _entries(lines: List[bytes], start: int) -> List[int]:
-    """Line indexes of an autosummary block's entries (not its options or comments)."""
+    """Line indexes of an autosummary block's entries, not its options or comments."""
     return [
         i
         for i in range(start + 1, _block_end(lines, start))

@@ -1,10 +1,10 @@
 """Where ``policy-check fix`` meets the checker: its findings in.
 
-`check` runs the checker as ``policy-check run`` runs (facts cache, baseline) and
-returns its `Finding` records; the rewrites (`apply`, `deferred_imports`,
-`lazy_exports`, `checker_marker`, `docs_pages`) work from those and the
-`policy_checks.editing.target.FixTarget`, so a change in the checker's interface
-reaches them only through this module and `policy_checks.editing`.
+`check` runs the checker as ``policy-check run`` runs, with facts cache and
+baseline. It returns its `Finding` records. The rewrites work from those and the
+`policy_checks.editing.target.FixTarget`. They are `apply`, `deferred_imports`,
+`lazy_exports`, `checker_marker` and `docs_pages`. So a change in the checker's
+interface reaches them only through this module and `policy_checks.editing`.
 """
 
 from __future__ import annotations
@@ -25,9 +25,12 @@ __all__ = ["Checked", "Finding", "FixError", "FixTarget", "check", "collect", "l
 
 @dataclass
 class Checked:
-    """What one run of the checker gives ``fix``: the findings to fix (with a baseline, the
-    new ones only, as ``policy-check run`` reports them), and how many the baseline
-    accepts (left alone: they are debt a person chose to keep for now)."""
+    """What one run of the checker gives ``fix``.
+
+    It gives the findings to fix. With a baseline, those are the new ones only, as
+    ``policy-check run`` reports them. It also gives how many the baseline accepts.
+    Those are left alone: they are debt a person chose to keep for now.
+    """
 
     findings: List[Finding]
     baselined: int = 0
@@ -35,10 +38,13 @@ class Checked:
 
 
 def read_baseline(root: Path, path: Optional[Path] = None) -> Optional[baseline_module.Baseline]:
-    """The baseline ``policy-check run`` applies: ``path``, else the root's
-    ``policy-check-baseline.json`` when something is there (a FIFO or a dangling link
-    there is an error, not "no baseline"). Raises `FixError` for a file that cannot be
-    used, naming it and saying how to restore it."""
+    """The baseline ``policy-check run`` applies.
+
+    It is ``path``, else the root's ``policy-check-baseline.json`` when something is
+    there. A FIFO or a dangling link there is an error, not "no baseline". Raises
+    `FixError` for a file that cannot be used, naming it and saying how to restore
+    it.
+    """
     try:
         return context.read_baseline(root, path)
     except baseline_module.BaselineError as error:
@@ -47,10 +53,12 @@ def read_baseline(root: Path, path: Optional[Path] = None) -> Optional[baseline_
 
 def check(target: FixTarget, paths: Sequence[str], rules: Iterable[str], *, use_cache: bool = True,
           cache_dir: Optional[str] = None, baseline: Optional[baseline_module.Baseline] = None) -> Checked:
-    """Run the checker over `paths` (all of the project when empty), keeping `rules`, the
-    way ``policy-check run`` does: with its facts cache (outside the tree; `use_cache`
-    False: neither read nor written) and, given one, the baseline, whose findings are
-    left out."""
+    """Run the checker over `paths`, keeping `rules`, the way ``policy-check run`` does.
+
+    Empty `paths` means all of the project. It uses the facts cache, which lives
+    outside the tree. With `use_cache` False, the cache is neither read nor written.
+    Given a baseline, its findings are left out.
+    """
     try:
         checking = context.Context(target.root, target.settings, baseline=baseline, use_cache=use_cache,
                                    cache_dir=cache_dir)
@@ -63,5 +71,5 @@ def check(target: FixTarget, paths: Sequence[str], rules: Iterable[str], *, use_
 
 def collect(target: FixTarget, paths: Sequence[str], rules: Iterable[str], use_cache: bool,
             baseline: Optional[baseline_module.Baseline] = None) -> List[Finding]:
-    """The findings of `check` (every finding, unless a `baseline` is given)."""
+    """The findings of `check`: every finding, unless a `baseline` is given."""
     return check(target, paths, rules, use_cache=use_cache, baseline=baseline).findings

@@ -1,11 +1,15 @@
-"""EXP002: an eager re-export from the experimental package in the root ``__init__.py``
-becomes a lazy one, resolved by the module's ``__getattr__`` (PEP 562).
+"""EXP002: make an eager re-export from the experimental package lazy.
 
-Each name gets its own branch (``if name == "x": from ... import x; return x``) at the
-top of the existing ``__getattr__``, or of a new one; ``__dir__`` lists the names, and
-``__all__`` is left as it was, so ``dir()``, ``from flashinfer import *`` and
-attribute access see the same names as before. A name the module itself uses cannot
-be lazy (``__getattr__`` serves attribute access, not global lookups) and is left for a person.
+The re-export sits in the root ``__init__.py``. It becomes a lazy one, resolved by
+the module's ``__getattr__`` (PEP 562).
+
+Each name gets its own branch: ``if name == "x": from ... import x; return x``. It
+goes at the top of the existing ``__getattr__``, or of a new one. ``__dir__`` lists
+the names, and ``__all__`` is left as it was. So ``dir()``,
+``from flashinfer import *`` and attribute access see the same names as before.
+
+A name the module itself uses cannot be lazy. ``__getattr__`` serves attribute
+access, not global lookups. Such a name is left for a person.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from .findings import Finding, FixTarget
 
 
 def rewrite(file: PythonFile, finding: Finding, target: FixTarget, edits: Dict[cst.CSTNode, Edit]) -> Optional[str]:
-    """Add the edits that fix `finding` to `edits`; returns what is left for a person."""
+    """Add the edits that fix `finding` to `edits`. Returns what is left for a person."""
     statement = import_at(file, finding)
     if not in_module_scope(file, statement):
         raise Unfixable("the import is in a class or function body")
@@ -106,7 +110,7 @@ def _new_def(code: str) -> cst.FunctionDef:
 
 
 class _DirListing(cst.CSTTransformer):
-    """Adds the lazy names to what ``__dir__`` returns (not in nested functions)."""
+    """Adds the lazy names to what ``__dir__`` returns, not in nested functions."""
 
     def __init__(self, listed: str) -> None:
         super().__init__()
