@@ -1,1 +1,4 @@
-"""``policy-check consumer``: FlashInfer's user contract checked in the code that calls it (docs/consumer.rst)."""
+"""``policy-check consumer``: check FlashInfer's user contract in the code that calls it.
+
+docs/consumer.rst describes it.
+"""

@@ -1,19 +1,19 @@
 """One consumer check: the files under PATHS judged against a `Surface`, then the baseline.
 
-The result has the shape the report formats read (`policy_checks.report`: text, json,
-github, sarif), so the consumer check prints exactly as ``policy-check run`` does. Each
-file is read once, bounded in size (`MAX_FILE_BYTES`); a Python file that names neither
-FlashInfer nor the gate is not parsed. Suppression comments work as for ``run``:
-``# policy: ignore[CON001] reason`` on the finding's line.
+The result has the shape the report formats read (`policy_checks.report`): text,
+json, github, sarif. So the consumer check prints exactly as ``policy-check run``
+does. Each file is read once, bounded in size (`MAX_FILE_BYTES`). A Python file that
+names neither FlashInfer nor the gate is not parsed. Suppression comments work as
+for ``run``: ``# policy: ignore[CON001] reason`` on the finding's line.
 
-A Python file's findings are remembered by its content and the surface (in the checker's
-cache directory, `policy_checks.engine.cache`, a store of their own), so an unchanged file is not
-parsed again; ``--no-cache`` turns that off.
+A Python file's findings are remembered by its content and the surface. They are
+kept in the checker's cache directory (`policy_checks.engine.cache`), in a store of
+their own. So an unchanged file is not parsed again. ``--no-cache`` turns that off.
 
-The baseline (``policy-check-consumer-baseline.json`` at the root) is the checker's own
-format (`policy_checks.engine.baseline`): a finding's fingerprint is its rule, its file, the
-enclosing ``def``/``class`` and what it is about (the API, ``api:backend``, the gate), so
-it survives edits that move lines.
+The baseline is ``policy-check-consumer-baseline.json`` at the root. It uses the
+checker's own format (`policy_checks.engine.baseline`). A finding's fingerprint is its
+rule, its file, the enclosing ``def``/``class``, and what it is about. That is the
+API, ``api:backend``, or the gate. So it survives edits that move lines.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ UNREAD = "CON000"  # not a finding: files that could not be read go to the warni
 def check(root: Path, paths: List[Path], surface: Surface, staged: bool = False,
           accepted: Optional[baseline_module.Baseline] = None, use_cache: bool = True,
           cache_dir: Optional[Path] = None) -> Result:
-    """Findings of CON001-CON003 under `paths`, sorted; with `accepted`, only new ones."""
+    """Findings of CON001-CON003 under `paths`, sorted. With `accepted`, only new ones."""
     root = Path(root).resolve()
     memo = FactsCache(root, enabled=use_cache, directory=cache_dir, file_name=MEMO_FILE)
     salt = hashlib.sha256(f"{MEMO_FILE}\0{python_code.READER_VERSION}\0".encode() + dumps(surface).encode()).digest()
@@ -101,7 +101,7 @@ _HIT_TYPES = (str, int, int, str, str, str)  # the fields of a `python_code.Hit`
 
 
 def _remembered(memo: FactsCache, key: bytes) -> Optional[list]:
-    """The findings stored under `key`, or None (none stored, or not of the right shape)."""
+    """The findings stored under `key`. None when none are stored, or not of the right shape."""
     stored = memo.entries.get(key) if memo.enabled else None
     if type(stored) is not list:
         return None

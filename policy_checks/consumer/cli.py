@@ -1,8 +1,8 @@
 """``policy-check consumer``: the command line of the consumer check (docs/consumer.rst).
 
-``policy-check consumer PATH...`` (the same as ``consumer check PATH...``) judges
-downstream code; ``policy-check consumer surface`` exports a FlashInfer tree's
-experimental surface as the JSON index a release can ship.
+``policy-check consumer PATH...`` judges downstream code. It is the same as
+``consumer check PATH...``. ``policy-check consumer surface`` exports a FlashInfer
+tree's experimental surface. It writes the JSON index a release can ship.
 """
 
 from __future__ import annotations
@@ -85,8 +85,11 @@ Exit status:
               help="Where findings are remembered (default: as for `policy-check run`).")
 def check_command(paths, surface_file, flashinfer_root, root, as_error, output_format, output_file, quiet, statistics,
                   baseline_file, no_baseline, write_baseline, staged, no_cache, cache_dir):
-    """Report experimental FlashInfer use in PATHS (default: the root): calls of experimental
-    APIs (CON001), experimental backends named (CON002), the gate set to 1 (CON003)."""
+    """Report experimental FlashInfer use in PATHS (default: the root).
+
+    It reports calls of experimental APIs (CON001), experimental backends named
+    (CON002), and the gate set to 1 (CON003).
+    """
     from .check import BASELINE_FILE, check
 
     try:
@@ -125,8 +128,11 @@ def check_command(paths, surface_file, flashinfer_root, root, as_error, output_f
 @shared.root("The FlashInfer tree (a checkout or an unpacked wheel; default: the installed flashinfer).")
 @shared.output_file("Write the surface to FILE instead of standard output.")
 def surface_command(root, output_file):
-    """Export the experimental surface of a FlashInfer tree: its version, experimental APIs (every
-    import path), experimental backends (api:backend) and the gate's variable, as JSON."""
+    """Export the experimental surface of a FlashInfer tree as JSON.
+
+    It holds the version and the experimental APIs, by every import path. It holds
+    the experimental backends (api:backend) and the gate's variable.
+    """
     try:
         surface = _surface(None, root)
     except ValueError as error:

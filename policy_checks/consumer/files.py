@@ -1,11 +1,13 @@
 """Which downstream files the consumer check reads, and as what.
 
-PATHS are walked without following symbolic links; version-control, cache and virtual
-environment directories are skipped. In a git work tree the files are those git selects,
-as for ``policy-check run`` (`policy_checks.model.gitfiles`: tracked and not ignored; with
-``--staged`` only the index). A file's *kind* comes from its name: Python, or one of the
-settings formats that can set an environment variable (shell, Dockerfile, YAML, TOML,
-INI, ``.env``, JSON); everything else is not read.
+PATHS are walked without following symbolic links. Version-control, cache and
+virtual environment directories are skipped. In a git work tree the files are those
+git selects, as for ``policy-check run`` (`policy_checks.model.gitfiles`). Those are
+tracked and not ignored; with ``--staged``, only the index.
+
+A file's *kind* comes from its name. It is Python, or a settings format that can set
+an environment variable. Those are shell, Dockerfile, YAML, TOML, INI, ``.env`` and
+JSON. Everything else is not read.
 """
 
 from __future__ import annotations
@@ -53,8 +55,11 @@ def selected(root: Path, paths: List[Path], staged: bool, problems: list) -> Ite
 
 
 def _walk(top: str, problems: list) -> Iterator[Tuple[str, str]]:
-    """``(path, kind)`` of the regular files below `top` (or `top` itself) that have a kind;
-    no symbolic link is followed, directories in `SKIPPED_DIRECTORIES` are not entered."""
+    """``(path, kind)`` of the regular files below `top`, or `top` itself, that have a kind.
+
+    No symbolic link is followed. Directories in `SKIPPED_DIRECTORIES` are not
+    entered.
+    """
     try:
         mode = os.lstat(top).st_mode
     except OSError as error:

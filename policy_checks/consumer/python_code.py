@@ -1,22 +1,26 @@
 """What one downstream Python file does with FlashInfer's experimental surface, read with `ast`.
 
-Nothing is imported or run. One pass over the tree records how the file names FlashInfer
-(``import flashinfer``, ``import flashinfer.gemm as g``, ``from flashinfer import x as y``,
-``from flashinfer.norm import *``, ``f = flashinfer.gated_rmsnorm``), the string literals
-each function and the module assign to a name, each parameter's string default, and every
-call; then each call is resolved to a dotted path and judged against the `Surface`:
+Nothing is imported or run. One pass over the tree records how the file names
+FlashInfer. Examples are ``import flashinfer``, ``import flashinfer.gemm as g``,
+``from flashinfer import x as y``, ``from flashinfer.norm import *`` and
+``f = flashinfer.gated_rmsnorm``. The pass also records the string literals each
+function and the module assign to a name. It records each parameter's string
+default, and every call. Then each call is resolved to a dotted path and judged
+against the `Surface`:
 
-- CON001: the path is an experimental API;
-- CON002: its ``backend=`` argument can be an experimental backend of that API: a literal,
-  a conditional of literals, or a name the enclosing function (or the module) assigns a
-  literal or takes as a parameter with a literal default;
-- CON003: the gate's variable set to ``"1"``: ``X[GATE] = "1"`` (``os.environ`` or a copy
-  of it), ``setdefault``/``putenv``/``setenv(GATE, "1")``, ``GATE="1"`` as a keyword
-  (``dict(...)``, ``update(...)``), ``{GATE: "1"}`` (an ``env=`` for a subprocess), and
-  ``"GATE=1 ..."`` in a command string.
+- CON001: the path is an experimental API.
+- CON002: its ``backend=`` argument can be an experimental backend of that API.
+  The argument may be a literal or a conditional of literals. It may be a name the
+  enclosing function, or the module, assigns a literal. It may be a parameter with
+  a literal default.
+- CON003: the gate's variable is set to ``"1"``. Forms are ``X[GATE] = "1"``, where
+  X is ``os.environ`` or a copy of it, and
+  ``setdefault``/``putenv``/``setenv(GATE, "1")``. Others are ``GATE="1"`` as a
+  keyword (``dict(...)``, ``update(...)``), and ``{GATE: "1"}``, an ``env=`` for a
+  subprocess. ``"GATE=1 ..."`` in a command string counts too.
 
-The file is never trusted: parsing is bounded by the caller (a size limit), the walk is
-linear in the tree, and a tree too deep for the parser is reported as unread.
+The file is never trusted. The caller bounds parsing with a size limit. The walk is
+linear in the tree. A tree too deep for the parser is reported as unread.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ _SETTERS = frozenset({"setdefault", "putenv", "setenv"})  # X.setdefault(GATE, "
 
 @dataclass
 class Hit:
-    """One finding before it has a path: rule, position, message, subject, enclosing scope."""
+    """One finding before it has a path: rule, position, message, subject, and enclosing scope."""
 
     rule: str
     line: int
@@ -243,8 +247,11 @@ _IMPORTS_FLASHINFER = re.compile(rb"\b(?:import|from)[ \t]+" + ROOT_PACKAGE.enco
 
 
 def mentions(data: bytes, surface: Surface) -> bool:
-    """Can the file say anything to the check? (One that imports no FlashInfer and does not
-    spell the gate cannot; most of a framework's files are skipped unparsed.)"""
+    """Can the file say anything to the check?
+
+    A file that imports no FlashInfer and does not spell the gate cannot. So most of
+    a framework's files are skipped unparsed.
+    """
     if surface.gate.encode() in data:
         return True
     return ROOT_PACKAGE.encode() in data and _IMPORTS_FLASHINFER.search(data) is not None
@@ -262,14 +269,19 @@ def _is_text(node: ast.AST, text: str) -> bool:
 
 
 def _is_on(node: ast.AST) -> bool:
-    """The gate's one value that opens it: the string ``"1"`` (``1`` too, as a config
-    loader would write it)."""
+    """Is it the gate's one value that opens it?
+
+    That is the string ``"1"``. ``1`` counts too, as a config loader would write it.
+    """
     return isinstance(node, ast.Constant) and (node.value == "1" or (node.value == 1 and node.value is not True))
 
 
 def _literals(node: ast.AST) -> Set[str]:
-    """The string literals an expression can evaluate to (a literal, a conditional or an
-    ``or`` of literals); empty for anything else."""
+    """The string literals an expression can evaluate to.
+
+    The expression may be a literal, or a conditional or ``or`` of literals.
+    Anything else gives none.
+    """
     if isinstance(node, ast.Constant):
         return {node.value} if isinstance(node.value, str) else set()
     if isinstance(node, ast.IfExp):
@@ -280,8 +292,11 @@ def _literals(node: ast.AST) -> Set[str]:
 
 
 def _values(node: ast.AST, scopes: Iterable[_Scope]) -> Set[str]:
-    """`_literals` of a ``backend=`` value, a name looked up in the enclosing scopes
-    (innermost first: a function's assignments and parameter defaults, then the module)."""
+    """`_literals` of a ``backend=`` value.
+
+    A name is looked up in the enclosing scopes, innermost first. That is a
+    function's assignments and parameter defaults, then the module.
+    """
     found = _literals(node)
     names = [node] if isinstance(node, ast.Name) else [
         n for n in (getattr(node, "body", None), getattr(node, "orelse", None), *getattr(node, "values", ()))

@@ -1,15 +1,24 @@
-"""The gate set to 1 in text that is not Python: shell scripts, Dockerfiles, YAML, TOML, INI,
-``.env`` files, CI workflows, and command strings inside Python.
+"""The gate set to 1 in text that is not Python.
 
-Each form writes the variable, a separator and the value, so one pattern reads them all:
-``export GATE=1``, ``GATE=1 python serve.py``, ``ENV GATE=1`` and ``ENV GATE 1``,
-``ARG GATE=1``, ``GATE: "1"`` (YAML, a workflow's ``env:``), ``GATE = "1"`` (TOML, INI),
-``- GATE=1`` (a compose file's list), ``"GATE": "1"`` (JSON). Not counted: a comment line,
-a value other than exactly 1 (``10``, ``1.0``, ``true``), a test of the variable
-(``"$GATE" = "1"``, ``${GATE:-1}``, ``env.GATE == '1'``).
+Such text is shell scripts, Dockerfiles, YAML, TOML, INI, ``.env`` files, CI
+workflows, and command strings inside Python.
 
-Linear time: the pattern is anchored at the variable's name (a literal), and its only
-repetitions are runs of blanks with a single way to match them.
+Each form writes the variable, a separator and the value. So one pattern reads them
+all:
+
+- ``export GATE=1``, ``GATE=1 python serve.py``;
+- ``ENV GATE=1``, ``ENV GATE 1`` and ``ARG GATE=1``;
+- ``GATE: "1"``: YAML, or a workflow's ``env:``;
+- ``GATE = "1"``: TOML, INI;
+- ``- GATE=1``: a compose file's list;
+- ``"GATE": "1"``: JSON.
+
+Some forms are not counted. A comment line is not. Nor is a value other than
+exactly 1 (``10``, ``1.0``, ``true``). Nor is a test of the variable:
+``"$GATE" = "1"``, ``${GATE:-1}``, ``env.GATE == '1'``.
+
+It runs in linear time. The pattern is anchored at the variable's name, a literal.
+Its only repetitions are runs of blanks, with a single way to match them.
 """
 
 from __future__ import annotations

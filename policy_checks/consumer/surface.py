@@ -1,19 +1,28 @@
 """FlashInfer's experimental surface: what one version calls experimental, as a versioned index.
 
-The index holds the FlashInfer version it was taken from, every experimental API as the
-dotted paths a caller can reach it by (the defining module's and each re-export's:
-``flashinfer.norm.gated_rmsnorm`` and ``flashinfer.gated_rmsnorm``), every experimental
-backend of a stable API as ``api:backend`` (again under each path of the API), and the
-gate's variable. It is computed from a FlashInfer tree without importing it, through the
-checker's project model (`policy_checks.model.project.Project`): the markers on definitions
-(``@flashinfer_experimental_api``), the ``@experimental_backend`` checkers of each
-``backend_requirement`` mapping, hand-routed backends announced with a literal
-``warn_experimental_backend_once("api", "backend")``, and the re-exports of package
-``__init__`` files (plain and PEP 562 lazy tables).
+The index holds:
 
-`write`/`read` keep it as a small JSON file (``policy-check consumer surface -o``), so
-a release can ship it and a framework pinned to that release is judged by it. Reading is
-strict and bounded: a file that is not this shape is an error, never an empty surface.
+- the FlashInfer version it was taken from;
+- every experimental API, as the dotted paths a caller can reach it by. Those are
+  the defining module's and each re-export's: ``flashinfer.norm.gated_rmsnorm``
+  and ``flashinfer.gated_rmsnorm``;
+- every experimental backend of a stable API as ``api:backend``, again under each
+  path of the API;
+- the gate's variable.
+
+It is computed from a FlashInfer tree without importing it. It goes through the
+checker's project model (`policy_checks.model.project.Project`). That model reads:
+
+- the markers on definitions (``@flashinfer_experimental_api``);
+- the ``@experimental_backend`` checkers of each ``backend_requirement`` mapping;
+- hand-routed backends announced with a literal
+  ``warn_experimental_backend_once("api", "backend")``;
+- the re-exports of package ``__init__`` files, plain and PEP 562 lazy tables.
+
+`write`/`read` keep it as a small JSON file (``policy-check consumer surface -o``).
+So a release can ship it, and a framework pinned to that release is judged by it.
+Reading is strict and bounded. A file that is not this shape is an error, never an
+empty surface.
 """
 
 from __future__ import annotations
@@ -42,7 +51,7 @@ _METADATA_VERSION = re.compile(rb"^Version:\s*(\S{1,64})\s*$", re.M)
 
 
 class SurfaceError(ValueError):
-    """A surface file or tree that cannot be used; the message says which and why."""
+    """A surface file or tree that cannot be used. The message says which and why."""
 
 
 @dataclass
@@ -56,7 +65,7 @@ class Surface:
     source: str = ""  # where it came from (a file, a tree), for the report
 
     def backends_of(self, api: str) -> FrozenSet[str]:
-        """The experimental backends of the API at dotted path `api` (empty if none)."""
+        """The experimental backends of the API at dotted path `api`, empty if none."""
         found = self.backends.get(api)
         if found is None:  # an API named without its module (a hand-routed backend's name)
             found = self.backends.get(api.rpartition(".")[2], frozenset())
@@ -73,7 +82,7 @@ class Surface:
 
 
 def dumps(surface: Surface) -> str:
-    """The surface as JSON, one API or backend a line (diffs between releases review well)."""
+    """The surface as JSON, one API or backend a line, so diffs between releases review well."""
     data = surface.as_json()
     lines = ["{"]
     for key in (KEY, "flashinfer_version", "gate"):
@@ -91,7 +100,7 @@ def write(surface: Surface, path: Path) -> None:
 
 
 def read(path: Path) -> Surface:
-    """The surface in the file `path`; `SurfaceError` naming it for anything else."""
+    """The surface in the file `path`. Raises `SurfaceError` naming it for anything else."""
     try:
         data = read_bounded(Path(path), MAX_BYTES)
     except (OSError, ValueError) as error:
@@ -129,8 +138,10 @@ def _strings(value) -> bool:
 
 
 def from_tree(root: Path) -> Surface:
-    """The surface of the FlashInfer tree at `root` (a checkout or an unpacked wheel), read
-    statically: nothing of it is imported or run."""
+    """The surface of the FlashInfer tree at `root`, a checkout or an unpacked wheel.
+
+    It is read statically: nothing of it is imported or run.
+    """
     root = Path(root).resolve()
     try:
         settings = load(root)
@@ -177,10 +188,13 @@ _WORDS = (markers.EXPERIMENTAL_API, markers.BACKEND_REQUIREMENT, markers.BACKEND
 
 
 def _texts(project: Project) -> Dict[str, bytes]:
-    """The bytes of each module of the package that may declare part of the surface: a
-    core module spelling a marker, or a public API's marker beside an import of the
-    experimental package (a backend branch); an experimental one announcing a backend
-    (``warn_experimental_backend_once``)."""
+    """The bytes of each module of the package that may declare part of the surface.
+
+    That is a core module spelling a marker. It is also one with a public API's
+    marker beside an import of the experimental package, a backend branch. An
+    experimental module counts when it announces a backend
+    (``warn_experimental_backend_once``).
+    """
     settings = project.settings
     words = tuple(w.encode() for w in _WORDS)
     warning, public, imports = markers.BACKEND_WARNING.encode(), markers.STABLE_API.encode(), _imports(
@@ -204,8 +218,11 @@ def _texts(project: Project) -> Dict[str, bytes]:
 
 
 def _imports(package: str) -> "re.Pattern[bytes]":
-    """An import of `package` as spelt: its last name after ``from``/``import`` and dots,
-    or followed by a dot and a name (``flashinfer.experimental.x`` in an import call)."""
+    """An import of `package` as spelt.
+
+    Its last name follows ``from``/``import`` and dots. Or it is followed by a dot and
+    a name, as ``flashinfer.experimental.x`` in an import call.
+    """
     last = re.escape(package.rpartition(".")[2].encode())
     return re.compile(rb"(?:\bfrom|\bimport)\s+[\w.]*\b" + last + rb"\b|\b" + last + rb"\.[A-Za-z_]")
 
@@ -216,10 +233,12 @@ def _is_core(project: Project, rel: str) -> bool:
 
 
 def _declared(project: Project, texts: Dict[str, bytes]) -> Tuple[Set[str], Dict[str, Set[str]]]:
-    """The experimental APIs (dotted paths) and backends (API path, or the bare name of
-    an API a backend is announced for elsewhere -> names), read by the entry-point
-    model (`policy_checks.model.entry_points`). Experimental code counts only for the
-    backends it announces."""
+    """The experimental APIs and backends, read by the entry-point model (`policy_checks.model.entry_points`).
+
+    APIs are dotted paths. Backends map an API path to names. A backend announced
+    for an API elsewhere is keyed by the API's bare name. Experimental code counts
+    only for the backends it announces.
+    """
     apis: Set[str] = set()
     backends: Dict[str, Set[str]] = {}
     warning = markers.BACKEND_WARNING.encode()
@@ -243,8 +262,11 @@ def _declared(project: Project, texts: Dict[str, bytes]) -> Tuple[Set[str], Dict
 
 
 def _reexport_paths(project: Project, defined: Set[str]) -> Dict[str, Set[str]]:
-    """Each of `defined` (dotted paths) -> every path it can be imported by: its own and
-    the names package ``__init__`` files bind to it (imports, aliases, lazy tables)."""
+    """Each of `defined` (dotted paths) -> every path it can be imported by.
+
+    That is its own path, and the names package ``__init__`` files bind to it. They
+    bind them by imports, aliases and lazy tables.
+    """
     paths: Dict[str, Set[str]] = {api: {api} for api in defined}
     package_dir = project.settings.package.replace(".", "/") + "/"
     for rel, source in project.files.items():
@@ -266,8 +288,11 @@ def _reexport_paths(project: Project, defined: Set[str]) -> Dict[str, Set[str]]:
 
 
 def _version(root: Path, package_dir: Path) -> str:
-    """The tree's FlashInfer version, read as text: ``_build_meta.py``, a wheel's
-    ``*.dist-info/METADATA``, else a literal ``__version__`` in the package."""
+    """The tree's FlashInfer version, read as text.
+
+    It comes from ``_build_meta.py``, or a wheel's ``*.dist-info/METADATA``. Else it
+    is a literal ``__version__`` in the package.
+    """
     candidates = [package_dir / "_build_meta.py"]
     candidates += sorted(root.glob(f"{package_dir.name}*.dist-info/METADATA"))
     candidates += sorted(package_dir.parent.glob(f"{package_dir.name}*.dist-info/METADATA"))
@@ -284,8 +309,11 @@ def _version(root: Path, package_dir: Path) -> str:
 
 
 def installed_root(package: str = "flashinfer") -> Optional[Path]:
-    """The directory holding the installed `package` (to read it as a tree), found with
-    `importlib.util.find_spec`, which locates a top-level package without running it."""
+    """The directory holding the installed `package`, to read it as a tree.
+
+    It is found with `importlib.util.find_spec`. That locates a top-level package
+    without running it.
+    """
     try:
         spec = importlib.util.find_spec(package)
     except (ImportError, ValueError):
