@@ -1,12 +1,14 @@
 """AUD002: call the AOT listing in a worker, under the same tracing as the imports.
 
-Two shapes are known (the tracer picks whichever the module has): this repository's
-``registered_specs()`` / ``_register_builtin()``, and FlashInfer's
-``gen_all_modules(...)``, called with its ``get_default_config()`` values and a
-capabilities mapping that claims every capability (so every branch that can add a
-spec does). Any experimental module loaded is a finding, and so is a returned spec
-whose sources lie under the experimental package, that was created there, or that
-says it is experimental.
+Two shapes are known, and the tracer picks whichever the module has. One is this
+repository's ``registered_specs()`` / ``_register_builtin()``. The other is
+FlashInfer's ``gen_all_modules(...)``. It is called with its
+``get_default_config()`` values and a capabilities mapping that claims every
+capability. So every branch that can add a spec does.
+
+Any experimental module loaded is a finding. So is a returned spec whose sources
+lie under the experimental package. A spec created there, or one that says it is
+experimental, is a finding too.
 """
 
 from __future__ import annotations
@@ -31,10 +33,13 @@ def aot_requests(aot_modules, project, first_id: int) -> list:
 
 
 def missing_aot(aot_modules, project, declared: Optional[int]) -> tuple:
-    """``(findings, notes)`` for the AOT modules the tree lacks: AUD000 at the
-    ``aot-modules`` line of pyproject.toml (`declared`) when the settings name them
-    there (a listing gone is not a listing audited clean), else a note (the default
-    names ``flashinfer.aot``, which a small package need not have)."""
+    """``(findings, notes)`` for the AOT modules the tree lacks.
+
+    When the settings name them in pyproject.toml, each is an AUD000 at the
+    ``aot-modules`` line (`declared`). A listing gone is not a listing audited
+    clean. Otherwise each is a note. The default names ``flashinfer.aot``, which a
+    small package need not have.
+    """
     gone = [name for name in aot_modules if not project.rel_of(name)]
     if declared is not None:
         return [not_audited(("pyproject.toml", declared), f"aot {name}",
@@ -44,8 +49,10 @@ def missing_aot(aot_modules, project, declared: Optional[int]) -> tuple:
 
 
 def declared_aot_line(pyproject_text: Optional[str]) -> Optional[int]:
-    """The line of pyproject.toml's ``[tool.policy-check]`` table that sets
-    ``aot-modules``, or None when that table does not set it."""
+    """The line of pyproject.toml's ``[tool.policy-check]`` table that sets ``aot-modules``.
+
+    None when that table does not set it.
+    """
     if pyproject_text is None:
         return None
     try:
@@ -59,7 +66,7 @@ def declared_aot_line(pyproject_text: Optional[str]) -> Optional[int]:
 
 
 def judge_aot(outcomes: list, project, support: dict) -> list:
-    """The findings of the AOT requests' outcomes (support modules allowed, as for imports)."""
+    """The findings of the AOT requests' outcomes. Support modules are allowed, as for imports."""
     settings = project.settings
     findings = []
     for outcome in outcomes:

@@ -1,5 +1,8 @@
-"""The tracer's records, judged: which experimental loads the static rules allow (the
-support modules), and each other one as a finding whose message is its chain."""
+"""The tracer's records, judged.
+
+The static rules allow some experimental loads: the support modules. Each other
+load is a finding whose message is its chain.
+"""
 
 from __future__ import annotations
 
@@ -35,8 +38,11 @@ def chain_words(record: dict, settings: Settings) -> str:
 
 
 def allowed(record: dict, records: list, support: dict, settings: Settings) -> bool:
-    """Is the load `record` one the static rules allow: a support module, or the
-    experimental package itself loaded on the way to one from the same core line?"""
+    """Is the load `record` one the static rules allow?
+
+    They allow a support module. They also allow the experimental package itself,
+    loaded on the way to one from the same core line.
+    """
     unit = record["unit"]
     if unit in support:
         return True
@@ -46,19 +52,25 @@ def allowed(record: dict, records: list, support: dict, settings: Settings) -> b
 
 
 def _subject(records: list) -> dict:
-    """The record that names a core line's finding: the deepest module the line asked
-    for (an import's own module, or its from-list's), else the deepest it loaded. Not
-    the first event: which parent packages an earlier line of the same request already
-    loaded changes the order, never what the line asks for."""
+    """The record that names a core line's finding.
+
+    It is the deepest module the line asked for: an import's own module, or its
+    from-list's. Else it is the deepest module the line loaded. It is not the first
+    event. An earlier line of the same request may already have loaded parent
+    packages. That changes the order, never what the line asks for.
+    """
     asked = [r for r in records if r.get("asked")] or records
     return max(asked, key=lambda r: (r["unit"].count("."), r["unit"]))
 
 
 def reported(records: list, support: dict, settings: Settings) -> list:
-    """The records that are findings, one per core line: the module that line asked for
-    beyond what is allowed (`_subject`). Records without a core line stay one each.
-    What else the line loaded is not named: it depends on what an earlier line of the
-    same request had already loaded, so it would differ from run to run."""
+    """The records that are findings, one per core line.
+
+    Each is the module that line asked for beyond what is allowed (`_subject`).
+    Records without a core line stay one each. What else the line loaded is not
+    named. It depends on what an earlier line of the same request had already
+    loaded. So it would differ from run to run.
+    """
     found = [r for r in records if not allowed(r, records, support, settings)]
     heads, by_place = [], {}
     for record in found:
@@ -81,8 +93,11 @@ def located(record_core: Optional[list], fallback: tuple) -> tuple:
 
 
 def keep_first(findings: list) -> list:
-    """One finding per rule, place and subject (workers that reach the same load from
-    different importers report one chain each: the shortest message stays)."""
+    """One finding per rule, place and subject.
+
+    Workers that reach the same load from different importers report one chain
+    each. The shortest message stays.
+    """
     best = {}
     for finding in findings:
         key = (finding.rule, finding.path, finding.line, finding.subject)
@@ -93,8 +108,11 @@ def keep_first(findings: list) -> list:
 
 
 def refusal_finding(refusal: dict, fallback: tuple, what: str) -> Finding:
-    """AUD000 for a refused network call or write: at its core line, in words that do not depend
-    on which request reached the line; else at `fallback`, saying what was run."""
+    """AUD000 for a refused network call or write.
+
+    It goes at its core line, in words that do not depend on which request reached
+    the line. Otherwise it goes at `fallback`, saying what was run.
+    """
     path, line = located(refusal.get("core"), fallback)
     prefix = "" if refusal.get("core") else f"{what}: "
     if refusal["event"] == "write":
@@ -108,10 +126,13 @@ def refusal_finding(refusal: dict, fallback: tuple, what: str) -> Finding:
 
 def loaded_findings(answer: dict, place: tuple, support: dict, settings: Settings, rule: str, what: str,
                     loader: str) -> list:
-    """A worker's answer as findings: each network or process refusal it met (`what`
-    was run: "importing flashinfer.x"), and each experimental unit `loader` ("core
-    code", "the AOT listing") loaded beyond the support modules, as `rule`, at its
-    innermost core line (else at `place`)."""
+    """A worker's answer as findings.
+
+    Each network or process refusal it met is one. `what` says what was run, such
+    as "importing flashinfer.x". Each experimental unit `loader` loaded beyond the
+    support modules is one too, as `rule`. `loader` is words like "core code" or
+    "the AOT listing". Each goes at its innermost core line, else at `place`.
+    """
     findings = [refusal_finding(r, place, what) for r in answer.get("refusals", ())]
     for record in reported(answer.get("records", ()), support, settings):
         path, line = located(record.get("core"), place)

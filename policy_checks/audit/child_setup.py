@@ -1,21 +1,24 @@
-"""The isolation every child process of the audit installs in itself, first thing:
-standard library only, shared by the import audit's workers (`tracer.py`) and the
-stable lane's collection (`collector.py`).
+"""The isolation every child process of the audit installs in itself, first thing.
 
-- the tree under test first on the path, its package found there whatever editable
-  install would find another copy (`TreeFinder`), and no bytecode written into it;
-- the network refused: `refuses` says which audit events (``socket.connect``,
-  ``bind`` except to a loopback address, ``sendto``, name lookups...) the child's
-  audit hook answers with `refusal`, a `PermissionError`;
-- stand-ins for third-party modules nobody can find (`StandInFinder`, last on the
-  meta path), the names of those used kept for the report;
-- writes outside the audit's scratch folder (which holds the private copy of the
-  tree) refused: `refused_write` says which path a write event would change;
-- the child ends when the audit that started it is gone (`exit_with_parent`).
+It uses the standard library only. The import audit's workers (`tracer.py`) and the
+stable lane's collection (`collector.py`) share it.
 
-The children load this file by its path (`load_beside` in each of them), never by an
-import statement: under ``python -I`` the script's folder is not on the path, and
-putting it there would let the audit's own modules shadow the tree's.
+- The tree under test comes first on the path. Its package is found there, whatever
+  copy an editable install would find (`TreeFinder`). No bytecode is written into
+  it.
+- The network is refused. `refuses` says which audit events the child's audit hook
+  answers with `refusal`, a `PermissionError`. They include ``socket.connect``,
+  ``bind`` except to a loopback address, ``sendto``, and name lookups.
+- Stand-ins replace third-party modules nobody can find (`StandInFinder`, last on
+  the meta path). The names of those used are kept for the report.
+- Writes outside the audit's scratch folder are refused. That folder holds the
+  private copy of the tree. `refused_write` says which path a write event would
+  change.
+- The child ends when the audit that started it is gone (`exit_with_parent`).
+
+The children load this file by its path (`load_beside` in each of them), never by
+an import statement. Under ``python -I`` the script's folder is not on the path.
+Putting it there would let the audit's own modules shadow the tree's.
 """
 
 import functools
@@ -39,7 +42,7 @@ ON_A_SOCKET = ("socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg
 
 
 def _loopback_bind(event: str, args) -> bool:
-    """A bind to a loopback address (urllib3 probes IPv6 so at import): no traffic leaves."""
+    """Is it a bind to a loopback address? No traffic leaves. urllib3 probes IPv6 so at import."""
     if event != "socket.bind" or len(args) < 2 or not isinstance(args[1], tuple) or not args[1]:
         return False
     host = args[1][0]
@@ -47,7 +50,7 @@ def _loopback_bind(event: str, args) -> bool:
 
 
 def refuses(event: str, args) -> bool:
-    """Is the audit event `event` one of the network's (and not a loopback bind)?"""
+    """Is the audit event `event` one of the network's, and not a loopback bind?"""
     return event.startswith(REFUSED) and not _loopback_bind(event, args)
 
 
@@ -58,8 +61,10 @@ def refusal(event: str) -> PermissionError:
 # the tree ---------------------------------------------------------------------------
 
 class TreeFinder(importlib.abc.MetaPathFinder):
-    """First on the meta path: the package under test comes from the tree, whatever
-    editable install or path hook would find another copy first."""
+    """First on the meta path, so the package under test comes from the tree.
+
+    That holds whatever copy an editable install or path hook would find first.
+    """
 
     def __init__(self, package: str, root: str):
         self.top, self.root = package.split(".")[0], root
@@ -71,20 +76,26 @@ class TreeFinder(importlib.abc.MetaPathFinder):
 
 
 def put_tree_first(root: str, package: str) -> None:
-    """The tree first on the path and its package found there; no bytecode written
-    (into the tree, or anywhere: a bytecode prefix would also hide every installed
-    package's own bytecode, and recompile torch in each child). The import audit's
-    workers turn writing back on: their tree is the private copy (`tracer.main`)."""
+    """Put the tree first on the path, and find its package there.
+
+    No bytecode is written, into the tree or anywhere. A bytecode prefix would also
+    hide every installed package's own bytecode. It would recompile torch in each
+    child. The import audit's workers turn writing back on, since their tree is the
+    private copy (`tracer.main`).
+    """
     sys.dont_write_bytecode = True
     sys.path[:0] = [root]
     sys.meta_path.insert(0, TreeFinder(package, root))
 
 
 def exit_with_parent(pipe: int) -> None:
-    """A thread that ends the child when the audit that started it is gone (killed
-    mid-request, so nobody closes its input and a hung import would run on): the
-    parent changed, or `pipe`, the read end of a pipe the audit holds open, hung up
-    (in a PID namespace the parent is outside it, and reads as 0 throughout)."""
+    """A thread that ends the child when the audit that started it is gone.
+
+    The audit may be killed mid-request. Then nobody closes the child's input, and a
+    hung import would run on. The audit is gone when the parent changed. It is also
+    gone when `pipe` hung up. `pipe` is the read end of a pipe the audit holds open.
+    In a PID namespace the parent is outside it, and reads as 0 throughout.
+    """
     import select
     import threading
 
@@ -118,7 +129,7 @@ _ALWAYS_WRITABLE = ("/dev/null",)
 
 
 def _real_target(path, dir_fd) -> str:
-    """`path` (relative to `dir_fd`, else to the working directory) with links followed."""
+    """`path` with links followed. It is relative to `dir_fd`, else to the working directory."""
     path = os.fsdecode(path)
     if not os.path.isabs(path):
         base = os.readlink(f"/proc/self/fd/{dir_fd}") if isinstance(dir_fd, int) else os.getcwd()
@@ -127,8 +138,11 @@ def _real_target(path, dir_fd) -> str:
 
 
 def refused_write(event: str, args, writable: str) -> str:
-    """The path a write event would change outside `writable` (the audit's scratch
-    folder, which holds the private copy of the tree) and ``/dev/null``, else ""."""
+    """The path a write event would change outside `writable` and ``/dev/null``, else "".
+
+    `writable` is the audit's scratch folder, which holds the private copy of the
+    tree.
+    """
     if event == "open":
         if len(args) < 3 or not isinstance(args[2], int) or not args[2] & _WRITE_FLAGS:
             return ""
@@ -182,10 +196,13 @@ _PROBED = frozenset(name for kind in (type, types.FunctionType, types.ModuleType
 
 
 class StandIn:
-    """Stands in for anything of a third-party package that is not installed: every
-    attribute and item is another stand-in, a call returns one (or, called with one
-    callable as a decorator, that callable unchanged), it can be a base class, a
-    context manager, iterated (empty), compared and converted without error."""
+    """Stands in for anything of a third-party package that is not installed.
+
+    Every attribute and item is another stand-in. A call returns one. Called as a
+    decorator with one callable, it returns that callable unchanged. It can be a
+    base class or a context manager. It can be iterated (empty), compared and
+    converted without error.
+    """
 
     def __init__(self, name: str):
         object.__setattr__(self, "_stand_in_name", name)
@@ -259,8 +276,11 @@ class StandIn:
 
 
 def _decorated(function, name: str):
-    """What a stand-in decorator makes of a function: the function, callable as
-    before, whose missing attributes (``kernel.set_name_prefix(...)``) are stand-ins."""
+    """What a stand-in decorator makes of a function.
+
+    It is the function, callable as before. Its missing attributes, such as
+    ``kernel.set_name_prefix(...)``, are stand-ins.
+    """
 
     class StandInFunction:
         def __init__(self):
@@ -324,13 +344,18 @@ class _StandInLoader(importlib.abc.Loader):
 
 
 class StandInFinder(importlib.abc.MetaPathFinder):
-    """Last on the meta path: a third-party module nobody else found (a package not
-    installed, a submodule of one, or a module an installed package lacks) becomes a
-    stand-in, when `wanted(name)` says so (the tracer: while a request is traced; the
-    collection: when the tree's own code asks). Never a module of the `protected`
-    top-level packages nor of their companion distributions (``flashinfer_cubin``:
-    code treats them as optional, and absent is a real configuration), never the
-    standard library. `used` collects the names stood in for, for the report."""
+    """Last on the meta path: a stand-in for a third-party module nobody else found.
+
+    The module may be a package not installed, or a submodule of one. It may be a
+    module an installed package lacks. A stand-in is made when `wanted(name)` says
+    so. The tracer wants one while a request is traced. The collection wants one
+    when the tree's own code asks.
+
+    It never stands in for a module of the `protected` top-level packages. Nor for
+    their companion distributions, such as ``flashinfer_cubin``. Code treats them as
+    optional, and absent is a real configuration. It never stands in for the
+    standard library. `used` collects the names stood in for, for the report.
+    """
 
     def __init__(self, protected, used: set, wanted):
         self.protected, self.used, self.wanted = tuple(protected), used, wanted
@@ -349,9 +374,11 @@ class StandInFinder(importlib.abc.MetaPathFinder):
 
 
 def requested_from(directory: str, depth: int = 40) -> bool:
-    """Did code under `directory` (an installed package's excepted) ask for the import
-    being looked up? The first frame outside the import machinery and the audit's own
-    files says."""
+    """Did code under `directory` ask for the import being looked up?
+
+    An installed package's code is excepted. The first frame outside the import
+    machinery and the audit's own files says.
+    """
     top = os.path.realpath(directory) + os.sep
     frame, steps = sys._getframe(1), 0
     while frame is not None and steps < depth:
@@ -364,16 +391,22 @@ def requested_from(directory: str, depth: int = 40) -> bool:
 
 
 def below_a_stand_in(fullname: str) -> bool:
-    """Is `fullname` a submodule of a module already stood in for? Whoever asks (an
-    installed package probing ``triton.backends`` after the tree's ``import triton``
-    made ``triton`` a stand-in) gets a stand-in then, as from the real package."""
+    """Is `fullname` a submodule of a module already stood in for?
+
+    Then whoever asks gets a stand-in, as from the real package. An example is an
+    installed package probing ``triton.backends``, after the tree's
+    ``import triton`` made ``triton`` a stand-in.
+    """
     parent = fullname.rpartition(".")[0]
     return bool(parent) and isinstance(sys.modules.get(parent), StandInModule)
 
 
 def of_the_tree(fullname: str, directory: str) -> bool:
-    """Is `fullname` a submodule of a module loaded from `directory`? Then it is the
-    tree's own, and its absence the tree's error, never a stand-in's case."""
+    """Is `fullname` a submodule of a module loaded from `directory`?
+
+    Then it is the tree's own. Its absence is the tree's error, never a stand-in's
+    case.
+    """
     origin = getattr(sys.modules.get(fullname.rpartition(".")[0]), "__file__", None)
     return isinstance(origin, str) and os.path.realpath(origin).startswith(os.path.realpath(directory) + os.sep)
 

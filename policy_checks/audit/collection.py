@@ -1,37 +1,56 @@
 """AUD003: the stable test lane collected as CI collects it.
 
-EXP008 reads the pytest configuration and the stable tests' imports; what pytest
-actually collects also depends on conftest hooks, links, nested configuration files and
-plugins. This module runs the stable lane for real, the way CI runs it (``pytest
-<lane> -q -p no:cacheprovider``: no ``--collect-only``, which a conftest could tell
-apart and collect less under), with the tree under test first on the path, in a child
-started as the import audit's workers are (`policy_checks.audit.sandbox`: ``python
--I``, the audit's scratch home, temporary directory and caches, an environment holding
-only what Python needs, so neither the gate's variable nor ``PYTEST_ADDOPTS`` leaks
-in, PID and network namespaces of its own where ``unshare`` can make them, a time
-limit) and isolated inside as they are (`child_setup.py`: sockets and writes outside
-the scratch refused by an audit hook, stand-ins for third-party packages that are not
-installed, so a conftest importing one is still collected on a CPU-only machine; the
-report names them). `collector.py`, the child, gives ``pytest.main`` a recorder plugin
-that writes what was collected (each test's file, node id and the file and line its
-function is defined at, each failed collection, the configuration file used, the
-stand-ins used, an end mark) to a pipe the audit reads, and whose test loop runs none
-of it.
+EXP008 reads the pytest configuration and the stable tests' imports. What pytest
+actually collects also depends on conftest hooks, links, nested configuration files
+and plugins. So this module runs the stable lane for real, the way CI runs it:
+``pytest <lane> -q -p no:cacheprovider``. There is no ``--collect-only``; a conftest
+could tell it apart and collect less under it. The tree under test comes first on
+the path.
 
-Every collected test whose file resolves (links followed) under the experimental test
-directory is an AUD003 finding, located at the file as collected (a link's path when it
-came through one) with the link and the configuration in its message; so is a test
-collected from a stable file whose function is defined there (a stable module importing
-an experimental test runs it); a collection error in such a file is one too (the lane
-reached it). A lane that cannot be collected (pytest fails or runs out of time), a
-stable file that fails to collect, or a record that cannot be trusted whole (longer
-than the limit, a line it does not write, no end mark) is AUD000, with the error: what
-a record lacks could be the finding. A tree without the lane's directory has nothing
-to collect.
+The lane runs in a child started as the import audit's workers are
+(`policy_checks.audit.sandbox`):
 
-The lane's directory is read from ``tests/lanes.py`` (its ``LANES["stable"]``, read with
-``ast``, never run) where the tree has one (this repository), else the ``stable-tests``
-setting (a FlashInfer checkout: ``pytest tests/``).
+- ``python -I``, with the audit's scratch home, temporary directory and caches;
+- an environment holding only what Python needs. So neither the gate's variable
+  nor ``PYTEST_ADDOPTS`` leaks in;
+- PID and network namespaces of its own, where ``unshare`` can make them;
+- a time limit.
+
+Inside, it is isolated as they are (`child_setup.py`). An audit hook refuses
+sockets and writes outside the scratch. Stand-ins replace third-party packages that
+are not installed. So a conftest importing one is still collected on a CPU-only
+machine. The report names them.
+
+`collector.py`, the child, gives ``pytest.main`` a recorder plugin. Its test loop
+runs none of the tests. It writes what was collected to a pipe the audit reads:
+
+- each test's file, node id, and the file and line its function is defined at;
+- each failed collection;
+- the configuration file used;
+- the stand-ins used, and an end mark.
+
+These are AUD003 findings:
+
+- every collected test whose file resolves under the experimental test directory,
+  links followed. It is located at the file as collected, a link's path when it
+  came through one. Its message names the link and the configuration;
+- a test collected from a stable file whose function is defined there. A stable
+  module importing an experimental test runs it;
+- a collection error in such a file, since the lane reached it.
+
+These are AUD000, with the error:
+
+- a lane that cannot be collected, because pytest fails or runs out of time;
+- a stable file that fails to collect;
+- a record that cannot be trusted whole. It may be longer than the limit, hold a
+  line the collector does not write, or lack an end mark. What a record lacks could
+  be the finding.
+
+A tree without the lane's directory has nothing to collect.
+
+The lane's directory is read from ``tests/lanes.py`` where the tree has one, as this
+repository does. Its ``LANES["stable"]`` is read with ``ast``, never run. Otherwise
+it is the ``stable-tests`` setting. A FlashInfer checkout gives ``pytest tests/``.
 
     python3 -m policy_checks.audit.collection --root DIR    # prints the findings
 """
@@ -59,8 +78,11 @@ _RECORD_LIMIT = 64 * 1024 * 1024  # bytes of the recorder's file read back
 _TAIL = 2000  # characters of the subprocess's output quoted in an AUD000 message
 
 def stable_lane(root: Path, settings: Settings) -> str:
-    """The directory the stable lane collects: ``LANES["stable"]`` of ``tests/lanes.py``
-    when that file defines it as a literal, else the ``stable-tests`` setting."""
+    """The directory the stable lane collects.
+
+    It is ``LANES["stable"]`` of ``tests/lanes.py`` when that file defines it as a
+    literal. Otherwise it is the ``stable-tests`` setting.
+    """
     path = root / LANES_FILE
     try:
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
@@ -81,9 +103,11 @@ def stable_lane(root: Path, settings: Settings) -> str:
 
 
 def collect_command(lane: str) -> List[str]:
-    """pytest's arguments for the stable lane, as CI passes them (after ``python -I -m
-    pytest``): no ``--collect-only``, which a conftest can tell apart; the recorder's test
-    loop runs nothing (`collector.py`)."""
+    """pytest's arguments for the stable lane, as CI passes them after ``python -I -m pytest``.
+
+    There is no ``--collect-only``, which a conftest can tell apart. The recorder's
+    test loop runs nothing (`collector.py`).
+    """
     return [lane, "-q", "-p", "no:cacheprovider"]
 
 
@@ -95,12 +119,18 @@ class Collection(NamedTuple):
 def audit_collection(root: Path, settings: Settings, *, timeout: float = COLLECTION_SECONDS, preload=(),
                      stand_ins: bool = True, scratch: Optional[Scratch] = None,
                      python: Optional[str] = None, lane: Optional[str] = None) -> Collection:
-    """AUD003 for every test of the experimental test directory that the stable lane
-    collects (module docstring); AUD000 when the lane, or a stable file of it, could
-    not be collected. `preload`: the heavy third-party packages to import first;
-    `scratch`: the audit's scratch directories (default: its own); `python`: the
-    interpreter that collects (default: the checker's own), whose pytest runs; `lane`:
-    the lane's directory, as read from the tree before anything ran (default: read now)."""
+    """AUD003 for every test of the experimental test directory that the stable lane collects.
+
+    The module docstring says which tests count. AUD000 is reported when the lane,
+    or a stable file of it, could not be collected.
+
+    - `preload`: the heavy third-party packages to import first.
+    - `scratch`: the audit's scratch directories; by default, its own.
+    - `python`: the interpreter that collects, whose pytest runs. By default, it is
+      the checker's own.
+    - `lane`: the lane's directory, as read from the tree before anything ran. By
+      default it is read now.
+    """
     root = Path(root).resolve()
     lane = lane or stable_lane(root, settings)
     if not (root / lane).is_dir():
@@ -134,9 +164,11 @@ def audit_collection(root: Path, settings: Settings, *, timeout: float = COLLECT
 
 
 class _Reader:
-    """Reads the collector's record from its pipe on a thread of its own (the child must
-    never block on a full pipe), keeping at most `limit` bytes: beyond, it notes the cut
-    and drains the rest."""
+    """Reads the collector's record from its pipe on a thread of its own.
+
+    The child must never block on a full pipe. It keeps at most `limit` bytes.
+    Beyond that, it notes the cut and drains the rest.
+    """
 
     def __init__(self, fd: int, limit: int):
         import threading
@@ -171,9 +203,12 @@ _KINDS = {"config", "item", "error", "stand_ins", "end"}
 
 
 def _entries(data: bytes, cut: bool) -> tuple:
-    """``(entries, why the record cannot be trusted whole, or "")``: a record cut by the
-    limit, a line that is not one JSON object of a known kind, or no end mark (the child
-    died, or something ended it, before it finished) fails closed."""
+    """``(entries, why the record cannot be trusted whole, or "")``.
+
+    Some records fail closed. One may be cut by the limit, or hold a line that is
+    not one JSON object of a known kind. One may lack an end mark. Then the child
+    died, or something ended it, before it finished.
+    """
     if cut:
         return [], f"the collection's record was longer than {_RECORD_LIMIT} bytes: what it holds is not audited"
     entries = []
@@ -264,7 +299,7 @@ def _resolves_under(path: str, directory: str) -> bool:
 
 
 def _relative(root: Path, path: str) -> Optional[str]:
-    """`path` relative to `root` as collected (links not resolved), else None."""
+    """`path` relative to `root` as collected, links not resolved, else None."""
     if not path:
         return None
     try:
@@ -294,7 +329,7 @@ def _last_line(text: str) -> str:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    """The findings of `audit_collection` on ``--root`` (for trying it by hand)."""
+    """The findings of `audit_collection` on ``--root``, for trying it by hand."""
     parser = argparse.ArgumentParser(description="Collect the stable lane as CI does; report experimental tests.")
     parser.add_argument("--root", type=Path, default=Path.cwd())
     parser.add_argument("--timeout", type=float, default=COLLECTION_SECONDS)

@@ -1,24 +1,31 @@
-"""What runs inside the stable lane's collection child: a standalone script, the
-standard library and pytest only.
+"""What runs inside the stable lane's collection child.
+
+It is a standalone script, using the standard library and pytest only.
 
 The parent (`policy_checks.audit.collection`) starts ``python -I collector.py``
-through `policy_checks.audit.sandbox`, its configuration the first JSON line of its
-standard input, as the import audit's workers are started. It
-installs the isolation the workers install (`child_setup.py`: the tree first, no
-bytecode, the network refused by an audit hook, an end with the parent), imports the
-heavy third-party packages the tree uses (``preload``) untouched, then runs pytest's
-own ``main`` on the lane's arguments, as CI runs them, with a recorder plugin whose
-test loop runs nothing: each collected test's file, node id and the file and line where
-its function is defined, each failed collection, the configuration file used, and at
-the end the stand-ins used and an end mark, one JSON line each, written to the pipe
-``record_fd`` that the audit reads.
+through `policy_checks.audit.sandbox`. Its configuration is the first JSON line of
+its standard input. The import audit's workers are started the same way.
 
-Stand-ins (`child_setup.StandInFinder`) take the place of third-party modules nobody
-can find when code of the tree (a conftest, a test module) asks for them, from the
-moment pytest loads the first conftest: plugins and installed packages keep their own
-behaviour when one of their optional imports is missing.
+The child installs the isolation the workers install (`child_setup.py`). That puts
+the tree first, writes no bytecode, refuses the network by an audit hook, and ends
+with the parent. It imports the heavy third-party packages the tree uses
+(``preload``), untouched. Then it runs pytest's own ``main`` on the lane's
+arguments, as CI runs them. A recorder plugin's test loop runs nothing. It writes
+one JSON line for each of these to the pipe ``record_fd`` that the audit reads:
 
-This file is not imported by the checker: it runs only in the child.
+- each collected test's file, node id, and the file and line where its function
+  is defined;
+- each failed collection;
+- the configuration file used;
+- at the end, the stand-ins used and an end mark.
+
+Stand-ins (`child_setup.StandInFinder`) take the place of missing third-party
+modules. They serve when code of the tree, such as a conftest or a test module,
+asks for a module nobody can find. They start from the moment pytest loads the
+first conftest. So plugins and installed packages keep their own behaviour when
+one of their optional imports is missing.
+
+This file is not imported by the checker. It runs only in the child.
 """
 
 import importlib
@@ -40,8 +47,11 @@ ISOLATION.__spec__.loader.exec_module(ISOLATION)
 
 
 def _refusing(recorder_of, writable: str):
-    """The audit hook: no network; no write outside the scratch folder once the tree's
-    code can run (from the first conftest on)."""
+    """The audit hook. It refuses the network.
+
+    Once the tree's code can run, from the first conftest on, it also refuses any
+    write outside the scratch folder.
+    """
 
     def hook(event: str, args) -> None:
         if ISOLATION.refuses(event, args):
@@ -56,10 +66,13 @@ def _refusing(recorder_of, writable: str):
 
 
 class Recorder:
-    """The pytest plugin that writes what was collected, and runs none of it: pytest runs
-    as CI runs it (no ``--collect-only``, which a conftest could tell apart and collect
-    less under), and the test loop is this plugin's, which returns at once. It changes
-    nothing else, except that stand-ins start with the first conftest (`standing_in`)."""
+    """The pytest plugin that writes what was collected, and runs none of it.
+
+    pytest runs as CI runs it, with no ``--collect-only``. A conftest could tell
+    that flag apart and collect less under it. The test loop is this plugin's,
+    which returns at once. It changes nothing else, except that stand-ins start
+    with the first conftest (`standing_in`).
+    """
 
     def __init__(self, record_fd: int):
         self.out = os.fdopen(record_fd, "w", encoding="utf-8")  # a pipe to the audit, nothing else
@@ -98,9 +111,11 @@ class Recorder:
 
 
 def _definition(item) -> tuple:
-    """``(file, line)`` where the test's function is defined (through its decorators'
-    ``__wrapped__``), which can be another file than the one collected: a test module
-    that imports an experimental test runs it too. ``("", 0)`` when it has none."""
+    """``(file, line)`` where the test's function is defined, or ``("", 0)`` when it has none.
+
+    It follows its decorators' ``__wrapped__``. This can be another file than the
+    one collected. A test module that imports an experimental test runs it too.
+    """
     import inspect
 
     function = getattr(item, "function", None) or getattr(item, "obj", None)

@@ -1,10 +1,11 @@
 """``policy-check audit``: the click command, its baseline and its report.
 
-The report goes out in ``run``'s formats (`policy_checks.report`); the text report
-adds note lines (stand-ins used, what was left out, counts) and the JSON report an
-``"audit"`` object with the same. The baseline is ``run``'s file: the audit reads
-and writes only its AUDnnn entries, ``run`` and ``policy-check baseline`` leave
-them as they are.
+The report goes out in ``run``'s formats (`policy_checks.report`). The text report
+adds note lines: stand-ins used, what was left out, counts. The JSON report adds an
+``"audit"`` object with the same.
+
+The baseline is ``run``'s file. The audit reads and writes only its AUDnnn entries.
+``run`` and ``policy-check baseline`` leave them as they are.
 """
 
 from __future__ import annotations
@@ -74,8 +75,10 @@ Exit status:
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 def audit(root, output_format, output_file, quiet, select, ignore, jobs, timeout, excluded, no_stand_ins, baseline_file,
           no_baseline, update_baseline, policy_from, python, exit_zero):
-    """Import flashinfer and every core module, call the AOT listing, in isolated
-    interpreters, and report what loaded experimental code (AUD000-AUD003)."""
+    """Import flashinfer and every core module, and call the AOT listing, in isolated interpreters.
+
+    Report what loaded experimental code (AUD000-AUD003).
+    """
     from ..engine.runner import Result
     from .tree import audit_tree
 
@@ -140,9 +143,12 @@ def audit(root, output_format, output_file, quiet, select, ignore, jobs, timeout
 
 
 def _unsuppressed(findings: list, suppressions: dict) -> list:
-    """The findings no ``# policy: ignore[AUDnnn] reason`` on their line silences: the
-    comments as read before the audit ran (with ``--policy-from``, only those the base
-    revision already had), never as the code under test may have left the tree."""
+    """The findings no ``# policy: ignore[AUDnnn] reason`` on their line silences.
+
+    The comments are read as they were before the audit ran. With
+    ``--policy-from``, only those the base revision already had count. They are
+    never read as the code under test may have left the tree.
+    """
     from ..rules.registry import ALL_IDS
     from ..engine.suppressions import apply
 

@@ -1,5 +1,7 @@
-"""AUD001 (and AUD000): import ``flashinfer`` and every core module in the workers,
-and judge what each import loaded of the experimental package."""
+"""AUD001 and AUD000: import ``flashinfer`` and every core module in the workers.
+
+Then judge what each import loaded of the experimental package.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
-"""What the audit imports, and what it allows: the core modules of the tree (as the
-checker's project model lists them), what it leaves out and why, and the support
-modules the static rules allow core to import (EXP001's exception, EXP003's list).
+"""What the audit imports, and what it allows.
+
+It imports the core modules of the tree, as the checker's project model lists them.
+It says what it leaves out and why. It allows the support modules the static rules
+let core import: EXP001's exception, EXP003's list.
 """
 
 from __future__ import annotations
@@ -27,10 +29,13 @@ class Listing(NamedTuple):
 
 
 def project_model(root: Path, settings: Settings) -> tuple:
-    """The checker's project model and the bytes of its files, all read now: each
-    file's facts are extracted from those bytes when first asked for, so nothing the
-    verdict uses (a finding's scope, a suppression) is read from the tree after the
-    code under test has run, which could have rewritten it."""
+    """The checker's project model and the bytes of its files, all read now.
+
+    Each file's facts are extracted from those bytes when first asked for. So
+    nothing the verdict uses is read from the tree after the code under test has
+    run. That code could have rewritten it. The verdict uses a finding's scope and
+    suppressions, for example.
+    """
     texts = {}
 
     def load(source: SourceFile):
@@ -49,9 +54,12 @@ def project_model(root: Path, settings: Settings) -> tuple:
 
 
 def core_modules(root: Path, settings: Settings) -> Listing:
-    """The core modules to import, and what is left out: the experimental package,
-    the folders the settings exclude (imported only when core imports them, and then
-    traced like any other code), ``__main__`` modules (running one runs a program)."""
+    """The core modules to import, and what is left out.
+
+    Left out are the experimental package and the folders the settings exclude.
+    Those are imported only when core imports them, and then traced like any other
+    code. ``__main__`` modules are left out too, since running one runs a program.
+    """
     project, texts = project_model(root, settings)
     modules, skipped = [], []
     for rel, source in sorted(project.files.items()):
@@ -89,9 +97,11 @@ def _excluded_folders(root: Path, settings: Settings) -> list:
 
 
 def preloads(project: Project, texts: dict, candidates) -> list:
-    """Which of `candidates` (heavy third-party packages) the core modules import
-    somewhere: the workers import those once, before any request (a tree that never
-    names torch does not pay for it in every worker)."""
+    """Which of `candidates`, heavy third-party packages, the core modules import somewhere.
+
+    The workers import those once, before any request. So a tree that never names
+    torch does not pay for it in every worker.
+    """
     wanted = {name: re.compile(rb"^[ \t]*(?:import|from)[ \t]+" + re.escape(name.encode()) + rb"\b", re.M)
               for name in candidates}
     found = []
@@ -106,11 +116,14 @@ def preloads(project: Project, texts: dict, candidates) -> list:
 
 
 def allowed_support(project: Project, texts: dict) -> dict:
-    """The support modules the static rules allow core to import (module -> the first
-    core line importing it), as EXP003 computes them, from every core module that
-    may name the experimental package (the prefilter's reading of the bytes, as a
-    static run's: a bare substring would parse every file that says
-    ``flashinfer_experimental_api``, two thirds of those FlashInfer's core parses)."""
+    """The support modules the static rules allow core to import.
+
+    Each maps to the first core line importing it. They are computed as EXP003 does.
+    That reads every core module that may name the experimental package. The
+    prefilter reads the bytes as a static run does. A bare substring would parse
+    every file that says ``flashinfer_experimental_api``. That is two thirds of the
+    files FlashInfer's core parses.
+    """
     settings = project.settings
     word = settings.experimental_package.rpartition(".")[2].encode()
     for rel, data in _core_texts(project, texts):

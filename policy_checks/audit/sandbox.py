@@ -1,15 +1,18 @@
-"""The audit's isolated children: ``python -I`` subprocesses (`isolated_command`) in
-the scratch home, cache and temporary directory of one audit (`Scratch`), with a
-minimal environment, a time limit, and no network (their audit hook refuses it, and
-where ``unshare`` can, they run in a network namespace of its own). Inside, each
-installs `child_setup.py` (the tree first, the network refused, stand-ins). The import
-audit's workers run `tracer.py`; the stable lane's collection runs `collector.py`
-once (`run_once`).
+"""The audit's isolated children.
+
+They are ``python -I`` subprocesses (`isolated_command`). They run in the scratch
+home, cache and temporary directory of one audit (`Scratch`). They get a minimal
+environment, a time limit, and no network. Their audit hook refuses the network.
+Where ``unshare`` can, they also run in a network namespace of their own.
+
+Inside, each installs `child_setup.py`: the tree first, the network refused,
+stand-ins. The import audit's workers run `tracer.py`. The stable lane's collection
+runs `collector.py` once (`run_once`).
 
 A worker imports the heavy third-party packages the tree uses once (`PRELOAD`, as
-`preloads` finds them), then answers one
-request at a time; `Pool` hands requests to whichever worker is free, and replaces
-a worker that overran its time limit or died, reporting the request it was on.
+`preloads` finds them). Then it answers one request at a time. `Pool` hands
+requests to whichever worker is free. It replaces a worker that overran its time
+limit or died, reporting the request it was on.
 """
 
 from __future__ import annotations
@@ -98,8 +101,11 @@ _ATTEMPTS = (
 
 @functools.lru_cache(maxsize=1)
 def _isolation() -> tuple:
-    """``(command prefix, protections it gives)``: the first of `_ATTEMPTS` that
-    ``unshare`` can make here (user namespaces), else ``((), ())``."""
+    """``(command prefix, protections it gives)``, else ``((), ())``.
+
+    It is the first of `_ATTEMPTS` that ``unshare`` can make here, with user
+    namespaces.
+    """
     unshare = shutil.which("unshare")
     if unshare is None:
         return (), ()
@@ -114,21 +120,24 @@ def _isolation() -> tuple:
 
 
 def network_namespace() -> tuple:
-    """The command prefix that runs a child in a network namespace of its own (no
-    interface but a loopback that is down: no network for it or any process it
-    starts), or () where ``unshare`` cannot make one (no user namespaces)."""
+    """The command prefix that runs a child in a network namespace of its own.
+
+    The namespace has no interface but a loopback that is down. So neither the child
+    nor any process it starts has a network. Returns () where ``unshare`` cannot
+    make one, for lack of user namespaces.
+    """
     prefix, kinds = _isolation()
     return prefix if "network" in kinds else ()
 
 
 def protections() -> dict:
-    """Which protections the children run with (`PROTECTIONS`'s keys -> on?)."""
+    """Which protections the children run with: `PROTECTIONS`'s keys -> on?"""
     kinds = _isolation()[1]
     return {kind: kind in kinds for kind in PROTECTIONS}
 
 
 class Interpreter(NamedTuple):
-    """The Python the children run (``--python``; default: the checker's own)."""
+    """The Python the children run (``--python``). By default it is the checker's own."""
     path: str
     version: str  # "3.11.9"
     prefix: str  # its sys.prefix: the environment whose packages are audited
@@ -138,9 +147,12 @@ _ASK = "import json, platform, sys; print(json.dumps([platform.python_version(),
 
 
 def interpreter(python: Optional[str] = None) -> Interpreter:
-    """The interpreter at `python` (default: this one), asked for its version under
-    ``-I``, as the children run it; ValueError when it cannot be run or is older than 3.10
-    (the children's scripts need 3.10)."""
+    """The interpreter at `python`, by default this one.
+
+    It is asked for its version under ``-I``, as the children run it. Raises
+    ValueError when it cannot be run, or is older than 3.10. The children's scripts
+    need 3.10.
+    """
     path = os.path.abspath(python) if python else sys.executable
     try:
         done = subprocess.run([path, "-I", "-c", _ASK], capture_output=True, timeout=60, stdin=subprocess.DEVNULL,
@@ -159,8 +171,11 @@ _BIND = 'while [ "$1" != -- ]; do mount --bind -o ro "$1" "$2" || exit 125; shif
 
 
 def _bound(binds) -> list:
-    """The command prefix that binds `binds` (``(folder, place)`` pairs) read-only, then
-    runs what follows it (none when there is nothing to bind)."""
+    """The command prefix that binds `binds` read-only, then runs what follows it.
+
+    `binds` holds ``(folder, place)`` pairs. There is no prefix when there is
+    nothing to bind.
+    """
     if not binds:
         return []
     return ["sh", "-c", _BIND, "sh", *[path for pair in binds for path in pair], "--"]
@@ -168,10 +183,13 @@ def _bound(binds) -> list:
 
 @functools.lru_cache(maxsize=8)
 def bind_read_only(folder: str) -> bool:
-    """Can every child see `folder` read-only at another place, in a mount namespace of
-    its own (``unshare --mount``)? Tried once with a scratch mount point: the bind is
-    made and the place is not writable. A folder the children see so need not be
-    copied: no write of theirs (by Python, a library or a process) can reach it."""
+    """Can every child see `folder` read-only at another place?
+
+    Each child would use a mount namespace of its own (``unshare --mount``). This is
+    tried once with a scratch mount point. The bind must be made, and the place must
+    not be writable. A folder the children see so need not be copied. No write of
+    theirs, by Python, a library or a process, can reach it.
+    """
     prefix, _ = _isolation()
     if "--mount" not in prefix or shutil.which("mount") is None or shutil.which("sh") is None:
         return False
@@ -185,15 +203,18 @@ def bind_read_only(folder: str) -> bool:
 
 
 def isolated_command(script: Path, *args: str, python: Optional[str] = None, binds=()) -> list:
-    """The command line of one child: `script` under ``python -I`` (no user site, no
-    ``PYTHON*`` variables, neither its folder nor the current one on the path), in
-    a network namespace of its own where one can be made; `binds` (``(folder, place)``
-    pairs, only where `bind_read_only` said so) bound read-only first."""
+    """The command line of one child: `script` under ``python -I``.
+
+    That means no user site and no ``PYTHON*`` variables. Neither the script's folder
+    nor the current one is on the path. It runs in a network namespace of its own
+    where one can be made. `binds` are bound read-only first. They are
+    ``(folder, place)`` pairs, only where `bind_read_only` said so.
+    """
     return [*_isolation()[0], *_bound(binds), python or sys.executable, "-I", str(script), *args]
 
 
 def start(command: list, scratch: Scratch, cwd: Optional[Path] = None, **streams) -> subprocess.Popen:
-    """`command` started in the scratch environment, a process group of its own."""
+    """`command` started in the scratch environment, in a process group of its own."""
     return subprocess.Popen(command, cwd=cwd or scratch.path / "tmp", env=scratch.environment(),
                             start_new_session=True, **streams)
 
@@ -220,9 +241,11 @@ def _processes() -> dict:
 
 
 def started_by(leader: int) -> set:
-    """The processes `leader` started, as /proc shows them now: its descendants, and
-    every process still in its process group or session (which its orphans keep when
-    their parent is gone)."""
+    """The processes `leader` started, as /proc shows them now.
+
+    They are its descendants, and every process still in its process group or
+    session. Its orphans keep those when their parent is gone.
+    """
     table = _processes()
     found = {pid for pid, (_, group, session) in table.items() if leader in (group, session)}
     children = {}
@@ -240,9 +263,11 @@ def started_by(leader: int) -> set:
 
 
 def kill_group(process: subprocess.Popen) -> None:
-    """End `process` and whatever it started (its group, its session, its
-    descendants, found through /proc; in a PID namespace, the kernel ends them all with
-    it); wait for it."""
+    """End `process` and whatever it started, then wait for it.
+
+    What it started is its group, its session, and its descendants, found through
+    /proc. In a PID namespace, the kernel ends them all with it.
+    """
     others = started_by(process.pid)
     try:
         os.killpg(process.pid, signal.SIGKILL)
@@ -257,8 +282,11 @@ def kill_group(process: subprocess.Popen) -> None:
 
 
 def ended_within(process: subprocess.Popen, timeout: float) -> bool:
-    """Has `process` exited within `timeout` seconds? It is left unreaped, so its pid
-    (its group's, its session's) names nothing else while what it started is ended."""
+    """Has `process` exited within `timeout` seconds?
+
+    It is left unreaped. So its pid names nothing else while what it started is
+    ended. The same holds for its group's and session's ids.
+    """
     deadline = time.monotonic() + timeout
     while True:
         try:
@@ -273,13 +301,17 @@ def ended_within(process: subprocess.Popen, timeout: float) -> bool:
 
 def run_once(command: list, scratch: Scratch, cwd: Path, timeout: float, output: Path,
              give: tuple = (), first_line: str = "") -> Optional[int]:
-    """Run `command` (standard output and error into `output`) to its end: its exit
-    status, or None when it ran past `timeout` seconds. Whatever it started is ended
-    with it. Its standard input is a pipe held open until then: the child ends itself
-    when the audit is gone (`child_setup.exit_with_parent`). `give`: descriptors the
-    child inherits (the parent's copies are closed once it started, so that a pipe's
-    reader sees its end when the child's is gone); `first_line`: written to its input
-    first (its configuration: never a file another child could rewrite)."""
+    """Run `command` to its end. Returns its exit status, or None past `timeout` seconds.
+
+    Standard output and error go into `output`. Whatever it started is ended with
+    it. Its standard input is a pipe held open until then. So the child ends itself
+    when the audit is gone (`child_setup.exit_with_parent`).
+
+    - `give`: descriptors the child inherits. The parent's copies are closed once it
+      started. So a pipe's reader sees its end when the child's is gone.
+    - `first_line`: written to its input first. It is the child's configuration,
+      never a file another child could rewrite.
+    """
     with open(output, "wb") as log:
         try:
             process = start(command, scratch, cwd, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
@@ -333,8 +365,11 @@ def _spec(spec) -> bool:
 
 
 def answer_problem(answer, request: Request) -> str:
-    """Why `answer` is not one the tracer writes for `request` (its id, and every field
-    the judging reads, of the type it reads), or "". The parent believes nothing else."""
+    """Why `answer` is not one the tracer writes for `request`, or "".
+
+    It checks the id, and every field the judging reads, of the type it reads. The
+    parent believes nothing else.
+    """
     if not isinstance(answer, dict):
         return "not a JSON object"
     if answer.get("id") != request.id:
@@ -376,8 +411,11 @@ class Worker:
         self.ready = False
 
     def tree_ready(self) -> None:
-        """Tell the worker, which imported the preloads meanwhile, that the private copy
-        of the tree is whole: it puts the tree on its path and says when it is ready."""
+        """Tell the worker that the private copy of the tree is whole.
+
+        It imported the preloads meanwhile. It puts the tree on its path and says
+        when it is ready.
+        """
         try:
             self.process.stdin.write(b'{"tree": true}\n')
             self.process.stdin.flush()
@@ -393,7 +431,7 @@ class Worker:
         self.process.stdin.flush()
 
     def lines(self) -> list:
-        """Complete answer lines read so far (b"" at the end: the worker is gone)."""
+        """Complete answer lines read so far. b"" at the end means the worker is gone."""
         try:
             chunk = os.read(self.process.stdout.fileno(), 1 << 20)
         except BlockingIOError:
@@ -437,11 +475,13 @@ class Worker:
 
 
 class Shares:
-    """The requests in one run of neighbours per worker (the modules of a package
-    together, as sorted): a package's common dependencies are imported by the worker
-    whose run holds it, rather than by every worker as when each takes the next
-    request in turn. A worker whose run is done takes from the far end of the longest
-    other run."""
+    """The requests, in one run of neighbours per worker.
+
+    A run keeps the modules of a package together, as sorted. So a package's common
+    dependencies are imported by the worker whose run holds it. Otherwise every
+    worker would import them, as when each takes the next request in turn. A worker
+    whose run is done takes from the far end of the longest other run.
+    """
 
     def __init__(self, requests: list, parts: int):
         size = -(-len(requests) // max(1, parts))
@@ -451,16 +491,18 @@ class Shares:
         return any(self.runs)
 
     def take(self, slot: int) -> Request:
-        """The next request of share `slot` (IndexError when none is left at all)."""
+        """The next request of share `slot`. Raises IndexError when none is left at all."""
         own = self.runs[slot]
         return own.popleft() if own else max(self.runs, key=len).pop()
 
 
 class Pool:
-    """`jobs` workers answering `requests`, each its `Shares` run; every request gets
-    one `Outcome`. `start` may start them early (they import the preloads while
-    the tree is still being copied); `run` says the tree is ready, then hands out the
-    requests."""
+    """`jobs` workers answering `requests`, each its `Shares` run.
+
+    Every request gets one `Outcome`. `start` may start them early. They then import
+    the preloads while the tree is still being copied. `run` says the tree is ready,
+    then hands out the requests.
+    """
 
     def __init__(self, config: dict, jobs: int, timeout: float, python: Optional[str] = None,
                  progress: Optional[Callable[[int, int], None]] = None):
@@ -470,19 +512,19 @@ class Pool:
         self.started: list = []  # workers `start` started, not yet told the tree is ready
 
     def start(self, scratch: Scratch, count: int) -> None:
-        """Start `count` workers (at most `jobs`) in `scratch` now."""
+        """Start `count` workers, at most `jobs`, in `scratch` now."""
         config = json.dumps(self.config)
         for _ in range(min(self.jobs, count) - len(self.started)):
             self.started.append(Worker(config, scratch, self.python))
 
     def close(self) -> None:
-        """End the workers `start` started that `run` never took (it was not reached)."""
+        """End the workers `start` started that `run` never took, since it was not reached."""
         for worker in self.started:
             worker.kill()
         self.started = []
 
     def run(self, requests: list, scratch: Optional[Scratch] = None) -> list:
-        """The outcomes of `requests`, the workers in `scratch` (default: their own)."""
+        """The outcomes of `requests`. The workers run in `scratch`, by default their own."""
         own = scratch is None
         scratch = scratch or Scratch()
         config = json.dumps(self.config)

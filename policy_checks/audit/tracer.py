@@ -1,43 +1,53 @@
 """What runs inside an audit worker: a standalone script, standard library only.
 
-The parent (`policy_checks.audit.sandbox`) starts ``python -I tracer.py``, sends
-its configuration as the first JSON line on standard input (the worker then imports
-the preloads, the tree not yet on its path), ``{"tree": true}`` once the private copy
-of the tree is whole, then one JSON request a line; the answers go back, one JSON line
-each, on the file descriptor that was standard output (the process's own standard
-output and input are pointed at ``/dev/null`` first, so the code under test can
-neither forge an answer by printing nor read the requests).
+The parent (`policy_checks.audit.sandbox`) starts ``python -I tracer.py``. It
+sends three things on standard input:
 
-It installs the isolation every child of the audit shares (`child_setup.py`: the
-tree first, stand-ins, an end with the parent); then an audit hook
-(`sys.addaudithook`, which nothing can remove) does two things:
+- its configuration, as the first JSON line. The worker then imports the
+  preloads, with the tree not yet on its path;
+- ``{"tree": true}``, once the private copy of the tree is whole;
+- then one JSON request a line.
 
-- refuses the network (`child_setup.refuses`) and, while a request runs, writes
-  outside the audit's scratch folder (`child_setup.refused_write`) by raising
-  `PermissionError`, and records each refusal; records each new process;
-- while a request runs, records every module or file of the experimental package
-  that is loaded, read or executed, in any thread: the ``import`` event (by name),
-  any ``open`` of a file under the package (any mode, anyone: a pool thread reading
-  its text too), a library loaded from it (``ctypes.dlopen``), ``exec`` of a code
-  object and ``compile`` with a file name, all by the file's real path (links
-  followed, so a module reached through a link or a sourceless ``.pyc`` counts
-  too), and ``compile`` (or ``marshal.loads``) of the bytes of one of the package's
-  files, whatever name it is given (`_State.by_content`). Each record carries the
-  chain read from the Python stack at the event: the innermost frame of a core
-  module (path and line), the loader between it and the event, and the
-  experimental frames in between.
-- after the request's own code, tracing goes on through what it left running
-  (`_afterwards`): the threads it started that are not daemons, the atexit handlers
-  it registered (run then, once), and its daemon threads for a short grace.
+The answers go back, one JSON line each, on the file descriptor that was standard
+output. The process's own standard output and input are pointed at ``/dev/null``
+first. So the code under test can neither forge an answer by printing nor read the
+requests.
+
+It installs the isolation every child of the audit shares (`child_setup.py`). That
+puts the tree first, provides stand-ins, and ends with the parent. Then an audit
+hook (`sys.addaudithook`, which nothing can remove) does two things:
+
+- It refuses the network (`child_setup.refuses`). While a request runs, it also
+  refuses writes outside the audit's scratch folder (`child_setup.refused_write`).
+  It refuses by raising `PermissionError`, and records each refusal. It also
+  records each new process.
+- While a request runs, it records every module or file of the experimental
+  package that is loaded, read or executed, in any thread. It watches the
+  ``import`` event, by name. It watches any ``open`` of a file under the package,
+  in any mode, by anyone; a pool thread reading its text counts too. It watches a
+  library loaded from it (``ctypes.dlopen``), ``exec`` of a code object, and
+  ``compile`` with a file name. All these go by the file's real path, links
+  followed. So a module reached through a link, or a sourceless ``.pyc``, counts
+  too. It also watches ``compile`` or ``marshal.loads`` of the bytes of one of the
+  package's files, whatever name it is given (`_State.by_content`).
+
+Each record carries the chain read from the Python stack at the event. That is the
+innermost frame of a core module (path and line), the loader between it and the
+event, and the experimental frames in between.
+
+After the request's own code, tracing goes on through what it left running
+(`_afterwards`). That covers the threads it started that are not daemons, and the
+atexit handlers it registered, run then, once. It also covers its daemon threads,
+for a short grace.
 
 Third-party packages that are not installed are replaced by stand-ins
-(`child_setup.StandIn`), permissive objects, so that a core module importing them can
-still be run while a request is traced; only when the tree's own code asks (an
-installed package's optional import keeps its "not installed" branch), and never for
-the package under test.
+(`child_setup.StandIn`). They are permissive objects. So a core module importing
+them can still be run while a request is traced. This happens only when the tree's
+own code asks. An installed package's optional import keeps its "not installed"
+branch. It never happens for the package under test.
 
-This file is not imported by the checker: it runs only in the child (``-I``, so
-neither the checker nor the current directory is on its path).
+This file is not imported by the checker. It runs only in the child, under ``-I``.
+So neither the checker nor the current directory is on its path.
 """
 
 import builtins
@@ -103,8 +113,10 @@ class _State:
 
     @property
     def busy(self) -> bool:
-        """Is the hook (or a wrapper) running in this thread? What it calls itself is
-        not traced; another thread's events still are."""
+        """Is the hook, or a wrapper, running in this thread?
+
+        What it calls itself is not traced. Another thread's events still are.
+        """
         return getattr(self._local, "busy", False)
 
     @busy.setter
@@ -113,8 +125,10 @@ class _State:
 
     # content --------------------------------------------------------------------
     def read_contents(self) -> None:
-        """Remember every file of the experimental package by its bytes (before any
-        request), so that code compiled from such text is known under any name."""
+        """Remember every file of the experimental package by its bytes, before any request.
+
+        So code compiled from such text is known under any name.
+        """
         for directory, folders, files in os.walk(self.experimental_dir):
             folders[:] = [f for f in folders if f != "__pycache__"]
             for name in files:
@@ -131,8 +145,10 @@ class _State:
                     self.contents.setdefault(len(data), []).append((data, rel))
 
     def by_content(self, source) -> str:
-        """The experimental file (relative to its package) whose bytes `source` is, under
-        whatever name it is compiled or kept under, else ""."""
+        """The experimental file whose bytes `source` is, relative to its package, else "".
+
+        The name it is compiled or kept under does not matter.
+        """
         if isinstance(source, str):
             try:
                 source = source.encode("utf-8")
@@ -144,8 +160,11 @@ class _State:
 
     # paths ----------------------------------------------------------------------
     def real(self, path: str) -> str:
-        """`path` with links followed (its directory's resolution remembered; the
-        file itself costs one ``lstat``, and a full resolution only when it is a link)."""
+        """`path` with links followed.
+
+        Its directory's resolution is remembered. The file itself costs one
+        ``lstat``, and a full resolution only when it is a link.
+        """
         directory, name = os.path.split(path)
         real_dir = self._real_dirs.get(directory)
         if real_dir is None:
@@ -156,8 +175,10 @@ class _State:
         return os.path.realpath(joined) if os.path.islink(joined) else joined
 
     def experimental_file(self, path) -> str:
-        """The path relative to the experimental directory of a file under it
-        (links followed), else ""."""
+        """The path of a file under the experimental directory, relative to it, else "".
+
+        Links are followed.
+        """
         if isinstance(path, bytes):
             path = os.fsdecode(path)
         if not isinstance(path, str) or not path or path.startswith("<"):
@@ -169,8 +190,11 @@ class _State:
         return ""
 
     def unit_of_file(self, rel: str) -> str:
-        """The experimental module a file under the experimental directory is (a file
-        that is no module, a kernel source or a library: its package, then its name)."""
+        """The experimental module a file under the experimental directory is.
+
+        A file that is no module, such as a kernel source or a library, gives its
+        package, then its name.
+        """
         parts = rel.split(os.sep)
         name = parts[-1]
         for suffix in sorted(_CODE_SUFFIXES, key=len, reverse=True):
@@ -207,8 +231,11 @@ class _State:
         return "other"
 
     def relative(self, text: str) -> str:
-        """`text` with the tree's location dropped from the paths it names: the tree is a
-        private copy at a new temporary path each run, which a verdict must not show."""
+        """`text` with the tree's location dropped from the paths it names.
+
+        The tree is a private copy at a new temporary path each run. A verdict must
+        not show that path.
+        """
         for top in (self.root, self.real_root):
             text = text.replace(top + os.sep, "")
         return text
@@ -251,14 +278,19 @@ def _loader(frame, state) -> str:
 
 
 def chain_at(state, first, event: str) -> dict:
-    """The chain from the stack at an event: the innermost core frame, the loader,
-    the experimental frames between them, and the core frames that called the
-    innermost one (up to two, each in another file: a thin entry point's caller), up
-    to the first core module's top level. Above that lies only whoever imported that
-    module first in this worker, which depends on the order the requests came in, so
-    it is never part of the chain: the same line reads the same on every run.
-    ``at_import``: the load happened while a core module's top level ran (an import,
-    whichever request reached it), not in a function the request called."""
+    """The chain from the stack at an event.
+
+    It holds the innermost core frame, the loader, and the experimental frames
+    between them. It also holds up to two core frames that called the innermost one,
+    each in another file, such as a thin entry point's caller. It stops at the first
+    core module's top level. Above that lies only whoever imported that module first
+    in this worker. That depends on the order the requests came in. So it is never
+    part of the chain, and the same line reads the same on every run.
+
+    ``at_import`` means the load happened while a core module's top level ran. That
+    is an import, whichever request reached it. It did not happen in a function the
+    request called.
+    """
     frame, inner, inside, steps = first, None, [], 0
     found = None
     callers = []
@@ -300,8 +332,11 @@ def chain_at(state, first, event: str) -> dict:
 
 
 def _record(state, unit: str, event: str, detail: str, frame=None, loader: str = "") -> dict:
-    """Record `unit` with the chain at `frame` (default: the frame that raised the
-    event); the first record of a unit from one core line wins (and is returned)."""
+    """Record `unit` with the chain at `frame`.
+
+    `frame` defaults to the frame that raised the event. The first record of a unit
+    from one core line wins, and is returned.
+    """
     record = chain_at(state, frame or sys._getframe(2), event)
     if record["core"] is None and threading.current_thread() is not threading.main_thread():
         # a pool or background thread whose own stack holds no core code: the core line
@@ -323,7 +358,7 @@ def _record(state, unit: str, event: str, detail: str, frame=None, loader: str =
 
 
 def _experimental_name(state, module) -> str:
-    """The experimental module `module` is (by name, or by its file through a link), else ""."""
+    """The experimental module `module` is, by name or by its file through a link, else ""."""
     name = getattr(module, "__name__", None)
     if isinstance(name, str) and state.is_experimental(name):
         return name
@@ -333,9 +368,11 @@ def _experimental_name(state, module) -> str:
 
 
 def _wrap_imports(state) -> None:
-    """Wrap ``__import__`` and ``importlib.import_module`` so that a core line importing
-    an experimental module already loaded (by an earlier line of the same request, so
-    no import event fires) is recorded too."""
+    """Wrap ``__import__`` and ``importlib.import_module``.
+
+    Then a core line importing an experimental module already loaded is recorded
+    too. An earlier line of the same request loaded it, so no import event fires.
+    """
     original_import = builtins.__import__
     original_import_module = importlib.import_module
 
@@ -364,9 +401,11 @@ def _wrap_imports(state) -> None:
 
 
 def _note_imported(state, module, name, fromlist, frame, loader: str) -> None:
-    """Record the experimental modules an import handed to its caller: the module
-    itself (``import a.b.c`` binds ``a`` but imports ``a.b.c``) and the submodules of
-    its from-list."""
+    """Record the experimental modules an import handed to its caller.
+
+    That is the module itself, and the submodules of its from-list.
+    ``import a.b.c`` binds ``a`` but imports ``a.b.c``.
+    """
     found = []
     if name is not None and not fromlist:
         top = getattr(module, "__name__", "")
@@ -490,9 +529,12 @@ def _hook(event: str, args) -> None:
 # requests ---------------------------------------------------------------------------
 
 def _forget_experimental(state, before: set) -> None:
-    """Drop every experimental module (by name or by file) loaded since `before` from
-    sys.modules and from its parent's attributes, so the next importer loads it again,
-    with its own chain (those loaded earlier were dropped after their own request)."""
+    """Drop every experimental module loaded since `before`, by name or by file.
+
+    It goes from sys.modules and from its parent's attributes. So the next importer
+    loads it again, with its own chain. Those loaded earlier were dropped after their
+    own request.
+    """
     for name in set(sys.modules) - before:
         module = sys.modules.get(name)
         filename = getattr(module, "__file__", None)
@@ -508,8 +550,11 @@ def _forget_experimental(state, before: set) -> None:
 
 
 def _loaded_unseen(state, before: set) -> None:
-    """Modules new in sys.modules whose file is experimental but that no event showed
-    (an extension module through a link, say): recorded without a chain."""
+    """Modules new in sys.modules whose file is experimental but that no event showed.
+
+    An example is an extension module through a link. They are recorded without a
+    chain.
+    """
     for name in set(sys.modules) - before:
         module = sys.modules.get(name)
         spec = getattr(module, "__spec__", None)
@@ -534,7 +579,7 @@ def _error(exc: BaseException) -> dict:
 
 
 def _traced(state, action) -> dict:
-    """Run `action` with the tracing on; what it recorded, refused and stood in for."""
+    """Run `action` with the tracing on. Returns what it recorded, refused and stood in for."""
     state.records, state.refusals, state.processes = {}, [], []
     known_stand_ins = set(state.stand_ins)
     before = set(sys.modules)
@@ -565,11 +610,13 @@ def _traced(state, action) -> dict:
 
 
 def _afterwards(state, threads_before: set) -> None:
-    """What the request left running, still traced, in the order an interpreter's exit
-    runs it: the threads it started that are not daemons (joined: one that never ends
-    meets the request's time limit), the atexit handlers it registered (run now, once),
-    then its daemon threads for a short grace (`DAEMON_GRACE`); a load by one later
-    than that is not seen."""
+    """Run what the request left running, still traced, in the order an interpreter's exit runs it.
+
+    First the threads it started that are not daemons are joined. One that never
+    ends meets the request's time limit. Then the atexit handlers it registered run,
+    now, once. Then its daemon threads get a short grace (`DAEMON_GRACE`). A load by
+    one later than that is not seen.
+    """
     started = [t for t in threading.enumerate() if t not in threads_before and t is not threading.current_thread()]
     for thread in started:
         if not thread.daemon:
@@ -587,8 +634,11 @@ def _afterwards(state, threads_before: set) -> None:
 
 
 def _wrap_atexit(state) -> None:
-    """Keep the atexit handlers a request registers, to run them at its end, traced,
-    rather than at the worker's exit, after tracing (and the request) is over."""
+    """Keep the atexit handlers a request registers, to run them at its end, traced.
+
+    Otherwise they would run at the worker's exit, after tracing and the request
+    are over.
+    """
     original = atexit.register
 
     def traced_register(function, *args, **kwargs):
@@ -605,9 +655,11 @@ class AncestorFailed(ImportError):
 
 
 def _bare_package(state, name: str) -> bool:
-    """Put a bare module for the package `name` (its ``__path__``, not its
-    ``__init__``) in sys.modules, so that its modules can be imported although its
-    ``__init__`` fails; False when it cannot be found."""
+    """Put a bare module for the package `name` in sys.modules.
+
+    It has the package's ``__path__``, not its ``__init__``. So its modules can be
+    imported although its ``__init__`` fails. Returns False when it cannot be found.
+    """
     parent, _, _ = name.rpartition(".")
     path = getattr(sys.modules.get(parent), "__path__", None) if parent else [state.root]
     spec = importlib.machinery.PathFinder.find_spec(name, path) if path is not None else None
@@ -651,7 +703,7 @@ def _import(state, name: str):
 
 
 class _Everything(dict):
-    """A capabilities mapping that has every capability (``.get(key, default)`` is True)."""
+    """A capabilities mapping that has every capability. ``.get(key, default)`` is True."""
 
     def get(self, key, default=None):
         return True
@@ -664,7 +716,7 @@ class _Everything(dict):
 
 
 def _holds(filename, source) -> bool:
-    """Is `filename` a file whose bytes are `source` (the text compiled under its own name)?"""
+    """Is `filename` a file whose bytes are `source`, the text compiled under its own name?"""
     if not isinstance(filename, (str, bytes)) or not isinstance(source, (str, bytes, bytearray)):
         return False
     data = source.encode("utf-8", "replace") if isinstance(source, str) else bytes(source)
@@ -672,9 +724,12 @@ def _holds(filename, source) -> bool:
 
 
 def _bounded_read(path: str, sizes=None):
-    """The bytes of the regular file at `path` when it is small enough to be one of the
-    experimental package's remembered files (and, given `sizes`, of one of those
-    sizes: a listing names thousands of sources, most of them unlike any), else None."""
+    """The bytes of the regular file at `path`, else None.
+
+    The file must be small enough to be one of the experimental package's remembered
+    files. Given `sizes`, it must also have one of those sizes. A listing names
+    thousands of sources, most of them unlike any.
+    """
     try:
         if not os.path.isfile(path):
             return None
@@ -711,10 +766,12 @@ def _spec_facts(state, spec) -> dict:
 
 
 def _aot(state, module_name: str):
-    """Call the AOT listing of `module_name` in whichever shape it has; the specs. The
-    environment an AOT build job sets (every target architecture) is set first, and
-    sleeping is cut short: a listing that downloads retries with back-off, and the
-    network is refused anyway."""
+    """Call the AOT listing of `module_name` in whichever shape it has. Returns the specs.
+
+    The environment an AOT build job sets is set first: every target architecture.
+    Sleeping is cut short. A listing that downloads retries with back-off, and the
+    network is refused anyway.
+    """
     for key, value in state.aot_environment.items():
         os.environ.setdefault(key, value)
     sleep = time.sleep
@@ -726,9 +783,12 @@ def _aot(state, module_name: str):
 
 
 def _arguments(module, function) -> list:
-    """The values a listing function is called with: its module's ``get_default_config()``
-    values by parameter name (a trailing ``_`` dropped), a mapping claiming every
-    capability, each parameter's default, True for a flag; TypeError when one has none."""
+    """The values a listing function is called with.
+
+    They are its module's ``get_default_config()`` values by parameter name, with a
+    trailing ``_`` dropped. A mapping claims every capability. Other parameters get
+    their default, and a flag gets True. Raises TypeError when a parameter has none.
+    """
     config = module.get_default_config() if hasattr(module, "get_default_config") else {}
     arguments = []
     for parameter in inspect.signature(function).parameters.values():
@@ -777,8 +837,10 @@ def _aot_listing(state, module_name: str):
 
 
 def _preload(names) -> list:
-    """Import the heavy third-party packages once, before any request (untraced, no
-    stand-ins): what imported."""
+    """Import the heavy third-party packages once, before any request. Returns what imported.
+
+    This runs untraced, with no stand-ins.
+    """
     done = []
     for name in names:
         try:

@@ -1,10 +1,15 @@
-"""One audit of one tree: read every input of the verdict (the files' bytes, the
-suppressions and what the base revision says of them, the stable lane), then run the
-requests in the workers on a private copy of the tree, collect the stable lane
-(`collection.py`) meanwhile in the same copy and scratch directories, and judge the
-outcomes. Nothing the verdict uses is read from the tree after the first child
-started: the code under test can rewrite its own checkout (a suppression comment, a
-``git replace`` ref), and that must change nothing."""
+"""One audit of one tree.
+
+First it reads every input of the verdict. Those are the files' bytes, the
+suppressions and what the base revision says of them, and the stable lane. Then it
+runs the requests in the workers on a private copy of the tree. Meanwhile it
+collects the stable lane (`collection.py`) in the same copy and scratch
+directories. Then it judges the outcomes.
+
+Nothing the verdict uses is read from the tree after the first child started. The
+code under test can rewrite its own checkout, such as a suppression comment or a
+``git replace`` ref. That must change nothing.
+"""
 
 from __future__ import annotations
 
@@ -54,11 +59,14 @@ def audit_tree(context: Context, jobs: Optional[int] = None, timeout: float = DE
                progress: Optional[Callable[[int, int], None]] = None, stand_ins: bool = True,
                collection: bool = True, python: Optional[str] = None,
                judge: Optional[Callable[[dict], dict]] = None) -> Audit:
-    """Audit the tree of `context` under its settings (AUD000-AUD002, and AUD003 when
-    the collection audit is there), the children run by `python` (another environment's
-    interpreter, FlashInfer's; default: the checker's own). `judge`: which of the
-    tree's suppressions count (``--policy-from``: those the base revision had), asked
-    before any child starts."""
+    """Audit the tree of `context` under its settings.
+
+    The rules are AUD000-AUD002, and AUD003 when the collection audit is there.
+    `python` runs the children. It may be another environment's interpreter, such as
+    FlashInfer's; by default it is the checker's own. `judge` says which of the
+    tree's suppressions count. With ``--policy-from``, those are the ones the base
+    revision had. It is asked before any child starts.
+    """
     root, settings = context.root, context.settings
     python_used = interpreter(python)  # first: a wrong --python is a usage error, before any work
     # every input of the verdict, before the code under test runs
@@ -111,10 +119,13 @@ def _text(path) -> Optional[str]:
 
 
 def read_suppressions(project, texts: dict, judge: Optional[Callable[[dict], dict]]) -> dict:
-    """rel -> the ``# policy: ignore[...]`` comments of every Python file (those whose
-    bytes may spell one, as the facts decide it: ``# type: ignore[...]`` is no reason
-    to parse a file), as read before the audit runs; with `judge`, only those it keeps
-    (the base revision's, read from git now, replace refs ignored)."""
+    """rel -> the ``# policy: ignore[...]`` comments of every Python file, read before the audit runs.
+
+    Only files whose bytes may spell one are read, as the facts decide it.
+    ``# type: ignore[...]`` is no reason to parse a file. With `judge`, only the
+    comments it keeps count. Those are the base revision's, read from git now, with
+    replace refs ignored.
+    """
     found = {}
     for rel in sorted(project.files):
         data = texts.get(rel)
@@ -137,8 +148,11 @@ def _not_copied(directory: str, names: list) -> set:
 
 
 def _copy_regular(source: str, target: str) -> None:
-    """Copy a regular file; a pipe, socket or device is left out (reading one could
-    block), and so is a file that cannot be read (its import fails in the copy: AUD000)."""
+    """Copy a regular file.
+
+    A pipe, socket or device is left out, since reading one could block. A file that
+    cannot be read is left out too. Its import then fails in the copy: AUD000.
+    """
     try:
         if stat.S_ISREG(os.stat(source).st_mode):
             shutil.copy2(source, target)
@@ -147,12 +161,15 @@ def _copy_regular(source: str, target: str) -> None:
 
 
 def shared_folders(root, settings) -> list:
-    """The folders the settings exclude (named, not globs: ``flashinfer/data``, 451 of
-    FlashInfer 0.7.4's 715 MB) that the children may see read-only where they are,
-    rather than in the copy: where a mount namespace can bind them (`bind_read_only`),
-    and when nothing in them differs in the copy (no bytecode cache, virtual
-    environment or git folder, which the copy leaves out; no absolute link into the
-    tree, which the copy points into itself)."""
+    """The excluded folders the children may see read-only where they are, not in the copy.
+
+    These are folders the settings exclude by name, not by glob. An example is
+    ``flashinfer/data``, 451 of FlashInfer 0.7.4's 715 MB. A folder qualifies where
+    a mount namespace can bind it (`bind_read_only`). Nothing in it may differ in the
+    copy. So it holds no bytecode cache, virtual environment or git folder, which
+    the copy leaves out. It holds no absolute link into the tree, which the copy
+    points into itself.
+    """
     top = os.path.realpath(root)
     found = []
     for pattern in settings.exclude:
@@ -168,7 +185,7 @@ def shared_folders(root, settings) -> list:
 
 
 def _as_copied(folder: str, top: str) -> bool:
-    """Would the copy of `folder` hold the same as `folder`? (See `shared_folders`.)"""
+    """Would the copy of `folder` hold the same as `folder`? See `shared_folders`."""
     for directory, folders, files in os.walk(folder):
         if "pyvenv.cfg" in files or any(name in _NOT_COPIED for name in folders + files):
             return False
@@ -182,9 +199,12 @@ def _as_copied(folder: str, top: str) -> bool:
 
 
 def bind_points(root, scratch: Scratch, settings) -> list:
-    """The `shared_folders` of `root`: each one's place in the copy made (empty: the
-    copy leaves it out) and noted in `scratch.binds`, for every child to bind there
-    read-only when it starts, which may be before the copy is done."""
+    """The `shared_folders` of `root`.
+
+    Each one's place in the copy is made empty, since the copy leaves it out. It is
+    noted in `scratch.binds`. Every child binds it there read-only when it starts.
+    That may be before the copy is done.
+    """
     top = os.path.realpath(root)
     shared = shared_folders(root, settings)
     for rel in shared:
@@ -194,11 +214,13 @@ def bind_points(root, scratch: Scratch, settings) -> list:
 
 
 def private_copy(root, scratch: Scratch, shared=()):
-    """The tree the children run: a copy of `root` in the scratch directory (links
-    copied as links; an absolute link into the tree points into the copy), so what
-    the code under test writes into its checkout never reaches the tree the verdict
-    was read from. The `shared` folders (`bind_points`) are left out: each child binds
-    them read-only at their place in the copy."""
+    """The tree the children run: a copy of `root` in the scratch directory.
+
+    Links are copied as links. An absolute link into the tree points into the copy.
+    So what the code under test writes into its checkout never reaches the tree the
+    verdict was read from. The `shared` folders (`bind_points`) are left out. Each
+    child binds them read-only at their place in the copy.
+    """
     target = scratch.path / "tree"
     top = os.path.realpath(root)
     skipped = {os.path.join(top, rel) for rel in shared}
