@@ -1,8 +1,8 @@
 """The ``policy-check`` command line.
 
-Subcommands live in the modules named in `_SUBCOMMANDS` and are imported only when
-invoked, so ``policy-check run`` never pays for PyGithub and ``policy-check bot``
-never pays for the checker.
+Subcommands live in the modules named in `_SUBCOMMANDS`. They are imported only
+when invoked. So ``policy-check run`` never pays for PyGithub, and
+``policy-check bot`` never pays for the checker.
 """
 
 from __future__ import annotations

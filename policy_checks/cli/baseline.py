@@ -1,7 +1,7 @@
 """``policy-check baseline``: accept today's findings, or prune what is fixed.
 
-It prints how many entries it wrote, and each entry added or removed when few
-changed, so a reviewer sees the debt the commit accepts.
+It prints how many entries it wrote. When few changed, it prints each entry added
+or removed. So a reviewer sees the debt the commit accepts.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ LIST_AT_MOST = 10  # `policy-check baseline` lists the entries it added and remo
 def baseline_command(root, baseline_file, prune, jobs, no_cache, cache_dir):
     """Write today's findings as the baseline (accepting them), or --prune it.
 
-    Prints how many entries it wrote, and what it added and removed (the entries
-    themselves when there are few)."""
+    Prints how many entries it wrote, and what it added and removed. When there are
+    few, it prints the entries themselves."""
     from ..engine import baseline
     from ..engine.context import Context, baseline_name
     from ..engine.runner import check
@@ -86,8 +86,10 @@ def baseline_command(root, baseline_file, prune, jobs, no_cache, cache_dir):
 
 
 def _changes(baseline, old: dict, new: dict, name: str) -> list:
-    """What `policy-check baseline` changed: ``; added ..., removed ...`` and, when
-    there are at most `LIST_AT_MOST` changed entries, one line for each."""
+    """What `policy-check baseline` changed: ``; added ..., removed ...``.
+
+    When at most `LIST_AT_MOST` entries changed, it adds one line for each.
+    """
     added, removed = baseline.changes(old, new)
     if not added and not removed:
         return ["; nothing added or removed"]

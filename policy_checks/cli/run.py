@@ -1,9 +1,9 @@
 """``policy-check run``: check the project and report its findings.
 
 `policy_checks.cli` imports this module only when ``run`` is invoked. It imports
-the runner in the command's body: ``rules`` and ``explain`` never start it. It
-builds the project's `Context` once (root, settings, file selection, baseline,
-facts cache) and hands it down.
+the runner in the command's body, so ``rules`` and ``explain`` never start it. It
+builds the project's `Context` once and hands it down. The context holds the root,
+settings, file selection, baseline and facts cache.
 """
 
 from __future__ import annotations
@@ -83,9 +83,11 @@ def run(paths, output_format, output_file, quiet, select, ignore, jobs, no_cache
 
 
 def _fix_command(no_baseline: bool, baseline_file) -> str:
-    """The ``policy-check fix`` that sees the findings this run reports: with the
-    baseline it applied, or none (plain ``fix`` applies the default baseline and
-    leaves what it accepts alone)."""
+    """The ``policy-check fix`` that sees the findings this run reports.
+
+    It passes the baseline this run applied, or none. Plain ``fix`` applies the
+    default baseline and leaves what it accepts alone.
+    """
     if no_baseline:
         return "policy-check fix --no-baseline"
     if baseline_file is not None:
@@ -97,7 +99,7 @@ def _fix_command(no_baseline: bool, baseline_file) -> str:
 
 def _checked(check, paths, select, ignore, jobs, no_cache, cache_dir, root, baseline_file, no_baseline,
              output_format, sarif_suppressed, policy_from, approved_policy_change, staged=False):
-    """The checker's result for `run`'s options; ConfigError or ValueError for bad ones."""
+    """The checker's result for `run`'s options. Raises ConfigError or ValueError for bad ones."""
     from ..engine.context import Context
 
     context = Context.build(root, start=Path(paths[0]) if paths else None, baseline_file=baseline_file,
