@@ -1,20 +1,28 @@
-"""Markers followed across the modules of a pull request: an experimental decorator aliased in one
-module and imported under that alias in another is still the experimental decorator.
+"""Markers followed across the modules of a pull request.
 
-``helpers.py`` binds ``from flashinfer.api_logging import flashinfer_experimental_api as mark``;
-``kernel.py`` does ``from .helpers import mark`` and decorates with ``@mark``. Read alone,
-``kernel.py`` spells no marker (`policy_checks.model.markers` reads one file). `AliasTable` reads every
-Python text of one side of the PR (its head, or its base) and works out, module by module, the
-names that stand for a marker (`markers.exported_marks`), then what each module imports of them
-(``from X import name [as y]``, ``from X import *``, ``import X [as y]`` and ``from P import
-module``, absolute or relative). Rounds repeat while something changes, at most `MAX_ROUNDS`
-(an alias re-exported through that many modules), so import cycles end; each round re-reads
-only the modules whose imports gained a marker. A module the PR does not change is read when
-one of the PR's files decorates a definition with a name imported from it (`decorator_sources`:
-one more request, at most `MAX_SOURCES` modules); an alias that module imports in turn from a
-third unchanged module is not followed (a known limit; docs/bot.rst).
+An experimental decorator may be aliased in one module and imported under that alias in
+another. It is still the experimental decorator. For example:
 
-Texts are untrusted: parsed by ``ast`` only, never run; a text that is not Python exports nothing.
+- ``helpers.py`` binds ``from flashinfer.api_logging import flashinfer_experimental_api as mark``;
+- ``kernel.py`` does ``from .helpers import mark`` and decorates with ``@mark``.
+
+Read alone, ``kernel.py`` spells no marker, since `policy_checks.model.markers` reads one
+file. `AliasTable` reads every Python text of one side of the PR, its head or its base. It
+works out, module by module, the names that stand for a marker (`markers.exported_marks`).
+Then it works out what each module imports of them. It reads ``from X import name [as y]``,
+``from X import *``, ``import X [as y]`` and ``from P import module``, absolute or relative.
+
+Rounds repeat while something changes, at most `MAX_ROUNDS`. That covers an alias
+re-exported through that many modules, and makes import cycles end. Each round re-reads only
+the modules whose imports gained a marker.
+
+A module the PR does not change is read when one of the PR's files decorates a definition
+with a name imported from it (`decorator_sources`). That costs one more request, for at most
+`MAX_SOURCES` modules. An alias that module imports in turn from a third unchanged module is
+not followed. This is a known limit (docs/bot.rst).
+
+Texts are untrusted. They are parsed by ``ast`` only, never run. A text that is not Python
+exports nothing.
 """
 
 from __future__ import annotations
@@ -29,7 +37,9 @@ MAX_IMPORTS = 10_000  # import statements one module's table reads (beyond: not 
 
 
 def module_of(path: str) -> str | None:
-    """``a/b/c.py`` -> ``a.b.c``; ``a/b/__init__.py`` -> ``a.b``; None for a path that is no module."""
+    """The module of a path, or None for a path that is no module.
+
+    ``a/b/c.py`` -> ``a.b.c``; ``a/b/__init__.py`` -> ``a.b``."""
     if not path.endswith(".py"):
         return None
     parts = path[: -len(".py")].split("/")
@@ -39,7 +49,9 @@ def module_of(path: str) -> str | None:
 
 
 def _absolute(path: str, level: int, module: str | None) -> str | None:
-    """The module a ``from`` import names, relative imports resolved against ``path``'s package."""
+    """The module a ``from`` import names.
+
+    Relative imports are resolved against ``path``'s package."""
     if level == 0:
         return module
     own = module_of(path)
@@ -53,8 +65,10 @@ def _absolute(path: str, level: int, module: str | None) -> str | None:
 
 
 def _imports(text: str) -> list[tuple[str | None, str | None, str | None]]:
-    """``(module, name, local)`` of each import: ``from X import n as l`` -> (X, n, l); ``import X as l``
-    -> (X, None, l or None). Relative modules are left relative here (see `AliasTable`)."""
+    """``(module, name, local)`` of each import.
+
+    ``from X import n as l`` -> (X, n, l). ``import X as l`` -> (X, None, l or None). Relative
+    modules are left relative here (see `AliasTable`)."""
     tree = markers.parse(text)
     if tree is None:
         return []
@@ -77,10 +91,12 @@ def _split_relative(module: str) -> tuple[int, str | None]:
 
 
 class AliasTable:
-    """The names each module of one side of a PR binds to a marker, and what each module imports of them."""
+    """The names each module of one side of a PR binds to a marker.
+
+    It also knows what each module imports of them."""
 
     def __init__(self, texts: Mapping[str, str | None]):
-        """``texts``: path -> text of the Python files of one side (None: absent there)."""
+        """``texts``: path -> text of the Python files of one side; None means absent there."""
         self.texts = {path: text for path, text in texts.items() if text is not None and module_of(path)}
         self.imports = {path: _imports(text) for path, text in self.texts.items()}
         self.exported: dict[str, dict[str, frozenset]] = {}  # module -> name -> marker names
@@ -98,7 +114,7 @@ class AliasTable:
             self.exported = following
 
     def imported(self, path: str) -> dict[str, frozenset]:
-        """Local name -> marker names, for what ``path`` imports from the other modules of the table."""
+        """Local name -> marker names, for what ``path`` imports from the table's other modules."""
         out: dict[str, set] = {}
         expanded: set[str] = set()  # modules whose every name was added once already
 
@@ -136,10 +152,14 @@ def module_paths(module: str) -> list[str]:
 
 
 def decorator_sources(path: str, text: str, package: str) -> list[str]:
-    """The modules of ``package`` (dotted names) that a decorator of this file may come from: the first
-    name of each decorator's target (calls unwrapped, `markers.decorator_target`), when this file imports
-    it (``from X import name``, ``import X as name``, or any ``from X import *``) and its last name is not
-    one of the track's own (`VOCABULARY`). What the caller reads to follow an alias bound there."""
+    """The modules of ``package`` (dotted names) that a decorator of this file may come from.
+
+    The caller reads them to follow an alias bound there. A module is the first name of a
+    decorator's target (calls unwrapped, `markers.decorator_target`). It counts when:
+
+    - this file imports it (``from X import name``, ``import X as name``, or any
+      ``from X import *``);
+    - and its last name is not one of the track's own (`VOCABULARY`)."""
     tree = markers.parse(text)
     if tree is None:
         return []

@@ -1,28 +1,35 @@
-"""A pull request's change to ``policy-check-baseline.json``: judged from the file's texts at
-the PR's base and head commits (`baseline_texts_change`); its unified diff
-(`parse_baseline_patch`) is only a hint of which modules to look up early.
+"""A pull request's change to ``policy-check-baseline.json``.
 
-``policy-check baseline`` writes the baseline at a project's root: one entry a line,
-sorted, each a JSON object with the keys ``rule``, ``module``, ``scope``, ``subject`` and
-``count``. The diff GitHub lists with the PR's files would say which entries came and went,
-if it were the baseline's own: a look-alike file ``git mv``-ed onto the name is listed as a
-rename whose patch is against the look-alike, and a diff too large to show is left out. So
+The change is judged from the file's texts at the PR's base and head commits
+(`baseline_texts_change`). Its unified diff (`parse_baseline_patch`) is only a hint of which
+modules to look up early.
+
+``policy-check baseline`` writes the baseline at a project's root. It holds one entry a
+line, sorted. Each is a JSON object with the keys ``rule``, ``module``, ``scope``,
+``subject`` and ``count``.
+
+The diff GitHub lists with the PR's files would say which entries came and went, if it were
+the baseline's own. It may not be. A look-alike file ``git mv``-ed onto the name is listed as
+a rename, and its patch is against the look-alike. A diff too large to show is left out. So
 the bot reads both texts whole.
 
-An entry is known by its fingerprint (rule, module, scope, subject). Counts are compared
-per fingerprint: what they grew by is debt added, what they fell by is paid off. The same
-rule, scope and subject removed under one module and added under another is a rename,
-neither added nor paid off, when the new module exists at the head commit; when it does
-not, the entry names nothing the checker can match (``baseline.match`` keys on the module),
-and the bot lists it apart (``anywhere``), as debt for a person to look at rather than a
-rename it can vouch for. A line that is neither an entry nor part of the file's frame is
-reported as unreadable (a maintainer must look at it: the checker may read it differently).
+An entry is known by its fingerprint: rule, module, scope, subject. Counts are compared per
+fingerprint. What they grew by is debt added; what they fell by is paid off.
 
-The texts are read as the checker reads the file (`policy_checks.engine.baseline.read`: one JSON
-document, exactly its keys and version, each entry well formed, none repeated). A text the
-checker would refuse is still read a line at a time, as a patch is, so that the comment can
-name what it holds; the refusal itself is reported as a problem. Everything runs in time
-linear in the text.
+The same rule, scope and subject may be removed under one module and added under another.
+That is a rename, neither added nor paid off, when the new module exists at the head commit.
+When it does not, the entry names nothing the checker can match: ``baseline.match`` keys on
+the module. The bot then lists it apart (``anywhere``). It is debt for a person to look at,
+not a rename the bot can vouch for.
+
+A line that is neither an entry nor part of the file's frame is reported as unreadable. A
+maintainer must look at it, since the checker may read it differently.
+
+The texts are read as the checker reads the file (`policy_checks.engine.baseline.read`).
+That means one JSON document, exactly its keys and version, each entry well formed, none
+repeated. A text the checker would refuse is still read a line at a time, as a patch is. So
+the comment can name what it holds. The refusal itself is reported as a problem. Everything
+runs in time linear in the text.
 """
 
 from __future__ import annotations
@@ -45,7 +52,9 @@ _FRAME_RE = re.compile(r'[{}\[\]],?|"' + re.escape(KEY) + r'"\s*:\s*\d{1,9}\s*,?
 
 @dataclass(frozen=True)
 class BaselineEntry:
-    """One fingerprint of the baseline; in a delta, ``count`` is how many findings changed."""
+    """One fingerprint of the baseline.
+
+    In a delta, ``count`` is how many findings changed."""
 
     rule: str
     module: str
@@ -75,7 +84,9 @@ class BaselineDelta:
 
 @dataclass
 class BaselineChange:
-    """A PR's change to the baseline file; ``delta`` is None when it could not be read (too large)."""
+    """A PR's change to the baseline file.
+
+    ``delta`` is None when it could not be read, being too large."""
 
     adopted: bool  # the PR adds the file: every entry is new debt
     delta: BaselineDelta | None
@@ -93,7 +104,9 @@ class BaselineChange:
 
 @dataclass
 class BaselineText:
-    """One side's baseline: entries by fingerprint, lines that are no entry, and the checker's verdict."""
+    """One side's baseline.
+
+    It holds entries by fingerprint, lines that are no entry, and the checker's verdict."""
 
     counts: dict[tuple[str, str, str, str], int]
     unreadable: list[str]  # lines that are neither an entry nor the frame
@@ -101,7 +114,9 @@ class BaselineText:
 
 
 def read_baseline_text(text: str) -> BaselineText:
-    """The entries of a baseline file's text, as the checker reads them when it can, else a line at a time."""
+    """The entries of a baseline file's text.
+
+    They are read as the checker reads them when it can, else a line at a time."""
     problem = _document_problem(text)
     if problem is None:
         counts = {}
@@ -122,7 +137,9 @@ def read_baseline_text(text: str) -> BaselineText:
 
 
 def _document_problem(text: str) -> str | None:
-    """Why `policy_checks.engine.baseline.read` would refuse this text, or None (the same checks, on a string)."""
+    """Why `policy_checks.engine.baseline.read` would refuse this text, or None.
+
+    The checks are the same, run on a string."""
     try:
         document = json.loads(text)
     except (ValueError, RecursionError) as error:
@@ -149,8 +166,11 @@ def _document_problem(text: str) -> str | None:
 
 
 def texts_delta(base: str | None, head: str | None) -> tuple[BaselineDelta, str | None]:
-    """What the head's baseline accepts beyond the base's (added, moved), what it no longer accepts (paid),
-    its lines that are no entry (new since the base), and why the checker would refuse the head's file."""
+    """What the head's baseline changes from the base's.
+
+    It returns what the head accepts beyond the base's (added, moved). It returns what the head
+    stops accepting (paid), and its lines that are no entry (new since the base). It also says
+    why the checker would refuse the head's file."""
     old = read_baseline_text(base) if base is not None else BaselineText({}, [])
     new = read_baseline_text(head) if head is not None else BaselineText({}, [])
     grown = [BaselineEntry(*key, n - old.counts.get(key, 0)) for key, n in new.counts.items()
@@ -165,8 +185,10 @@ def texts_delta(base: str | None, head: str | None) -> tuple[BaselineDelta, str 
 
 
 def module_paths(module: str) -> list[str]:
-    """The paths whose presence makes an entry's module exist for the checker (``baseline.locator``): the
-    dotted module's file or package, else the module taken as a path. Empty for a name no file can have."""
+    """The paths whose presence makes an entry's module exist for the checker.
+
+    This follows ``baseline.locator``. They are the dotted module's file or package, else the
+    module taken as a path. The answer is empty for a name no file can have."""
     if not module or module.startswith("/") or "\0" in module or ".." in module.split("/"):
         return []
     paths = [module]
@@ -182,10 +204,10 @@ _DOTTED_RE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 def baseline_texts_change(base: str | None, head: str | None, exists) -> BaselineChange:
     """The PR's change to the baseline, judged from its texts at the base and head commits.
 
-    ``exists(module)`` says whether the module (or path) an entry names exists at the head commit
-    (None: unknown). An entry moved (the same rule, scope and subject under another module) is a
-    rename only when its new module exists: otherwise it goes to ``anywhere``, as debt for a
-    person to look at (the checker matches it to nothing).
+    ``exists(module)`` says whether the module or path an entry names exists at the head
+    commit; None means unknown. A moved entry has the same rule, scope and subject under another
+    module. It is a rename only when its new module exists. Otherwise it goes to ``anywhere``,
+    as debt for a person to look at: the checker matches it to nothing.
     """
     delta, problem = texts_delta(base, head)
     anywhere = [entry for entry in delta.moved if exists(entry.module) is not True]
@@ -194,7 +216,9 @@ def baseline_texts_change(base: str | None, head: str | None, exists) -> Baselin
 
 
 def parse_entry(text: str) -> BaselineEntry | None:
-    """One entry line (indent and trailing comma allowed), or None when it is not exactly an entry."""
+    """One entry line, or None when it is not exactly an entry.
+
+    Indent and a trailing comma are allowed."""
     text = text.strip()
     if text.endswith(","):
         text = text[:-1].rstrip()
@@ -215,7 +239,9 @@ def parse_entry(text: str) -> BaselineEntry | None:
 
 
 def parse_baseline_patch(patch: str | None) -> BaselineDelta:
-    """The entries a unified diff of the baseline adds, pays off and moves, and its unreadable added lines."""
+    """What a unified diff of the baseline changes.
+
+    That is the entries it adds, pays off and moves, and its unreadable added lines."""
     sides: dict[str, dict[tuple, int]] = {"+": {}, "-": {}}
     delta = BaselineDelta()
     for line in (patch or "").split("\n"):  # a diff's lines end at "\n" only: not at U+2028 inside a string
@@ -238,9 +264,9 @@ def parse_baseline_patch(patch: str | None) -> BaselineDelta:
 
 
 def _pair_moves(grown: list[BaselineEntry], fallen: list[BaselineEntry]):
-    """Split off renames: debt that fell under one module and grew under another at the same place.
+    """Split off renames: debt that fell under one module and grew under another at one place.
 
-    Returns (added, paid, moved); each unit of count is matched at most once, in patch order.
+    Returns (added, paid, moved). Each unit of count is matched at most once, in patch order.
     """
     left = {entry.key: entry.count for entry in fallen}  # keys are unique on each side
     by_place: dict[tuple, deque[BaselineEntry]] = {}

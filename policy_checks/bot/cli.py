@@ -1,13 +1,17 @@
 """``policy-check bot pr``, ``policy-check bot review`` and ``policy-check bot note``.
 
-The token comes from ``GITHUB_TOKEN`` only (never an option, so it never lands in a shell
-history or a process list) and is never printed. Exit status: 0 fine, 1 the PR check
-failed or a review write failed, 2 usage, configuration or API error.
+The token comes from ``GITHUB_TOKEN`` only, and is never printed. It is never an option, so
+it never lands in a shell history or a process list.
 
-PyGithub is an optional extra (``[bot]``, `policy_checks.report.install_forms`): this module imports
-nothing that needs it until a command runs, so ``policy-check --help`` and
-``policy-check bot pr --help`` work without it, and a command says in one line what to
-install.
+Exit status:
+
+- 0: fine;
+- 1: the PR check failed, or a review write failed;
+- 2: usage, configuration or API error.
+
+PyGithub is an optional extra (``[bot]``, `policy_checks.report.install_forms`). This module
+imports nothing that needs it until a command runs. So ``policy-check --help`` and
+``policy-check bot pr --help`` work without it. A command says in one line what to install.
 """
 
 from __future__ import annotations
@@ -27,7 +31,9 @@ NEEDS_PYGITHUB = needs_extra("the bot needs PyGithub")
 
 
 def _require_pygithub() -> None:
-    """Exit with status 2 and one line naming the extra to install when PyGithub cannot be imported."""
+    """Exit with status 2 when PyGithub cannot be imported.
+
+    One line names the extra to install."""
     try:
         for module in ("github", "requests", "markdown_it"):  # PyGithub, its HTTP library, the approvals' parser
             importlib.import_module(module)
@@ -57,7 +63,9 @@ def _repos(ctx, param, values: tuple[str, ...]) -> frozenset[str]:
 
 
 def _session(api_url: str, retry_budget: float, timeout: int, write_interval: float, bot_login: str | None):
-    """The PyGithub client and the bot's identity; first, one line naming the extra when PyGithub is missing."""
+    """The PyGithub client and the bot's identity.
+
+    When PyGithub is missing, it first prints one line naming the extra."""
     _require_pygithub()
     from .client import connect
     from .comments import BotIdentity
@@ -70,7 +78,7 @@ def _session(api_url: str, retry_budget: float, timeout: int, write_interval: fl
 
 
 def _reported(work, *args):
-    """``work(*args)``; an API failure becomes one line of the log and exit status 2."""
+    """Run ``work(*args)``; an API failure becomes one line of the log and exit status 2."""
     from .client import BotError
 
     try:
@@ -128,7 +136,7 @@ def bot() -> None:
 def pr(repo, dry_run, api_url, bot_login, tracking_repos, retry_budget, timeout, write_interval, number) -> None:
     """Check one pull request against the Experimental Track.
 
-    Reads the PR's `## Experimental Track` section, its tracking issue and its files; sets the
+    Reads the PR's `## Experimental Track` section, its tracking issue and its files. Sets the
     `experimental-track` commit status, adds the `experimental` label, and keeps one comment
     on the PR up to date.
     """
@@ -161,8 +169,8 @@ def review(repo, dry_run, api_url, bot_login, tracking_repos, retry_budget, time
     """Review every experimental feature against its graduation deadline.
 
     Reads each flashinfer/experimental/*/FEATURE.toml at the default branch and its tracking
-    issue; posts one review comment per tracking issue per weekly cycle where something needs
-    the owner, labels overdue ones, and never closes an issue.
+    issue. Posts one review comment per tracking issue per weekly cycle where something needs
+    the owner. Labels overdue ones, and never closes an issue.
     """
     gh, identity = _session(api_url, retry_budget, timeout, write_interval, bot_login)
     from .deadlines import today_utc
@@ -186,7 +194,9 @@ def review(repo, dry_run, api_url, bot_login, tracking_repos, retry_budget, time
               help="The note, as `policy-check remove` printed it with the change filled in ('-': stdin).")
 def note(repo, dry_run, api_url, bot_login, tracking_repos, retry_budget, timeout, write_interval, number,
          body_file) -> None:
-    """Post a removed feature's closing note on its tracking issue (one comment; the issue stays open)."""
+    """Post a removed feature's closing note on its tracking issue.
+
+    It posts one comment; the issue stays open."""
     from .closing_note import MAX_BODY
 
     body = body_file.read(MAX_BODY + 1).strip()

@@ -1,9 +1,13 @@
 """The GitHub connection: PyGithub with a bounded retry budget, and failures worded for people.
 
-Rate limits (403 with ``X-RateLimit-Remaining: 0``, 403/429 with ``Retry-After``), 5xx
-answers and dropped or slow connections are retried while the run's total waiting stays
-within ``retry_budget_s``; after that the answer is handed back and reported as a
-`BotError`. A 403 that is not a rate limit (a read-only token) is never retried.
+These are retried while the run's total waiting stays within ``retry_budget_s``:
+
+- rate limits (403 with ``X-RateLimit-Remaining: 0``, 403/429 with ``Retry-After``);
+- 5xx answers;
+- dropped or slow connections.
+
+After that, the answer is handed back and reported as a `BotError`. A 403 that is not a rate
+limit is never retried: it means a read-only token.
 """
 
 from __future__ import annotations
@@ -18,12 +22,12 @@ from urllib3.util.retry import Retry
 
 
 class BotError(Exception):
-    """A failure worded for the person reading the workflow log (never holds the token)."""
+    """A failure worded for the person reading the workflow log; it never holds the token."""
 
 
 @dataclass
 class RetryClock:
-    """Waiting shared by every request of one run, so that the whole run's retrying is bounded."""
+    """Waiting shared by every request of one run, so the whole run's retrying is bounded."""
 
     budget_s: float
     waited_s: float = 0.0
@@ -35,7 +39,9 @@ def _rate_limited(headers) -> bool:
 
 
 class BoundedRetry(Retry):
-    """urllib3 retry policy for GitHub: rate limits, 5xx and connection errors, within a time budget."""
+    """urllib3 retry policy for GitHub, within a time budget.
+
+    It retries rate limits, 5xx answers and connection errors."""
 
     STATUSES = frozenset({403, 429, 500, 502, 503, 504})
 
@@ -67,7 +73,9 @@ class BoundedRetry(Retry):
         return retry
 
     def _wait_after(self, response, retry: Retry) -> float:
-        """Seconds to wait: ``Retry-After``, else until ``X-RateLimit-Reset``, else exponential backoff."""
+        """Seconds to wait.
+
+        ``Retry-After`` first, else until ``X-RateLimit-Reset``, else exponential backoff."""
         if response is not None:
             after = response.headers.get("Retry-After")
             if after is not None:
@@ -110,7 +118,9 @@ def connect(
 
 
 def describe_failure(exc: BaseException, action: str) -> str:
-    """One line saying what failed and why, from the API's own message; never the request headers."""
+    """One line saying what failed and why, from the API's own message.
+
+    It never shows the request headers."""
     if isinstance(exc, github.GithubException):
         message = ""
         if isinstance(exc.data, dict):
@@ -145,13 +155,15 @@ def is_forbidden(exc: BaseException) -> bool:
 
 
 def fetched(obj):
-    """Complete a lazy PyGithub object now (one GET), so that a failure surfaces here."""
+    """Complete a lazy PyGithub object now, with one GET, so that a failure surfaces here."""
     _ = obj.raw_data
     return obj
 
 
 def call(action: str, fn, *args, **kwargs):
-    """Run one API call; turn any GitHub or transport failure into a `BotError` naming ``action``."""
+    """Run one API call.
+
+    Any GitHub or transport failure becomes a `BotError` naming ``action``."""
     try:
         return fn(*args, **kwargs)
     except (github.GithubException, requests.RequestException) as exc:

@@ -1,10 +1,12 @@
-"""One bot comment per thread: found by a hidden marker and the bot's own login, edited in place.
+"""One bot comment per thread: found by a hidden marker and the bot's login, edited in place.
 
-Anyone can paste the marker, so a comment counts as the bot's only when the bot wrote it:
-its author, spelt as REST spells it (``github-actions[bot]``; ``graphql.rest_login`` turns
-GraphQL's ``github-actions`` back into that), is the bot's login.
-Two runs racing on one thread may both create a comment; after creating, the keeper lists
-the thread again, keeps the oldest of its own comments and deletes the rest.
+Anyone can paste the marker. So a comment counts as the bot's only when the bot wrote it:
+its author is the bot's login. The author is spelt as REST spells it
+(``github-actions[bot]``). ``graphql.rest_login`` turns GraphQL's ``github-actions`` back
+into that.
+
+Two runs racing on one thread may both create a comment. So after creating, the keeper lists
+the thread again. It keeps the oldest of its own comments and deletes the rest.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ FALLBACK_LOGIN = "github-actions[bot]"  # who GITHUB_TOKEN comments as; it may n
 
 
 class BotIdentity:
-    """The bot's login: configured, learnt from a comment it wrote, or asked of ``GET /user`` once."""
+    """The bot's login.
+
+    It is configured, learnt from a comment it wrote, or asked of ``GET /user`` once."""
 
     def __init__(self, gh: github.Github, login: str | None = None):
         self._gh = gh
@@ -46,15 +50,19 @@ def _age(comment) -> tuple:
 
 
 def is_edited(comment) -> bool:
-    """Whether a comment was edited after it was posted: REST's ``updated_at`` differs from ``created_at``
-    (GraphQL's ``lastEditedAt`` is set, or ``includesCreatedEdit``: `graphql.comment_objects` spells
-    those as REST does). What an edited comment says now is not what was there when it was read."""
+    """Whether a comment was edited after it was posted.
+
+    REST's ``updated_at`` then differs from ``created_at``. In GraphQL, ``lastEditedAt`` is set,
+    or ``includesCreatedEdit``. `graphql.comment_objects` spells those as REST does. What an
+    edited comment says now is not what was there when it was read."""
     updated = getattr(comment, "updated_at", None)
     return updated is not None and updated != comment.created_at
 
 
 def own_comments(comments: list, marker: str, identity: BotIdentity) -> list:
-    """The bot's comments starting with ``marker``, oldest first (the login is asked only if needed)."""
+    """The bot's comments starting with ``marker``, oldest first.
+
+    The login is asked only if needed."""
     marked = [c for c in comments if (c.body or "").startswith(marker)]
     if not marked:
         return []  # no need to learn the login
@@ -66,13 +74,17 @@ MAX_COMMENT_PAGES = 20  # 2,000 comments: a bound on what one run reads from a t
 
 
 class Comments(list):
-    """A thread's comments, oldest first; ``truncated`` when the thread is longer than was read."""
+    """A thread's comments, oldest first.
+
+    ``truncated`` is set when the thread is longer than was read."""
 
     truncated = False
 
 
 def list_comments(thread, where: str) -> Comments:
-    """The thread's comments, at most ``MAX_COMMENT_PAGES`` pages of 100 (one more is asked, to tell)."""
+    """The thread's comments, at most ``MAX_COMMENT_PAGES`` pages of 100.
+
+    One more page is asked for, to tell whether the thread goes on."""
     limit = MAX_COMMENT_PAGES * 100
     comments = Comments(call(f"list the comments of {where}", lambda: list(islice(thread.get_comments(), limit + 1))))
     if len(comments) > limit:
@@ -83,11 +95,12 @@ def list_comments(thread, where: str) -> Comments:
 
 def keep_comment(thread, marker: str, body: str, identity: BotIdentity, writes: Writes, where: str,
                  comments: list | None = None, recheck: bool = True) -> str:
-    """Make the bot's comment on ``thread`` read ``body``; return "unchanged", "updated", "created" or "skipped".
+    """Make the bot's comment on ``thread`` read ``body``.
 
-    ``body`` must start with ``marker``. ``comments`` saves a listing when the caller has one.
-    ``recheck=False`` skips the listing after a create, for callers whose runs never overlap
-    (a duplicate left by an overlap would still be removed by the next run).
+    Returns "unchanged", "updated", "created" or "skipped". ``body`` must start with
+    ``marker``. ``comments`` saves a listing when the caller has one. ``recheck=False`` skips
+    the listing after a create. It is for callers whose runs never overlap. A duplicate left by
+    an overlap would be removed by the next run anyway.
     """
     assert body.startswith(marker)
     if comments is None:

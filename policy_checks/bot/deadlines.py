@@ -1,8 +1,8 @@
-"""Calendar dates for graduation deadlines, as the bot uses them: UTC days, the weekly cycle, the wording.
+"""Calendar dates for graduation deadlines, as the bot uses them.
 
-The window and the status of a deadline (`status`: on track, due soon, overdue) are
-`policy_checks.model.window`'s, shared with the checker; they are imported here so that the
-bot has one calendar module.
+That means UTC days, the weekly cycle and the wording. The window and the status of a
+deadline (`status`: on track, due soon, overdue) are `policy_checks.model.window`'s. The
+checker shares them. They are imported here so that the bot has one calendar module.
 """
 
 from __future__ import annotations
@@ -20,7 +20,9 @@ def today_utc() -> dt.date:
 
 
 def utc_date(moment: dt.datetime) -> dt.date:
-    """The UTC calendar date of a timestamp (naive timestamps are taken as UTC, as PyGithub returns them)."""
+    """The UTC calendar date of a timestamp.
+
+    Naive timestamps are taken as UTC, as PyGithub returns them."""
     if moment.tzinfo is not None:
         moment = moment.astimezone(dt.timezone.utc)
     return moment.date()

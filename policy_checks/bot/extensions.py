@@ -1,10 +1,11 @@
-"""Maintainer commands on a tracking issue: ``/experimental extend <weeks> <reason>`` and
-``/experimental owner @login``.
+"""Maintainer commands on a tracking issue.
 
+The commands are ``/experimental extend <weeks> <reason>`` and ``/experimental owner @login``.
 Only users with write, maintain or admin permission on the repository the bot serves can
-extend a deadline or confirm an owner. An extension whose reason
-repeats the previous accepted one is still counted (a maintainer granted it) but flagged,
-since the same reason twice suggests no progress.
+use them. They extend a deadline or confirm an owner.
+
+An extension may repeat the reason of the previous accepted one. It is still counted, since
+a maintainer granted it. But it is flagged, since the same reason twice suggests no progress.
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ NO_ACCESS_ASSOCIATIONS = frozenset({"NONE", "CONTRIBUTOR", "FIRST_TIME_CONTRIBUT
 
 
 class Permissions:
-    """Repository permission of a login: from the collaborator list when preloaded, else asked per user."""
+    """Repository permission of a login.
+
+    It comes from the collaborator list when preloaded, else it is asked per user."""
 
     def __init__(self, repo, levels: dict[str, str] | None = None, unavailable: str = ""):
         self._repo = repo
@@ -35,10 +38,10 @@ class Permissions:
         self.unavailable = unavailable  # why permissions could not be read, when they could not
 
     def preload(self) -> None:
-        """One listing (100 per page) instead of a request per login; needed for the orphan check.
+        """One listing (100 per page) instead of a request per login.
 
-        A token that may not list collaborators leaves every permission unknown (reported
-        in ``unavailable``) rather than stopping the review.
+        The orphan check needs it. A token that may not list collaborators leaves every
+        permission unknown, reported in ``unavailable``. It does not stop the review.
         """
         try:
             self._levels = {user.login.lower(): _level(user) for user in self._repo.get_collaborators()}
@@ -56,8 +59,9 @@ class Permissions:
     def level(self, login: str, association: str | None = None) -> str:
         """``admin``, ``maintain``, ``write``, ``triage``, ``read``, ``none``, or ``unknown``.
 
-        ``association`` (a comment's ``author_association``) saves the per-user request when
-        it already says the login has no write access; only members and collaborators are asked.
+        ``association`` is a comment's ``author_association``. It saves the per-user request
+        when it already says the login has no write access. Only members and collaborators are
+        asked.
         """
         if self.unavailable:
             return "unknown"
@@ -105,7 +109,9 @@ class Extension:
 
 
 def read_extensions(comments: list, permissions: Permissions, bot_marker_prefix: str) -> list[Extension]:
-    """Every extension command on the thread, oldest first, each accepted or refused with a note."""
+    """Every extension command on the thread, oldest first.
+
+    Each is accepted, or refused with a note."""
     out: list[Extension] = []
     previous_reason: str | None = None
     for comment in sorted(comments, key=lambda c: (c.created_at, c.id)):
@@ -143,7 +149,9 @@ _OWNER_COMMAND_RE = re.compile(r"^[ \t]*/experimental[ \t]+owner[ \t]+@?([A-Za-z
 
 
 def confirmed_owners(comments: list, permissions: Permissions, bot_marker_prefix: str) -> set[str]:
-    """Logins (lower-cased) a user with write permission confirmed as owner: ``/experimental owner @login``."""
+    """Logins a user with write permission confirmed as owner, lower-cased.
+
+    The command is ``/experimental owner @login``."""
     confirmed = set()
     for comment in comments:
         body = comment.body or ""

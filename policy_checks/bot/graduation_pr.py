@@ -1,49 +1,56 @@
-"""A graduation PR, recognised from what its code says at base and head, and the state of each graduation step.
+"""Recognise a graduation PR from what its code says at base and head, and state each step.
 
-The PR check lists the PR's files (``pull.get_files()``): each entry has a ``filename``, a
-``status`` (added, removed, modified, renamed, copied, changed, unchanged) and a
-``previous_filename`` for a rename or copy. That listing says which files moved; what they
-hold is read from their texts at the base and head commits (`FileAtRevisions`, filled by the
-PR check's reader), never from the look of diff lines: a decorator spelt
-``@api_logging.flashinfer_experimental_api``, ``@(fx)(...)`` through an alias, or a docstring
-line starting ``@flashinfer_api`` is read for what it is (`policy_checks.model.markers`).
+The PR check lists the PR's files (``pull.get_files()``). Each entry has a ``filename`` and
+a ``status`` (added, removed, modified, renamed, copied, changed, unchanged). A rename or
+copy also has a ``previous_filename``. That listing says which files moved. What they hold
+is read from their texts at the base and head commits (`FileAtRevisions`). The PR check's
+reader fills those in. The look of diff lines is never used. Each of these is read for what
+it is (`policy_checks.model.markers`):
+
+- a decorator spelt ``@api_logging.flashinfer_experimental_api``;
+- ``@(fx)(...)`` through an alias;
+- a docstring line starting ``@flashinfer_api``.
 
 A PR graduates feature ``<f>`` when all of these hold:
 
-* its record ``flashinfer/experimental/<f>/FEATURE.toml`` is removed (or renamed away), and
-  its text at base is readable (its ``apis`` and ``tracking_issue`` are read from it);
-* the directory ``flashinfer/experimental/<f>/`` at head is a pure re-export shim
-  (`policy_checks.model.markers.is_pure_shim`, the same test EXP009 and the board apply): every
-  file under it at head is listed in ``trees`` and its text given;
-* ``<f>``'s own entry points, the definitions marked experimental for it at base, are no
-  longer marked experimental at head: every experimental definition in the feature's own
-  files, and each core definition marked ``@flashinfer_experimental_api`` that names the
-  feature (``feature="<f>"``), imports it, or is one of the record's ``apis``; there is at
-  least one, and each API the record lists is among them.
+* Its record ``flashinfer/experimental/<f>/FEATURE.toml`` is removed, or renamed away. Its
+  text at base is readable, since its ``apis`` and ``tracking_issue`` are read from it.
+* The directory ``flashinfer/experimental/<f>/`` at head is a pure re-export shim. The test
+  is `policy_checks.model.markers.is_pure_shim`, the same one EXP009 and the board apply.
+  Every file under it at head is listed in ``trees``, and its text given.
+* ``<f>``'s own entry points are not marked experimental at head. They are the definitions
+  marked experimental for it at base:
 
-Anything needed for that decision that is missing or incomplete (a text GitHub could not
-give whole, a file that does not parse, an unlisted directory) means no graduation, and the
-reason is returned (`Recognition.not_recognised`) so that the caller fails closed. Other
-experimental code a PR adds, in the feature's directory or anywhere, is not part of a
-graduation: `added_experimental` lists it for the caller, which asks for a declaration as
-for any experimental change.
+  - every experimental definition in the feature's own files;
+  - each core definition marked ``@flashinfer_experimental_api`` that names the feature
+    (``feature="<f>"``), imports it, or is one of the record's ``apis``.
+
+  There is at least one, and each API the record lists is among them.
+
+Anything the decision needs may be missing or incomplete. Examples: a text GitHub could not
+give whole, a file that does not parse, an unlisted directory. Then there is no graduation.
+The reason is returned (`Recognition.not_recognised`) so that the caller fails closed.
+
+Other experimental code a PR adds, in the feature's directory or anywhere, is not part of a
+graduation. `added_experimental` lists it for the caller. The caller asks for a declaration,
+as for any experimental change.
 
 Each of the seven steps of `policy_checks.model.window.GRADUATION_STEPS` gets a state:
 
-* step 2 (move the code): the directory is a pure shim (required), with the files moved out;
-* step 3 (the decorator swap): each core entry point is marked ``@flashinfer_api`` at head,
-  no experimental mark is added outside the experimental package, no gate call stays in the
-  entry points and none is added in core;
-* step 5 (AOT): done when the AOT module (``flashinfer/aot.py``) changes, else not part
-  of this PR (needed only when the kernels ship prebuilt);
-* step 6 (tests): a test of ``tests/experimental/<f>/`` was renamed into the stable lane,
-  or removed while a stable test was added, and no test stays changed under the
-  experimental lane;
-* steps 1, 4 and 7 are for a person; step 7 names the tracking issue when the bot knows
-  it (the removed record's ``tracking_issue``, else the PR's ``Tracking issue:``).
+* Step 2 (move the code): the directory is a pure shim (required), with the files moved out.
+* Step 3 (the decorator swap): each core entry point is marked ``@flashinfer_api`` at head.
+  No experimental mark is added outside the experimental package. No gate call stays in the
+  entry points, and none is added in core.
+* Step 5 (AOT): done when the AOT module (``flashinfer/aot.py``) changes. Otherwise it is not
+  part of this PR. It is needed only when the kernels ship prebuilt.
+* Step 6 (tests): a test of ``tests/experimental/<f>/`` was renamed into the stable lane, or
+  removed while a stable test was added. No test stays changed under the experimental lane.
+* Steps 1, 4 and 7 are for a person. Step 7 names the tracking issue when the bot knows it:
+  the removed record's ``tracking_issue``, else the PR's ``Tracking issue:``.
 
-Texts are untrusted: they are parsed by ``ast`` and read by `policy_checks.model.markers`, in time
-linear in their size; text from them reaches the comment only through `markdown.code`.
+Texts are untrusted. They are parsed by ``ast`` and read by `policy_checks.model.markers`,
+in time linear in their size. Text from them reaches the comment only through
+`markdown.code`.
 """
 
 from __future__ import annotations
@@ -81,10 +88,10 @@ NEEDS_TEXTS = ("the bot needs the texts of the PR's files at the base and head c
 
 
 def changed_lines(patch: str | None) -> Iterator[tuple[str, str]]:
-    """``("+", text)`` for each added line and ``("-", text)`` for each removed one of a unified diff.
+    """``("+", text)`` for each added line and ``("-", text)`` for each removed one of a diff.
 
-    Lines are split at ``\\n`` only (a Unicode line separator inside a line does not start a
-    new diff line); ``+++``/``---`` file headers are skipped.
+    The diff is a unified diff. Lines are split at ``\\n`` only: a Unicode line separator
+    inside a line does not start a new diff line. ``+++``/``---`` file headers are skipped.
     """
     for line in (patch or "").split("\n"):
         if not line or line[0] not in "+-" or line.startswith(("+++", "---")):
@@ -121,14 +128,16 @@ class Listed:
 
     @classmethod
     def of(cls, changed) -> Listed:
-        """From a PyGithub ``File`` (or anything with its attributes)."""
+        """From a PyGithub ``File``, or anything with its attributes."""
         status = getattr(changed, "status", None) or "modified"
         previous = getattr(changed, "previous_filename", None) if status in ("renamed", "copied") else None
         return cls(changed.filename, status, previous or None, getattr(changed, "patch", None))
 
     @property
     def base_path(self) -> str | None:
-        """Where the file's base text is: the previous path of a rename, None for a new file."""
+        """Where the file's base text is.
+
+        It is the previous path of a rename, and None for a new file."""
         if self.status == "renamed":
             return self.previous
         return None if self.status in ("added", "copied") else self.path
@@ -136,7 +145,9 @@ class Listed:
 
 @dataclass(frozen=True)
 class StepState:
-    """A step of the checklist and what the PR shows of it; ``detail`` is rendered Markdown."""
+    """A step of the checklist and what the PR shows of it.
+
+    ``detail`` is rendered Markdown."""
 
     step: GraduationStep
     state: str
@@ -163,7 +174,7 @@ class Graduation:
 
 @dataclass(frozen=True)
 class NotRecognised:
-    """A feature whose record the PR removes but which it does not (visibly) graduate, and why.
+    """A feature whose record the PR removes but which it does not visibly graduate, and why.
 
     ``reason`` is Markdown: whatever it quotes from the PR is a code span.
     """
@@ -176,9 +187,11 @@ class NotRecognised:
 
 
 class Recognition(list):
-    """The `Graduation` s a PR makes (a list, as `recognise` always returned), and the
-    features whose record it removes without graduating them (`not_recognised`): the
-    caller fails closed on those (the record is gone, so the feature needs a declaration)."""
+    """What `recognise` finds: graduations, and removed records without a graduation.
+
+    The `Graduation` s a PR makes come as a list. `not_recognised` holds the features whose
+    record it removes without graduating them. The caller fails closed on those: the record is
+    gone, so the feature needs a declaration."""
 
     def __init__(self, graduations: Iterable[Graduation] = (), not_recognised: Iterable[NotRecognised] = ()):
         super().__init__(graduations)
@@ -214,7 +227,9 @@ class _Listing:
 
 
 def aot_paths(settings: Settings) -> list[str]:
-    """The AOT modules as paths: ``flashinfer.aot`` -> ``flashinfer/aot.py`` (or the package directory)."""
+    """The AOT modules as paths.
+
+    ``flashinfer.aot`` becomes ``flashinfer/aot.py``, or the package directory."""
     return [module.replace(".", "/") for module in settings.aot_modules]
 
 
@@ -269,12 +284,15 @@ def _experimental(marks: Iterable[Marked]) -> list[Marked]:
 
 
 def added_experimental(files_at_revisions: Mapping[str, FileAtRevisions]) -> list[tuple[str, Marked]]:
-    """``(path, Marked)`` for each definition of a Python file that is marked experimental
-    (an experimental API or backend, however spelt) at head and was not, by the same
-    qualname and kind, at base: what a PR adds to the track, for the caller to require a
-    declaration for. A renamed file's base is its previous path's text (as the reader
-    gives it). An entry that is incomplete, or whose head text does not parse, is not
-    judged here: `unjudged` names it, and the caller fails closed on it."""
+    """``(path, Marked)`` for each definition a PR newly marks experimental.
+
+    That is a definition of a Python file marked experimental at head, but not at base by the
+    same qualname and kind. Experimental means an experimental API or backend, however spelt.
+    It is what a PR adds to the track, so the caller requires a declaration for it.
+
+    A renamed file's base is its previous path's text, as the reader gives it. Some entries are
+    not judged here: an incomplete one, or one whose head text does not parse. `unjudged` names
+    those, and the caller fails closed on them."""
     found: list[tuple[str, Marked]] = []
     head_aliases, base_aliases = side_aliases(files_at_revisions, "head"), side_aliases(files_at_revisions, "base")
     for key in sorted(files_at_revisions):
@@ -292,15 +310,19 @@ def added_experimental(files_at_revisions: Mapping[str, FileAtRevisions]) -> lis
 
 
 def side_aliases(files_at_revisions: Mapping[str, FileAtRevisions], which: str) -> AliasTable:
-    """The cross-module alias table of one side ("base" or "head") of the PR's Python files read whole
-    (`aliases.AliasTable`; a file is keyed by its head path on both sides)."""
+    """The cross-module alias table of one side of the PR's Python files read whole.
+
+    The side is "base" or "head" (`aliases.AliasTable`). A file is keyed by its head path on
+    both sides."""
     return AliasTable({entry.path: (entry.base if which == "base" else entry.head)
                        for entry in files_at_revisions.values() if is_python(entry.path) and entry.complete})
 
 
 def unjudged(files_at_revisions: Mapping[str, FileAtRevisions]) -> list[tuple[str, str]]:
-    """``(path, why)`` for each Python file whose marks could not be read: incomplete, or its
-    head text not Python. What it adds cannot be known, so the caller fails closed on it."""
+    """``(path, why)`` for each Python file whose marks could not be read.
+
+    The file is incomplete, or its head text is not Python. What it adds cannot be known, so
+    the caller fails closed on it."""
     found = []
     for key in sorted(files_at_revisions):
         entry = files_at_revisions[key]
@@ -314,8 +336,9 @@ def unjudged(files_at_revisions: Mapping[str, FileAtRevisions]) -> list[tuple[st
 
 
 def directories_to_list(files: Iterable, settings: Settings = DEFAULT) -> list[str]:
-    """The feature directories whose record the PR removes: the caller lists every file under
-    each at the head commit (``trees`` of `recognise`)."""
+    """The feature directories whose record the PR removes.
+
+    The caller lists every file under each at the head commit (``trees`` of `recognise`)."""
     listing = [f if isinstance(f, Listed) else Listed.of(f) for f in files]
     return [f"{settings.experimental_dir}/{name}" for name, feature in sorted(_scan(listing, settings).features.items())
             if feature.record is not None]
@@ -323,9 +346,10 @@ def directories_to_list(files: Iterable, settings: Settings = DEFAULT) -> list[s
 
 def paths_needed(files: Iterable, trees: Mapping[str, Collection[str] | None] | None = None,
                  settings: Settings = DEFAULT) -> list[str]:
-    """The paths whose texts `recognise` reads, given the directories' listings: every Python
-    file of the PR, each removed record, and every Python file under a listed directory at
-    head (unchanged ones too: they are part of the shim)."""
+    """The paths whose texts `recognise` reads, given the directories' listings.
+
+    They are every Python file of the PR and each removed record. They are also every Python
+    file under a listed directory at head. Unchanged ones count too: they are part of the shim."""
     listing = [f if isinstance(f, Listed) else Listed.of(f) for f in files]
     wanted = {f.path for f in listing if is_python(f.path) or is_python(f.previous)}
     for directory in directories_to_list(listing, settings):
@@ -360,7 +384,9 @@ class _Undecided(Exception):
 
 
 class _Texts:
-    """The texts of the PR's files, looked up by listing entry; anything missing is `_Undecided`."""
+    """The texts of the PR's files, looked up by listing entry.
+
+    Anything missing is `_Undecided`."""
 
     def __init__(self, texts: Mapping[str, FileAtRevisions]):
         self.texts = texts
@@ -376,8 +402,9 @@ class _Texts:
 
     @cached_property
     def gates(self) -> dict[str, tuple[list, list]]:
-        """Path -> the gate calls of its text at head and at base (`markers.gate_calls`), for the
-        files that have both sides' texts whole (an absent side has none)."""
+        """Path -> the gate calls of its text at head and at base (`markers.gate_calls`).
+
+        Only files that have both sides' texts whole are included. An absent side has none."""
         found = {}
         for path, entry in self.texts.items():
             if is_python(entry.path) and entry.complete and entry.head is not None:
@@ -386,7 +413,9 @@ class _Texts:
         return found
 
     def marks(self, text: str, path: str, where: str) -> list[tuple[Marked, ast.AST]]:
-        """The marked definitions of a text (`markers.marked_nodes`); `_Undecided` when it is not Python."""
+        """The marked definitions of a text (`markers.marked_nodes`).
+
+        `_Undecided` when it is not Python."""
         key = (path, where)
         if key not in self.parsed:
             self.parsed[key] = markers.marked_nodes(text, self.aliases[where].imported(path))
@@ -402,7 +431,9 @@ class _Texts:
         return found
 
     def side(self, path: str, which: str, previous: str | None = None) -> str | None:
-        """The text at ``which`` ("base" or "head") of a listed path; `_Undecided` when not given whole."""
+        """The text at ``which`` ("base" or "head") of a listed path.
+
+        `_Undecided` when it is not given whole."""
         entry = self.entry(path, previous)
         where = "base" if which == "base" else "head"
         if entry is None:
@@ -414,7 +445,7 @@ class _Texts:
 
 
 def _names_feature(node: ast.AST, feature: str) -> bool:
-    """A decorator of ``node`` (or the call of an assignment) passes ``feature="<feature>"``."""
+    """A decorator of ``node``, or the call of an assignment, passes ``feature="<feature>"``."""
     calls = node.decorator_list if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
         else [getattr(node, "value", None)]
     for call in calls:
@@ -427,8 +458,10 @@ def _names_feature(node: ast.AST, feature: str) -> bool:
 
 
 def _imports_feature(node: ast.AST, feature: str, settings: Settings) -> bool:
-    """The definition's body imports the feature (``from .experimental.<f>.kernel import run``,
-    ``import_module("flashinfer.experimental.<f>")``)."""
+    """The definition's body imports the feature.
+
+    Examples: ``from .experimental.<f>.kernel import run`` and
+    ``import_module("flashinfer.experimental.<f>")``."""
     package = settings.experimental_package.rpartition(".")[2]
     pattern = re.compile(rf"(?:^|\.){re.escape(package)}\.{re.escape(feature)}(?:\.|$)")
     for inner in ast.walk(node):
@@ -538,13 +571,15 @@ def recognise(files: Iterable, tracking: TrackingRef | None = None, settings: Se
               trees: Mapping[str, Collection[str] | None] | None = None) -> Recognition:
     """The features this PR graduates, each with its checklist, and those it does not, with why.
 
-    ``files`` is the PR's listing (PyGithub ``File`` objects or `Listed`); ``tracking`` is the
-    PR's own tracking reference, named in step 7 when the removed record names none.
-    ``texts`` maps each path of `paths_needed` (a listed file by its head path) to its
-    `FileAtRevisions`; ``trees`` maps each directory of `directories_to_list` to every file
-    path under it at the head commit (None: it could not be listed). Without ``texts`` no
-    graduation is recognised: each feature whose record goes is not recognised, the reason
-    saying the texts are needed.
+    ``files`` is the PR's listing: PyGithub ``File`` objects or `Listed`. ``tracking`` is the
+    PR's own tracking reference. Step 7 names it when the removed record names none.
+
+    ``texts`` maps each path of `paths_needed` to its `FileAtRevisions`. A listed file is keyed
+    by its head path. ``trees`` maps each directory of `directories_to_list` to every file path
+    under it at the head commit. None means it could not be listed.
+
+    Without ``texts`` no graduation is recognised. Each feature whose record goes is then not
+    recognised, and the reason says the texts are needed.
     """
     listing = [f if isinstance(f, Listed) else Listed.of(f) for f in files]
     seen = _scan(listing, settings)
@@ -594,8 +629,11 @@ def _step2(directory: str, sources: dict, feature: _Feature) -> StepState:
 
 def _step3(points: list[_EntryPoint], head_marks: dict[str, list[Marked]], listing: list[Listed], texts: _Texts,
            settings: Settings) -> StepState:
-    """The swap on each core entry point, read from the resolved decorators at head; no experimental
-    mark added outside the experimental package; no gate call left in an entry point or added in core."""
+    """The state of step 3, the decorator swap.
+
+    The swap on each core entry point is read from the resolved decorators at head. No
+    experimental mark may be added outside the experimental package. No gate call may be left
+    in an entry point, or added in core."""
     open_parts = []
     core = [p for p in points if p.core]
     not_stable = [p for p in core if p.head_path is not None and not any(
@@ -651,10 +689,11 @@ def _step6(name: str, feature: _Feature, seen: _Listing, settings: Settings) -> 
 
 def checklist_lines(graduations: list[Graduation], repo_name: str, issue_state: str | None = None,
                     issue_ref: TrackingRef | None = None) -> list[str]:
-    """The comment's "Graduation checklist" section(s) as Markdown lines; empty without a graduation.
+    """The comment's "Graduation checklist" sections as Markdown lines.
 
-    ``issue_state`` is the state of ``issue_ref`` when the bot read that issue (the PR's own
-    tracking reference); step 7 shows it beside the issue when the checklist names the same one.
+    The list is empty without a graduation. ``issue_state`` is the state of ``issue_ref`` when
+    the bot read that issue, the PR's own tracking reference. Step 7 shows it beside the issue
+    when the checklist names the same one.
     """
     lines: list[str] = []
     for graduation in graduations[:MAX_CHECKLISTS]:
@@ -676,7 +715,9 @@ def checklist_lines(graduations: list[Graduation], repo_name: str, issue_state: 
 
 def _detail(state: StepState, graduation: Graduation, repo_name: str, issue_state: str | None,
             issue_ref: TrackingRef | None) -> str:
-    """What follows a step's text: done and how it shows, not yet and why, or who does it."""
+    """What follows a step's text.
+
+    That is done and how it shows, not yet and why, or who does it."""
     if state.state == DONE:
         return f"— done: {state.detail}"
     if state.state == OPEN:

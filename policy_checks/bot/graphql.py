@@ -1,20 +1,24 @@
 """Bulk reads through GitHub's GraphQL API: one request where REST needs one per issue or file.
 
-Four named queries keep the request budgets: ``PrContext`` (the PR's comments, the tracking
-issue with its rendered body, comments and the repository's collaborators),
-``LifecycleReview`` (every ``FEATURE.toml``, the issues labelled ``experimental`` with their
-comments and labels, and the collaborators), ``TrackingIssues`` (any other issues, by
-number) and ``FilesAtRevisions`` (``revisions.py``: the PR's files at its base and head
-commits, 50 paths a request, through ``Repository.object(expression: "<sha>:<path>")``).
-The answers are turned into the PyGithub objects the rest of the bot already uses (or into
-`revisions.FileAtRevisions`), so writes still go through REST.
+Four named queries keep the request budgets:
 
-A part the token may not read (collaborators need push access) comes back as ``None`` with a
-note, not as a failure; a connection with more than 100 entries is marked incomplete and the
-caller reads the rest through REST.
+- ``PrContext``: the PR's comments, and the tracking issue with its rendered body and
+  comments. It also reads the repository's collaborators.
+- ``LifecycleReview``: every ``FEATURE.toml``, and the issues labelled ``experimental`` with
+  their comments and labels. It also reads the collaborators.
+- ``TrackingIssues``: any other issues, by number.
+- ``FilesAtRevisions`` (``revisions.py``): the PR's files at its base and head commits, 50
+  paths a request. It reads through ``Repository.object(expression: "<sha>:<path>")``.
 
-Actors are turned into REST's spelling on the way in: GraphQL names the Bot that
-``GITHUB_TOKEN`` acts as ``github-actions`` (``__typename: Bot``), REST names it
+The answers become the PyGithub objects the rest of the bot uses, or
+`revisions.FileAtRevisions`. So writes go through REST.
+
+A part the token may not read comes back as ``None`` with a note, not as a failure.
+Collaborators, for one, need push access. A connection with more than 100 entries is marked
+incomplete. The caller reads the rest through REST.
+
+Actors are turned into REST's spelling on the way in. GraphQL names the Bot that
+``GITHUB_TOKEN`` acts as ``github-actions`` (``__typename: Bot``). REST names it
 ``github-actions[bot]``. Every login the rest of the bot compares is REST's.
 """
 
@@ -87,7 +91,9 @@ query LifecycleReview($owner: String!, $name: String!, $records: String!, $label
 
 
 def tracking_issues_query(count: int) -> str:
-    """``TrackingIssues``: ``count`` issues by repository and number (variables ``oK``, ``nK``, ``iK``), as ``tK``."""
+    """``TrackingIssues``: ``count`` issues by repository and number, as ``tK``.
+
+    The variables are ``oK``, ``nK`` and ``iK``."""
     params = ", ".join(f"$o{k}: String!, $n{k}: String!, $i{k}: Int!" for k in range(count))
     fields = "\n".join(
         f"  t{k}: repository(owner: $o{k}, name: $n{k}) {{ issueOrPullRequest(number: $i{k}) "
@@ -97,7 +103,9 @@ def tracking_issues_query(count: int) -> str:
 
 
 def rest_login(actor: dict | None) -> str | None:
-    """An actor's login as REST spells it: a Bot's gets the ``[bot]`` suffix GraphQL leaves off."""
+    """An actor's login as REST spells it.
+
+    A Bot's gets the ``[bot]`` suffix GraphQL leaves off."""
     if not actor or not actor.get("login"):
         return None  # a deleted account ("ghost") comes back as a null author
     login = actor["login"]
@@ -110,7 +118,9 @@ _LEVELS = {"ADMIN": "admin", "MAINTAIN": "maintain", "WRITE": "write", "TRIAGE":
 
 
 def query(gh: github.Github, text: str, variables: dict, action: str) -> tuple[dict, list[dict]]:
-    """Run one query; return its data and the errors GitHub attached to parts it could not answer."""
+    """Run one query.
+
+    Return its data, and the errors GitHub attached to parts it could not answer."""
     try:
         _, answer = gh.requester.requestJsonAndCheck("POST", gh.requester.graphql_url,
                                                      input={"query": text, "variables": variables})
@@ -175,14 +185,18 @@ def comment_objects(gh: github.Github, repo_name: str, nodes: list[dict]) -> lis
 
 @dataclass
 class IssueData:
-    """An issue read through GraphQL: the PyGithub object and its comments (``None``: read them through REST)."""
+    """An issue read through GraphQL: the PyGithub object and its comments.
+
+    ``None`` comments mean: read them through REST."""
 
     issue: object
     comments: list | None = None
 
 
 def issue_object(gh: github.Github, repo_name: str, node: dict) -> IssueData:
-    """A GraphQL issue (or pull request) as a completed PyGithub ``Issue``; writes go to its REST URL."""
+    """A GraphQL issue or pull request as a completed PyGithub ``Issue``.
+
+    Writes go to its REST URL."""
     number = node["number"]
     url = f"/repos/{repo_name}/issues/{number}"
     is_pull = node.get("__typename") == "PullRequest"

@@ -1,25 +1,30 @@
 """Weakenings of the stable lane's isolation, judged as EXP008 reads the lane.
 
-EXP008 reads more than the root's pytest configuration: the first configuration pytest finds
-from the stable lane's directory up (a ``tests/pytest.ini`` wins over the root's), the conftest
-hooks of the lane that re-admit or add tests, and the workflows' pytest command lines. The bot
-reads the same files at a PR's base and head commits and asks the checker's own readers
-(`policy_checks.rules.exp008`, `conftest_hooks`, `workflows`, `pytest_commands`) what each text
-means; nothing of the PR runs. What the head adds is a weakening; what it drops (tightening) is not.
+EXP008 reads more than the root's pytest configuration:
 
-* the configuration's candidates (`config_paths`) in pytest's order, directory by directory
-  (`policy_weakening.pytest_config` reads them);
-* a conftest of the lane (`is_lane_conftest`, the root's aside: any change to it is judged by
-  `policy_weakening`): each hook statement that re-admits or adds tests (`conftest_hooks.readmissions`)
-  whose stripped line the base does not hold as often. A conftest renamed or copied from outside
-  the lane is new to it (its base is none);
-* a workflow or composite action (`workflows.is_workflow_file`): each pytest argument that can
-  let the stable lane collect experimental tests (``-o norecursedirs``, ``--override-ini``, ``-c``,
-  ``--rootdir``, ``-p no:``, experimental paths beside stable ones, ``PYTEST_ADDOPTS``) that the
-  base's text does not hold as often. ``-c`` naming the configuration pytest uses is harmless,
-  as in EXP008.
+- the first configuration pytest finds from the stable lane's directory up. A
+  ``tests/pytest.ini`` wins over the root's;
+- the conftest hooks of the lane that re-admit or add tests;
+- the workflows' pytest command lines.
 
-Links under ``tests/`` are not judged here: the bot fails a link anywhere in the test lanes
+The bot reads the same files at a PR's base and head commits. It asks the checker's own
+readers what each text means: `policy_checks.rules.exp008`, `conftest_hooks`, `workflows`
+and `pytest_commands`. Nothing of the PR runs. What the head adds is a weakening. What it
+drops is tightening, and is not.
+
+* The configuration's candidates (`config_paths`), in pytest's order, directory by
+  directory. `policy_weakening.pytest_config` reads them.
+* A conftest of the lane (`is_lane_conftest`). The root's is aside: `policy_weakening` judges
+  any change to it. Each hook statement that re-admits or adds tests
+  (`conftest_hooks.readmissions`) counts when the base holds its stripped line fewer times. A
+  conftest renamed or copied from outside the lane is new to it: its base is none.
+* A workflow or composite action (`workflows.is_workflow_file`). Each pytest argument that can
+  let the stable lane collect experimental tests counts when the base holds it fewer times.
+  Such arguments are ``-o norecursedirs``, ``--override-ini``, ``-c``, ``--rootdir``,
+  ``-p no:``, experimental paths beside stable ones, and ``PYTEST_ADDOPTS``. ``-c`` naming the
+  configuration pytest uses is harmless, as in EXP008.
+
+Links under ``tests/`` are not judged here. The bot fails a link anywhere in the test lanes
 outright (`pr_check`).
 
 Pure: no request.
@@ -43,15 +48,19 @@ CONFTEST = "conftest.py"
 
 
 def config_paths(settings: Settings = DEFAULT) -> tuple[str, ...]:
-    """Where pytest looks for its configuration when run on the stable lane, in its order: each of
-    EXP008's `CONFIG_FILES` in the lane's directory, then in each directory above it up to the root."""
+    """Where pytest looks for its configuration when run on the stable lane, in its order.
+
+    That is each of EXP008's `CONFIG_FILES` in the lane's directory. Then it is each directory
+    above it, up to the root."""
     return tuple(f"{directory}/{name}" if directory else name
                  for directory in lane_directories(settings) for name in exp008.CONFIG_FILES)
 
 
 def is_lane_conftest(path: str | None, settings: Settings = DEFAULT) -> bool:
-    """A conftest the stable lane loads, other than the root's: one in the lane's directory or a
-    directory between it and the root, or in any stable test directory (not the experimental lane's)."""
+    """A conftest the stable lane loads, other than the root's.
+
+    It is one in the lane's directory, or in a directory between it and the root. It may also
+    be in any stable test directory, but not the experimental lane's."""
     if not path or path == CONFTEST:
         return False
     directory, _, name = path.rpartition("/")
@@ -67,8 +76,9 @@ def _anchored(settings: Settings):
 
 
 def _readmitting_lines(text: str | None) -> list[tuple[str, str, str]]:
-    """``(hook and what it does, stripped line, message)`` of each statement of a conftest that re-admits or
-    adds tests."""
+    """The statements of a conftest that re-admit or add tests.
+
+    Each comes as ``(hook and what it does, stripped line, message)``."""
     if not text:
         return []
     if markers.parse(text) is None:  # not Python, or nested deeper than the parser takes: cannot be judged
@@ -81,8 +91,10 @@ def _readmitting_lines(text: str | None) -> list[tuple[str, str, str]]:
 
 
 def conftest_weakenings(path: str, base: str | None, head: str | None) -> list[tuple[str, tuple]]:
-    """``(text, key parts)`` of each statement re-admitting or adding tests that the head of a lane conftest
-    holds more often than its base (a hook added, or one changed to re-admit)."""
+    """``(text, key parts)`` of each statement that re-admits or adds tests, new at the head.
+
+    It counts when the head of a lane conftest holds it more often than its base. A hook was
+    added, or changed to re-admit."""
     before = Counter((key, line) for key, line, _ in _readmitting_lines(base))
     seen: Counter = Counter()
     out = []
@@ -97,9 +109,11 @@ def conftest_weakenings(path: str, base: str | None, head: str | None) -> list[t
 
 def workflow_weakenings(path: str, base: str | None, head: str | None, config_base: str | None,
                         config_head: str | None, settings: Settings = DEFAULT) -> list[tuple[str, tuple]]:
-    """``(text, key parts)`` of each pytest argument of a workflow at head that can let the stable lane collect
-    experimental tests and that the base does not hold as often. ``config_*`` is the configuration pytest
-    uses at each commit (``-c`` naming it is harmless)."""
+    """``(text, key parts)`` of each risky pytest argument of a workflow at head.
+
+    Risky means it can let the stable lane collect experimental tests. It counts when the base
+    holds it fewer times. ``config_*`` is the configuration pytest uses at each commit.
+    ``-c`` naming it is harmless."""
     anchored = _anchored(settings)
 
     def problems(text: str | None, config: str | None) -> list:
@@ -120,8 +134,9 @@ def workflow_weakenings(path: str, base: str | None, head: str | None, config_ba
 
 
 def renamed_into_lane(path: str, status: str, previous: str | None, settings: Settings = DEFAULT) -> bool:
-    """A lane conftest that arrives by a rename or copy from a path that is not one: its base text is
-    another file's, so all of it is new to the lane."""
+    """A lane conftest that arrives by a rename or copy from a path that is not one.
+
+    Its base text is another file's, so all of it is new to the lane."""
     return status in ("renamed", "copied") and not is_lane_conftest(previous, settings)
 
 

@@ -1,11 +1,12 @@
 """Quoting user text in bot comments: no @mention pings, no broken Markdown, bounded length.
 
-Everything the bot echoes from input goes through `code`: a code span shows its text
-literally, so no link, autolink, HTML, emphasis, ``#N`` or ``owner/repo#N`` cross-reference
-and no mention can come from input (tests/policy_checks/bot/test_bot_inert_text.py proves
-it on the rendered comments). `code` and `table_row` live in `policy_checks.report.markdown`,
-below the bot, because the checker's board quotes with them too; the bot's own helpers
-are here.
+Everything the bot echoes from input goes through `code`. A code span shows its text
+literally. So no link, autolink, HTML, emphasis or mention can come from input. Neither can
+a ``#N`` or ``owner/repo#N`` cross-reference. tests/policy_checks/bot/test_bot_inert_text.py
+proves it on the rendered comments.
+
+`code` and `table_row` live in `policy_checks.report.markdown`, below the bot. The checker's
+board quotes with them too. The bot's own helpers are here.
 """
 
 from __future__ import annotations

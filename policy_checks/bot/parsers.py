@@ -1,20 +1,24 @@
 """Text in, facts out: everything the bot reads from PR bodies, issues, comments and records.
 
-``FEATURE.toml`` is read by `policy_checks.model.records` (shared with the checker's EXP009);
+``FEATURE.toml`` is read by `policy_checks.model.records`, shared with the checker's EXP009.
 `parse_feature_toml` only quotes its problems as Markdown. GitHub's rules for logins and
 tracking references come from there too.
 
-Nothing here touches the network, and nothing here raises on odd input: a parser
-returns what it could read plus a list of problems worded for a contributor. A problem
-that quotes input quotes it with `markdown.code`, an inert code span.
+Nothing here touches the network, and nothing here raises on odd input. A parser returns
+what it could read plus a list of problems worded for a contributor. A problem that quotes
+input quotes it with `markdown.code`, an inert code span.
 
-Every parser takes time linear in its input (GitHub bodies reach 65,536 characters and
-are written by anyone). Headings and HTML comments are read with string code, mention
-links with string code around `html.parser.HTMLParser`, and each regex below is built so
-that no part of the input is scanned more than a bounded number of times: a search whose
-pattern opens with a character class can only start where a run of that class begins (a
-lookbehind excludes the run's own characters); quantifiers next to each other match
-disjoint classes or are followed by nothing that can fail; numbers are bounded.
+Every parser takes time linear in its input. GitHub bodies reach 65,536 characters and are
+written by anyone. Headings and HTML comments are read with string code. Mention links are
+read with string code around `html.parser.HTMLParser`. Each regex below is built so that no
+part of the input is scanned more than a bounded number of times:
+
+- A search whose pattern opens with a character class can only start where a run of that
+  class begins. A lookbehind excludes the run's own characters.
+- Quantifiers next to each other match disjoint classes, or are followed by nothing that can
+  fail.
+- Numbers are bounded.
+
 ``benchmarks/bot_parsers.py`` times every parser on adversarial input.
 """
 
@@ -105,8 +109,8 @@ class ExtendCommand:
 def _without_comments(text: str) -> str:
     """Text without HTML comments; an unterminated comment hides the rest.
 
-    ``<!-->`` and ``<!--->`` are whole (empty) comments, as in HTML and CommonMark. String
-    search, not a regex: each character is looked at once.
+    ``<!-->`` and ``<!--->`` are whole, empty comments, as in HTML and CommonMark. It uses
+    string search, not a regex, so each character is looked at once.
     """
     out = []
     start = 0
@@ -124,14 +128,16 @@ def _without_comments(text: str) -> str:
 
 
 def _normalise(text: str | None) -> str:
-    """Return text with LF line ends and without HTML comments (they hide template hints)."""
+    """Return text with LF line ends and without HTML comments, which hide template hints."""
     if not text:
         return ""
     return _without_comments(text.replace("\r\n", "\n").replace("\r", "\n"))
 
 
 def _unfenced_lines(text: str) -> list[tuple[str, bool]]:
-    """Pair each line with whether it lies inside a fenced code block (fence lines count as inside)."""
+    """Pair each line with whether it lies inside a fenced code block.
+
+    Fence lines count as inside."""
     return list(markdown_lines.fenced(text.split("\n")))
 
 
@@ -139,19 +145,19 @@ def _heading_words(text: str) -> str:
     """A heading's words, lower-cased and joined by one space: what headings are compared by.
 
     Words are runs of letters and digits, so emoji, punctuation, emphasis and brackets fall
-    away: ``🔬 Experimental Track``, ``**Experimental track:**``, ``[Experimental-Track]``
+    away. ``🔬 Experimental Track``, ``**Experimental track:**``, ``[Experimental-Track]``
     and ``:microscope: Experimental Track 🧪`` all read ``experimental track``.
     """
     return " ".join(_WORD_RE.findall(_SHORTCODES_RE.sub(" ", text).lower()))
 
 
 def _section(text: str, wanted: str) -> list[str] | None:
-    """Lines under the first heading whose words are ``wanted``, up to the next heading of the same or a higher level.
+    """Lines under the first heading whose words are ``wanted``.
 
-    Only ATX headings (``## Title``) count, as in the PR template. Setext headings (a line
-    underlined with ``===`` or ``---``) are not read: telling an underline from a thematic
-    break, a list item or a table needs CommonMark's paragraph rules, which cost more than
-    they are worth here.
+    The section runs up to the next heading of the same or a higher level. Only ATX headings
+    (``## Title``) count, as in the PR template. Setext headings (a line underlined with
+    ``===`` or ``---``) are not read. Telling an underline from a thematic break, a list item
+    or a table needs CommonMark's paragraph rules. Those cost more than they are worth here.
     """
     lines = _unfenced_lines(text)
     for index, (line, fenced) in enumerate(lines):
@@ -170,10 +176,11 @@ def _section(text: str, wanted: str) -> list[str] | None:
 
 
 def parse_tracking_ref(value: str) -> tuple[TrackingRef | None, str | None]:
-    """Find the first tracking reference in ``value``: an issue URL, ``owner/repo#N``, ``GH-N`` or ``#N``.
+    """Find the first tracking reference in ``value``.
 
-    Returns ``(ref, problem)``; a link to a pull request is a problem, not a reference, and
-    the first reference found to number 0 (no issue has it) makes none.
+    A reference is an issue URL, ``owner/repo#N``, ``GH-N`` or ``#N``. Returns
+    ``(ref, problem)``. A link to a pull request is a problem, not a reference. No issue has
+    number 0, so a first reference to number 0 makes none.
     """
     url = _ISSUE_URL_RE.search(value)
     if url:
@@ -194,8 +201,8 @@ def parse_tracking_ref(value: str) -> tuple[TrackingRef | None, str | None]:
 def parse_pr_body(body: str | None) -> PrDeclaration:
     """Read the ``## Experimental Track`` section: the declaration checkbox and the tracking issue.
 
-    The declaration is the first checkbox whose text mentions "experimental" (or, failing
-    that, the first checkbox of the section), at any nesting depth.
+    The declaration is the first checkbox whose text mentions "experimental", at any nesting
+    depth. Failing that, it is the first checkbox of the section.
     """
     result = PrDeclaration()
     lines = _section(_normalise(body), PR_SECTION_TITLE)
@@ -222,8 +229,8 @@ def parse_pr_body(body: str | None) -> PrDeclaration:
 def issue_sections(body: str | None) -> dict[str, str]:
     """Map each ``### Heading`` of an issue-form body to its text; "_No response_" is empty.
 
-    Keys are the heading's words, lower-cased (see `_heading_words`): ``### Owner``,
-    ``### 👤 Owner`` and ``### Owner:`` are all ``"owner"``, ``### Why experimental?`` is
+    Keys are the heading's words, lower-cased (see `_heading_words`). ``### Owner``,
+    ``### 👤 Owner`` and ``### Owner:`` are all ``"owner"``. ``### Why experimental?`` is
     ``"why experimental"``. A heading that comes again adds to the first one's text.
     """
     sections: dict[str, list[str]] = {}
@@ -249,7 +256,7 @@ def _parse_date(text: str) -> dt.date | None:
 
 
 def parse_login(text: str) -> str | None:
-    """The first ``@login`` (or bare login) in text, if it is a well-formed GitHub login."""
+    """The first ``@login``, or bare login, in text, if it is a well-formed GitHub login."""
     token = text.strip().split()[0] if text.strip() else ""
     token = token.strip("`*_").lstrip("@").rstrip(",.;")
     return token if LOGIN_RE.match(token) else None
@@ -290,7 +297,9 @@ def parse_tracking_issue(body: str | None) -> TrackingIssueBody:
 
 
 def parse_extend_command(text: str | None) -> tuple[ExtendCommand | None, str | None]:
-    """Find ``/experimental extend <weeks> <reason>`` in a comment; ``(None, None)`` when absent."""
+    """Find ``/experimental extend <weeks> <reason>`` in a comment.
+
+    Returns ``(None, None)`` when absent."""
     match = _EXTEND_RE.search(_normalise(text))
     if not match:
         return None, None
@@ -308,15 +317,23 @@ def parse_extend_command(text: str | None) -> tuple[ExtendCommand | None, str | 
 
 
 def parse_policy_approvals(text: str | None) -> list[str]:
-    """The digests that ``/experimental-track approve-policy <digest>`` commands of a comment name, lower-cased
-    ("" for a command that names none, the whole token otherwise: ``<digest>x`` is not ``<digest>``).
+    """The digests that ``/experimental-track approve-policy <digest>`` commands name.
 
-    A command is a paragraph of its own, the whole paragraph, at the top level of the comment as
-    GitHub's CommonMark reads it (markdown-it-py): inside a code block (indented or fenced, a fence
-    in a list item too), a block quote (its lazy continuation lines too), a list item or an HTML
-    block (``<pre>``, a comment) it is text, not a command. Only the block structure is parsed
-    (no inline rules), which is linear in the text, and only when some line can start such a
-    paragraph (`might_hold_approval`): most comments are never parsed.
+    Digests are lower-cased. A command that names none gives "". Otherwise the whole token
+    counts: ``<digest>x`` is not ``<digest>``.
+
+    A command is a paragraph of its own, the whole paragraph. It sits at the top level of the
+    comment as GitHub's CommonMark reads it (markdown-it-py). Elsewhere it is text, not a
+    command:
+
+    - inside a code block, indented or fenced, a fence in a list item too;
+    - in a block quote, its lazy continuation lines too;
+    - in a list item;
+    - in an HTML block (``<pre>``, a comment).
+
+    Only the block structure is parsed, without inline rules, which is linear in the text. It
+    is parsed only when some line can start such a paragraph (`might_hold_approval`). Most
+    comments are never parsed.
     """
     if not text or APPROVE_WORD not in text.lower():
         return []
@@ -327,23 +344,27 @@ def parse_policy_approvals(text: str | None) -> list[str]:
 
 
 def might_hold_approval(text: str) -> bool:
-    """Whether a line of ``text`` can start a top-level paragraph that is the approval command: a cheap
-    linear scan that `approvals_in_blocks` finds nothing without.
+    """Whether a line of ``text`` can start a top-level paragraph that is the approval command.
 
-    A top-level paragraph's content is taken from the start of its first line and stripped
-    (markdown-it-py's paragraph rule, then `parse_policy_approvals`), and the command fits on one
-    line (its regex matches no line break), so the command's words start a line after nothing but
-    blanks other than a line break: lines that are only such blanks can precede it in the same
-    paragraph, and a line of the paragraph after its first may be indented any amount. The scan asks
-    exactly that, on lines as markdown-it-py splits them (at LF, CR and CRLF), with the command
-    regex's own case rules.
+    It is a cheap linear scan. When it says no, `approvals_in_blocks` would find nothing.
+
+    A top-level paragraph's content is taken from the start of its first line and stripped.
+    That is markdown-it-py's paragraph rule, then `parse_policy_approvals`. The command fits on
+    one line: its regex matches no line break. So the command's words start a line after
+    nothing but blanks other than a line break. Lines that are only such blanks can precede it
+    in the same paragraph. A line of the paragraph after its first may be indented any amount.
+
+    The scan asks exactly that. It reads lines as markdown-it-py splits them: at LF, CR and
+    CRLF. It uses the command regex's own case rules.
     """
     return _APPROVE_LINE_RE.search(text.replace("\r", "\n")) is not None
 
 
 def approvals_in_blocks(text: str) -> list[str]:
-    """The digests of the top-level paragraphs of ``text`` that are the approval command, from markdown-it-py's
-    block structure (the whole parse: what `parse_policy_approvals` answers when `might_hold_approval`)."""
+    """The digests of the top-level paragraphs of ``text`` that are the approval command.
+
+    They come from markdown-it-py's block structure, the whole parse. This is what
+    `parse_policy_approvals` answers when `might_hold_approval`."""
     found = []
     tokens = _BLOCKS.parse(text)
     for opening, inline in zip(tokens, tokens[1:]):
@@ -360,7 +381,9 @@ def normalise_reason(reason: str) -> str:
 
 
 def parse_feature_toml(name: str, text: str) -> FeatureRecord:
-    """Read a FEATURE.toml (`policy_checks.model.records.parse`), quoting its text in problems as inert code spans."""
+    """Read a FEATURE.toml (`policy_checks.model.records.parse`).
+
+    Its text is quoted in problems as inert code spans."""
     return features.parse(name, text, quote=code)
 
 
@@ -369,7 +392,9 @@ _MAX_LINK_TEXT = 64  # a mention link's text is "@" and a login of at most 39 ch
 
 
 class _MentionStart(HTMLParser):
-    """Reads one ``<a ...>`` start tag and the text after it: is it a user-mention link, and what follows?"""
+    """Reads one ``<a ...>`` start tag and the text after it.
+
+    It tells whether the tag is a user-mention link, and what follows."""
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
@@ -397,20 +422,24 @@ class _MentionStart(HTMLParser):
 
 
 def mentioned_users(body_html: str | None) -> set[str]:
-    """Logins GitHub rendered as user-mention links in an issue's HTML body, lower-cased: users that exist.
+    """Logins GitHub rendered as user-mention links in an issue's HTML body: users that exist.
 
-    GitHub renders ``@login`` as ``<a class="user-mention notranslate" data-hovercard-type="user"
-    href="https://github.com/login">@login</a>`` only when the user exists.
+    Logins are lower-cased. GitHub renders ``@login`` as ``<a class="user-mention notranslate"
+    data-hovercard-type="user" href="https://github.com/login">@login</a>`` only when the user
+    exists.
 
-    `html.parser.HTMLParser` reads the ``<a>`` start tags (attributes, quotes, character
-    references), but not the whole document: given that, it rescans from every ``<`` that
-    opens something unfinished (``"<a class=" * 7000`` takes seconds) and it raises on
-    some declarations (``"<!["``). Here the HTML is cut into pieces, each from one ``<`` to
-    the next; only a piece that opens an ``<a>`` tag mentioning "user-mention" and holds its
-    ``>`` goes to the parser, and a piece it cannot finish is dropped. Inside a mention
-    link, other tags are skipped up to their first ``>`` and the text is kept (bounded) up
-    to ``</a>``. No character is scanned more than a few times and nothing raises. GitHub's
-    HTML escapes every ``<`` outside markup, so nothing it renders is dropped.
+    `html.parser.HTMLParser` reads the ``<a>`` start tags: attributes, quotes, character
+    references. It is not given the whole document, for two reasons. Given that, it rescans
+    from every ``<`` that opens something unfinished: ``"<a class=" * 7000`` takes seconds. It
+    also raises on some declarations (``"<!["``).
+
+    So the HTML is cut into pieces, each from one ``<`` to the next. Only some pieces go to the
+    parser: those that open an ``<a>`` tag mentioning "user-mention" and hold its ``>``. A piece
+    it cannot finish is dropped. Inside a mention link, other tags are skipped up to their first
+    ``>``. The text is kept, bounded, up to ``</a>``.
+
+    No character is scanned more than a few times and nothing raises. GitHub's HTML escapes
+    every ``<`` outside markup, so nothing it renders is dropped.
     """
     logins: set[str] = set()
     if not body_html:
@@ -451,7 +480,9 @@ def mentioned_users(body_html: str | None) -> set[str]:
 
 
 def _tag_kind(piece: str) -> str | None:
-    """``"a"`` when ``piece`` opens an ``<a>`` or ``</a>`` tag, ``""`` for another tag, None for no tag."""
+    """What tag ``piece`` opens.
+
+    ``"a"`` for an ``<a>`` or ``</a>`` tag, ``""`` for another tag, None for no tag."""
     offset = 2 if piece.startswith("</") else 1
     first = piece[offset : offset + 1]
     if not (piece.startswith("<") and first.isascii() and first.isalpha()):

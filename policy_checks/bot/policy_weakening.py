@@ -1,42 +1,64 @@
-"""Policy weakenings: what a pull request changes that lets the checker, its baseline, the test
-lanes or the gates themselves let more through.
+"""Policy weakenings: what a pull request changes to let more through.
 
-Judged from the files' texts at the PR's base and head commits (`revisions.FileAtRevisions`),
-by what they mean, not by how the diff's lines look:
+A weakening loosens the checker, its baseline, the test lanes or the gates themselves.
+Each is judged from the files' texts at the PR's base and head commits
+(`revisions.FileAtRevisions`). The judgement goes by what the texts mean, not by how the
+diff's lines look.
 
-* **the checker's settings**: ``[tool.policy-check]`` of the root ``pyproject.toml`` read at
-  both commits with the checker's own ``config.from_table`` and ``registry.check_settings``;
-  rules no longer checked (``select``, ``ignore``), per-file ignores added, paths excluded
-  (``exclude``, ``extend-exclude``), the package and path settings changed, and
-  ``type-checking-imports`` turned off. A head the checker cannot read is a weakening too.
-* **suppressions**: a ``policy: ignore[...]`` comment at the head of a changed file that the
-  checker reads suppressions in (Python, tokenized as the checker does; docs pages,
-  ``FEATURE.toml`` and pytest's configuration, a line at a time) whose stripped line is not at
-  the base as often (a copied line silences a second finding).
-* **the test lanes**, as EXP008 reads them: the pytest configuration ``pytest tests/`` would use
-  at each commit (pytest's own search order, in ``tests/`` and then at the root, as EXP008 follows
-  it), every key but a few harmless ones (markers, warnings filters, logging, timeouts...), any
-  change to the root ``conftest.py``, and (`lane_weakening`) hook statements of the lane's other
-  conftests that re-admit or add tests and workflows' pytest arguments that undo the isolation,
-  each when the base does not hold it.
-* **the gates**: a changed file of ``.github/workflows/`` or ``.github/actions/`` that mentions
-  ``policy-check``, ``policy_checks`` or ``experimental-track`` (at either commit, or in its
-  name), or that can post a commit status or a check at the head (`status_power`: a status
-  named at run time is the gate's status too), and any change to ``CODEOWNERS``,
-  ``.github/CODEOWNERS`` or ``docs/CODEOWNERS``.
-* **the baseline** (``policy-check-baseline.json`` at the root, however it arrives: added,
-  modified, renamed or copied onto that name): entries compared between the two texts
-  (`baseline_diff.baseline_texts_change`); debt added, an entry moved under a module that does
-  not exist at the head (which accepts its finding in any module), lines that are no entry,
-  and a file the checker would refuse.
+* **the checker's settings**: ``[tool.policy-check]`` of the root ``pyproject.toml``. It is
+  read at both commits with the checker's own ``config.from_table`` and
+  ``registry.check_settings``. Weakenings are:
+
+  - rules the head stops checking (``select``, ``ignore``);
+  - per-file ignores added;
+  - paths excluded (``exclude``, ``extend-exclude``);
+  - the package and path settings changed;
+  - ``type-checking-imports`` turned off;
+  - a head the checker cannot read.
+
+* **suppressions**: a ``policy: ignore[...]`` comment at the head of a changed file. The file
+  must be one the checker reads suppressions in. Python is tokenized as the checker does.
+  Docs pages, ``FEATURE.toml`` and pytest's configuration are read a line at a time. It is a
+  weakening when its stripped line is not at the base as often. A copied line silences a
+  second finding.
+* **the test lanes**, as EXP008 reads them. Each counts when the base does not hold it:
+
+  - the pytest configuration ``pytest tests/`` would use at each commit. The search follows
+    pytest's own order, in ``tests/`` and then at the root, as EXP008 follows it. Every key
+    counts but a few harmless ones (markers, warnings filters, logging, timeouts...);
+  - any change to the root ``conftest.py``;
+  - hook statements of the lane's other conftests that re-admit or add tests
+    (`lane_weakening`);
+  - workflows' pytest arguments that undo the isolation (`lane_weakening`).
+
+* **the gates**:
+
+  - a changed file of ``.github/workflows/`` or ``.github/actions/`` that mentions
+    ``policy-check``, ``policy_checks`` or ``experimental-track``. The mention may be at
+    either commit, or in its name;
+  - such a file that can post a commit status or a check at the head (`status_power`). A
+    status named at run time is the gate's status too;
+  - any change to ``CODEOWNERS``, ``.github/CODEOWNERS`` or ``docs/CODEOWNERS``.
+
+* **the baseline**: ``policy-check-baseline.json`` at the root, however it arrives. It may be
+  added, modified, renamed or copied onto that name. Entries are compared between the two
+  texts (`baseline_diff.baseline_texts_change`). Weakenings are:
+
+  - debt added;
+  - an entry moved under a module that does not exist at the head. Such an entry accepts its
+    finding in any module;
+  - lines that are no entry;
+  - a file the checker would refuse.
+
 * **what could not be read** (fail closed): a needed file GitHub would not send whole.
 
-Tightening (ignores removed, rules added, debt paid off) is never a weakening. Each weakening
-has a key (16 hex digits of SHA-256 over what it is): a maintainer approves a set of keys, and
-a later push that brings a weakening with a new key needs a new approval. A change that cannot
-be judged (a workflow, ``CODEOWNERS``, the root ``conftest.py``) is keyed by its text at the
-head, and what could not be read by the head commit, so any further change needs approval
-again.
+Tightening is never a weakening: ignores removed, rules added, debt paid off.
+
+Each weakening has a key: 16 hex digits of SHA-256 over what it is. A maintainer approves a
+set of keys. A later push that brings a weakening with a new key needs a new approval. A
+change that cannot be judged is keyed by its text at the head. Such changes are a workflow,
+``CODEOWNERS`` or the root ``conftest.py``. What could not be read is keyed by the head
+commit. So any further change needs approval again.
 
 Everything here is pure: no request. Every piece of PR text reaches the Markdown through
 `markdown.code`.
@@ -114,7 +136,9 @@ def _digest(text: str | None) -> str:
 
 @dataclass(frozen=True)
 class Weakening:
-    """One weakening: ``text`` is one Markdown line (PR text inside code spans), ``key`` names it."""
+    """One weakening: ``text`` is one Markdown line, and ``key`` names it.
+
+    PR text in ``text`` sits inside code spans."""
 
     kind: str
     text: str
@@ -131,14 +155,16 @@ class Changed:
 
     @classmethod
     def of(cls, listed) -> Changed:
-        """From a PyGithub ``File`` (or anything with its attributes)."""
+        """From a PyGithub ``File``, or anything with its attributes."""
         status = getattr(listed, "status", None) or "modified"
         previous = getattr(listed, "previous_filename", None) if status in ("renamed", "copied") else None
         return cls(listed.filename, status, previous or None)
 
 
 def touched(listed: Iterable[Changed]) -> set[str]:
-    """Every path the PR touches: each listed path and the previous path of each rename or copy."""
+    """Every path the PR touches.
+
+    That is each listed path, and the previous path of each rename or copy."""
     paths = set()
     for changed in listed:
         paths.add(changed.path)
@@ -152,9 +178,14 @@ def _is_ci(path: str) -> bool:
 
 
 def policy_paths(listed: Iterable[Changed]) -> list[str]:
-    """The policy files to read at both commits, each at the same path on both sides: what the PR touches
-    of the settings, pytest's configuration (all its candidates, to know which one pytest uses: for a
-    changed workflow too), the workflows, CODEOWNERS and the baseline."""
+    """The policy files to read at both commits, each at the same path on both sides.
+
+    They are what the PR touches of:
+
+    - the settings;
+    - pytest's configuration. All its candidates are read, to know which one pytest uses. A
+      changed workflow needs them too;
+    - the workflows, CODEOWNERS and the baseline."""
     paths = touched(listed)
     wanted: list[str] = []
     if paths & {*PYTEST_PATHS, ROOT_CONFTEST} or any(map(is_workflow_file, paths)):
@@ -166,15 +197,19 @@ def policy_paths(listed: Iterable[Changed]) -> list[str]:
 
 
 def reads_suppressions(path: str) -> bool:
-    """Whether the checker reads suppressions in a file of this name (Python code, docs pages, records)."""
+    """Whether the checker reads suppressions in a file of this name.
+
+    It does in Python code, docs pages and records."""
     name = path.rpartition("/")[2]
     return path.endswith((".py", ".rst")) or name == FEATURE_RECORD
 
 
 def code_paths(listed: Iterable[Changed]) -> list[tuple[str, str]]:
-    """``(path, base path)`` of every listed file to read for suppressions (and for the graduation
-    reader): Python files, docs pages and feature records that exist at the head. A renamed file is
-    read at its previous path at the base; a copied one is new (its suppressions are new ones)."""
+    """``(path, base path)`` of every listed file to read for suppressions.
+
+    The graduation reader uses them too. They are the Python files, docs pages and feature
+    records that exist at the head. A renamed file is read at its previous path at the base. A
+    copied one is new, so its suppressions are new ones."""
     out = []
     for changed in listed:
         if changed.status == "removed" or not reads_suppressions(changed.path):
@@ -187,8 +222,10 @@ def code_paths(listed: Iterable[Changed]) -> list[tuple[str, str]]:
 # ----- the checker's settings -----------------------------------------------------------------
 
 def settings_at(text: str | None) -> tuple[Settings | None, str | None]:
-    """The settings the checker would run with, from a ``pyproject.toml``'s text (None: no file, the
-    defaults), or why the checker would refuse them."""
+    """The settings the checker would run with, from a ``pyproject.toml``'s text.
+
+    None as the text means no file: the defaults. The answer may instead be why the checker
+    would refuse them."""
     if text is None:
         return Settings(), None
     try:
@@ -249,7 +286,7 @@ def settings_weakenings(pyproject: FileAtRevisions) -> list[Weakening]:
 
 
 def _per_file(settings: Settings, checked) -> set[tuple[str, str]]:
-    """``(glob, rule id)`` for each rule a per-file ignore silences (of those in ``checked``)."""
+    """``(glob, rule id)`` for each rule a per-file ignore silences, of those in ``checked``."""
     return {(glob, rule) for glob, ids in settings.per_file_ignores for rule in checked if matches(rule, ids)}
 
 
@@ -260,7 +297,9 @@ def _shown(value) -> str:
 # ----- suppressions ---------------------------------------------------------------------------
 
 def _lines_with_suppressions(path: str, text: str) -> list[tuple[str, str]]:
-    """``(stripped line, suppression text)`` of each suppression naming rule ids, as the checker finds them."""
+    """``(stripped line, suppression text)`` of each suppression naming rule ids.
+
+    The checker would find the same ones."""
     name = path.rpartition("/")[2]
     if path.endswith(".py"):
         found = python_suppressions(text.encode("utf-8", "surrogatepass"))
@@ -279,7 +318,9 @@ def _lines_with_suppressions(path: str, text: str) -> list[tuple[str, str]]:
 
 
 def suppression_weakenings(files: Iterable[FileAtRevisions]) -> list[Weakening]:
-    """Suppressions at the head whose stripped line the base holds fewer times (new, moved or copied)."""
+    """Suppressions at the head whose stripped line the base holds fewer times.
+
+    They are new, moved or copied."""
     out = []
     for f in files:
         if f.head is None or not f.complete or "policy" not in f.head:
@@ -301,7 +342,9 @@ def suppression_weakenings(files: Iterable[FileAtRevisions]) -> list[Weakening]:
 
 @dataclass
 class PytestConfig:
-    """The configuration pytest would use: its file and its settings that matter, as token tuples."""
+    """The configuration pytest would use.
+
+    It holds its file, and its settings that matter as token tuples."""
 
     name: str | None = None  # None: no configuration file
     settings: dict[str, tuple] = field(default_factory=dict)
@@ -324,8 +367,10 @@ def _relevant(table: Mapping) -> dict[str, tuple]:
 
 
 def pytest_config(texts: Mapping[str, str | None]) -> PytestConfig:
-    """The pytest configuration the stable lane uses, from the texts of `PYTEST_PATHS` at one commit (a path
-    not in ``texts`` is absent): the first candidate holding pytest's configuration, in pytest's order."""
+    """The pytest configuration the stable lane uses at one commit.
+
+    It comes from the texts of `PYTEST_PATHS`; a path not in ``texts`` is absent. It is the
+    first candidate holding pytest's configuration, in pytest's order."""
     config = PytestConfig()
     for path in PYTEST_PATHS:
         text = texts.get(path)
@@ -375,8 +420,11 @@ def pytest_config(texts: Mapping[str, str | None]) -> PytestConfig:
 
 
 def pytest_weakenings(files: Mapping[str, FileAtRevisions]) -> list[Weakening]:
-    """Changes to what pytest collects and runs: its configuration's keys (in the file the stable lane uses
-    at each commit: a configuration added under ``tests/`` replaces the root's) and the root ``conftest.py``."""
+    """Changes to what pytest collects and runs.
+
+    They are the configuration's keys, and the root ``conftest.py``. The keys are read in the
+    file the stable lane uses at each commit. A configuration added under ``tests/`` replaces
+    the root's."""
     base = pytest_config({n: files[n].base for n in PYTEST_PATHS if n in files})
     head = pytest_config({n: files[n].head for n in PYTEST_PATHS if n in files})
     out = []
@@ -403,8 +451,10 @@ def pytest_weakenings(files: Mapping[str, FileAtRevisions]) -> list[Weakening]:
 
 
 def lane_weakenings(listed: list[Changed], complete: Mapping[str, FileAtRevisions], pytest_read: bool) -> list[Weakening]:
-    """What EXP008 reads beyond the configuration's keys (`lane_weakening`): conftest hooks of the stable lane
-    that re-admit or add tests, and workflows' pytest arguments that undo the lane's isolation."""
+    """What EXP008 reads beyond the configuration's keys (`lane_weakening`).
+
+    That is conftest hooks of the stable lane that re-admit or add tests. It is also
+    workflows' pytest arguments that undo the lane's isolation."""
     out = []
     by_path = {c.path: c for c in listed}
     paths = touched(listed)
@@ -449,13 +499,18 @@ STATUS_API_WORDS = ("statuses", "commitstatus", "commit_status", "check-runs", "
 
 
 def status_power(path: str, text: str | None) -> str | None:
-    """Why a workflow or action at this text can post a commit status or a check (whatever it names it,
-    ``experimental-track`` included, built at run time or not), or None when it cannot.
+    """Why a workflow or action at this text can post a commit status or a check.
 
-    Conservative, from the text: a token scope other than the harmless ones given ``write`` (``statuses:
-    write``, ``checks: write``) or ``write-all``; a workflow with no top-level ``permissions:`` (the
-    repository's default token may write); a call of the statuses or checks API, or a secret (another
-    token) in a workflow or an action."""
+    None when it cannot. Whatever it names the status counts, ``experimental-track``
+    included, built at run time or not.
+
+    The reading is conservative, from the text. Any of these is enough:
+
+    - a token scope other than the harmless ones given ``write`` (``statuses: write``,
+      ``checks: write``), or ``write-all``;
+    - a workflow with no top-level ``permissions:``. The repository's default token may write;
+    - a call of the statuses or checks API, in a workflow or an action;
+    - a secret (another token), in a workflow or an action."""
     if text is None:
         return None
     lowered = text.lower().replace("secrets.github_token", "")  # the job's own token: its permissions decide
@@ -475,8 +530,9 @@ def status_power(path: str, text: str | None) -> str | None:
 
 
 def gate_weakenings(paths: Iterable[str], files: Mapping[str, FileAtRevisions]) -> list[Weakening]:
-    """Changed workflows (and actions) that run the checker or the bot, or that can post a commit status
-    (`status_power`), and changed CODEOWNERS files."""
+    """Changed workflows and actions that run the checker or the bot, or can post a status.
+
+    Posting a commit status is judged by `status_power`. Changed CODEOWNERS files count too."""
     out = []
     for path in sorted(set(paths)):
         f = files.get(path)
@@ -499,7 +555,7 @@ def gate_weakenings(paths: Iterable[str], files: Mapping[str, FileAtRevisions]) 
 # ----- the baseline ---------------------------------------------------------------------------
 
 def entry_text(entry: BaselineEntry) -> str:
-    """One entry, every field quoted inertly (they are the PR's text)."""
+    """One entry, every field quoted inertly, since they are the PR's text."""
     scope = f", scope {code(entry.scope)}" if entry.scope else ""
     more = f" ({entry.count} findings)" if entry.count > 1 else ""
     return f"{code(entry.rule, 40)} in {code(entry.module, 200)}{scope}: {code(entry.subject)}{more}"
@@ -530,7 +586,9 @@ def baseline_weakenings(change: BaselineChange | None, head_sha: str) -> list[We
 # ----- everything -----------------------------------------------------------------------------
 
 def unread_weakenings(files: Iterable[FileAtRevisions], head_sha: str) -> list[Weakening]:
-    """Files the bot needed but GitHub would not send whole: fail closed, keyed by the head commit."""
+    """Files the bot needed but GitHub would not send whole.
+
+    They fail closed, keyed by the head commit."""
     return [Weakening(UNREAD, f"the bot could not read {code(f.path, 200)} whole ({code(f.problem or '?', 200)}): "
                               "it cannot tell what the change does", key_of(UNREAD, f.path, head_sha))
             for f in files if not f.complete]
@@ -538,8 +596,10 @@ def unread_weakenings(files: Iterable[FileAtRevisions], head_sha: str) -> list[W
 
 def weakenings(listed: Iterable[Changed], files: Mapping[str, FileAtRevisions], baseline: BaselineChange | None,
                head_sha: str) -> list[Weakening]:
-    """Every weakening of a PR whose listed files are ``listed``: ``files`` holds the texts `policy_paths`
-    and `code_paths` asked for, ``baseline`` the change to the baseline (`baseline_diff`)."""
+    """Every weakening of a PR whose listed files are ``listed``.
+
+    ``files`` holds the texts `policy_paths` and `code_paths` asked for. ``baseline`` is the
+    change to the baseline (`baseline_diff`)."""
     listed = list(listed)
     paths = touched(listed)
     needed = set(policy_paths(listed)) | {path for path, _ in code_paths(listed)}
@@ -570,7 +630,9 @@ _SUFFIX = " -->"
 
 
 def approval_keys(items: Iterable[Weakening]) -> list[str]:
-    """The keys an approval names: each weakening's, or one key for the whole set when there are very many."""
+    """The keys an approval names.
+
+    Each weakening has its own key. When there are very many, one key names the whole set."""
     keys = sorted({item.key for item in items})
     return keys if len(keys) <= MAX_RECORDED_KEYS else [key_of("all", keys)]
 
@@ -582,7 +644,9 @@ def set_digest(keys: Iterable[str]) -> str:
 
 @dataclass
 class Record:
-    """What the bot's own comment recorded: approved keys (with who approved them) and the set it showed."""
+    """What the bot's own comment recorded.
+
+    It holds the approved keys, with who approved them, and the set it showed."""
 
     approved: dict[str, str] = field(default_factory=dict)  # key -> login
     sources: dict[str, int] = field(default_factory=dict)  # key -> id of the comment that approved it
@@ -595,7 +659,9 @@ def _hex(word: str) -> bool:
 
 
 def read_record(body: str | None) -> Record:
-    """The record in the bot's own comment (never read it from anyone else's: a marker can be pasted)."""
+    """The record in the bot's own comment.
+
+    Never read it from anyone else's comment: a marker can be pasted."""
     record = Record()
     for line in (body or "").split("\n"):
         if not (line.startswith(RECORD_PREFIX) and line.endswith(_SUFFIX)):
@@ -617,8 +683,10 @@ def read_record(body: str | None) -> Record:
 
 
 def record_lines(keys: list[str], approved: Mapping[str, str], sources: Mapping[str, int] | None = None) -> list[str]:
-    """The hidden lines that record the set shown and who approved which of its keys, with which comment
-    (``c<id>``: at every later run that comment must still be there, unedited)."""
+    """The hidden lines that record the set shown and who approved which of its keys.
+
+    Each approval names its comment as ``c<id>``. At every later run that comment must still be
+    there, unedited."""
     if not keys:
         return []
     sources = sources or {}
@@ -635,7 +703,9 @@ def record_lines(keys: list[str], approved: Mapping[str, str], sources: Mapping[
 
 @dataclass(frozen=True)
 class Command:
-    """An approval command in the PR's thread: ``digest`` as written ("" when it names none)."""
+    """An approval command in the PR's thread.
+
+    ``digest`` is as written, or "" when it names none."""
 
     login: str
     association: str | None
@@ -669,14 +739,22 @@ WRITE_LEVELS = frozenset({"admin", "maintain", "write"})
 
 def decide(items: list[Weakening], record: Record, commands: list[Command], level: Callable[[str, str | None], str],
            author: str | None) -> Decision:
-    """Apply the approval commands (oldest first) to the current weakenings.
+    """Apply the approval commands, oldest first, to the current weakenings.
 
-    A command counts when its comment was never edited, its author has write access now (``level``, asked
-    at this run), is not the PR's author, and it names the digest of the current set or of the set the
-    bot's comment showed (what the maintainer saw): it approves that set's keys. Keys approved before
-    (``record``) stay approved only while the approving comment is still in the thread, unedited, and its
-    author still has write access: a deleted or edited comment, or an approver who lost access, approves
-    nothing any more. A weakening with a key nobody approved keeps the PR waiting.
+    A command counts when all of these hold:
+
+    - its comment was never edited;
+    - its author has write access now (``level``, asked at this run);
+    - its author is not the PR's author;
+    - it names the digest of the current set, or of the set the bot's comment showed. The
+      latter is what the maintainer saw.
+
+    A command that counts approves that set's keys.
+
+    Keys approved before (``record``) stay approved only while two things hold. The
+    approving comment is still in the thread, unedited. Its author still has write access. A
+    deleted or edited comment, or an approver who lost access, approves nothing. A weakening
+    with a key nobody approved keeps the PR waiting.
     """
     keys = approval_keys(items)
     wanted = set(keys)

@@ -1,43 +1,67 @@
-"""``policy-check bot pr``: check one pull request against the Experimental Track contract,
-and flag every change that weakens the policy until a maintainer approves it.
+"""``policy-check bot pr``: check one pull request against the Experimental Track contract.
 
-Request budget: at most 8 + ⌈P/50⌉ for a PR of up to 100 files, where P is the number of its
-files the bot reads at both commits (its Python files, docs pages and feature records, and the
-policy files it touches): 10 for a PR of 100 Python files. Reads: the PR, its files (100 per
-page), the texts of those files at the base and head commits (`revisions`: one GraphQL request
-per 50 paths, none for a PR that touches none), and one GraphQL request for the PR's comments,
-the collaborators of this repository, the tracking issue (its rendered body too, whose
-user-mention links prove that an @-mentioned Owner exists) and the issue's comments. A request
-more only when needed: the files of a graduating feature's directory that the PR does not list
-and the unchanged modules its decorators are imported from (`aliases`), and the modules a
-baseline entry is moved to. The Owner's user record is asked for only when
-nothing already read proves the login. Writes, only when something changed: the
-``experimental`` label, the ``experimental-track`` commit status (whose answer names the bot,
-so ``GET /user`` is rarely needed), and the one bot comment.
+It also flags every change that weakens the policy, until a maintainer approves it.
 
-Every PR, experimental or not, is judged for policy weakenings (`policy_weakening`, from the
-texts: ``[tool.policy-check]``, suppression comments, pytest's configuration and the root
-``conftest.py``, the workflows that run the checker or the bot, ``CODEOWNERS``, and the
-baseline however it arrives). A weakening fails the status until a user with write access to
-this repository, other than the PR's author, comments ``/experimental-track approve-policy
-<digest>`` naming the set the bot's comment shows; the bot's own comment records the approval
-(hidden lines, trusted only in a comment the bot wrote), and a later push that brings a
-weakening outside the approved set needs a new one. What the bot cannot read (a listing GitHub
-cut short, a file it would not send whole, more files than the bot reads) fails closed the same
-way.
+Request budget: at most 8 + ⌈P/50⌉ for a PR of up to 100 files. P is the number of its
+files the bot reads at both commits. Those are its Python files, docs pages and feature
+records, and the policy files it touches. A PR of 100 Python files costs 10 requests.
 
-A graduation PR (``graduation_pr``: a feature's FEATURE.toml removed, its directory left a
-re-export shim, its entry points no longer experimental) is recognised from the same texts and
-the listing of the feature's directory at the head, and the comment shows the graduation
-checklist with each step's state. Its changes under the graduating feature's directories need
-no Experimental Track declaration, and a tracking issue it links is not held to the admission
-rules (the feature is leaving the track, not entering it).
+Reads:
 
-Whose word counts (see the threat model in docs/bot.rst): permissions are read on the
-repository the bot serves, never on the tracking issue's repository, which the PR's
-author chooses; a tracking issue in another repository counts only when the workflow
-lists that repository; the Owner must be the issue's author, an assignee or the PR's
-author, unless a maintainer confirms them on the tracking issue.
+- the PR, and its files (100 per page);
+- the texts of those files at the base and head commits (`revisions`). That is one GraphQL
+  request per 50 paths, and none for a PR that touches none;
+- one GraphQL request for the PR's comments, the collaborators of this repository, the
+  tracking issue and the issue's comments. It also brings the issue's rendered body. Its
+  user-mention links prove that an @-mentioned Owner exists.
+
+One more request only when needed. It reads the files of a graduating feature's directory
+that the PR does not list. It also reads the unchanged modules its decorators are imported
+from (`aliases`), and the modules a baseline entry is moved to. The Owner's user record is
+read only when nothing already read proves the login.
+
+Writes, only when something changed:
+
+- the ``experimental`` label;
+- the ``experimental-track`` commit status. Its answer names the bot, so ``GET /user`` is
+  rarely needed;
+- the one bot comment.
+
+Every PR, experimental or not, is judged for policy weakenings (`policy_weakening`). The
+judgement reads the texts of:
+
+- ``[tool.policy-check]`` and suppression comments;
+- pytest's configuration and the root ``conftest.py``;
+- the workflows that run the checker or the bot;
+- ``CODEOWNERS``;
+- the baseline, however it arrives.
+
+A weakening fails the status until a maintainer approves it. The maintainer is a user with
+write access to this repository, other than the PR's author. They comment
+``/experimental-track approve-policy <digest>``, naming the set the bot's comment shows.
+The bot's own comment records the approval in hidden lines. Those lines are trusted only in
+a comment the bot wrote. A later push that brings a weakening outside the approved set needs
+a new approval. What the bot cannot read fails closed the same way. Examples: a listing
+GitHub cut short, a file it would not send whole, more files than the bot reads.
+
+A graduation PR (``graduation_pr``) is recognised from the same texts. It also uses the
+listing of the feature's directory at the head. In such a PR:
+
+- a feature's FEATURE.toml is removed;
+- its directory is left a re-export shim;
+- its entry points are no longer experimental.
+
+The comment shows the graduation checklist with each step's state. Its changes under the
+graduating feature's directories need no Experimental Track declaration. A tracking issue it
+links is not held to the admission rules: the feature is leaving the track, not entering it.
+
+Whose word counts (see the threat model in docs/bot.rst):
+
+- Permissions are read on the repository the bot serves. They are never read on the tracking
+  issue's repository, which the PR's author chooses.
+- A tracking issue in another repository counts only when the workflow lists that repository.
+- The Owner must be the issue's author, an assignee or the PR's author. The exception is an
+  Owner a maintainer confirms on the tracking issue.
 """
 
 from __future__ import annotations
@@ -105,8 +129,10 @@ class PrVerdict:
 
     @property
     def needs_declaration(self) -> bool:
-        """Whether the PR must declare itself: it touches experimental paths other than those of the features
-        it graduates, or adds the experimental decorator."""
+        """Whether the PR must declare itself.
+
+        It must when it touches experimental paths other than those of the features it
+        graduates. It must also when it adds the experimental decorator."""
         if self.decorator_files:
             return True
         graduating = {g.feature for g in self.graduations}
@@ -116,13 +142,17 @@ class PrVerdict:
 
     @property
     def pure_graduation(self) -> bool:
-        """A graduation PR that touches nothing else experimental: admission rules do not apply to it."""
+        """A graduation PR that touches nothing else experimental.
+
+        Admission rules do not apply to it."""
         return bool(self.graduations) and not self.needs_declaration
 
     @property
     def wants_comment(self) -> bool:
-        """Experimental PRs, PRs that weaken the policy and PRs whose baseline change is worth a word get a
-        comment; others only the status."""
+        """Which PRs get a comment; the others get only the status.
+
+        Experimental PRs, PRs that weaken the policy and PRs whose baseline change is worth a
+        word get one."""
         return (self.declared or self.touches_experimental or bool(self.graduations) or bool(self.weakenings)
                 or bool(self.baseline and self.baseline.worth_saying))
 
@@ -162,8 +192,8 @@ class PrContext:
 def read_context(gh, repo_name: str, pull, ref: TrackingRef | None) -> PrContext:
     """One request for everything the PR points at; none when there is nothing to read.
 
-    ``ref`` is a tracking issue the caller has already admitted (this repository, or one
-    the workflow lists).
+    ``ref`` is a tracking issue the caller has already admitted. It is in this repository, or
+    in one the workflow lists.
     """
     if ref is None and not pull.comments:
         return PrContext(comments=[], collaborators=graphql.Collaborators(unavailable="not read: nothing needed them"))
@@ -287,7 +317,7 @@ def admitted_ref(ref: TrackingRef | None, repo_name: str, tracking_repos: frozen
 
 @dataclass
 class Texts:
-    """What the bot read of the PR's files at its base and head commits, and what it judged of them."""
+    """What the bot read of the PR's files at base and head, and what it judged of them."""
 
     files: dict[str, FileAtRevisions] = field(default_factory=dict)  # by path at the head
     trees: dict[str, list[str] | None] = field(default_factory=dict)  # graduating features' directories at head
@@ -297,22 +327,30 @@ class Texts:
 
 
 def _listed_presence(listed: list[pw.Changed]) -> dict[str, bool]:
-    """What the listing already says about paths at the head: a listed file is there unless removed, and
-    the previous path of a rename is gone unless listed again."""
+    """What the listing already says about paths at the head.
+
+    A listed file is there unless removed. The previous path of a rename is gone unless listed
+    again."""
     known = {c.previous: False for c in listed if c.status == "renamed" and c.previous}
     known.update({c.path: c.status != "removed" for c in listed})
     return known
 
 
 def read_texts(gh, repo_name: str, pull, files: list) -> Texts:
-    """Read what the judgement needs at the PR's base and head commits, and judge the policy weakenings.
+    """Read what the judgement needs at the PR's base and head commits; judge the weakenings.
 
-    One request per 50 paths: the policy files the PR touches (each at the same path on both sides),
-    its Python files, docs pages and feature records (a renamed one at its previous path at the base),
-    the directories of features whose record it removes, and the modules that its baseline patch
-    seems to move entries to. One more only when needed: files of such a directory that the PR does
-    not list, and modules the texts move entries to that were not looked up. At most `MAX_CODE_READS`
-    files: beyond, and when GitHub lists fewer files than the PR changes, the check fails closed.
+    One request per 50 paths reads:
+
+    - the policy files the PR touches, each at the same path on both sides;
+    - its Python files, docs pages and feature records. A renamed one is read at its previous
+      path at the base;
+    - the directories of features whose record it removes;
+    - the modules that its baseline patch seems to move entries to.
+
+    One more request only when needed. It reads files of such a directory that the PR does not
+    list. It also reads modules the texts move entries to that were not looked up. At most
+    `MAX_CODE_READS` files are read. Beyond that, the check fails closed. It also fails closed
+    when GitHub lists fewer files than the PR changes.
     """
     listed = [pw.Changed.of(f) for f in files]
     head_sha, base_sha = pull.head.sha, pull.base.sha
@@ -384,8 +422,9 @@ def _in_checked_tree(path: str) -> bool:
 
 
 def _link_problems(links: set[str]) -> list[str]:
-    """A symbolic link inside the checked package or the test lanes fails the check: what it imports or
-    collects is whatever it points to, which its own text does not say."""
+    """A symbolic link inside the checked package or the test lanes fails the check.
+
+    What it imports or collects is whatever it points to. Its own text does not say that."""
     inside = sorted(path for path in links if _in_checked_tree(path))
     if not inside:
         return []
@@ -396,7 +435,9 @@ def _link_problems(links: set[str]) -> list[str]:
 
 def _baseline(gh, repo_name: str, base_sha: str, head_sha: str, f: FileAtRevisions | None,
               known: dict[str, bool]) -> BaselineChange:
-    """The baseline's change from its texts; the modules its entries move to are looked up at the head."""
+    """The baseline's change from its texts.
+
+    The modules its entries move to are looked up at the head."""
     if f is None or not f.complete:
         adopted = f is not None and f.base is None and f.head is not None
         return BaselineChange(adopted=adopted, delta=None, unread=(f.problem if f is not None else "it was not read"))
@@ -417,8 +458,10 @@ def _baseline(gh, repo_name: str, base_sha: str, head_sha: str, f: FileAtRevisio
 
 
 def _judge_approvals(gh, repo_name: str, verdict: PrVerdict, context: PrContext, identity: BotIdentity) -> None:
-    """Which of the PR's weakenings a maintainer approved: commands in the thread, the record in the bot's
-    own comment (found by its author: a pasted record is no record)."""
+    """Which of the PR's weakenings a maintainer approved.
+
+    Approvals are commands in the thread, and the record in the bot's own comment. That comment
+    is found by its author: a pasted record is no record."""
     record = pw.Record()
     marked = [c for c in context.comments if (c.body or "").startswith(PR_MARKER)]
     ours = own_comments(marked, PR_MARKER, identity)
@@ -440,7 +483,9 @@ def _judge_approvals(gh, repo_name: str, verdict: PrVerdict, context: PrContext,
 
 
 def _weakening_problem(verdict: PrVerdict) -> None:
-    """The status fails while a weakening waits for approval (after the declaration's own problems)."""
+    """The status fails while a weakening waits for approval.
+
+    This problem comes after the declaration's own problems."""
     if verdict.decision is not None and verdict.decision.pending:
         pending = len([w for w in verdict.weakenings if not _approved(w, verdict.decision)])
         verdict.problems.append(
@@ -523,9 +568,11 @@ def examine(gh, repo_name: str, number: int, tracking_repos: frozenset[str] = fr
 
 
 def _live_records_removed(recognition: graduation_pr.Recognition, trees: dict[str, list[str] | None]) -> list[str]:
-    """A feature whose record the PR removes while its directory keeps files at the head (or could not be
-    listed), and which it does not graduate: the feature would leave the board and its deadline while its
-    code stays, so the check fails, declared or not. Removing the whole directory is a removal, not this."""
+    """Features whose record the PR removes while their code stays, outside a graduation.
+
+    A feature counts when its directory keeps files at the head, or could not be listed. The
+    feature would leave the board and its deadline while its code stays. So the check fails,
+    declared or not. Removing the whole directory is a removal, not this."""
     problems = []
     for item in recognition.not_recognised:
         directory = f"{DEFAULT.experimental_dir}/{item.feature}"
@@ -541,9 +588,10 @@ def _live_records_removed(recognition: graduation_pr.Recognition, trees: dict[st
 
 
 def _examine_graduation_issue(repo_name: str, ref: TrackingRef, context: PrContext, verdict: PrVerdict) -> None:
-    """The tracking issue a graduation PR links: it must be an issue that exists. The admission rules
-    (a complete form, a confirmed owner, a target date in the window, an open issue) are for features
-    entering the track, not for one leaving it."""
+    """The tracking issue a graduation PR links: it must be an issue that exists.
+
+    The admission rules are for features entering the track, not for one leaving it. They ask
+    for a complete form, a confirmed owner, a target date in the window and an open issue."""
     where = code(ref.render(repo_name))
     issue = context.issue
     if issue is None:
@@ -581,7 +629,9 @@ def render(verdict: PrVerdict) -> str:
 
 
 def policy_lines(verdict: PrVerdict) -> list[str]:
-    """The comment's section on the PR's policy weakenings: each one, and how to approve them or who did."""
+    """The comment's section on the PR's policy weakenings.
+
+    It lists each one, and says how to approve them or who did."""
     if not verdict.weakenings:
         return []
     decision = verdict.decision
@@ -624,7 +674,9 @@ _entry_item = pw.entry_text
 
 
 def baseline_lines(change: BaselineChange | None) -> list[str]:
-    """The comment's words on the PR's baseline change: debt for a maintainer to approve, or thanks."""
+    """The comment's words on the PR's baseline change.
+
+    They are debt for a maintainer to approve, or thanks."""
     if change is None:
         return []
     where = code(BASELINE_FILE)
@@ -690,7 +742,9 @@ def _status_payload(verdict: PrVerdict) -> dict:
 
 
 def _status_is(gh, repo_name: str, verdict: PrVerdict) -> bool:
-    """Whether the head commit already carries this exact status (one read instead of a write)."""
+    """Whether the head commit already carries this exact status.
+
+    One read saves a write."""
     wanted = _status_payload(verdict)
 
     def latest():
@@ -705,7 +759,9 @@ def _status_is(gh, repo_name: str, verdict: PrVerdict) -> bool:
 
 
 def _set_status(gh, repo_name: str, verdict: PrVerdict, writes: Writes, identity: BotIdentity) -> None:
-    """Write the status; its answer names the bot (``creator``), which saves asking ``GET /user``."""
+    """Write the status.
+
+    Its answer names the bot (``creator``), which saves asking ``GET /user``."""
     payload = _status_payload(verdict)
     answer = writes.perform(
         f"set the commit status `{STATUS_CONTEXT}` of {verdict.head_sha[:12]} to {payload['state']}: {payload['description']}",

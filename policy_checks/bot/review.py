@@ -1,14 +1,19 @@
 """``policy-check bot review``: the scheduled lifecycle review of every experimental feature.
 
-Reads every ``flashinfer/experimental/*/FEATURE.toml`` at the default branch, matches each
-with its tracking issue, and classifies it. Reads: one GraphQL request brings every record,
-the collaborators and up to 100 issues labelled ``experimental`` with their comments (one
-more per further 100 issues); only a tracking issue outside that label, or with more than
-100 comments, is read through REST. Writes: at most one review comment per tracking issue
-per weekly cycle (ISO week), and the ``graduation-overdue`` label. So a review costs about
-two requests per feature at worst (comment and label), and one in a usual week. A feature that is simply on
-track gets no comment (the run summary lists it), so that owners hear from the bot when
-something needs them. It never closes an issue.
+It reads every ``flashinfer/experimental/*/FEATURE.toml`` at the default branch. It matches
+each with its tracking issue, and classifies it.
+
+Reads: one GraphQL request brings every record, the collaborators and up to 100 issues
+labelled ``experimental`` with their comments. One more request brings each further 100
+issues. Only some tracking issues are read through REST: one outside that label, or one with
+more than 100 comments.
+
+Writes: at most one review comment per tracking issue per weekly cycle (ISO week), and the
+``graduation-overdue`` label. So a review costs at worst about two requests per feature:
+comment and label. In a usual week it costs one.
+
+A feature that is simply on track gets no comment; the run summary lists it. So owners hear
+from the bot when something needs them. The bot never closes an issue.
 """
 
 from __future__ import annotations
@@ -48,8 +53,10 @@ INCOMPLETE = "record or issue incomplete"
 
 
 def review_marker(feature: str, cycle: str) -> str:
-    """The hidden marker of a review comment; the name is percent-encoded, so no ``-->`` in a
-    directory name can end the HTML comment early."""
+    """The hidden marker of a review comment.
+
+    The name is percent-encoded, so no ``-->`` in a directory name can end the HTML comment
+    early."""
     return f"{REVIEW_MARKER_PREFIX}{quote(feature, safe='')} cycle={cycle} -->"
 
 
@@ -127,7 +134,9 @@ class ReviewResult:
 
 @dataclass
 class ReviewReads:
-    """Everything the review reads in bulk: records, labelled issues with their comments, collaborators."""
+    """Everything the review reads in bulk.
+
+    That is records, labelled issues with their comments, and collaborators."""
 
     records: list[FeatureRecord]
     labelled: dict[int, graphql.IssueData]
@@ -135,7 +144,9 @@ class ReviewReads:
 
 
 def read_in_bulk(gh, repo_name: str) -> ReviewReads:
-    """One GraphQL request per 100 labelled issues; the records and collaborators come with the first."""
+    """One GraphQL request per 100 labelled issues.
+
+    The records and collaborators come with the first."""
     owner, name = repo_name.split("/")
     variables = {"owner": owner, "name": name, "records": f"HEAD:{FEATURES_DIR}", "labels": [EXPERIMENTAL_LABEL],
                  "firstPage": True, "after": None}
@@ -157,7 +168,9 @@ def read_in_bulk(gh, repo_name: str) -> ReviewReads:
 
 
 def _records_from_tree(tree: dict | None) -> list[FeatureRecord]:
-    """Every feature directory's record; a missing or unreadable one is a problem of that feature."""
+    """Every feature directory's record.
+
+    A missing or unreadable one is a problem of that feature."""
     records = []
     for entry in sorted((tree or {}).get("entries") or [], key=lambda e: e["name"]):
         if entry["type"] != "tree" or not is_feature_name(entry["name"]):
@@ -175,7 +188,9 @@ def _records_from_tree(tree: dict | None) -> list[FeatureRecord]:
 
 
 class _Issues:
-    """Tracking issues: the labelled ones from the bulk read, the others in one more GraphQL request."""
+    """Tracking issues: the labelled ones from the bulk read, the others in one more request.
+
+    That other request is a GraphQL one."""
 
     def __init__(self, gh, repo_name: str, labelled: dict[int, graphql.IssueData]):
         self._gh, self._repo_name = gh, repo_name
@@ -209,7 +224,9 @@ class _Issues:
                 self._others[self._key(ref)] = graphql.issue_object(self._gh, repo_name, node) if node else None
 
     def get(self, ref: TrackingRef) -> graphql.IssueData | None:
-        """The issue (``None``: it does not exist or is not visible); ``read_others`` came first."""
+        """The issue, or ``None`` when it does not exist or is not visible.
+
+        ``read_others`` came first."""
         if self._is_labelled(ref):
             return self.labelled[ref.number]
         return self._others.get(self._key(ref))
@@ -301,7 +318,9 @@ def _write_to_issue(issue, review: FeatureReview, comments: list, identity: BotI
 
 
 def _has_cycle_comment(comments: list, marker: str, identity: BotIdentity) -> bool:
-    """Whether the bot already wrote this cycle's comment (a copied marker in anyone else's comment does not count)."""
+    """Whether the bot already wrote this cycle's comment.
+
+    A copied marker in anyone else's comment does not count."""
     return bool(own_comments(comments, marker, identity))
 
 
@@ -315,14 +334,16 @@ def _fix_overdue_label(issue, review: FeatureReview, writes: Writes) -> None:
 
 
 def _comments_of(read: graphql.IssueData, where: str) -> list:
-    """The comments read in bulk, else through REST (only when the issue has any)."""
+    """The comments read in bulk, else through REST, only when the issue has any."""
     if read.comments is not None:
         return read.comments
     return list_comments(read.issue, where) if read.issue.comments else []
 
 
 def _permissions(repo, collaborators: graphql.Collaborators) -> Permissions:
-    """From the bulk read; a listing longer than a page is read again through REST."""
+    """Permissions from the bulk read.
+
+    A listing longer than a page is read again through REST."""
     if collaborators.levels is not None and collaborators.complete:
         return Permissions(repo, collaborators.levels)
     permissions = Permissions(repo, unavailable=collaborators.unavailable)
@@ -332,7 +353,9 @@ def _permissions(repo, collaborators: graphql.Collaborators) -> Permissions:
 
 
 def _admit_tracking(record: FeatureRecord, repo_name: str, tracking_repos: frozenset[str]) -> None:
-    """Drop a tracking reference to a repository the workflow does not list, as a problem of the record."""
+    """Drop a tracking reference to a repository the workflow does not list.
+
+    It becomes a problem of the record."""
     record.tracking, refused = admitted_ref(record.tracking, repo_name, tracking_repos)
     if refused:
         record.problems.append(refused)
@@ -392,7 +415,9 @@ def run_review(gh, repo_name: str, today: dt.date, writes: Writes, identity: Bot
 
 
 def _issue_state(record: FeatureRecord, issue) -> str:
-    """The tracking issue's state for the board: ``open``, ``closed``, ``not found``, ``pull request`` or ``none``."""
+    """The tracking issue's state for the board.
+
+    One of ``open``, ``closed``, ``not found``, ``pull request`` or ``none``."""
     if record.tracking is None:
         return "none"
     if issue is None:

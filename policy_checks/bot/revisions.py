@@ -1,19 +1,24 @@
-"""Files of a pull request read at its base and head commits, for judging by what the code
-says rather than by what its diff's lines look like.
+"""Files of a pull request read at its base and head commits.
 
-A file's text at a revision comes whole or not at all: a file too large to read, binary, or
-cut short by GitHub is marked incomplete, and whoever judges it fails closed.
+The bot judges a file by what the code says, not by what its diff's lines look like.
 
-Everything is read through GraphQL, many files per request: ``Repository.object(expression:
-"<sha>:<path>")`` answers a ``Blob`` (``text``, ``byteSize``, ``isBinary``, ``isTruncated``),
-a ``Tree`` for a directory, or ``null`` when nothing is at that path. GitHub cuts ``text``
-short (at 512,000 bytes) and says so with ``isTruncated``; ``isBinary`` is true for binary
-content and null when GitHub cannot tell the encoding. One request reads at most
-`PATHS_PER_REQUEST` paths at both commits, and as many presence checks (``__typename`` only:
-is anything at this path at the head commit?). Paths and commits travel as variables, never
-inside the query's text.
+A file's text at a revision comes whole or not at all. A file too large to read, binary, or
+cut short by GitHub is marked incomplete. Whoever judges it fails closed.
 
-A renamed file is read at its previous path at the base commit (``(path, base_path)``): its
+Everything is read through GraphQL, many files per request. ``Repository.object(expression:
+"<sha>:<path>")`` answers one of:
+
+- a ``Blob`` (``text``, ``byteSize``, ``isBinary``, ``isTruncated``);
+- a ``Tree`` for a directory;
+- ``null`` when nothing is at that path.
+
+GitHub cuts ``text`` short at 512,000 bytes, and says so with ``isTruncated``. ``isBinary``
+is true for binary content, and null when GitHub cannot tell the encoding. One request reads
+at most `PATHS_PER_REQUEST` paths at both commits. It makes as many presence checks
+(``__typename`` only): is anything at this path at the head commit? Paths and commits travel
+as variables, never inside the query's text.
+
+A renamed file is read at its previous path at the base commit (``(path, base_path)``). Its
 text at the base is what it was before the rename.
 """
 
@@ -67,10 +72,13 @@ class Revisions:
 
 
 def files_query(paths: int, presence: int, commits: bool, trees: int = 0, directories: int = 0) -> str:
-    """``FilesAtRevisions``: ``bK``/``hK`` read path K at the base and head (variables ``$bK``, ``$hK``),
-    ``pK`` asks whether anything is at ``$pK``, ``tK`` lists the files under directory ``$tK`` (`TREE_DEPTH`
-    levels); with ``commits``, ``baseCommit``/``headCommit`` prove that GitHub knows both commits (else every
-    path would read as missing)."""
+    """``FilesAtRevisions``, the query that reads files at both commits.
+
+    - ``bK``/``hK`` read path K at the base and head (variables ``$bK``, ``$hK``).
+    - ``pK`` asks whether anything is at ``$pK``.
+    - ``tK`` lists the files under directory ``$tK`` (`TREE_DEPTH` levels).
+    - With ``commits``, ``baseCommit``/``headCommit`` prove that GitHub knows both commits.
+      Otherwise every path would read as missing."""
     params = ["$owner: String!", "$name: String!"]
     fields = []
     if commits:
@@ -95,7 +103,7 @@ def files_query(paths: int, presence: int, commits: bool, trees: int = 0, direct
 
 
 def _pairs(paths: Iterable[Wanted]) -> list[tuple[str, str]]:
-    """``(path, base_path)`` for each wanted path, each path once (the first wish wins)."""
+    """``(path, base_path)`` for each wanted path, each path once; the first wish wins."""
     seen: dict[str, str] = {}
     for wanted in paths:
         path, base_path = (wanted, wanted) if isinstance(wanted, str) else (wanted[0], wanted[1] or wanted[0])
@@ -104,7 +112,9 @@ def _pairs(paths: Iterable[Wanted]) -> list[tuple[str, str]]:
 
 
 def _side(node: dict | None, error: dict | None) -> tuple[str | None, str | None]:
-    """``(text, problem)`` of one side: no text and no problem means nothing is at that path."""
+    """``(text, problem)`` of one side.
+
+    No text and no problem means nothing is at that path."""
     if node is None:
         if error is not None:
             return None, f"GitHub did not answer for it ({str(error.get('message', ''))[:200]})"
@@ -121,7 +131,9 @@ def _side(node: dict | None, error: dict | None) -> tuple[str | None, str | None
 
 
 def _files_under(node: dict | None, depth: int) -> list[str] | None:
-    """Every file path under a listed tree; None when the listing stops before the tree's end."""
+    """Every file path under a listed tree.
+
+    None when the listing stops before the tree's end."""
     if node is None:
         return []
     if node.get("__typename") != "Tree":
@@ -149,17 +161,22 @@ def _parent(path: str) -> tuple[str, str]:
 def read_revisions(gh, repo_name: str, base_sha: str, head_sha: str, paths: Iterable[Wanted] = (),
                    present_at_head: Iterable[str] = (), trees_at_head: Iterable[str] = (),
                    modes_at_head: Iterable[str] = ()) -> Revisions:
-    """Read ``paths`` at both commits, ask whether anything is at each of ``present_at_head`` and list
-    the files under each directory of ``trees_at_head`` at the head commit: one request per
-    `PATHS_PER_REQUEST` paths (and as many presence checks and `TREES_PER_REQUEST` listings), none
-    when there is nothing to ask. Raises `BotError` when a request fails or GitHub knows neither
-    commit. A directory absent at the head lists no file; one deeper than `TREE_DEPTH` lists None.
+    """Read files at both commits, check presence and list directories at the head.
 
-    The git mode of every path read (at both commits) and of each of ``modes_at_head`` is read from
-    its directory's entries (`DIRECTORIES_PER_REQUEST` directories a request): a symbolic link
-    (mode 120000) is never taken for the file it points to. At the head it is `FileAtRevisions.link`,
-    with no text (incomplete: the caller fails closed) and in `Revisions.links`; at the base a link
-    has no text (the base held no such file)."""
+    It reads ``paths`` at both commits. It asks whether anything is at each of
+    ``present_at_head``. It lists the files under each directory of ``trees_at_head`` at the
+    head commit. That takes one request per `PATHS_PER_REQUEST` paths. A request also carries as
+    many presence checks and `TREES_PER_REQUEST` listings. There is no request when there is
+    nothing to ask.
+
+    Raises `BotError` when a request fails or GitHub knows neither commit. A directory absent at
+    the head lists no file. One deeper than `TREE_DEPTH` lists None.
+
+    The git mode of every path read is read at both commits, from its directory's entries. So is
+    the mode of each of ``modes_at_head``. A request reads `DIRECTORIES_PER_REQUEST` directories.
+    A symbolic link (mode 120000) is never taken for the file it points to. At the head it is
+    `FileAtRevisions.link`, and in `Revisions.links`. It has no text, so it is incomplete and the
+    caller fails closed. At the base a link has no text: the base held no such file."""
     pairs = _pairs(paths)
     presence = list(dict.fromkeys(present_at_head))
     directories = list(dict.fromkeys(trees_at_head))
@@ -243,9 +260,9 @@ def _is_link(modes: dict, sha: str, path: str) -> bool:
 
 def read_at_revisions(gh, repo_name: str, base_sha: str, head_sha: str,
                       paths: Iterable[Wanted]) -> dict[str, FileAtRevisions]:
-    """The text of each path at the base and the head commit, by path (at the head).
+    """The text of each path at the base and the head commit, keyed by its head path.
 
-    A path is read at the same path on both sides; a pair ``(path, base_path)`` reads the base side
-    at ``base_path`` (a renamed file). One GraphQL request per `PATHS_PER_REQUEST` paths.
+    A path is read at the same path on both sides. A pair ``(path, base_path)`` reads the base
+    side at ``base_path``, for a renamed file. One GraphQL request per `PATHS_PER_REQUEST` paths.
     """
     return read_revisions(gh, repo_name, base_sha, head_sha, paths).files

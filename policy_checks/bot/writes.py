@@ -1,8 +1,8 @@
 """The one gate every write goes through: dry run, the write budget, and read-only tokens.
 
-A write is described in words first ("create comment on #12"), so a dry run can print
-exactly what a real run would do, and a run that hits ``--max-writes`` can list what it
-left for the next one.
+A write is described in words first ("create comment on #12"). So a dry run can print
+exactly what a real run would do. A run that hits ``--max-writes`` can list what it left
+for the next one.
 """
 
 from __future__ import annotations
@@ -36,7 +36,9 @@ class Writes:
         return sum(1 for r in self.records if r.outcome == outcome)
 
     def perform(self, description: str, action: Callable[[], object], preview: str = ""):
-        """Run ``action`` unless this is a dry run or the budget is spent; return its result or None."""
+        """Run ``action`` unless this is a dry run or the budget is spent.
+
+        Return its result, or None."""
         if self.dry_run:
             self.records.append(WriteRecord(description, PREVIEWED))
             self.echo(f"[dry-run] would {description}")
@@ -61,7 +63,7 @@ class Writes:
         return [r for r in self.records if r.outcome == outcome]
 
     def summary_lines(self) -> list[str]:
-        """Markdown lines on writes that did not happen as planned (left, refused, failed)."""
+        """Markdown lines on writes that did not happen as planned: left, refused, failed."""
         lines = []
         for outcome, title in (
             (LEFT, "Left for the next run (write budget spent)"),
