@@ -1,8 +1,8 @@
-"""The audit's rule ids (``policy-check audit``, `policy_checks.audit`): data only, so the
-rule table can list them without importing the audit itself (which starts subprocesses).
+"""The audit's rule ids (``policy-check audit``, `policy_checks.audit`), as data only.
 
-Each id is a `MetaRule` (id, name, summary, the doc ``policy-check explain`` prints),
-the same shape as the suppressions' meta rules.
+So the rule table can list them without importing the audit itself, which starts
+subprocesses. Each id is a `MetaRule`: id, name, summary, and the doc
+``policy-check explain`` prints. It has the same shape as the suppressions' meta rules.
 """
 
 from __future__ import annotations

@@ -1,10 +1,14 @@
 """What every rule is made of, and the helpers several rules share.
 
-A rule is a small class: its id, its name, a one-line summary, a docstring that
-explains the rule and why it exists, what it reads (`reads`, `triggers`: see
-`policy_checks.analysis.needs`), and VALID / INVALID examples. Each example is a tiny
-project (a mapping of paths to file contents); the test suite runs every rule over
-every example, in the manner of Fixit's rule examples.
+A rule is a small class. It has:
+
+- its id, its name and a one-line summary;
+- a docstring that explains the rule and why it exists;
+- what it reads (`reads`, `triggers`: see `policy_checks.analysis.needs`);
+- VALID / INVALID examples.
+
+Each example is a tiny project: a mapping of paths to file contents. The test suite runs
+every rule over every example, in the manner of Fixit's rule examples.
 """
 
 from __future__ import annotations
@@ -20,14 +24,16 @@ from ..analysis.needs import CORE_MODULE
 
 @dataclass(frozen=True, order=True)
 class Finding:
-    """One finding, the checker's only output: every report format and
-    ``policy-check fix`` carry these. Findings sort by path, line, column, rule.
+    """One finding, the checker's only output.
 
-    `subject` says what the finding is about, in words that survive edits around
-    it: the imported module, the checker function, the feature and its missing
-    item, never a line or a column. With the module and the enclosing definition it
-    makes the finding's fingerprint (`policy_checks.engine.baseline`). It is not part of a
-    finding's identity: two findings at one place with one message are one finding.
+    Every report format and ``policy-check fix`` carry these. Findings sort by path, line,
+    column, rule.
+
+    `subject` says what the finding is about, in words that survive edits around it. It
+    names the imported module, the checker function, or the feature and its missing item. It
+    never names a line or a column. With the module and the enclosing definition it makes the
+    finding's fingerprint (`policy_checks.engine.baseline`). It is not part of a finding's
+    identity: two findings at one place with one message are one finding.
     """
 
     path: str  # relative to the root, "/" separators
@@ -40,8 +46,10 @@ class Finding:
 
 @dataclass
 class Example:
-    """A tiny project. For INVALID examples, `expect` lists the ``(path, line)``
-    of every finding of this rule the project must produce."""
+    """A tiny project.
+
+    For INVALID examples, `expect` lists the ``(path, line)`` of every finding of this rule
+    the project must produce."""
 
     files: dict
     expect: tuple = ()
@@ -92,9 +100,10 @@ class Rule:
         raise NotImplementedError
 
     def prefetch(self, project) -> Iterable[str]:
-        """Files (relative paths) whose facts the rule will certainly ask for, given
-        the primary files' facts: the runner computes them in its worker pool rather
-        than one by one on demand. An optimisation only."""
+        """Files (relative paths) whose facts the rule will certainly ask for.
+
+        The answer depends on the primary files' facts. The runner computes them in its worker
+        pool rather than one by one on demand. It is an optimisation only."""
         return ()
 
     def finding(self, path: str, line: int, column: int, message: str, subject: str = "") -> Finding:
@@ -123,14 +132,17 @@ def experimental_targets(project, imp) -> list:
 
 
 def calls_importing(project, facts) -> Iterator:
-    """``(call, chain, experimental module)`` for each call `facts`' module runs at
-    import that reaches an import of experimental code (`import_time.ImportTime.calls_importing`)."""
+    """``(call, chain, experimental module)`` for each risky call `facts`' module runs at import.
+
+    A call counts when it reaches an import of experimental code
+    (`import_time.ImportTime.calls_importing`)."""
     return import_time.of(project).calls_importing(facts)
 
 
 def describe_chain(chain) -> str:
-    """``a (line 3) -> b (line 7) -> flashinfer.experimental.x``: a chain of
-    `import_time.ImportTime.tainted_excluded`, in words."""
+    """A chain of `import_time.ImportTime.tainted_excluded`, in words.
+
+    For example: ``a (line 3) -> b (line 7) -> flashinfer.experimental.x``."""
     return " -> ".join(f"{module} (line {line})" if line else module for module, line in chain)
 
 
@@ -140,7 +152,9 @@ def describe_calls(chain) -> str:
 
 
 def checker_import(project, imp) -> bool:
-    """`policy_checks.analysis.import_time.ImportTime.is_checker_import`: the support-module exception."""
+    """`policy_checks.analysis.import_time.ImportTime.is_checker_import`.
+
+    It is the support-module exception."""
     return import_time.of(project).is_checker_import(imp)
 
 
@@ -150,7 +164,7 @@ def excluded_imports(project, imp) -> list:
 
 
 def memo(project, name: str, compute):
-    """Compute a whole-project value once per run (shared by several rules)."""
+    """Compute a whole-project value once per run; several rules share it."""
     cache = project.__dict__.setdefault("_memo", {})
     if name not in cache:
         cache[name] = compute(project)
@@ -166,7 +180,9 @@ def is_aot(project, facts) -> bool:
 
 
 def core_primary(project) -> Iterator:
-    """``(rel, facts)`` of every core module the runner parsed up front: with the
-    triggers of a rule reading core modules for experimental imports, every core
-    module that can import experimental code (the package ``__init__`` included)."""
+    """``(rel, facts)`` of every core module the runner parsed up front.
+
+    The triggers of a rule that reads core modules for experimental imports select them. That
+    is every core module that can import experimental code, the package ``__init__``
+    included."""
     return project.primary_facts(CORE_MODULE)

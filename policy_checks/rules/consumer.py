@@ -1,9 +1,10 @@
-"""The consumer check's rule ids (CONnnn): data only, so that the rule table lists them
-(``policy-check rules`` / ``explain``) without importing `policy_checks.consumer`.
+"""The consumer check's rule ids (CONnnn), as data only.
 
-``policy-check consumer`` judges code that *calls* FlashInfer (a serving framework)
-against the experimental surface of one FlashInfer version; ``policy-check run``
-never selects these ids (`registry.selected_ids` leaves them out).
+So the rule table lists them (``policy-check rules`` / ``explain``) without importing
+`policy_checks.consumer`. ``policy-check consumer`` judges code that *calls* FlashInfer,
+such as a serving framework. It judges it against the experimental surface of one FlashInfer
+version. ``policy-check run`` never selects these ids: `registry.selected_ids` leaves them
+out.
 """
 
 from __future__ import annotations

@@ -7,27 +7,33 @@ from .base import Example, Rule
 
 
 class ParseError(Rule):
-    """A file the checker reads could not be read or parsed, or has a name that is
-    not valid UTF-8 (shown with ``\\xNN`` escapes; no module can have such a name).
+    """A file the checker reads could not be read or parsed, or has a name that is not valid UTF-8.
 
-    Every other rule reasons about what a file imports and defines; a file a rule
-    must read that does not parse cannot be reasoned about, so a violation could hide
-    in it. The finding says so instead of silently passing the file. The rest of the
-    tree is still checked.
+    Such a name is shown with ``\\xNN`` escapes; no module can have such a name.
 
-    Only the files the checker must read are parsed, so only those are reported: the
-    files whose bytes spell a trigger of a rule (`policy_checks.analysis.needs`), the
-    files a rule or the import-time analysis follows into, and the conftest files of
-    the stable lane. A file whose bytes concern no rule is not parsed, so a syntax
-    error there is not reported: Python cannot import such a file, so nothing in it
-    runs, and the project's own tests or linters meet it.
+    Every other rule reasons about what a file imports and defines. A file a rule must read
+    that does not parse cannot be reasoned about, so a violation could hide in it. The
+    finding says so instead of silently passing the file. The rest of the tree is still
+    checked.
 
-    What the checker cannot trust is reported the same way, as unread: a symbolic
-    link (to a file or a directory) anywhere in the package or the test lanes,
-    with its target (links are never followed: one may lead out of the repository,
-    or make code importable that the checker never reads), a ``.pyc`` outside
-    ``__pycache__`` (Python imports it as a module; it has no source to read), and a
-    ``.pyc`` git selects in a ``__pycache__`` whose source is missing.
+    Only the files the checker must read are parsed, so only those are reported:
+
+    - the files whose bytes spell a trigger of a rule (`policy_checks.analysis.needs`);
+    - the files a rule or the import-time analysis follows into;
+    - the conftest files of the stable lane.
+
+    A file whose bytes concern no rule is not parsed, so a syntax error there is not
+    reported. Python cannot import such a file, so nothing in it runs. The project's own
+    tests or linters meet it.
+
+    What the checker cannot trust is reported the same way, as unread:
+
+    - a symbolic link, to a file or a directory, anywhere in the package or the test lanes.
+      The finding names its target. Links are never followed: one may lead out of the
+      repository, or make code importable that the checker never reads;
+    - a ``.pyc`` outside ``__pycache__``. Python imports it as a module, and it has no
+      source to read;
+    - a ``.pyc`` git selects in a ``__pycache__`` whose source is missing.
     """
 
     id = "EXP000"

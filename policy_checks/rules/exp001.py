@@ -18,37 +18,45 @@ _CHECKER = (
 class CoreImportsExperimental(Rule):
     """A core module imports ``flashinfer.experimental...`` at module level.
 
-    Core (everything in the package outside ``flashinfer/experimental/``) must not
-    execute experimental code when it is imported: importing a stable module would
-    otherwise pull in unreviewed kernels and JIT code, and removing a feature would
-    break stable imports. Hand-offs to experimental code are deferred imports inside
-    a sanctioned entry point (see EXP007).
+    Core is everything in the package outside ``flashinfer/experimental/``. It must not
+    execute experimental code when it is imported. Otherwise importing a stable module would
+    pull in unreviewed kernels and JIT code. Removing a feature would also break stable
+    imports. Hand-offs to experimental code are deferred imports inside a sanctioned entry
+    point (see EXP007).
 
-    The one exception: ``from <support module> import checker, ...`` where every
-    imported name is an ``@experimental_backend`` checker; ``backend_requirement``
-    needs its checkers when the decorated API is defined. What a support module may
-    import is then EXP003's business.
+    The one exception: ``from <support module> import checker, ...`` where every imported
+    name is an ``@experimental_backend`` checker. ``backend_requirement`` needs its checkers
+    when the decorated API is defined. What a support module may import is then EXP003's
+    business.
 
-    Every import form counts (``import a.b``, ``from a import b`` with ``b`` a
-    subpackage, relative forms at any depth, ``importlib.import_module`` and
-    ``__import__`` with literal arguments, also under an alias, and an f-string's
-    literal package), at module level (the body, including module-level
-    ``if``/``try``/``with``/``for`` and class bodies, decorators, default values
-    and annotations; not function or lambda bodies, not ``if TYPE_CHECKING:``
-    nor the ``else`` of ``if not TYPE_CHECKING:``). Only typing's own
-    ``TYPE_CHECKING``, never rebound in the file, guards a block
-    (`policy_checks.model.facts.type_checking_guards`): a name of one's own guards nothing.
+    Every import form counts:
 
-    Loaders with literal names are imports (``pkgutil.resolve_name``,
-    ``runpy.run_module``/``run_path``, ``importlib.util.find_spec``,
-    ``spec_from_file_location``, ``exec``/``eval``/``compile`` of import text), and so are
-    names built from literal pieces or held by a module-level constant. A call run at
-    import of a project function whose body imports experimental code (or of a class
-    whose ``__init__`` does), however many calls down, or of a helper handing its
-    parameter to an import function with a literal experimental name, is a module-level
-    import too (`policy_checks.analysis.import_time`; the message names the chain of calls), as
-    is an import of a module the ``exclude`` setting leaves out that imports
-    experimental code at its module level (the message names the chain of modules).
+    - ``import a.b``, and ``from a import b`` with ``b`` a subpackage;
+    - relative forms at any depth;
+    - ``importlib.import_module`` and ``__import__`` with literal arguments, also under an
+      alias;
+    - an f-string's literal package.
+
+    Module level means the body, including module-level ``if``/``try``/``with``/``for`` and
+    class bodies. It includes decorators, default values and annotations. It excludes
+    function and lambda bodies. It also excludes ``if TYPE_CHECKING:`` and the ``else`` of
+    ``if not TYPE_CHECKING:``. Only typing's own ``TYPE_CHECKING``, never rebound in the
+    file, guards a block (`policy_checks.model.facts.type_checking_guards`). A name of one's
+    own guards nothing.
+
+    These are imports too:
+
+    - loaders with literal names: ``pkgutil.resolve_name``, ``runpy.run_module``/``run_path``,
+      ``importlib.util.find_spec``, ``spec_from_file_location``, and
+      ``exec``/``eval``/``compile`` of import text;
+    - names built from literal pieces, or held by a module-level constant;
+    - a call run at import of a project function whose body imports experimental code, however
+      many calls down. A class whose ``__init__`` does counts too. So does a helper handing its
+      parameter to an import function with a literal experimental name. The message names the
+      chain of calls (`policy_checks.analysis.import_time`);
+    - an import of a module the ``exclude`` setting leaves out, when that module imports
+      experimental code at its module level. The message names the chain of modules.
+
     ``flashinfer/__init__.py`` is EXP002's and AOT modules are EXP005's.
     """
 

@@ -13,10 +13,10 @@ from .base import (
 class InitImportsExperimental(Rule):
     """The package's ``__init__.py`` imports from ``flashinfer.experimental`` at module level.
 
-    ``import flashinfer`` must never import the experimental package: it is what
-    every user runs, and it must stay fast and free of unreviewed code. Unlike
-    EXP001 there is no support-module exception here; a name the package wants to
-    export from experimental code is exported lazily (a module ``__getattr__``).
+    ``import flashinfer`` must never import the experimental package. It is what every user
+    runs, and it must stay fast and free of unreviewed code. Unlike EXP001, there is no
+    support-module exception here. A name the package wants to export from experimental code
+    is exported lazily, through a module ``__getattr__``.
     """
 
     id = "EXP002"

@@ -10,18 +10,23 @@ from .base import STDLIB, Example, Rule, memo, runs_at_import
 class HeavySupportModule(Rule):
     """A support module imports something heavy at module level.
 
-    Core imports ``@experimental_backend`` checkers from a *support module* at module
-    level (EXP001's one exception), so whatever the support module imports at
-    module level is imported by stable code too. It may import only the standard
-    library, ``torch``, ``typing_extensions``, the ``flashinfer.experimental``
-    package itself (its re-exported primitives), and core modules outside
-    ``flashinfer.jit``: no kernels, no JIT, no other experimental modules, no
-    other third-party packages. The feature packages between
-    ``flashinfer.experimental`` and the support module count as support modules
-    too, since importing the module runs their ``__init__.py``; support modules
-    may import one another (``from .support import check`` in the feature's
-    ``__init__.py``, ``from . import LIMIT`` in the support module), as each is
-    held to this rule itself.
+    Core imports ``@experimental_backend`` checkers from a *support module* at module level.
+    That is EXP001's one exception. So whatever the support module imports at module level is
+    imported by stable code too.
+
+    It may import only:
+
+    - the standard library, ``torch`` and ``typing_extensions``;
+    - the ``flashinfer.experimental`` package itself, for its re-exported primitives;
+    - core modules outside ``flashinfer.jit``.
+
+    So no kernels, no JIT, no other experimental modules and no other third-party packages.
+
+    The feature packages between ``flashinfer.experimental`` and the support module count as
+    support modules too. Importing the module runs their ``__init__.py``. Support modules may
+    import one another, as each is held to this rule itself. Examples:
+    ``from .support import check`` in the feature's ``__init__.py``, and
+    ``from . import LIMIT`` in the support module.
     """
 
     id = "EXP003"

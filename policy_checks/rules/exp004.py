@@ -10,19 +10,21 @@ from .base import EXPERIMENTAL_BACKEND, Example, Rule
 class UnmarkedExperimentalChecker(Rule):
     """A checker defined under ``flashinfer/experimental/`` lacks ``@experimental_backend``.
 
-    ``backend_requirement`` keeps experimental backends out of automatic selection
-    by reading the marker on their checkers; an unmarked checker from experimental
-    code would make its backend eligible for ``backend="auto"`` without the gate.
-    (The runtime refuses such a checker at decoration time; this rule catches it
-    before anything runs.) Checkers are found as values of the ``backend_checks``
-    mapping of every ``backend_requirement`` call (decorator or plain call), written
-    inline or through a module-level dict (also one imported from another module,
-    ``dict(...)``, ``**`` merges and later ``D["k"] = v``), following imports and
-    re-exports to the defining function. The marker counts under any alias or
-    attribute path (``@experimental_backend``, ``@eb``, ``@fe.experimental_backend``),
-    and so does wrapping the value inline in ``experimental_backend(...)``.
-    The finding is reported at the checker's definition statement: its first line, the
-    first decorator's when it has any.
+    ``backend_requirement`` keeps experimental backends out of automatic selection. It does so
+    by reading the marker on their checkers. An unmarked checker from experimental code would
+    make its backend eligible for ``backend="auto"`` without the gate. The runtime refuses such
+    a checker at decoration time. This rule catches it before anything runs.
+
+    Checkers are found as values of the ``backend_checks`` mapping of every
+    ``backend_requirement`` call, decorator or plain call. The mapping may be written inline
+    or through a module-level dict. That dict may be imported from another module, built with
+    ``dict(...)`` or ``**`` merges, or extended by a later ``D["k"] = v``. Imports and
+    re-exports are followed to the defining function.
+
+    The marker counts under any alias or attribute path (``@experimental_backend``, ``@eb``,
+    ``@fe.experimental_backend``). So does wrapping the value inline in
+    ``experimental_backend(...)``. The finding is reported at the checker's definition
+    statement. That is its first line, or the first decorator's when it has any.
     """
 
     id = "EXP004"

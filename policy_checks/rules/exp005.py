@@ -10,13 +10,12 @@ from .base import Example, Rule, experimental_targets
 class AotRegistersExperimental(Rule):
     """An AOT module imports from ``flashinfer.experimental`` or uses a JIT spec defined there.
 
-    Experimental kernels are JIT-only: pre-building them into the AOT package would
-    ship them as if they were stable, and removing a feature would break the AOT
-    build. So an AOT module (``flashinfer/aot.py`` by default) may not import the
-    experimental package at any scope (module level, function bodies,
-    ``TYPE_CHECKING``), nor import a name that, followed through re-exports, is
-    defined under it (a spec generator re-exported by a core module). In AOT modules
-    this rule replaces EXP001 and EXP007.
+    Experimental kernels are JIT-only. Pre-building them into the AOT package would ship them
+    as if they were stable. Removing a feature would also break the AOT build. So an AOT
+    module (``flashinfer/aot.py`` by default) may not import the experimental package at any
+    scope: module level, function bodies, ``TYPE_CHECKING``. Nor may it import a name that,
+    followed through re-exports, is defined under it. An example is a spec generator
+    re-exported by a core module. In AOT modules this rule replaces EXP001 and EXP007.
     """
 
     id = "EXP005"
@@ -57,8 +56,9 @@ class AotRegistersExperimental(Rule):
     ]
 
     def prefetch(self, project):
-        """The package modules the AOT modules import names from: the rule follows
-        each name to its definition."""
+        """The package modules the AOT modules import names from.
+
+        The rule follows each name to its definition."""
         wanted = set()
         for module in project.settings.aot_modules:
             facts = project.known_facts(project.rel_of(module) or "")

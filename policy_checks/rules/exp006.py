@@ -17,18 +17,21 @@ MAX_INCLUDED_BYTES = 2 * 1024 * 1024  # an included file larger than this is not
 
 
 def listed_names(text: str, directives: bool = False):
-    """Yield ``(line, column, name, current module, options)`` for every object an
-    ``.rst`` page lists, read as Sphinx reads it (`policy_checks.rules.readers.rst_listing`,
-    without following includes or conf.py's defaults). With `directives`, each tuple
-    ends with the directive's name (``autofunction``, ``autosummary``, ``function``)."""
+    """Yield ``(line, column, name, current module, options)`` for every object a page lists.
+
+    The ``.rst`` page is read as Sphinx reads it (`policy_checks.rules.readers.rst_listing`).
+    Includes and conf.py's defaults are not followed here. With `directives`, each tuple ends
+    with the directive's name (``autofunction``, ``autosummary``, ``function``)."""
     for item in rst_listing.listed(text):
         entry = (item.line, item.column, item.name, item.current, item.options, item.directive)
         yield entry if directives else entry[:5]
 
 
 def source_dir(project, page: str) -> str:
-    """The Sphinx source directory of `page`: the nearest directory above it holding a
-    ``conf.py``, else the page's top directory (``docs``)."""
+    """The Sphinx source directory of `page`.
+
+    It is the nearest directory above it holding a ``conf.py``. Otherwise it is the page's top
+    directory (``docs``)."""
     parts = page.split("/")[:-1]
     for end in range(len(parts), 0, -1):
         directory = "/".join(parts[:end])
@@ -38,9 +41,11 @@ def source_dir(project, page: str) -> str:
 
 
 def _includer(project, top: str, texts: dict):
-    """`rst_listing.listed`'s include callback: a path relative to the including file
-    (or, starting with ``/``, to the source directory), kept inside the source
-    directory with links resolved, read once per run."""
+    """`rst_listing.listed`'s include callback.
+
+    A path is relative to the including file, or to the source directory when it starts with
+    ``/``. It is kept inside the source directory, with links resolved. Each file is read once
+    per run."""
     real_top = os.path.realpath(project.root / top)
 
     def include(origin: str, argument: str):
@@ -71,26 +76,35 @@ def _names(value: str) -> list:
 class ExperimentalApiInDocs(Rule):
     """A stable API page lists an experimental API or anything under ``flashinfer.experimental``.
 
-    ``docs/api/*.rst`` is the stable API reference; listing an experimental function
-    there presents it as covered by the compatibility promise. The page is read the
-    way Sphinx reads it: ``.. currentmodule::`` sets the module bare names are
-    relative to; ``.. autosummary::`` blocks (options, blank lines, ``~`` prefixes,
-    the end of the block at the first line indented no deeper than the directive),
-    ``.. autofunction::`` / ``.. autoclass::`` (and the other ``auto*`` directives)
-    with dotted or bare names, and ``.. automodule::``; an ``automodule`` or
-    ``autoclass`` with ``:members:`` lists what autodoc would document: the names
-    given to the option, else a module's ``__all__``, else its public definitions
-    (minus ``:exclude-members:``); conf.py's ``autodoc_default_options`` fill in
-    ``members`` for a bare directive (`policy_checks.rules.readers.sphinx_conf`), and an
-    ``autosummary`` entry with ``:toctree:`` lists its stub page's members too. The
-    Python domain's directives (``.. py:function::``, ``.. function::``, methods in a
-    ``.. py:class::``), directives nested in others, ``.. include::`` (bounded,
-    inside the docs) and pages in subfolders are read; comments, literal blocks,
-    code blocks and paragraph text are not (`policy_checks.rules.readers.rst_listing`). A name is resolved through
-    re-exports (``from .x import f as g`` in a package ``__init__``) and lazy-export
-    tables to the function that defines it, which is experimental when it carries
-    ``@flashinfer_experimental_api`` or is defined under the experimental package.
-    Reported at the ``.rst`` line (and column) that names it.
+    ``docs/api/*.rst`` is the stable API reference. Listing an experimental function there
+    presents it as covered by the compatibility promise.
+
+    The page is read the way Sphinx reads it:
+
+    - ``.. currentmodule::`` sets the module bare names are relative to.
+    - ``.. autosummary::`` blocks are read with their options, blank lines and ``~`` prefixes.
+      A block ends at the first line indented no deeper than the directive.
+    - ``.. autofunction::`` / ``.. autoclass::`` and the other ``auto*`` directives are read
+      with dotted or bare names, and so is ``.. automodule::``.
+    - An ``automodule`` or ``autoclass`` with ``:members:`` lists what autodoc would document.
+      That is the names given to the option, else a module's ``__all__``, else its public
+      definitions. ``:exclude-members:`` is taken off.
+    - conf.py's ``autodoc_default_options`` fill in ``members`` for a bare directive
+      (`policy_checks.rules.readers.sphinx_conf`).
+    - An ``autosummary`` entry with ``:toctree:`` lists its stub page's members too.
+    - The Python domain's directives are read: ``.. py:function::``, ``.. function::``, and
+      methods in a ``.. py:class::``.
+    - Directives nested in others are read, and so are pages in subfolders.
+    - ``.. include::`` is followed, bounded and inside the docs.
+
+    Comments, literal blocks, code blocks and paragraph text are not read
+    (`policy_checks.rules.readers.rst_listing`).
+
+    A name is resolved to the function that defines it. Resolution goes through re-exports
+    (``from .x import f as g`` in a package ``__init__``) and lazy-export tables. The function
+    is experimental when it carries ``@flashinfer_experimental_api``. It also is when it is
+    defined under the experimental package. The finding is reported at the ``.rst`` line and
+    column that names it.
     """
 
     id = "EXP006"
@@ -256,8 +270,9 @@ class ExperimentalApiInDocs(Rule):
                 )
 
     def _target(self, project, name: str, current):
-        """What a listed name resolves to, as `Project.resolve` returns it; names
-        are tried relative to the current module first, as Sphinx does."""
+        """What a listed name resolves to, as `Project.resolve` returns it.
+
+        Names are tried relative to the current module first, as Sphinx does."""
         s = project.settings
         candidates = [f"{current}.{name}", name] if current else [name]
         for dotted in candidates:
@@ -281,10 +296,11 @@ class ExperimentalApiInDocs(Rule):
         return None
 
     def _experimental_members(self, project, target, options) -> list:
-        """``(member, reason)`` for the members an ``auto*`` directive's ``:members:``
-        option documents that are experimental, as autodoc picks them: the names
-        listed in the option (re-exports included), else a module's ``__all__``
-        (re-exports included), else the public defs of the module or class."""
+        """``(member, reason)`` for the experimental members an ``auto*`` directive documents.
+
+        The members are those its ``:members:`` option documents, as autodoc picks them. That
+        is the names listed in the option, re-exports included. Else it is a module's
+        ``__all__``, re-exports included. Else it is the public defs of the module or class."""
         if isinstance(target, ModuleTarget):
             module, prefix = target.name, ""
         elif target.definition.kind == "class":

@@ -12,33 +12,36 @@ from ..analysis.needs import CORE_MODULE, EXPERIMENTAL_NAME, IMPORT_CALLS
 
 
 def sanctioned(project, facts, functions) -> bool:
-    """Is the import inside an entry point (`policy_checks/model/entry_points.py`, the one
-    definition the lifecycle commands share)?"""
+    """Is the import inside an entry point?
+
+    Entry points are defined once, in `policy_checks/model/entry_points.py`. The lifecycle
+    commands share that definition."""
     return entry_point(project, facts, functions) is not None
 
 
 class DeferredImportOutsideEntryPoint(Rule):
     """A core function imports ``flashinfer.experimental...`` but is not an entry point.
 
-    Deferred imports are how core hands off to experimental code, and the hand-off
-    must happen only in thin entry points (docs/experimental.rst, "Containment"),
-    so that deleting a feature means deleting its directory plus its tagged entry
-    points (one definition, shared with ``policy-check remove`` and ``graduate``):
-    an ``@flashinfer_experimental_api`` function; a public API (``@flashinfer_api``
-    or ``@backend_requirement``) selecting an experimental backend, whose backend
-    branch (an ``if``/``elif`` arm selecting that one backend, that can go alone:
-    ``if backend == "<name>":``, ``if list(backends) == ["<name>"]:``; never
-    ``"<name>" in backends``) is the feature's; a class that is an
-    experimental API (decorated itself, with an ``@flashinfer_experimental_api``
-    method such as ``run``, or setting ``is_experimental = True``), whose methods,
-    ``__init__`` included, are inside it: the class is then the tagged entry point,
-    removed or graduated whole with the feature; or the module ``__getattr__`` of a
-    package ``__init__.py`` (a lazy export). A helper that imports experimental
-    code spreads the feature through core: ``remove`` takes it along only when the
-    feature's entry points alone call it, and refuses otherwise, naming the callers.
-    A nested function counts as inside its enclosing entry point. A lambda is a
-    function too: one at module level that imports experimental code is not an
-    entry point.
+    Deferred imports are how core hands off to experimental code. The hand-off must happen
+    only in thin entry points (docs/experimental.rst, "Containment"). Then deleting a feature
+    means deleting its directory plus its tagged entry points. The definition of an entry
+    point is shared with ``policy-check remove`` and ``graduate``. An entry point is:
+
+    - an ``@flashinfer_experimental_api`` function;
+    - a public API (``@flashinfer_api`` or ``@backend_requirement``) selecting an experimental
+      backend. Its backend branch is the feature's. That is an ``if``/``elif`` arm selecting
+      that one backend, that can go alone: ``if backend == "<name>":``,
+      ``if list(backends) == ["<name>"]:``. It is never ``"<name>" in backends``;
+    - a class that is an experimental API. It is decorated itself, has an
+      ``@flashinfer_experimental_api`` method such as ``run``, or sets
+      ``is_experimental = True``. Its methods, ``__init__`` included, are inside it. The class
+      is then the tagged entry point, removed or graduated whole with the feature;
+    - the module ``__getattr__`` of a package ``__init__.py``, a lazy export.
+
+    A helper that imports experimental code spreads the feature through core. ``remove`` takes
+    it along only when the feature's entry points alone call it. Otherwise it refuses, naming
+    the callers. A nested function counts as inside its enclosing entry point. A lambda is a
+    function too: one at module level that imports experimental code is not an entry point.
     """
 
     id = "EXP007"

@@ -1,8 +1,8 @@
 """``# policy: ignore[EXP00N] reason`` comments: the two meta rules that report bad ones.
 
-A suppression silences findings of the rules it names on its own line. Two meta
-findings keep suppressions honest (they are not containment rules, so they do not
-take an EXP id; select or ignore them like any rule):
+A suppression silences findings of the rules it names on its own line. Two meta findings
+keep suppressions honest. They are not containment rules, so they do not take an EXP id.
+Select or ignore them like any rule:
 
 - SUP001 invalid-suppression: no rule id, an id that is not a rule, or no reason.
   An invalid suppression silences nothing.

@@ -1,10 +1,10 @@
 """The rule table: every rule by id, with its metadata, and rule selection.
 
-A rule is one file: a module of this package defining a `Rule` subclass with its id,
-what it reads, its message and its examples. The table is found by scanning the
-package's modules for such subclasses (as Fixit finds its rules), so adding a rule
-changes nothing else: ``rules``, ``explain``, the docs table (``rules --format rst``),
-the report formats, the runner and the example tests all read it here.
+A rule is one file: a module of this package defining a `Rule` subclass. The class holds
+its id, what it reads, its message and its examples. The table is found by scanning the
+package's modules for such subclasses, as Fixit finds its rules. So adding a rule changes
+nothing else. These all read the table here: ``rules``, ``explain``, the docs table
+(``rules --format rst``), the report formats, the runner and the example tests.
 """
 
 from __future__ import annotations
@@ -25,12 +25,13 @@ RULE_ID = re.compile(r"^[A-Z]{3}\d{3}$")
 
 
 class RuleTableError(RuntimeError):
-    """Two rules share an id, or a rule's id is malformed: the table cannot be built."""
+    """The table cannot be built: two rules share an id, or a rule's id is malformed."""
 
 
 def discover(package: str = __package__, directory: Path = Path(__file__).parent) -> dict:
-    """id -> an instance of each `Rule` subclass defined in a module of `package`, in id
-    order. Modules whose name starts with ``_`` and this one are not read."""
+    """id -> an instance of each `Rule` subclass defined in a module of `package`, in id order.
+
+    Modules whose name starts with ``_`` are not read, and neither is this one."""
     found: dict = {}
     for info in sorted(pkgutil.iter_modules([str(directory)]), key=lambda i: i.name):
         if info.name.startswith("_") or info.name == __name__.rpartition(".")[2]:
@@ -57,19 +58,24 @@ ALL_IDS = {**RULES, **META_RULES, **AUDIT_RULES, **CONSUMER_RULES}
 
 
 def matches(rule_id: str, patterns) -> bool:
-    """Does `rule_id` start with one of `patterns` (ids or prefixes such as ``EXP00``)?"""
+    """Does `rule_id` start with one of `patterns`?
+
+    Patterns are ids or prefixes such as ``EXP00``."""
     return any(rule_id.startswith(p) for p in patterns)
 
 
 def unknown_rule(values) -> Optional[str]:
-    """The first of `values` that is no rule id nor the prefix of one, else None:
-    a typo in ``select`` would otherwise silently check nothing."""
+    """The first of `values` that is no rule id nor the prefix of one, else None.
+
+    Without this, a typo in ``select`` would silently check nothing."""
     return next((v for v in values if not any(k.startswith(v) for k in ALL_IDS)), None)
 
 
 def checked_elsewhere(value: str) -> Optional[str]:
-    """The command that checks every id `value` (an id or a prefix) names, when that is
-    not `run`: ``--select AUD001`` on `run` would select nothing and say All clear."""
+    """The command that checks every id `value` names, when that is not `run`.
+
+    `value` is an id or a prefix. ``--select AUD001`` on `run` would select nothing and say
+    All clear."""
     named = [k for k in ALL_IDS if k.startswith(value)]
     for command, ids in ELSEWHERE.items():
         if named and all(k in ids for k in named):
@@ -92,10 +98,12 @@ def check_settings(settings: Settings) -> None:
 
 
 def selected_ids(settings: Settings, select=(), ignore=()) -> set:
-    """The ids a run checks: `select` (else the settings' selection, else every
-    rule) minus `ignore` and the settings' ``ignore``. Never another command's id (`ELSEWHERE`): a
-    static run does not check those, so a suppression naming one is not unused there, and a
-    baseline entry of one is not fixed."""
+    """The ids a run checks.
+
+    They are `select` (else the settings' selection, else every rule), minus `ignore` and the
+    settings' ``ignore``. They never include another command's id (`ELSEWHERE`). A static run
+    does not check those. So a suppression naming one is not unused there, and a baseline
+    entry of one is not fixed."""
     select = tuple(select) if select else settings.select
     ignore = tuple(ignore) + settings.ignore
     return {i for i in ALL_IDS

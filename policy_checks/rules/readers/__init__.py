@@ -1,1 +1,4 @@
-"""Readers the rules use for other languages: pytest command lines, conftest hooks, workflows and links (EXP008), reStructuredText listings and Sphinx settings (EXP006)."""
+"""Readers the rules use for other languages.
+
+EXP008 reads pytest command lines, conftest hooks, workflows and links. EXP006 reads
+reStructuredText listings and Sphinx settings."""

@@ -1,23 +1,24 @@
 """conftest.py hooks that can put experimental tests back into the stable lane (EXP008).
 
-pytest asks its hooks in turn and, for ``pytest_ignore_collect``, ``pytest_collect_directory``
-and ``pytest_collection``, stops at the first answer that is not None; a conftest's hook
+pytest asks its hooks in turn. For ``pytest_ignore_collect``, ``pytest_collect_directory``
+and ``pytest_collection``, it stops at the first answer that is not None. A conftest's hook
 is asked before pytest's own. So:
 
-- ``pytest_ignore_collect`` answering anything but True or None (``return False``,
-  ``return path.name == "x"``) tells pytest *not* to ignore a path, before pytest's own
-  hook applies ``norecursedirs``: it re-admits ``tests/experimental``. Answering True
-  (ignore more) or None (no opinion) is harmless.
+- ``pytest_ignore_collect`` may answer anything but True or None (``return False``,
+  ``return path.name == "x"``). That tells pytest *not* to ignore a path. It happens before
+  pytest's own hook applies ``norecursedirs``, so it re-admits ``tests/experimental``.
+  Answering True (ignore more) or None (no opinion) is harmless.
 - ``pytest_collect_directory`` or ``pytest_collection`` returning a value replaces pytest's
   own collection of a directory or of the whole session.
-- ``pytest_collection_modifyitems`` may skip, reorder or deselect (``items[:] = [i for i
-  in items if ...]``, ``items.remove``, ``del items[i]``) - harmless - but adding items
-  (``items.append/extend/insert``, ``items += ...``, ``items[:] =`` anything not drawn
-  from ``items``, or building collectors with ``from_parent``/``perform_collect``/
-  ``genitems``) brings tests from elsewhere.
-- Anywhere in the file: writing ``norecursedirs`` (other than adding to it with
-  ``config.addinivalue_line``), pytest's ini cache or override options, or the
-  session's arguments (``config.args``).
+- ``pytest_collection_modifyitems`` may skip, reorder or deselect; that is harmless.
+  Deselecting looks like ``items[:] = [i for i in items if ...]``, ``items.remove`` or
+  ``del items[i]``. Adding items brings tests from elsewhere. Adding means
+  ``items.append/extend/insert``, ``items += ...``, or ``items[:] =`` anything not drawn
+  from ``items``. Building collectors with ``from_parent``/``perform_collect``/``genitems``
+  adds items too.
+- Anywhere in the file, these count: writing ``norecursedirs``, pytest's ini cache or
+  override options, or the session's arguments (``config.args``). Adding to
+  ``norecursedirs`` with ``config.addinivalue_line`` is fine.
 
 Read with ``ast`` only.
 """
@@ -60,7 +61,7 @@ def readmissions(text: str) -> List[Readmission]:
 
 
 def _returns(function) -> Iterator[ast.Return]:
-    """The function's own return statements (not those of nested functions)."""
+    """The function's own return statements, not those of nested functions."""
     stack = list(function.body)
     while stack:
         node = stack.pop()
@@ -121,8 +122,9 @@ def _adds_items(function) -> Iterator[Readmission]:
 
 
 def _drawn_from_items(value) -> bool:
-    """Is `value` a selection of ``items`` (a comprehension over it, ``filter``/``sorted``
-    of it, or ``items`` itself)?"""
+    """Is `value` a selection of ``items``?
+
+    That is a comprehension over it, ``filter``/``sorted`` of it, or ``items`` itself."""
     if isinstance(value, ast.Name):
         return value.id == "items"
     if isinstance(value, (ast.ListComp, ast.GeneratorExp)):
@@ -162,7 +164,7 @@ def _config_writes(tree) -> Iterator[Readmission]:
 
 
 def _addinivalue_names(tree) -> set:
-    """Positions of ``"norecursedirs"`` passed to ``addinivalue_line`` (adding is fine)."""
+    """Positions of ``"norecursedirs"`` passed to ``addinivalue_line``; adding is fine."""
     return {
         (arg.lineno, arg.col_offset)
         for node in ast.walk(tree)

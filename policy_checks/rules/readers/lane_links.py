@@ -1,11 +1,13 @@
-"""Where the stable lane's collection is decided outside its configuration (EXP008):
-links under the lane's directory, and the conftest files pytest loads for it.
+"""Where the stable lane's collection is decided outside its configuration (EXP008).
 
-pytest follows a link to a directory and matches ``norecursedirs`` against the path it
-walks (``tests/more/...``), not the link's target, so a link under ``tests/`` to
-``tests/experimental`` (into it, or to a directory holding it) collects experimental
-tests however the configuration excludes them. Links are found on disk without
-following any (no loops), among the files git selects when the root is a repository.
+That is links under the lane's directory, and the conftest files pytest loads for it.
+
+pytest follows a link to a directory. It matches ``norecursedirs`` against the path it walks
+(``tests/more/...``), not the link's target. So a link under ``tests/`` to
+``tests/experimental`` collects experimental tests however the configuration excludes them.
+A link into it, or to a directory holding it, does the same. Links are found on disk without
+following any, so there are no loops. When the root is a repository, only the files git
+selects are searched.
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ from ...model.config import under
 
 
 def links_to_experimental(project) -> Iterator[tuple]:
-    """``(link, target)`` (paths relative to the root where inside it) for each symbolic
-    link under the stable tests directory, outside the experimental tests directory,
-    that resolves to the experimental tests directory, into it, or to a directory
-    holding it."""
+    """``(link, target)`` for each symbolic link from the stable tests to experimental ones.
+
+    Paths are relative to the root where inside it. A link counts when it is under the stable
+    tests directory and outside the experimental tests directory. It must resolve to the
+    experimental tests directory, into it, or to a directory holding it."""
     s, root = project.settings, str(project.root)
     experimental = os.path.realpath(os.path.join(root, s.experimental_tests))
     listing = getattr(project, "listing", None)
@@ -45,16 +48,19 @@ def links_to_experimental(project) -> Iterator[tuple]:
 
 
 def lane_directories(settings) -> List[str]:
-    """Where pytest looks for its configuration (and loads conftest files) when run on
-    the stable lane: the lane's directory, then each directory above it up to the
-    root ("")."""
+    """Where pytest looks for its configuration when run on the stable lane.
+
+    It also loads conftest files there. That is the lane's directory, then each directory
+    above it up to the root ("")."""
     parts = settings.stable_tests.strip("/").split("/")
     return ["/".join(parts[:n]) for n in range(len(parts), -1, -1)]
 
 
 def lane_conftests(project) -> List[str]:
-    """The conftest files pytest loads for the stable lane: those in the lane's directory
-    and each directory above it up to the root, and every stable test directory's."""
+    """The conftest files pytest loads for the stable lane.
+
+    They are those in the lane's directory and each directory above it up to the root. Every
+    stable test directory's conftest counts too."""
     s = project.settings
     found = set()
     listing = getattr(project, "listing", None)

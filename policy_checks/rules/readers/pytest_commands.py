@@ -1,13 +1,17 @@
 """pytest command lines that can undo the stable lane's isolation (EXP008).
 
-The pytest configuration excludes the experimental tests with ``norecursedirs``; a
-command line can take that back without touching the configuration: ``-o
-norecursedirs=...`` / ``--override-ini``, another configuration file (``-c``,
-``--config-file``), another root (``--rootdir``), plugins or conftests switched off
-(``-p no:...``, ``--noconftest``), or experimental test paths named beside stable ones.
-This module finds pytest's invocations in shell text (a workflow's ``run`` script, an
-``addopts`` value, ``PYTEST_ADDOPTS``) and says which of their arguments do that. It
-reads text only, bounded: nothing here runs.
+The pytest configuration excludes the experimental tests with ``norecursedirs``. A command
+line can take that back without touching the configuration:
+
+- ``-o norecursedirs=...`` / ``--override-ini``;
+- another configuration file (``-c``, ``--config-file``);
+- another root (``--rootdir``);
+- plugins or conftests switched off (``-p no:...``, ``--noconftest``);
+- experimental test paths named beside stable ones.
+
+This module finds pytest's invocations in shell text: a workflow's ``run`` script, an
+``addopts`` value, ``PYTEST_ADDOPTS``. It says which of their arguments do that. It reads
+text only, bounded: nothing here runs.
 """
 
 from __future__ import annotations
@@ -36,9 +40,10 @@ class Problem(NamedTuple):
 
 
 def invocations(script: str) -> Iterator[tuple]:
-    """``(line index, pytest arguments)`` of each pytest invocation in a shell script:
-    ``pytest``, ``py.test``, ``python -m pytest`` (any python); lines joined at a
-    trailing backslash, commands split at ``;``, ``&&``, ``||``, ``|``."""
+    """``(line index, pytest arguments)`` of each pytest invocation in a shell script.
+
+    Invocations are ``pytest``, ``py.test`` and ``python -m pytest`` (any python). Lines are
+    joined at a trailing backslash. Commands are split at ``;``, ``&&``, ``||`` and ``|``."""
     lines = script[:MAX_SCRIPT].split("\n")
     number = 0
     while number < len(lines):
@@ -121,11 +126,12 @@ def _options(args: List[str]) -> Iterator[tuple]:
 
 
 def problems(args: List[str], experimental_tests: str, config_file: Optional[str], anchored) -> List[Problem]:
-    """What in pytest's arguments `args` can let the stable lane collect
-    `experimental_tests`. An invocation that names only experimental paths is the
-    experimental lane and has none. `config_file` is the configuration EXP008 reads
-    (``-c`` naming it is harmless); `anchored(entry)` says whether a norecursedirs entry
-    excludes the experimental tests by path."""
+    """What in pytest's arguments `args` can let the stable lane collect `experimental_tests`.
+
+    An invocation that names only experimental paths is the experimental lane, and has none.
+    `config_file` is the configuration EXP008 reads; ``-c`` naming it is harmless.
+    `anchored(entry)` says whether a norecursedirs entry excludes the experimental tests by
+    path."""
     options = list(_options(args))
     paths = [value.rstrip("/") for name, value in options if name is None]
     if paths and all(under(p.removeprefix("./"), experimental_tests) for p in paths):

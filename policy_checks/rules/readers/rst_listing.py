@@ -1,28 +1,29 @@
 """What an ``.rst`` page lists, read the way docutils and Sphinx read it (EXP006).
 
-An indentation-aware reader of reStructuredText's block structure, enough to tell the
-directives Sphinx runs from text that only looks like them:
+This is an indentation-aware reader of reStructuredText's block structure. It does enough to
+tell the directives Sphinx runs from text that only looks like them:
 
-- explicit markup (``.. name:: argument``) starts a block only where a block can
-  start: a line of a paragraph that goes on (``Text`` then ``.. autofunction:: f``
-  without a blank line) is text;
-- comments (``..`` that starts no directive, target, footnote or substitution) and
-  their indented bodies are text, and so are targets, footnotes and substitution
-  definitions;
-- literal blocks are text: the indented block after a paragraph ending in ``::``,
-  the "quoted" block of lines starting with the same punctuation at the paragraph's
-  own indentation, and the bodies of directives whose content is code or data
-  (``code-block``, ``code``, ``sourcecode``, ``parsed-literal``, ``raw``, ``math``, the
-  doctest directives, ``csv-table``, ...);
-- every other directive's body is reStructuredText again and is read the same way
-  (an ``autofunction`` inside ``.. only:: html`` or a ``.. note::`` is listed);
-- ``.. include::`` is followed through a callback (bounded depth, cycles refused, a
-  budget of lines per page); its ``literal``/``code`` forms are text, its
+- Explicit markup (``.. name:: argument``) starts a block only where a block can start. A
+  line of a paragraph that goes on is text: ``Text`` then ``.. autofunction:: f`` without a
+  blank line.
+- Comments and their indented bodies are text. A comment is ``..`` that starts no
+  directive, target, footnote or substitution. Targets, footnotes and substitution
+  definitions are text too.
+- Literal blocks are text. One is the indented block after a paragraph ending in ``::``.
+  Another is the "quoted" block of lines starting with the same punctuation at the
+  paragraph's own indentation. The bodies of directives whose content is code or data are
+  text too: ``code-block``, ``code``, ``sourcecode``, ``parsed-literal``, ``raw``,
+  ``math``, the doctest directives, ``csv-table``, ...
+- Every other directive's body is reStructuredText again, and is read the same way. An
+  ``autofunction`` inside ``.. only:: html`` or a ``.. note::`` is listed.
+- ``.. include::`` is followed through a callback. Depth is bounded, cycles are refused, and
+  each page has a budget of lines. Its ``literal``/``code`` forms are text. Its
   ``start-line``/``end-line``/``start-after``/``end-before`` options are applied.
 
-Each line is looked at a bounded number of times (a skipped block is passed over
-once), so the work is linear in the text read. ``tests/policy_checks/rules/readers/test_rst_listing.py``
-holds the reader against docutils' own parser over a corpus of tricky pages.
+Each line is looked at a bounded number of times; a skipped block is passed over once. So
+the work is linear in the text read.
+``tests/policy_checks/rules/readers/test_rst_listing.py`` holds the reader against
+docutils' own parser over a corpus of tricky pages.
 """
 
 from __future__ import annotations
@@ -61,9 +62,11 @@ MAX_LINES_PER_PAGE = 200_000  # lines read for one page, includes counted each t
 
 
 class Listed(NamedTuple):
-    """One object a page lists. `line`/`column` are where the page names it (for an
-    included file, the page's ``include`` line); `via` is the chain of included files
-    (``path:line`` each), empty when the page itself names it."""
+    """One object a page lists.
+
+    `line`/`column` are where the page names it. For an included file, that is the page's
+    ``include`` line. `via` is the chain of included files (``path:line`` each). It is empty
+    when the page itself names it."""
 
     line: int
     column: int
@@ -83,9 +86,11 @@ class _State:
 
 def listed(text: str, include: Optional[Callable] = None, origin: str = "", defaults: Optional[dict] = None
            ) -> Iterator[Listed]:
-    """Every object the page `text` lists (module docstring). `include(origin, argument)`
-    returns ``(path, text)`` of an included file or None (not followed); `defaults` are
-    ``autodoc_default_options`` (`policy_checks.rules.readers.sphinx_conf`)."""
+    """Every object the page `text` lists (see the module docstring).
+
+    `include(origin, argument)` returns ``(path, text)`` of an included file, or None when it
+    is not followed. `defaults` are ``autodoc_default_options``
+    (`policy_checks.rules.readers.sphinx_conf`)."""
     state = _State(chain=[origin])
     yield from _Reader(include, defaults or {}).read(text.expandtabs(8).split("\n"), state, depth=0)
 
@@ -101,7 +106,7 @@ def _text_indent(line: str, indent: int) -> int:
 
 
 def _end_of_block(lines: List[str], start: int, indent: int) -> int:
-    """The index of the first non-blank line at or after `start` indented no deeper than `indent`."""
+    """The index of the first non-blank line at or after `start` indented at most `indent`."""
     number = start
     while number < len(lines) and (not lines[number].strip() or indentation(lines[number]) > indent):
         number += 1
@@ -120,10 +125,11 @@ def _options(lines: List[str], start: int, indent: int) -> dict:
 
 
 def _past_argument(lines: List[str], start: int, indent: int) -> int:
-    """Past the lines that go on from a directive line's text up to the first blank line:
-    the rest of its argument (``autofunction`` takes the whole block as its argument) or
-    of the paragraph its content starts with (``.. note:: text``). No block starts
-    there."""
+    """Past the lines that go on from a directive line's text, up to the first blank line.
+
+    They are the rest of its argument; ``autofunction`` takes the whole block as its argument.
+    Or they are the rest of the paragraph its content starts with (``.. note:: text``). No
+    block starts there."""
     number = start
     while number < len(lines) and lines[number].strip() and indentation(lines[number]) > indent:
         number += 1
@@ -131,7 +137,7 @@ def _past_argument(lines: List[str], start: int, indent: int) -> int:
 
 
 def _signature_name(argument: str) -> Optional[re.Match]:
-    """The object's dotted name in a directive argument (``f(x) -> int``, ``async f``)."""
+    """The object's dotted name in a directive argument, such as ``f(x) -> int``, ``async f``."""
     prefix = _SIGNATURE_PREFIX.match(argument)
     return _ENTRY.match(argument, prefix.end() if prefix else 0)
 
@@ -187,8 +193,9 @@ class _Reader:
             number += 1
 
     def _markup(self, lines, number, indent, state, depth, classes):
-        """Read the explicit markup block at `number`; yield what it lists and return the
-        index of the next line to read."""
+        """Read the explicit markup block at `number`.
+
+        Yield what it lists, and return the index of the next line to read."""
         line = lines[number]
         match = DIRECTIVE.match(line)
         if not match:  # a comment, target, footnote, citation or substitution definition
@@ -243,8 +250,9 @@ class _Reader:
         return _past_argument(lines, after, indent) if argument.strip() else after
 
     def _with_defaults(self, options: dict) -> dict:
-        """A directive's options with ``autodoc_default_options`` filled in, as autodoc
-        merges them (the directive's own win; ``no-members`` switches members off)."""
+        """A directive's options with ``autodoc_default_options`` filled in, as autodoc merges them.
+
+        The directive's own options win. ``no-members`` switches members off."""
         merged = dict(options)
         for key, value in self.defaults.items():
             if key not in merged and f"no-{key}" not in merged:

@@ -1,11 +1,16 @@
 """What a Sphinx ``conf.py`` says about autodoc's defaults, read with ``ast`` (EXP006).
 
-``autodoc_default_options = {"members": True}`` makes a bare ``.. automodule::`` list
-the module's members; the file is a program, so it is read, never run. Module-level
-assignments are followed in order: ``autodoc_default_options = {...}`` or ``dict(...)``,
-``autodoc_default_options["members"] = ...``, ``autodoc_default_options.update(...)``,
-and the old ``autodoc_default_flags = ["members", ...]``. A value that is not a literal
-counts as set (``members`` on): a default the reader cannot see must not hide members.
+``autodoc_default_options = {"members": True}`` makes a bare ``.. automodule::`` list the
+module's members. The file is a program, so it is read, never run. Module-level assignments
+are followed in order:
+
+- ``autodoc_default_options = {...}`` or ``dict(...)``;
+- ``autodoc_default_options["members"] = ...``;
+- ``autodoc_default_options.update(...)``;
+- the legacy ``autodoc_default_flags = ["members", ...]``.
+
+A value that is not a literal counts as set, so ``members`` is on. A default the reader
+cannot see must not hide members.
 """
 
 from __future__ import annotations
@@ -19,9 +24,10 @@ MAX_CONF_BYTES = 1024 * 1024
 
 
 def autodoc_defaults(text: Optional[str]) -> dict:
-    """The directive options autodoc fills in by default: option -> value as a
-    directive would spell it (``""`` for a flag, the names for ``members: "a, b"``).
-    Options switched off (False/None) are left out."""
+    """The directive options autodoc fills in by default.
+
+    It maps option -> value as a directive would spell it. A flag gets ``""``, and
+    ``members: "a, b"`` gets the names. Options switched off (False/None) are left out."""
     if not text or len(text) > MAX_CONF_BYTES:
         return {}
     try:
@@ -76,7 +82,9 @@ def _set(options: dict, key: str, value_node) -> None:
 
 
 def _table(node) -> dict:
-    """The options of a dict display or a ``dict(...)`` call; anything else: members on."""
+    """The options of a dict display or a ``dict(...)`` call.
+
+    Anything else turns members on."""
     options: dict = {}
     if isinstance(node, ast.Dict):
         for key, value in zip(node.keys, node.values):

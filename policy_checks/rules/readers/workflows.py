@@ -1,11 +1,11 @@
 """pytest as the repository's workflows run it (EXP008).
 
 A workflow step can undo the lane's isolation on its command line
-(`policy_checks.rules.readers.pytest_commands`); this module reads every ``run`` script and
-every ``PYTEST_ADDOPTS`` value of ``.github/workflows/*.yml`` / ``*.yaml`` (and of the
-repository's composite actions, ``.github/actions/*/action.yml``) with
-PyYAML's composer (nodes and their lines; no object is constructed, aliases are
-visited once) and hands each pytest invocation to `pytest_commands.problems`.
+(`policy_checks.rules.readers.pytest_commands`). This module reads every ``run`` script and
+every ``PYTEST_ADDOPTS`` value of ``.github/workflows/*.yml`` / ``*.yaml``. It also reads
+the repository's composite actions, ``.github/actions/*/action.yml``. It uses PyYAML's
+composer: nodes and their lines. No object is constructed, and aliases are visited once.
+Each pytest invocation goes to `pytest_commands.problems`.
 """
 
 from __future__ import annotations
@@ -21,8 +21,10 @@ MAX_WORKFLOW_BYTES = 1024 * 1024  # a larger file is not read (no workflow is ne
 
 
 def workflow_files(project) -> List[str]:
-    """Relative paths of the workflow files, and of the repository's own composite
-    actions (``.github/actions/<name>/action.yml``), that git selects."""
+    """Relative paths of the workflow files that git selects.
+
+    The repository's own composite actions (``.github/actions/<name>/action.yml``) count
+    too."""
     listing = getattr(project, "listing", None)
     depth = ACTIONS_DIR.count("/") + 1  # .github/actions/<name>
     workflows = [e.rel for e in walk.files(project.root, WORKFLOWS_DIR, enter=lambda e: False)
@@ -33,8 +35,9 @@ def workflow_files(project) -> List[str]:
 
 
 def pytest_problems(project, config_file, anchored) -> Iterator[tuple]:
-    """``(workflow, line, Problem)`` for each pytest invocation of a workflow that can
-    let the stable lane collect experimental tests."""
+    """``(workflow, line, Problem)`` for each risky pytest invocation of a workflow.
+
+    Risky means it can let the stable lane collect experimental tests."""
     experimental = project.settings.experimental_tests
     for rel in workflow_files(project):
         path = project.root / rel
@@ -51,7 +54,9 @@ def pytest_problems(project, config_file, anchored) -> Iterator[tuple]:
 
 
 def is_workflow_file(rel: str) -> bool:
-    """Whether a path is one `workflow_files` reads (a workflow, or a composite action of the repository)."""
+    """Whether a path is one `workflow_files` reads.
+
+    That is a workflow, or a composite action of the repository."""
     parts = rel.split("/")
     if rel.startswith(WORKFLOWS_DIR + "/") and len(parts) == 3:
         return parts[2].endswith((".yml", ".yaml"))
@@ -59,8 +64,10 @@ def is_workflow_file(rel: str) -> bool:
 
 
 def text_problems(text: str, experimental: str, config_file, anchored) -> Iterator[tuple]:
-    """``(line, Problem)`` for each pytest invocation of one workflow's text (`pytest_problems`): the
-    same question asked of another revision's text (the bot reads a PR's base and head)."""
+    """``(line, Problem)`` for each pytest invocation of one workflow's text (`pytest_problems`).
+
+    It asks the same question of another revision's text. The bot reads a PR's base and
+    head."""
     if "pytest" not in text and "py.test" not in text:
         return
     lines = text.split("\n")
@@ -75,8 +82,10 @@ def text_problems(text: str, experimental: str, config_file, anchored) -> Iterat
 
 
 def _line(lines: List[str], start: int, end: int, problem) -> int:
-    """The 1-based line, between the scalar's first and last line, that spells the
-    problem's option (else the scalar's first line)."""
+    """The 1-based line that spells the problem's option.
+
+    It lies between the scalar's first and last line. Otherwise it is the scalar's first
+    line."""
     word = problem.key.split()[0] if problem.key != "experimental path" else "pytest"
     for number in range(start, min(end, len(lines) - 1) + 1):
         if word in lines[number]:
@@ -85,8 +94,10 @@ def _line(lines: List[str], start: int, end: int, problem) -> int:
 
 
 def _scripts(text: str) -> Iterator[tuple]:
-    """``(first line, last line, text, is PYTEST_ADDOPTS)`` (0-based lines) of every
-    ``run`` scalar and every ``PYTEST_ADDOPTS`` scalar in a YAML document stream."""
+    """``(first line, last line, text, is PYTEST_ADDOPTS)`` of each scalar that runs pytest.
+
+    Lines are 0-based. The scalars are every ``run`` scalar and every ``PYTEST_ADDOPTS``
+    scalar in a YAML document stream."""
     import yaml  # only when a workflow runs pytest: most runs never need it
 
     try:
