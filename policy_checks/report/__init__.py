@@ -1,10 +1,12 @@
-"""Output formats. Each formatter turns a `Result` into the text printed on stdout
-(or written to ``--output-file``), called as ``formatter(result, rule_names,
-options)`` with an `Options`.
+"""Output formats.
 
-All formats carry the same findings; `FORMATS` maps the ``--format`` name to it,
-importing a format's module only when that format is looked up: a run pays for
-the one report it prints (SARIF's rule help, say, only with ``--format sarif``).
+Each formatter turns a `Result` into the text printed on stdout, or written to
+``--output-file``. It is called as ``formatter(result, rule_names, options)`` with an
+`Options`.
+
+All formats carry the same findings. `FORMATS` maps the ``--format`` name to its formatter.
+A format's module is imported only when that format is looked up. So a run pays for the one
+report it prints: SARIF's rule help, say, only with ``--format sarif``.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """The command-line options and exit statuses that subcommands share, declared once.
 
-Each function returns a click decorator. A command names the option's meaning
-where it differs (``--root`` of ``consumer surface`` is a FlashInfer tree); the
-spelling, the type and the default stay the same everywhere. The report layer
-holds them because every command that takes them reports something.
+Each function returns a click decorator. A command names the option's meaning where it
+differs: ``--root`` of ``consumer surface`` is a FlashInfer tree. The spelling, the type and
+the default stay the same everywhere. The report layer holds them because every command that
+takes them reports something.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def root(help: str = ROOT_HELP) -> Callable:
 
 
 def output_format(choices: Iterable[str], help: str = "Report format (--output-format is the same option).") -> Callable:
-    """``--format`` (alias ``--output-format``), one of `choices`, text by default."""
+    """``--format`` (alias ``--output-format``): one of `choices`, text by default."""
     return click.option("--format", "--output-format", "output_format", type=click.Choice(sorted(choices)),
                         default="text", show_default=True, help=help)
 
@@ -42,8 +42,9 @@ def diff(what: str) -> Callable:
 
 
 def work(command: Callable) -> Callable:
-    """``--jobs``, ``--no-cache`` and ``--cache-dir``: how a command that runs the
-    checker gets its facts."""
+    """``--jobs``, ``--no-cache`` and ``--cache-dir``.
+
+    They say how a command that runs the checker gets its facts."""
     options = (
         click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes (default: CPUs)."),
         click.option("--no-cache", is_flag=True, help="Neither read nor write the facts cache."),
@@ -57,5 +58,5 @@ def work(command: Callable) -> Callable:
 
 
 def ids(value: str) -> tuple:
-    """Comma-separated rule ids (``--select``, ``--ignore``), upper-cased, blanks dropped."""
+    """Comma-separated rule ids (``--select``, ``--ignore``), upper-cased, with blanks dropped."""
     return tuple(v.strip().upper() for v in value.split(",") if v.strip()) if value else ()

@@ -1,8 +1,10 @@
-"""GitHub Actions workflow commands: one ``::error`` annotation per finding (with a
-baseline: per new finding; with ``--policy-from``: also one per finding the policy
-change hides, with what hid it, a ``::warning`` once approved), and one ``::notice``
-only when there is something to do beyond the findings: baseline entries that no
-finding uses any more (prune them)."""
+"""GitHub Actions workflow commands for a run's findings.
+
+- One ``::error`` annotation per finding. With a baseline, it is one per new finding.
+- With ``--policy-from``, also one per finding the policy change hides, with what hid it.
+  Once approved, it is a ``::warning``.
+- One ``::notice``, only when there is something to do beyond the findings. That is
+  baseline entries that no finding uses: prune them."""
 
 from __future__ import annotations
 

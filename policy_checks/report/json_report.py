@@ -1,6 +1,7 @@
-"""The JSON report: one object, the stable output contract that CI scripts read
-(its fields are documented in docs/policy_check.rst, "Output formats").
-``version`` changes only when a field changes meaning or disappears."""
+"""The JSON report: one object, the stable output contract that CI scripts read.
+
+Its fields are documented in docs/policy_check.rst, "Output formats". ``version`` changes
+only when a field changes meaning or disappears."""
 
 from __future__ import annotations
 

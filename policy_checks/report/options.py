@@ -6,12 +6,15 @@ from typing import NamedTuple
 
 
 class Options(NamedTuple):
-    """``--statistics`` (text: a count per rule instead of the findings; json: adds
-    ``statistics``), ``--quiet`` (text: the findings and nothing else),
-    ``--sarif-suppressed`` (SARIF: also the baselined findings, as suppressed
-    results, and the fixed baseline entries), and `fix`: the ``policy-check fix``
-    command line that would see the run's findings (its baseline options), for the
-    text report's hint."""
+    """The report options of a run.
+
+    - ``--statistics``: text gives a count per rule instead of the findings; json adds
+      ``statistics``.
+    - ``--quiet``: text gives the findings and nothing else.
+    - ``--sarif-suppressed``: SARIF also gives the baselined findings, as suppressed
+      results, and the fixed baseline entries.
+    - `fix`: the ``policy-check fix`` command line that would see the run's findings, with
+      its baseline options. The text report's hint uses it."""
 
     statistics: bool = False
     quiet: bool = False

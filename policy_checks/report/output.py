@@ -10,7 +10,9 @@ import click
 
 
 def emit(report: str, output_file: Optional[Path], error_status: int = 2) -> None:
-    """Print `report`, or write it to `output_file` (``-o``); exit `error_status` if that fails."""
+    """Print `report`, or write it to `output_file` (``-o``).
+
+    Exit `error_status` if that fails."""
     if output_file is None:
         click.echo(report, nl=False)
         return

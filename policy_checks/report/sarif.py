@@ -1,24 +1,30 @@
 """SARIF 2.1.0, for code-scanning uploads.
 
-By default the log holds only what should be an alert: the findings the run
-reports (with a baseline, the new ones) and, with ``--policy-from``, the findings
-the pull request's policy change hides (level ``error``; the message and
-``properties.hiddenByPolicyChange`` say what hid it; level ``warning`` with an
-``external`` accepted suppression once a maintainer approved). GitHub code scanning
-does not honour SARIF suppressions: a suppressed result arrives as an open alert.
-So baselined findings and fixed baseline entries are left out, and appear only with
-``--sarif-suppressed`` (`Options.sarif_suppressed`), for viewers that do honour
-suppressions: a baselined finding with ``baselineState`` ``unchanged`` and an
-``external`` suppression whose justification names the baseline file, a fixed entry
-with ``baselineState`` ``absent``, located at the baseline file. With a baseline,
-every result carries its ``baselineState`` (``new`` for a new finding).
+By default the log holds only what should be an alert:
 
-Every result carries ``partialFingerprints`` ``{"policyCheck/v1": "<hash>:<n>"}``:
-the hash of the finding's baseline fingerprint (rule, module, scope, subject; no
-line), and ``n`` numbering the results of one fingerprint in report order, so that
-code scanning follows an alert when lines move above it. Every rule carries its
-``help`` (what ``policy-check explain`` prints, as text and Markdown) and a
-``helpUri`` to its entry in the docs."""
+- the findings the run reports; with a baseline, the new ones;
+- with ``--policy-from``, the findings the pull request's policy change hides. Their level
+  is ``error``. The message and ``properties.hiddenByPolicyChange`` say what hid it. Once a
+  maintainer approved, the level is ``warning``, with an ``external`` accepted suppression.
+
+GitHub code scanning does not honour SARIF suppressions: a suppressed result arrives as an
+open alert. So baselined findings and fixed baseline entries are left out. They appear only
+with ``--sarif-suppressed`` (`Options.sarif_suppressed`), for viewers that do honour
+suppressions:
+
+- a baselined finding has ``baselineState`` ``unchanged``, and an ``external`` suppression
+  whose justification names the baseline file;
+- a fixed entry has ``baselineState`` ``absent``, and is located at the baseline file.
+
+With a baseline, every result carries its ``baselineState``: ``new`` for a new finding.
+
+Every result carries ``partialFingerprints`` ``{"policyCheck/v1": "<hash>:<n>"}``. The hash
+is of the finding's baseline fingerprint: rule, module, scope, subject, and no line. ``n``
+numbers the results of one fingerprint in report order. So code scanning follows an alert
+when lines move above it.
+
+Every rule carries its ``help``: what ``policy-check explain`` prints, as text and Markdown.
+It also carries a ``helpUri`` to its entry in the docs."""
 
 from __future__ import annotations
 

@@ -1,9 +1,15 @@
-"""``path:line:col: EXP00N [*] message`` lines (``[*]``: a rule ``policy-check fix``
-rewrites; a feature's EXP009 findings under one heading), then (``--policy-from``) the findings a policy change hides, each with
-what hid it, the summary line (with the entries listed, by rule, when headings make
-them fewer than the findings), and one line saying what to do next.
+"""The text report.
 
-``--statistics`` prints a count per rule instead of the findings; ``--quiet`` the
+It prints, in order:
+
+- ``path:line:col: EXP00N [*] message`` lines. ``[*]`` marks a rule ``policy-check fix``
+  rewrites. A feature's EXP009 findings go under one heading;
+- with ``--policy-from``, the findings a policy change hides, each with what hid it;
+- the summary line. It lists the entries by rule when headings make them fewer than the
+  findings;
+- one line saying what to do next.
+
+``--statistics`` prints a count per rule instead of the findings. ``--quiet`` prints the
 findings and nothing else."""
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ MARK = "[*]"  # beside a finding of a rule `policy-check fix` rewrites
 
 
 def fixed_line(result) -> str:
-    """The one line about baseline entries that match nothing any more ("" if none)."""
+    """The one line about stale baseline entries, which match nothing; "" if none."""
     fixed = sum(n for _, n in result.fixed)
     if not fixed:
         return ""
@@ -32,8 +38,9 @@ def policy_words(result) -> str:
 
 
 def hidden_section(result) -> list:
-    """With ``--policy-from``: the findings this tree's policy change hides, each
-    with what hid it (none: no lines)."""
+    """With ``--policy-from``: the findings this tree's policy change hides.
+
+    Each comes with what hid it. No such findings give no lines."""
     if not result.hidden:
         return []
     verdict = ("approved by a maintainer (--approved-policy-change): listed, not failing" if result.approved
@@ -56,15 +63,18 @@ GROUPED_RULE = "EXP009"  # one finding per missing item (for the baseline); one 
 
 
 def _feature_of(f) -> str:
-    """The feature an EXP009 finding is about (its subject is ``<feature>: <item>``); "" if none."""
+    """The feature an EXP009 finding is about; "" if none.
+
+    Its subject is ``<feature>: <item>``."""
     return f.subject.partition(": ")[0] if f.rule == GROUPED_RULE and ": " in f.subject else ""
 
 
 def finding_lines(findings) -> list:
-    """`finding_line` for each finding, except that a feature's EXP009 findings are one
-    heading (at its first finding) with each missing item indented under it: a feature
-    without a record lacks some fifteen items, which a person reads as one fact. JSON,
-    SARIF and the annotations keep one result per item."""
+    """`finding_line` for each finding, with a feature's EXP009 findings under one heading.
+
+    The heading is at its first finding, with each missing item indented under it. A feature
+    without a record lacks some fifteen items, which a person reads as one fact. JSON, SARIF
+    and the annotations keep one result per item."""
     groups: dict = {}
     for f in findings:
         if _feature_of(f):
@@ -88,8 +98,10 @@ def finding_lines(findings) -> list:
 
 
 def entries_by_rule(findings) -> dict:
-    """rule -> ``(findings, entries)``: how many findings of the rule there are and how
-    many entries `finding_lines` shows for them (a feature's EXP009 findings are one)."""
+    """rule -> ``(findings, entries)``.
+
+    That is how many findings of the rule there are, and how many entries `finding_lines`
+    shows for them. A feature's EXP009 findings are one entry."""
     counts = Counter(f.rule for f in findings)
     groups = Counter(_feature_of(f) for f in findings if _feature_of(f))
     entries = Counter(f.rule for f in findings if not _feature_of(f) or groups[_feature_of(f)] == 1)
@@ -98,8 +110,9 @@ def entries_by_rule(findings) -> dict:
 
 
 def entries_words(findings) -> str:
-    """What the listing shows when it is shorter than the findings (grouped EXP009
-    items): ``listed as 3 entries (EXP001 1; EXP009 27 under 2 feature headings)``;
+    """What the listing shows when it is shorter than the findings, through grouped EXP009 items.
+
+    For example: ``listed as 3 entries (EXP001 1; EXP009 27 under 2 feature headings)``. It is
     "" when each finding is an entry of its own."""
     by_rule = entries_by_rule(findings)
     shown = sum(entries for _, entries in by_rule.values())
@@ -111,7 +124,7 @@ def entries_words(findings) -> str:
 
 
 def statistics_lines(result, rule_names: dict) -> list:
-    """A count per rule, most frequent first (ties by id)."""
+    """A count per rule, most frequent first, ties by id."""
     counts = Counter(f.rule for f in result.findings)
     return [
         f"{count:6d}  {rule}  {MARK if rule in FIXABLE else ' ' * len(MARK)} {rule_names.get(rule, '')}".rstrip()
@@ -120,9 +133,10 @@ def statistics_lines(result, rule_names: dict) -> list:
 
 
 def next_step(result, fix: str = "policy-check fix") -> str:
-    """What to do about the findings, in one line ("" when there are none). `fix` is
-    the ``fix`` command that sees these findings as this run saw them (the same
-    baseline, or none: `Options.fix`), so that the hint promises only what it does."""
+    """What to do about the findings, in one line; "" when there are none.
+
+    `fix` is the ``fix`` command that sees these findings as this run saw them. It uses the
+    same baseline, or none (`Options.fix`). So the hint promises only what it does."""
     if not result.findings:
         return ""
     first = result.findings[0].rule
@@ -135,8 +149,10 @@ def next_step(result, fix: str = "policy-check fix") -> str:
 
 
 def summary_line(result, listed: bool = False) -> str:
-    """The run in one line. `listed`: the findings were listed above (not
-    ``--statistics``), so say how many entries they made when fewer (`entries_words`)."""
+    """The run in one line.
+
+    `listed` means the findings were listed above, not with ``--statistics``. Then it says how
+    many entries they made when fewer (`entries_words`)."""
     noun = "file" if result.files_checked == 1 else "files"
     failing_hidden = len(result.hidden) if not result.approved else 0
     if result.findings or failing_hidden:
@@ -160,7 +176,7 @@ def summary_line(result, listed: bool = False) -> str:
 
 
 def no_experimental_words(directory: str) -> str:
-    """Why a tree without an experimental package is trivially clean (also the board's)."""
+    """Why a tree without an experimental package is trivially clean; the board says it too."""
     return (f"no experimental package ({directory}) in this tree, so the containment rules "
             f"had nothing to check")
 
