@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Iterator, NamedTuple, Optional
 
 from ..model.facts import FUNCTION, MODULE, TYPE_CHECKING, FileFacts, Import, Load, project_words, word_offsets
-from .needs import CORE_MODULE, IMPORT_CALLS, MAY_LOAD
+from .needs import CORE_MODULE, IMPORT_CALLS, MAY_LOAD, as_python_reads_names
 from ..model.project import DefTarget, Project
 
 MAX_DEPTH = 12  # calls followed from one call run at import
@@ -538,27 +538,31 @@ def _names_of(facts: FileFacts) -> Optional[tuple]:
 
 
 _WORD = re.compile(rb"\w+")
+_WIDE_WORD = re.compile(rb"[\w\x80-\xff]+")  # a name with non-ASCII letters, whole
 _FEW = 8  # names a file is searched for one by one (`_Text.spelled`)
 
 
 class _Text:
-    """A file's bytes, with the words of its imports of the project and its class names.
-    Each is read when first needed, and once: `follow_calls` asks both of a file in two
-    places. The worker that read the file kept the words with its facts
-    (`facts.project_words`)."""
+    """A file's bytes as Python reads its names, with the words of its imports of the
+    project and its class names. Each is read when first needed, and once: `follow_calls`
+    asks both of a file in two places. The worker that read the file kept the words with
+    its facts (`facts.project_words`)."""
 
     def __init__(self, path: Path, top: str, known: Optional[FileFacts] = None):
         self.path, self.top = path, top
         self.words = (known.import_words, known.class_words) if known is not None \
             and known.import_words is not None else None
-        self.kept = self.words is not None  # the worker keeps them for ASCII files only
 
     @cached_property
     def data(self) -> bytes:
+        """The bytes; a file that is not ASCII decoded and NFKC-normalised, as Python reads
+        identifiers (`needs.as_python_reads_names`): each name it reads is spelled so, and
+        a name with non-ASCII letters stands whole between ASCII bytes that are no name's."""
         try:
-            return self.path.read_bytes()
+            data = self.path.read_bytes()
         except OSError:
             return b""
+        return data if data.isascii() else as_python_reads_names(data)
 
     @cached_property
     def imports(self) -> frozenset:
@@ -570,15 +574,13 @@ class _Text:
         return frozenset(self.words[0].split())
 
     @cached_property
-    def ascii(self) -> bool:
-        """Is the file ASCII? The worker kept its words only if so (`facts.bytes_only`)."""
-        return self.kept or self.data.isascii()
-
-    @cached_property
     def identifiers(self) -> frozenset:
         """Every identifier the file spells, as bytes. One pass serves however many names
-        are asked about. A name at a time would cost names x bytes."""
-        return frozenset(_WORD.findall(self.data))
+        are asked about. A name at a time would cost names x bytes. In a file that is not
+        ASCII, both each run of ASCII name bytes and each run that takes in the non-ASCII
+        bytes count: a name Python reads there is one or the other."""
+        found = frozenset(_WORD.findall(self.data))
+        return found if self.data.isascii() else found | frozenset(_WIDE_WORD.findall(self.data))
 
     def spelled(self, names) -> set:
         """Those of `names` the file spells whole; ``.build`` in ``Tool.build`` counts
@@ -602,10 +604,8 @@ def _may_call(text: _Text, home: str, pending: dict, by_home: dict, top: str) ->
     file to spell a name with a home it knows. That home is the file's own module, or one
     its imports of the project name, or a class it defines. Importing one of the names
     from the project also counts. The symbol table then says whether its import-time code
-    uses it. A file that is not ASCII is checked. Python reads its identifiers normalised
-    (NFKC), and its bytes need not spell them."""
-    if not text.ascii:
-        return True
+    uses it. A file that is not ASCII is read as Python reads its identifiers, NFKC
+    normalised (`_Text.data`)."""
     names = set(by_home.get(home, ()))
     for word in text.homes - {top}:
         names |= by_home.get(word, set())

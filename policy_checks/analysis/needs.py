@@ -35,7 +35,9 @@ non-ASCII file are normalised first, so ``ｅxperimental`` is found too. Which
 triggers occur in a file depends only on its bytes, so the runner keeps the answer
 (`Scanner.scan`, a bit mask over every registered rule's triggers) beside the file's
 facts in the cache, and a warm run decides which files are primary without
-scanning them again.
+scanning them again. A file is searched only for what some registered rule asks of
+its kinds (`Prefilter.want`); a bit it was not searched for reads as found, which can
+make a file primary or summarised that need not be, never the reverse.
 
 Rules, the project model and the runner import this module; it imports only the
 names of the import functions and the whole-word search (`facts.word_offsets`) from
@@ -361,12 +363,21 @@ class Scanner(NamedTuple):
         """Names the vocabulary: bit i of a mask means ``matchers[i]`` was found."""
         return ",".join(m.key for m in self.matchers)
 
-    def scan(self, data: bytes) -> int:
+    def scan(self, data: bytes, asked: int = -1) -> int:
+        """The mask of the matchers found in `data`, of those `asked` names (bit i for
+        ``matchers[i]``; default all). A matcher not asked reads as found: what a run
+        learns from a mask only spares work, so a bit it did not look for costs work,
+        never a finding (`Prefilter.want`)."""
         if not self.matchers:
             return 0
+        everything = (1 << len(self.matchers)) - 1
+        asked &= everything
+        if not asked:
+            return everything
         if not data.isascii():
             data = as_python_reads_names(data)
-        return sum(1 << bit for bit, matcher in enumerate(self.matchers) if matcher(data))
+        return everything & ~asked | sum(
+            1 << bit for bit, matcher in enumerate(self.matchers) if asked >> bit & 1 and matcher(data))
 
 
 class Prefilter:
@@ -377,6 +388,10 @@ class Prefilter:
     their follow-ups ask of a file's bytes (a follow-up's ``scans``), which makes no
     file primary.
     `triggers` are the selected rules' triggers, unbound.
+    A file is scanned only for what some registered rule asks of its kinds: its
+    triggers, and its follow-ups' scans of the files it reads (`want`'s third item).
+    The experimental modules, a third of FlashInfer's bytes, are then searched for
+    one word (EXP004's ``backend_requirement``), not for every rule's.
     """
 
     def __init__(self, selected_rules, all_rules, settings, enabled: bool = True):
@@ -388,6 +403,14 @@ class Prefilter:
                     vocabulary.append(trigger.bound(settings))
         self.scanner = Scanner(tuple(vocabulary))
         self.enabled = enabled
+        asked = {}  # Python kind -> mask of what every registered rule asks of its files
+        for rule in all_rules:
+            scans = [matcher for follow in rule.follow_ups for matcher in getattr(follow, "scans", ())]
+            bits = sum({1 << vocabulary.index(t.bound(settings)) for t in (*rule.triggers, *scans) if t is not ALWAYS})
+            for kind in rule.reads:
+                if kind.python and bits:
+                    asked[kind] = asked.get(kind, 0) | bits
+        self._asked = list(asked.items())
         declaring = []  # a rule that reports what every rule reads (EXP000) declares for them all
         for rule in selected_rules:
             declaring.extend(all_rules if getattr(rule, "reads_every_rules_files", False) else (rule,))
@@ -407,19 +430,25 @@ class Prefilter:
         self._wants = [(kind, always, mask) for kind, (always, mask) in wants.items()]
 
     def want(self, project, source) -> tuple:
-        """``(always, mask)`` for one Python file: primary whatever its bytes, or
-        when its scan shares a bit with `mask`."""
+        """``(always, mask, asked)`` for one Python file: primary whatever its bytes, or
+        when its scan shares a bit with `mask`; `asked`, what its scan must look for
+        (`Scanner.scan`), covers `mask` and what any other selection or a follow-up asks
+        of the file."""
+        asked = 0
+        for kind, kind_asked in self._asked:
+            if kind_asked & ~asked and kind.member(project, source):
+                asked |= kind_asked
         if not self.enabled:
-            return True, 0
+            return True, 0, asked
         always, mask = False, 0
         for kind, kind_always, kind_mask in self._wants:
             if (kind_always or kind_mask & ~mask) and kind.member(project, source):
                 always, mask = always or kind_always, mask | kind_mask
-        return always, mask
+        return always, mask, asked
 
 
 def is_primary(want: tuple, found: int) -> bool:
     """Does a file that `Prefilter.want` gave `want` and whose scan is `found` need
     its complete facts up front?"""
-    always, mask = want
+    always, mask = want[0], want[1]
     return always or bool(mask & found)

@@ -144,16 +144,16 @@ def _compute(scanner: Scanner, keyed: bool, group: tuple) -> list:
 
 def _compute_group(scanner: Scanner, keyed: bool, group: tuple) -> list:
     results = []
-    seen = {}  # (bytes, top) -> [trigger scan, bytes-only facts or None]
+    seen = {}  # (bytes, top, what is asked of them) -> [trigger scan, bytes-only facts or None]
     for rel, path, module, is_package, want, complete, oid, top in group:
         try:
             data = Path(path).read_bytes()
         except OSError as error:
             results.append((rel, None, None, f"cannot read: {error.strerror or error}", False))
             continue
-        shared = seen.get((data, top))
+        shared = seen.get((data, top, want[2]))
         if shared is None:
-            shared = seen[(data, top)] = [scanner.scan(data), None]
+            shared = seen[(data, top, want[2])] = [scanner.scan(data, want[2]), None]
         found = shared[0]
         primary = is_primary(want, found)
         if primary or complete:

@@ -1857,18 +1857,28 @@ def project_words(source: bytes, top: str) -> tuple:
         for match in pattern.finditer(source):
             first = match.group(1)
             if first == head or pattern is _FROM_PROJECT and (first.startswith(b".") or first.split(b".")[0] == head):
-                words.update(w.decode() for w in _WORD.findall(match.group(0)))
-    classes = {c.decode() for c in _CLASS.findall(source)}
+                words.update(w.decode("utf-8", "replace") for w in _WORD.findall(match.group(0)))
+    classes = {c.decode("utf-8", "replace") for c in _class_names(source)}
     return " ".join(sorted(words)), " ".join(sorted(classes))
 
 
 # A parenthesised list of names ends at its ")", and never runs past the next "(": an
 # unclosed one (hostile bytes) then costs a scan to the next import, not to the end of the
 # file (which, repeated, is quadratic). Comments inside the list are skipped whole.
-_FROM_PROJECT = re.compile(rb"from[ \t\\\n]+([\w.]+)[ \t\\\n]+import[ \t\\]*(?:\((?:[^()#]|#[^\n]*)*\)|(?:[^\n\\]|\\.|\\\n)*)", re.S)
-_IMPORT_PROJECT = re.compile(rb"import[ \t\\]+(\w+)(?:[\w. \t,]|\\\n)*")
-_WORD = re.compile(rb"\w+")
-_CLASS = re.compile(rb"^[ \t]*class[ \t]+(\w+)", re.M)  # a class of its own: its methods' home
+_FROM_PROJECT = re.compile(rb"from[ \t\\\n]+([\w.\x80-\xff]+)[ \t\\\n]+import[ \t\\]*(?:\((?:[^()#]|#[^\n]*)*\)|(?:[^\n\\]|\\.|\\\n)*)", re.S)
+_IMPORT_PROJECT = re.compile(rb"import[ \t\\]+([\w\x80-\xff]+)(?:[\w.\x80-\xff \t,]|\\\n)*")
+_WORD = re.compile(rb"[\w\x80-\xff]+")
+_CLASS = re.compile(rb"class[ \t]+([\w\x80-\xff]+)")  # a class of its own: its methods' home
+
+
+def _class_names(source: bytes) -> Iterator[bytes]:
+    """The name of each ``class`` statement, the word first on its line but for spaces and
+    tabs. Found by the word, then its line checked: a pattern anchored at every line's
+    start is tried at every line (a third of a second on FlashInfer's core modules)."""
+    for match in _CLASS.finditer(source):
+        start = match.start()
+        if not source[source.rfind(b"\n", 0, start) + 1:start].strip(b" \t"):
+            yield match.group(1)
 
 
 def unreadable(module: str, is_package: bool, error: OSError) -> FileFacts:

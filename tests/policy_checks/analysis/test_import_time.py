@@ -194,14 +194,46 @@ def test_a_transitive_experimental_import_is_exp001(check):
 @pytest.mark.parametrize("prefilter", [True, False], ids=["prefilter", "every file"])
 def test_a_caller_spelling_the_name_in_other_letters_is_followed(check, prefilter):
     """Python reads identifiers normalised (NFKC): ``ｏuter()`` calls ``outer``. The caller's
-    bytes do not spell the name, so the follow-up builds its symbol table rather than trust
-    them; a caller that only names the function in a function body stays unparsed."""
+    bytes do not spell the name; read as Python reads names they do, so the follow-up finds
+    the call; a caller that only names the function in a function body stays unparsed."""
     helpers = "def outer():\n    from .experimental.feat import kernels\n    return kernels\n"
     caller = "from .helpers import \uff4futer\nX = \uff4futer()\n"
     lazy = "from .helpers import outer\ndef later():\n    return outer()\n"
     result = check({**TREE, "flashinfer/helpers.py": helpers, "flashinfer/gemm.py": caller, "flashinfer/norm.py": lazy},
                    prefilter=prefilter)
     assert [(path, rule) for path, _, rule in found(result) if rule == "EXP001"] == [("flashinfer/gemm.py", "EXP001")]
+
+
+@pytest.mark.parametrize("prefilter", [True, False], ids=["prefilter", "every file"])
+def test_names_with_non_ascii_letters_are_followed(check, prefilter):
+    """A function and the module it lives in, both named with non-ASCII letters: the
+    caller's bytes, read as Python reads names, spell each whole (a non-ASCII letter is a
+    name's, not a boundary), so the follow-up finds the call at import."""
+    helpers = "def f\u00e4st():\n    from .experimental.feat import kernels\n    return kernels\n"
+    caller = "from .h\u00e9lpers import f\u00e4st\nX = f\u00e4st()\n"
+    result = check({**TREE, "flashinfer/h\u00e9lpers.py": helpers, "flashinfer/gemm.py": caller}, prefilter=prefilter)
+    assert [(path, rule) for path, _, rule in found(result) if rule == "EXP001"] == [("flashinfer/gemm.py", "EXP001")]
+
+
+def test_a_non_ascii_module_naming_no_such_function_is_not_summarised(check, monkeypatch):
+    """A module that is not ASCII (its comment) and names no function that reaches
+    anything is read as bytes only: the follow-up builds no symbol table for it. One that
+    names such a function with its module gets one, and is parsed."""
+    from policy_checks.model import facts
+
+    checked = []
+    real = facts._checked
+
+    def counting(source):
+        checked.append(source)
+        return real(source)
+
+    monkeypatch.setattr(facts, "_checked", counting)
+    idle = "# 2 \u00b5s \u2264 3 ms \u2014 timings\nX = 1\n"
+    calling = "# \u00b5s\nfrom .helpers import outer\nX = outer()\n"
+    result = check({**TREE, "flashinfer/idle.py": idle, "flashinfer/gemm.py": calling}, jobs=1)
+    assert idle.encode() not in checked and calling.encode() in checked
+    assert ("flashinfer/gemm.py", 3, "EXP010") in found(result)
 
 
 @pytest.mark.parametrize("family", ["a name built at run time", "a thread started at import", "a helper two calls down"])

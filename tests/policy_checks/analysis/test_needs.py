@@ -51,6 +51,32 @@ def test_the_scan_covers_every_rule_whatever_is_selected():
     assert is_primary((True, 0), 0) and not is_primary((False, 0), found) and is_primary((False, found), found)
 
 
+def test_a_file_is_scanned_only_for_what_its_kinds_are_asked(tmp_path):
+    """A core module is searched for every rule's triggers and the follow-ups' scans; an
+    experimental module for EXP004's ``backend_requirement`` alone. A matcher not looked
+    for reads as found, so a mask that a run with other settings reads from the cache
+    can only cost it work, never a finding."""
+    from policy_checks.model.project import Project
+
+    rules = list(registry.RULES.values())
+    prefilter = Prefilter(rules, rules, Settings())
+    scanner = prefilter.scanner
+    everything = (1 << len(scanner.matchers)) - 1
+    backend = 1 << scanner.matchers.index(BACKEND_REQUIREMENT.bound(Settings()))
+    root = write_tree(tmp_path, {"flashinfer/__init__.py": "", "flashinfer/gemm.py": "",
+                                 "flashinfer/experimental/__init__.py": "", "flashinfer/experimental/k.py": ""})
+    project = Project(root, Settings(), load_facts=None)
+    asked = {rel: prefilter.want(project, source)[2] for rel, source in project.files.items()}
+    assert asked["flashinfer/gemm.py"] == everything and asked["flashinfer/experimental/k.py"] == backend
+    data = b"import threading\nimportlib.import_module('flashinfer.experimental.k')\n"
+    assert scanner.scan(data, backend) == everything & ~backend  # found: only what was not asked
+    assert scanner.scan(data + b"backend_requirement\n", backend) == everything
+    assert scanner.scan(b"x = 1\n", 0) == everything and scanner.scan(b"x = 1\n") == 0
+    # a selection never wants what is not asked: only EXP004 selected, the same scan serves
+    alone = Prefilter([registry.RULES["EXP004"]], rules, Settings())
+    assert all(want[1] & ~want[2] == 0 for want in (alone.want(project, s) for s in project.files.values()))
+
+
 def test_non_ascii_is_read_as_python_reads_names():
     scanner = Prefilter(registry.RULES.values(), registry.RULES.values(), Settings()).scanner
     assert scanner.scan("from .\uff45xperimental import x\n".encode()) == scanner.scan(b"from .experimental import x\n")

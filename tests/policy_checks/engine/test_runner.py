@@ -382,3 +382,27 @@ def test_copies_are_read_once(tmp_path, monkeypatch):
     everything = run(root, Settings(), use_cache=False, jobs=2, progress=False, prefilter=False)
     assert located(everything, "EXP000") == [(f"flashinfer/gen{n}/__init__.py", 2) for n in range(3)]
     assert [f for f in everything.findings if f.rule != "EXP000"] == result.findings
+
+
+def test_only_files_a_rule_needs_are_parsed(tmp_path, monkeypatch):
+    """EXP000 reports the files the checker must read and cannot. A file whose bytes
+    spell a rule's trigger (``experimental``) is parsed, and one the import-time
+    follow-ups must ask (it spells ``threading``) gets its symbol table: a syntax error
+    in either is EXP000. A file whose bytes concern no rule is only scanned: neither the
+    parser nor the symbol table sees its bytes, so its syntax error is not reported
+    (Python cannot import it: nothing in it runs). A run parsing every file reports it."""
+    from policy_checks.model import facts, parsed
+
+    seen = []
+    real_tree, real_checked = parsed.tree, facts._checked
+    monkeypatch.setattr(parsed, "tree", lambda data: seen.append(data) or real_tree(data))
+    monkeypatch.setattr(facts, "_checked", lambda data: seen.append(data) or real_checked(data))
+    needed, follows, unneeded = "from .experimental import feat\ndef f(:\n", "import threading\ndef f(:\n", "def f(:\n"
+    files = {**BASE, "flashinfer/needed.py": needed, "flashinfer/follows.py": follows, "flashinfer/unneeded.py": unneeded}
+    root = write_tree(tmp_path, files)
+    result = run(root, Settings(), use_cache=False, jobs=1, progress=False)
+    assert located(result, "EXP000") == [("flashinfer/follows.py", 2), ("flashinfer/needed.py", 2)]
+    assert needed.encode() in seen and follows.encode() in seen and unneeded.encode() not in seen
+    everything = run(root, Settings(), use_cache=False, jobs=1, progress=False, prefilter=False)
+    assert ("flashinfer/unneeded.py", 1) in located(everything, "EXP000")
+
