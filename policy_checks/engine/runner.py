@@ -264,12 +264,20 @@ def check(
         facts = facts_cache.get(key, complete=complete)
         if facts is None or not facts.checked:
             if complete:
-                facts, found = extract(data, source.module, source.is_package), needs.scanner.scan(data)
+                facts, found = extract(data, source.module, source.is_package), _scan_again(source.rel, key, data)
                 parsed[0] += 1
             else:
                 facts, found = syntax_only(data, source.module, source.is_package), None
             facts_cache.put(key, facts, found)
         return facts
+
+    def _scan_again(rel: str, key: bytes, data: bytes) -> Optional[int]:
+        """The trigger scan stored with a file parsed on demand. The first pass scanned
+        these bytes already (same key): that scan serves. A cache nobody reads again
+        (``--no-cache``, not shared) stores no scan, so none is made."""
+        if keys.get(rel) == key and project.scan_of(rel) is not None:
+            return project.scan_of(rel)
+        return needs.scanner.scan(data) if facts_cache.enabled or shared else None
 
     project = context.project(on_demand)
     project.scan = partial(_scan, facts_cache)

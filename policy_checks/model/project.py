@@ -286,6 +286,10 @@ class Project:
         if found is not None:
             self._found[rel] = found
 
+    def scan_of(self, rel: str) -> Optional[int]:
+        """`rel`'s trigger scan, if this run has made or read one."""
+        return self._found.get(rel)
+
     def spells(self, rel: str, matcher) -> bool:
         """Does `rel`'s trigger scan find `matcher` (a `needs` trigger, unbound)? True
         when the scan does not say: the answer only spares work, so doubt costs a parse."""

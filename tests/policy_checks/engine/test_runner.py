@@ -406,3 +406,25 @@ def test_only_files_a_rule_needs_are_parsed(tmp_path, monkeypatch):
     everything = run(root, Settings(), use_cache=False, jobs=1, progress=False, prefilter=False)
     assert ("flashinfer/unneeded.py", 1) in located(everything, "EXP000")
 
+
+@pytest.mark.parametrize("use_cache", [False, True], ids=["no cache", "cache"])
+def test_a_file_parsed_on_demand_is_scanned_once(tmp_path, monkeypatch, use_cache):
+    """A module the import-time follow-up parses on demand (it calls, at import, a
+    function that imports experimental code) was scanned by the first pass: that scan is
+    the one stored with its facts, and its bytes are not searched again."""
+    from policy_checks.analysis.needs import Scanner
+
+    scanned = []
+    real = Scanner.scan
+    monkeypatch.setattr(Scanner, "scan", lambda self, data, asked=-1: scanned.append(data) or real(self, data, asked))
+    caller = "from .helpers import outer\nX = outer()\n"
+    files = {**BASE, "flashinfer/helpers.py": "def outer():\n    from .experimental.feat import kernels\n",
+             "flashinfer/gemm.py": caller}
+    root = write_tree(tmp_path, files)
+    result = run(root, Settings(), use_cache=use_cache, jobs=1, progress=False)
+    assert located(result, "EXP001") == [("flashinfer/gemm.py", 2)]
+    assert scanned.count(caller.encode()) == 1
+    if use_cache:  # the stored scan serves a warm run: nothing is scanned or parsed
+        scanned.clear()
+        warm = run(root, Settings(), use_cache=True, jobs=1, progress=False)
+        assert warm.findings == result.findings and warm.parsed == 0 and scanned == []
