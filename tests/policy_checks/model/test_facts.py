@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from policy_checks.model.facts import FUNCTION, MODULE, TYPE_CHECKING, extract, parse_suppression, resolve_relative, syntax_error
 from policy_checks.model.facts import AliasBinding, CallRef, DefBinding, DictBinding, Entry, Import, NameRef
 
@@ -307,3 +309,36 @@ def test_the_byte_readers_of_imports_take_linear_time_on_unclosed_lists():
     closed = b"from .entry import (fast,  # see slow(x)\n    quick)\nclass Tool:\n    pass\n"
     assert set(project_words(closed, "flashinfer")[0].split()) >= {"entry", "fast", "quick"}
     assert project_words(closed, "flashinfer")[1] == "Tool"
+
+
+def test_token_lines_skip_only_words_the_file_never_spells_whole():
+    """The lines worth visiting are found by looking up each token among the file's
+    whole words, then searching only for those present: the same lines as a search for
+    every token. A name with non-ASCII letters is searched for (the words are ASCII runs)."""
+    from policy_checks.model import facts
+
+    def every_token(source, names, words):
+        offsets = []
+        for token, homes in facts._LOAD_TOKENS.items():
+            homes = [home for home in homes if home in source]
+            if token not in source or not homes:
+                continue
+            if b"" in homes or any(re.search(rb"from[ \t]+" + home + rb"[\w.]*[ \t]+import", source) for home in homes):
+                offsets.extend(facts.word_offsets(source, token))
+                continue
+            for at in facts.word_offsets(source, token):
+                start, stop = source.rfind(b"\n", 0, at) + 1, source.find(b"\n", at)
+                if any(home in source[start:stop if stop >= 0 else len(source)] for home in homes):
+                    offsets.append(at)
+        for token in facts.CALL_TOKENS + tuple(w.encode() for w in words):
+            offsets.extend(facts.word_offsets(source, token))
+        for token in (n.encode() for n in names):
+            offsets.extend(m.start() for m in re.finditer(re.escape(token), source))
+        return sorted({source.count(b"\n", 0, at) + 1 for at in offsets})
+
+    source = ("import os, sys\nexecute(x)\nexec(y)\nsys.path.insert(0, p)\nos.path.join(a)\n"
+              "from threading import Thread\nThread(target=f)\nf\u00e4st()\nx.f\u00e4st\nrun_module('m')\n"
+              "backend_requirementX = 1\nos.system('ls')  # \u00e9\n").encode()
+    for names, words in [(frozenset({"backend_requirement"}), ()), (frozenset(), ("f\u00e4st", "execute"))]:
+        assert facts._token_lines(source, names, words) == every_token(source, names, words)
+    assert 8 in facts._token_lines(source, frozenset(), ("f\u00e4st",))
