@@ -38,7 +38,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Iterator, NamedTuple, Optional
 
-from ..model.facts import FUNCTION, MODULE, TYPE_CHECKING, FileFacts, Import, Load, project_words, word_offsets
+from ..model.facts import FUNCTION, MODULE, TYPE_CHECKING, FileFacts, Import, Load, project_words, whole_words, word_offsets
 from .needs import CORE_MODULE, IMPORT_CALLS, MAY_LOAD, as_python_reads_names
 from ..model.project import DefTarget, Project
 
@@ -537,7 +537,6 @@ def _names_of(facts: FileFacts) -> Optional[tuple]:
     return frozenset(used), frozenset(used | bound)
 
 
-_WORD = re.compile(rb"\w+")
 _WIDE_WORD = re.compile(rb"[\w\x80-\xff]+")  # a name with non-ASCII letters, whole
 _FEW = 8  # names a file is searched for one by one (`_Text.spelled`)
 
@@ -579,7 +578,7 @@ class _Text:
         are asked about. A name at a time would cost names x bytes. In a file that is not
         ASCII, both each run of ASCII name bytes and each run that takes in the non-ASCII
         bytes count: a name Python reads there is one or the other."""
-        found = frozenset(_WORD.findall(self.data))
+        found = whole_words(self.data)
         return found if self.data.isascii() else found | frozenset(_WIDE_WORD.findall(self.data))
 
     def spelled(self, names) -> set:

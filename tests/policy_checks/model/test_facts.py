@@ -342,3 +342,16 @@ def test_token_lines_skip_only_words_the_file_never_spells_whole():
     for names, words in [(frozenset({"backend_requirement"}), ()), (frozenset(), ("f\u00e4st", "execute"))]:
         assert facts._token_lines(source, names, words) == every_token(source, names, words)
     assert 8 in facts._token_lines(source, frozenset(), ("f\u00e4st",))
+
+
+def test_a_module_rebinding_its_name_is_found_by_literal_patterns():
+    """`_rebinds_name` answers as the one pattern it stands for, on every form."""
+    from policy_checks.model import facts
+
+    one = re.compile(rb"(?<![.\w])__name__\s*(?:=(?!=)|:=)|globals\(\)\s*\[\s*[\"']__name__|setattr\([^)\n]*[\"']__name__")
+    samples = [b"__name__ = 'x'", b"x = 1\n__name__='__main__'", b"f.__name__ = 'g'", b"a__name__ = 1",
+               b"if __name__ == '__main__':\n    pass", b"(__name__ := 'm')", b"globals()[ '__name__' ] = 'm'",
+               b"setattr(sys.modules[m], \"__name__\", 'x')", b"setattr(x,\n'__name__', 1)", b"__name____name__ = 1",
+               b"__name__\t=\t1", b"\xc3\xa9__name__ = 1", b"print(__name__)", b""]
+    for source in samples:
+        assert facts._rebinds_name(source) == (one.search(source) is not None), source
