@@ -34,8 +34,7 @@ import secrets
 from pathlib import Path
 from typing import Callable, Iterable, NamedTuple, Optional
 
-from .cache import read_bounded
-from ..model.project import module_name
+from .store import read_bounded
 
 FILE_NAME = "policy-check-baseline.json"
 KEY = "policy-check-baseline"  # the top-level key, holding the format's version
@@ -81,6 +80,8 @@ def fingerprint(project, finding, by_path: frozenset) -> Fingerprint:
         return Fingerprint(finding.rule, rel, "", finding.subject)
     source = project.files.get(rel)
     if source is None:  # unreadable, or its name is not UTF-8: no facts
+        from ..model.project import module_name  # here: reading a stored result loads no project model
+
         return Fingerprint(finding.rule, module_name(rel)[0], "", finding.subject)
     facts = project.facts(rel)
     scope = "" if facts.syntax_error is not None else facts.scope_at(finding.line)

@@ -20,9 +20,7 @@ from typing import Optional
 
 from . import baseline as baseline_module
 from ..model import gitfiles
-from .cache import FactsCache
 from ..model.config import Settings, find_root, load
-from ..model.project import Project
 
 
 def baseline_name(root: Path, path: Path) -> str:
@@ -82,9 +80,14 @@ class Context:
         """The same tree judged under other settings and another baseline."""
         return replace(self, settings=settings, baseline=accepted)
 
-    def facts_cache(self, vocabulary: str = "") -> FactsCache:
+    def facts_cache(self, vocabulary: str = ""):
+        """The facts cache of a run (`cache.FactsCache`), as this context keeps it."""
+        from .cache import FactsCache  # here: a replayed run loads no facts
+
         return FactsCache(self.root, enabled=self.use_cache, directory=self.cache_dir, vocabulary=vocabulary)
 
     def project(self, load_facts):
         """The checker's project model of the tree, facts from `load_facts`."""
+        from ..model.project import Project
+
         return Project(self.root, self.settings, load_facts, files=self.files)

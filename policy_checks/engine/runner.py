@@ -27,7 +27,7 @@ import os
 import re
 import sys
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Optional
@@ -41,39 +41,10 @@ from ..model.facts import FileFacts, bytes_only, extract, syntax_only, text_supp
 from ..analysis.needs import BACKEND_REQUIREMENT, CORE_MODULE, EXPERIMENTAL_MODULE, Prefilter, Scanner, is_primary
 from ..model.project import Project, SourceFile, excluder, printable
 from ..rules.registry import ALL_IDS, RULES, check_settings, matches, selected_ids
+from .result import Result
 from .suppressions import apply
 
 _POOL_THRESHOLD = 48  # fewer files to parse than this: not worth starting processes
-
-
-@dataclass
-class Result:
-    findings: list  # with a baseline: the new ones only
-    files_checked: int
-    warnings: list = field(default_factory=list)
-    parsed: int = 0  # files whose facts were computed this run (not from the cache)
-    # `baseline.Fingerprint` of each of `findings`, in the same order (None when the
-    # run was told not to compute them: `run`'s `fingerprints`, without a baseline).
-    fingerprints: Optional[list] = None
-    # With a baseline (`baseline.Baseline`): its name, the findings it accepts (and
-    # their fingerprints, in the same order), and ``(Fingerprint, count)`` of what it
-    # accepts beyond today's findings (paid-off debt, until pruned). Without one:
-    # None and empty.
-    baseline: Optional[str] = None
-    baselined: list = field(default_factory=list)
-    baselined_fingerprints: list = field(default_factory=list)
-    fixed: list = field(default_factory=list)
-    # With ``--policy-from`` (`policy_change.judge`): the findings the base
-    # revision's policy reports and this tree's policy hides (`policy_change.Hidden`),
-    # the revision as given and its commit, and whether a maintainer approved the
-    # policy change. Without it: empty, None, False.
-    hidden: list = field(default_factory=list)
-    policy_from: Optional[tuple] = None  # (revision as given, commit)
-    approved: bool = False
-    # The experimental package's directory when the tree has none (FlashInfer before
-    # its experimental track): the containment rules then had nothing to check, which
-    # the text report says. None when the package is there.
-    no_experimental_package: Optional[str] = None
 
 
 def _task(project: Project, needs: Prefilter, source: SourceFile, complete: bool = False) -> tuple:

@@ -3,15 +3,14 @@ explain`` prints (also SARIF's ``help``, as text and as Markdown), the link to i
 entry in the docs (SARIF's ``helpUri``), and whether ``policy-check fix`` has a
 rewrite for it (the ``[*]`` of the text report).
 
-Imports only the rule table, so that ``policy-check rules`` / ``explain`` and every
-report format can use it without loading the runner or the fixer (libcst)."""
+Imports the rule table only in the functions that read it: the text report then loads
+no rule, and no format loads the runner or the fixer (libcst)."""
 
 from __future__ import annotations
 
 import re
 
 from .install_forms import REPOSITORY, release_tag
-from ..rules.registry import ALL_IDS, ELSEWHERE, META_RULES, RULES
 
 # No site publishes docs/: the links the reports give point at the page in the repository,
 # at the running version's release tag (docs/releasing.rst), so that a rule's text is the
@@ -90,6 +89,8 @@ def rst_table() -> str:
     """The rule table of docs/policy_check.rst, made from the registry (``policy-check
     rules --format rst``): each id an anchor, its name and what it finds (its summary;
     the command that reports it, for the ids ``run`` never checks)."""
+    from ..rules.registry import ELSEWHERE, META_RULES, RULES  # here: a text report loads no rule
+
     rows = [(f"_`{i}`", r.name, r.summary) for i, r in [*RULES.items(), *META_RULES.items()]]
     rows += [(f"_`{i}`", r.name, f"{r.summary} (``policy-check {command}``)")
              for command, ids in ELSEWHERE.items() for i, r in ids.items()]
@@ -110,6 +111,8 @@ def _rst_text(text: str) -> str:
 
 def rule_table() -> list:
     """Every rule as ``policy-check rules --format json`` lists it, in id order."""
+    from ..rules.registry import ALL_IDS
+
     return [
         {"id": rule_id, "name": rule.name, "summary": rule.summary, "fixable": rule_id in FIXABLE,
          "help_uri": help_uri(rule_id)}
