@@ -195,6 +195,21 @@ def test_an_unknown_mode_is_an_error(tmp_path):
 # the id of the bytes on disk (`gitfiles.vouched`); every other file is hashed.
 
 
+def told(root: Path, function):
+    """`function()` answered from `gitfiles.state(root)` (`gitfiles.known`), as a run
+    that made the replay key first gets it."""
+    tree = gitfiles.state(root)
+    assert tree is not None
+    with gitfiles.known(tree):
+        return function()
+
+
+def answers(root: Path) -> tuple:
+    """`vouched` and each mode's listing (files, directories) of `root`."""
+    listings = [gitfiles.listing(root, chosen) for chosen in gitfiles.MODES]
+    return gitfiles.vouched(root), [(found.files, found.directories) for found in listings]
+
+
 def blob_id(root: Path, rel: str) -> str:
     """Git's own id of the bytes on disk (no conversion: ``--no-filters``)."""
     return git(root, "hash-object", "--no-filters", rel).strip()
@@ -230,6 +245,7 @@ def test_git_vouches_only_for_unchanged_regular_files_it_looks_at(tmp_path):
     assert all(blobs[rel] == blob_id(root, rel) for rel in blobs)
     for chosen in gitfiles.MODES:  # the staged mode reads the work tree's bytes too
         assert gitfiles.listing(root, chosen).blobs() == blobs
+    assert told(root, lambda: answers(root)) == answers(root)  # the tree's state says the same
 
 
 def test_a_conflicted_file_is_not_vouched_for(tmp_path):
@@ -239,6 +255,7 @@ def test_a_conflicted_file_is_not_vouched_for(tmp_path):
     subprocess.run(["git", "update-index", "--index-info"], cwd=root, input=f"0 {'0' * 40}\ta.py\n" + stages,
                    text=True, check=True)
     assert sorted(gitfiles.vouched(root)) == ["b.py"]
+    assert told(root, lambda: answers(root)) == answers(root)
 
 
 @pytest.mark.parametrize("attributes, config", [
@@ -252,6 +269,7 @@ def test_a_file_git_may_convert_is_not_vouched_for(tmp_path, attributes, config)
     if config:
         git(root, "config", "core.autocrlf", config)
     assert "a.py" not in gitfiles.vouched(root)
+    assert "a.py" not in told(root, lambda: gitfiles.vouched(root))
 
 
 def test_binary_files_and_unset_attributes_are_no_conversion(tmp_path):
@@ -279,3 +297,35 @@ def test_object_ids_are_named_relative_to_a_root_below_the_top(tmp_path):
     git(top, "add", "sub/c.py")
     blobs = gitfiles.vouched(top / "sub")
     assert blobs == {"a.py": blob_id(top, "sub/a.py")}  # c.py: an attribute converts it
+    assert told(top / "sub", lambda: answers(top / "sub")) == answers(top / "sub")
+
+
+def test_the_trees_state_selects_what_git_selects(tree):
+    """A run inside `gitfiles.known` lists the files git lists, in both modes, and finds
+    the same (ignored, untracked and staged files in the tree)."""
+    assert told(tree, lambda: answers(tree)) == answers(tree)
+    for chosen in gitfiles.MODES:
+        with gitfiles.selecting(chosen):
+            assert told(tree, lambda: findings(tree)) == findings(tree)
+    assert gitfiles.state(tree.parent) is None  # not a repository: no state, no listing from it
+
+
+@pytest.mark.parametrize("named", [256, 1])
+def test_the_trees_state_lists_the_untracked_files_git_does_not_ignore(tmp_path, monkeypatch, named):
+    """`state` walks the tree once, ignored entries included, and asks git which untracked
+    files it does not ignore below those entries only (or, past `_MAX_NAMED` of them, in the
+    whole tree): the files it lists are ``git ls-files --cached --others --exclude-standard``'s,
+    whatever the ignore rules (a negated pattern, an ignored directory, a name with a tab)."""
+    monkeypatch.setattr(gitfiles, "_MAX_NAMED", named)
+    root = repository(tmp_path / "repo", {**BASE, ".gitignore": "build/\n*.log\nkeep/*\n!keep/this.py\n"})
+    write_tree(root, {"build/out.py": "", "a.log": "", "keep/this.py": "", "keep/that.py": "",
+                      "new/deep/op.py": "", "flashinfer/scratch.py": "", "flashinfer/tab\there.py": ""})
+    os.mkdir(root / "empty")
+    expected = set(git(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard").split("\0")) - {""}
+    tree = gitfiles.state(root)
+    assert tree.files() == expected and "keep/this.py" in expected and "build/out.py" not in expected
+    before = tree.digest
+    (root / "empty/x.log").write_text("")  # inside a directory holding no listed file: its contents do not count
+    assert gitfiles.state(root).digest == before
+    (root / "b.log").write_text("")  # an ignored name beside listed files: a new entry
+    assert gitfiles.state(root).digest != before
