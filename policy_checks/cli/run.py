@@ -1,9 +1,10 @@
 """``policy-check run``: check the project and report its findings.
 
-`policy_checks.cli` imports this module only when ``run`` is invoked. It imports
-the runner in the command's body, so ``rules`` and ``explain`` never start it. It
-builds the project's `Context` once and hands it down. The context holds the root,
-settings, file selection, baseline and facts cache.
+`policy_checks.cli` imports this module only when ``run`` is invoked. It builds the
+project's `Context` once and hands it down. The context holds the root, settings, file
+selection, baseline and facts cache. A run whose inputs are all unchanged prints the
+stored result (`policy_checks.engine.replay`). The runner and the rule registry are
+imported only when the checker runs, so ``rules`` and ``explain`` never start them.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from ..report import FORMATS, Options
 from ..report import click_options as shared
 from ..report.click_options import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
 from ..report.output import emit
-from ..rules.registry import ALL_IDS, checked_elsewhere, unknown_rule
 
 
 @click.command(epilog="""\b
@@ -58,13 +58,11 @@ Exit status:
 def run(paths, output_format, output_file, quiet, select, ignore, jobs, no_cache, cache_dir, exit_zero, statistics,
         root, baseline_file, no_baseline, sarif_suppressed, policy_from, approved_policy_change, staged):
     """Check the project (or only report findings under PATHS)."""
-    from ..engine.runner import check
-
     try:
         with gitfiles.selecting(gitfiles.STAGED if staged else gitfiles.mode()):
-            result = _checked(check, paths, select, ignore, jobs, no_cache, cache_dir, root, baseline_file,
-                              no_baseline, output_format, sarif_suppressed, policy_from, approved_policy_change,
-                              staged)
+            result, names = _result(paths, select, ignore, jobs, no_cache, cache_dir, root, baseline_file,
+                                    no_baseline, output_format, sarif_suppressed, policy_from,
+                                    approved_policy_change, staged)
     except (ConfigError, ValueError) as error:
         click.echo(f"policy-check: error: {error}", err=True)
         sys.exit(EXIT_ERROR)
@@ -74,12 +72,50 @@ def run(paths, output_format, output_file, quiet, select, ignore, jobs, no_cache
     if not quiet:
         for warning in result.warnings:
             click.echo(f"policy-check: warning: {warning}", err=True)
-    names = {i: r.name for i, r in ALL_IDS.items()}
     options = Options(statistics, quiet, sarif_suppressed, _fix_command(no_baseline, baseline_file))
     report = FORMATS[output_format](result, names, options)
     emit(report, output_file, EXIT_ERROR)
     failing = result.findings or (result.hidden and not result.approved)
     sys.exit(EXIT_FINDINGS if failing and not exit_zero else EXIT_CLEAN)
+
+
+def _result(paths, select, ignore, jobs, no_cache, cache_dir, root, baseline_file, no_baseline, output_format,
+            sarif_suppressed, policy_from, approved_policy_change, staged) -> tuple:
+    """``(Result, rule id -> name)`` for `run`'s options.
+
+    It is the stored result of a run on the same inputs (`replay`), when there is one:
+    then neither the runner nor the rules are imported. Else it is the checker's, stored
+    for the next run. Raises ConfigError or ValueError for bad options.
+    """
+    from ..engine import replay
+    from ..engine.context import Context
+
+    if baseline_file is not None and no_baseline:
+        raise ConfigError("--baseline and --no-baseline exclude each other")
+    if approved_policy_change and policy_from is None:
+        raise ConfigError("--approved-policy-change goes with --policy-from")
+    if sarif_suppressed and output_format != "sarif":
+        raise ConfigError("--sarif-suppressed goes with --format sarif")
+    context = Context.build(root, start=Path(paths[0]) if paths else None, baseline_file=baseline_file,
+                            no_baseline=no_baseline, read=False, use_cache=not no_cache, cache_dir=cache_dir,
+                            staged=staged)
+    plan = replay.plan(context, shared.ids(select), shared.ids(ignore), paths) if policy_from is None else None
+    stored = replay.replayed(plan) if plan is not None else None
+    if stored is not None:
+        return stored
+    from ..engine.runner import check
+    from ..rules.registry import ALL_IDS
+
+    names = {i: r.name for i, r in ALL_IDS.items()}
+    if plan is None:  # nothing will be stored: no hook, no known state
+        return _checked(check, context, paths, select, ignore, jobs, baseline_file, policy_from,
+                        approved_policy_change), names
+    with replay.watching() as seen, gitfiles.known(plan.tree):
+        result = _checked(check, context, paths, select, ignore, jobs, baseline_file, policy_from,
+                          approved_policy_change)
+    if seen is not None:
+        replay.remember(plan, result, names, seen)
+    return result, names
 
 
 def _fix_command(no_baseline: bool, baseline_file) -> str:
@@ -97,14 +133,10 @@ def _fix_command(no_baseline: bool, baseline_file) -> str:
     return "policy-check fix"
 
 
-def _checked(check, paths, select, ignore, jobs, no_cache, cache_dir, root, baseline_file, no_baseline,
-             output_format, sarif_suppressed, policy_from, approved_policy_change, staged=False):
-    """The checker's result for `run`'s options. Raises ConfigError or ValueError for bad ones."""
-    from ..engine.context import Context
+def _checked(check, context, paths, select, ignore, jobs, baseline_file, policy_from, approved_policy_change):
+    """The checker's result for `run`'s options on `context`. Raises ConfigError or ValueError for bad ones."""
+    from ..rules.registry import checked_elsewhere, unknown_rule
 
-    context = Context.build(root, start=Path(paths[0]) if paths else None, baseline_file=baseline_file,
-                            no_baseline=no_baseline, read=False, use_cache=not no_cache, cache_dir=cache_dir,
-                            staged=staged)
     unknown = unknown_rule(shared.ids(select) + shared.ids(ignore))
     if unknown is not None:
         raise ConfigError(f"--select/--ignore: unknown rule id {unknown!r}")
@@ -112,12 +144,6 @@ def _checked(check, paths, select, ignore, jobs, no_cache, cache_dir, root, base
         command = checked_elsewhere(value)
         if command is not None:  # it would select nothing and say "All clear"
             raise ConfigError(f"--select: {value} is checked by `policy-check {command}`, not by `run`")
-    if baseline_file is not None and no_baseline:
-        raise ConfigError("--baseline and --no-baseline exclude each other")
-    if approved_policy_change and policy_from is None:
-        raise ConfigError("--approved-policy-change goes with --policy-from")
-    if sarif_suppressed and output_format != "sarif":
-        raise ConfigError("--sarif-suppressed goes with --format sarif")
     context = context.reading_baseline(baseline_file)
     options = dict(paths=paths, select=shared.ids(select), ignore=shared.ids(ignore), jobs=jobs)
     if policy_from is None:

@@ -540,12 +540,23 @@ def _compute_all(project, facts_cache, scanner, tasks, jobs, progress, follow_up
 
         context = multiprocessing.get_context("fork" if sys.platform != "win32" else "spawn")
         with context.Pool(min(jobs, len(groups))) as pool:
-            _collect(project, facts_cache, pool.imap_unordered(work, groups, chunksize=4), bar, keys)
-            _collect(project, facts_cache, pool.imap_unordered(work, _by_size(project, follow_up())), None, keys)
+            _collect(project, facts_cache, pool.imap_unordered(work, _announced(groups), chunksize=4), bar, keys)
+            _collect(project, facts_cache, pool.imap_unordered(work, _announced(_by_size(project, follow_up()))),
+                     None, keys)
     else:
         _collect(project, facts_cache, map(work, groups), bar, keys)
         _collect(project, facts_cache, map(work, _by_size(project, follow_up())), None, keys)
     bar.close()
+
+
+def _announced(groups: list) -> list:
+    """`groups`, after raising the audit event ``policy_checks.read`` for each path a
+    worker will open: an audit hook of this process (`replay.watching`) does not see
+    the workers' own opens."""
+    for group in groups:
+        for task in group:
+            sys.audit("policy_checks.read", task[1])
+    return groups
 
 
 def _prefetch(project: Project, needs: Prefilter, rules: list) -> list:

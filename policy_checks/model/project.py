@@ -351,8 +351,15 @@ class Project:
     def feature_records(self) -> list:
         """Relative paths of the ``FEATURE.toml`` of each experimental feature directory."""
         base = self.root / self.settings.experimental_dir
-        found = [_rel(self.root, p) for p in sorted(base.glob("*/FEATURE.toml"))] if base.is_dir() else []
-        return [rel for rel in found if not self.excluded(rel)]
+        if not base.is_dir():
+            return []
+        found = []
+        with os.scandir(base) as entries:
+            for entry in entries:  # a directory git selects nothing in is not looked into
+                if ((self.listing is None or self.listing.has_directory(_rel(self.root, Path(entry.path))))
+                        and entry.is_dir() and os.path.exists(os.path.join(entry.path, markers.RECORD))):
+                    found.append(Path(entry.path, markers.RECORD))
+        return [rel for rel in (_rel(self.root, p) for p in sorted(found)) if not self.excluded(rel)]
 
     def read_text(self, rel: str) -> Optional[str]:
         """The text of a non-Python file (a docs page as already read), or None."""
