@@ -10,7 +10,10 @@ directory (a temporary one, removed afterwards), and the figures are the medians
 the rounds (interleaved, so that a neighbour's load falls on every kind of run alike):
 
 - cold: no cache directory;
-- warm: the cache from the cold run, nothing changed;
+- warm: the cache from the cold run, nothing changed (the cold run's stored result,
+  replayed: ``policy_checks.engine.replay``);
+- warm, facts only: the same with the stored results removed first, so that the run
+  computes its result from the facts cache (what a run pays when any input changed);
 - one file changed: a comment appended to one core module (restored afterwards);
 - ``--staged``, one file staged: the same edit to a module of median size (a commit's
   usual file; ``--staged-file`` names another), staged (both undone afterwards);
@@ -54,6 +57,7 @@ RUFF = ("check", "--isolated", "--select", "I,F401", "--no-cache", "--exit-zero"
 LABELS = {  # label -> the record's key
     "cold (no cache dir)": "cold",
     "warm (nothing changed)": "warm",
+    "warm, facts only (no stored result)": "warm_facts",
     "one file changed": "one_changed",
     "--staged, one file staged": "staged",
     "second checkout, cache restored": "second_checkout",
@@ -169,6 +173,8 @@ def one_round(checker: Checker, root: Path, clone, jobs: int, changed: str, stag
         cache = Path(cache) / "cache"
         runs["cold (no cache dir)"] = checker.run(root, jobs, cache)
         runs["warm (nothing changed)"] = checker.run(root, jobs, cache)
+        shutil.rmtree(cache / "facts" / "replay", ignore_errors=True)
+        runs["warm, facts only (no stored result)"] = checker.run(root, jobs, cache)
         with Edited(root, changed):
             runs["one file changed"] = checker.run(root, jobs, cache)
         if clone is not None:
@@ -229,10 +235,12 @@ def main() -> None:
         print(f"{label:<34} {_median(rounds, label, 0):6.2f} s wall  {_median(rounds, label, 1):6.2f} s CPU")
     print(f"peak RSS of one process: {peak_mib:.0f} MiB")
     pairs = {"cold_to_ruff": ("cold (no cache dir)", "ruff (same files, no cache)"),
-             "warm_to_ruff": ("warm (nothing changed)", "ruff (same files, no cache)")}
+             "warm_to_ruff": ("warm (nothing changed)", "ruff (same files, no cache)"),
+             "warm_facts_to_ruff": ("warm, facts only (no stored result)", "ruff (same files, no cache)")}
     if clone is not None:
         pairs["second_checkout_to_warm"] = ("second checkout, cache restored", "warm (nothing changed)")
         pairs["staged_to_warm"] = ("--staged, one file staged", "warm (nothing changed)")
+        pairs["staged_to_warm_facts"] = ("--staged, one file staged", "warm, facts only (no stored result)")
     # each ratio within a round (the two runs met the same load), then the median over rounds
     ratios = {name: statistics.median(r[a][1] / r[b][1] for r in rounds) for name, (a, b) in pairs.items()}
     print("ratios (CPU, median of each round's): "
