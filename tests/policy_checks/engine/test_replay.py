@@ -332,6 +332,25 @@ def test_a_stored_result_is_believed_only_where_only_this_user_could_write_it(tm
     assert invoke(root)[1]["findings"] == []
 
 
+@pytest.mark.parametrize("planted", ["symbolic link", "fifo"])
+def test_a_stored_result_that_is_no_regular_file_is_never_read(tmp_path, counted, planted):
+    """A link to a forged result (itself private) or a FIFO at a stored result's name is
+    not read (nor waited on): the run computes its result."""
+    root = committed(tmp_path)
+    cold = invoke(root)
+    [path] = stored_results()
+    forged = tmp_path / "forged.json"
+    forged.write_bytes(path.read_bytes())
+    os.chmod(forged, 0o600)
+    _forged(forged, [])
+    path.unlink()
+    if planted == "symbolic link":
+        os.symlink(forged, path)
+    else:
+        os.mkfifo(path, 0o600)
+    assert invoke(root) == cold and len(counted) == 2
+
+
 def test_a_stored_result_under_another_key_or_malformed_is_ignored(tmp_path, counted):
     root = committed(tmp_path)
     invoke(root)
