@@ -10,7 +10,6 @@ imported only when the checker runs, so ``rules`` and ``explain`` never start th
 from __future__ import annotations
 
 import sys
-import traceback
 from pathlib import Path
 
 import click
@@ -67,6 +66,8 @@ def run(paths, output_format, output_file, quiet, select, ignore, jobs, no_cache
         click.echo(f"policy-check: error: {error}", err=True)
         sys.exit(EXIT_ERROR)
     except Exception:  # a bug: exit 2, never 1 (which means "findings")
+        import traceback
+
         click.echo(f"policy-check: internal error:\n{traceback.format_exc()}", err=True)
         sys.exit(EXIT_ERROR)
     if not quiet:

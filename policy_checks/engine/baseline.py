@@ -30,7 +30,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import secrets
 from pathlib import Path
 from typing import Callable, Iterable, NamedTuple, Optional
 
@@ -266,6 +265,8 @@ def write(path: Path, counts: dict) -> None:
     """Write the baseline atomically (a temporary file renamed into place), with
     the permissions a new file gets (it is meant to be committed)."""
     path = Path(path)
+    import secrets  # here: reading a baseline writes nothing
+
     temporary = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     try:

@@ -17,7 +17,6 @@ import subprocess
 from pathlib import Path
 from typing import Optional
 
-import platformdirs
 
 ENVIRONMENT = "POLICY_CHECK_CACHE_DIR"
 STORE = "facts"  # the subdirectory of the directory chosen for caches that holds the store
@@ -29,7 +28,11 @@ def location(root=None, base=None) -> Path:
     ``$POLICY_CHECK_CACHE_DIR``, else under the user's cache directory. The same for
     every project (`root` is not part of it): entries are keyed by content, so a
     second clone or worktree of a repository finds the facts of the first."""
-    base = base or os.environ.get(ENVIRONMENT) or platformdirs.user_cache_dir("policy-check")
+    base = base or os.environ.get(ENVIRONMENT)
+    if not base:
+        import platformdirs  # here: a run given its directory does not load it (7 ms: tempfile, shutil)
+
+        base = platformdirs.user_cache_dir("policy-check")
     return Path(base).expanduser().resolve() / STORE
 
 
