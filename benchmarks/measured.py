@@ -146,7 +146,7 @@ def _release_rows(record: dict) -> list:
     return [(f"`policy-check remove` and `graduate` on every feature of {_version(record)} ({features}), "
              "`--diff` then for real, against a cold `policy-check run` of the same tree",
              f"{outcomes('remove')}, {outcomes('graduate')}; x cold done: median {done['median']:.2f}, max "
-             f"{done['max']:.2f}; refused: max {refused['max']:.2f}; {failures} invariant failures "
+             f"{done['max']:.2f}; refused: max {refused['max']:.2f}; {failures} invariant failure{'' if failures == 1 else 's'} "
              f"({len(f['trials'][0]['checks'])} checks a trial)",
              f"{done['limit']:g}x done, {refused['limit']:g}x refused")]
 
