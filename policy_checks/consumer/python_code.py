@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Set, Tuple
 
 from ..model.markers import dotted_name
+from ..model.visitor import QuickVisitor
 from .settings_text import gate_assignments
 from .surface import Surface
 
@@ -58,28 +59,7 @@ class _Scope:
     literals: Dict[str, Set[str]] = field(default_factory=dict)  # name -> str literals assigned
 
 
-class _Reader(ast.NodeVisitor):
-    # `ast.NodeVisitor` looks each node's method up by name, and walks fields generically:
-    # most of the time of a file. Here the method of each node type is looked up once.
-    _methods: Dict[type, object] = {}
-
-    def visit(self, node: ast.AST) -> None:
-        method = self._methods.get(node.__class__)
-        if method is None:
-            method = self._methods[node.__class__] = getattr(
-                type(self), "visit_" + node.__class__.__name__, _Reader.generic_visit)
-        method(self, node)
-
-    def generic_visit(self, node: ast.AST) -> None:
-        for name in node._fields:
-            value = getattr(node, name, None)
-            if value.__class__ is list:
-                for item in value:
-                    if isinstance(item, ast.AST):
-                        self.visit(item)
-            elif isinstance(value, ast.AST):
-                self.visit(value)
-
+class _Reader(QuickVisitor):
     def __init__(self, surface: Surface):
         self.surface = surface
         self.gate = surface.gate

@@ -37,6 +37,7 @@ from typing import Iterator, NamedTuple, Optional, Union
 
 from . import markers, parsed
 from .markers import dotted_name
+from .visitor import QuickVisitor
 
 # Bump when the shape or meaning of facts changes: it invalidates every cache entry.
 FACTS_VERSION = "17"
@@ -582,7 +583,7 @@ class _Columns:
         return len(text[:col_offset].decode("utf-8", "replace")) + 1
 
 
-class _Extractor(ast.NodeVisitor):
+class _Extractor(QuickVisitor):
     """One pass over a module's tree, tracking scope, collecting facts."""
 
     def __init__(self, facts: FileFacts, columns: _Columns, aliases: frozenset, token_lines: list):
@@ -634,32 +635,10 @@ class _Extractor(ast.NodeVisitor):
                     return None
         elif isinstance(node, ast.stmt):
             saved, self.statement = self.statement, node
-            self._dispatch(node)
+            self.dispatch(node)
             self.statement = saved
             return None
-        return self._dispatch(node)
-
-    # `ast.NodeVisitor` looks each node's method up by name and walks the fields through
-    # a generator: a fifth of `extract`. The method of each node type is looked up once.
-    _methods: dict = {}
-
-    def _dispatch(self, node: ast.AST):
-        method = self._methods.get(node.__class__)
-        if method is None:
-            method = self._methods[node.__class__] = getattr(
-                _Extractor, "visit_" + node.__class__.__name__, _Extractor.generic_visit)
-        return method(self, node)
-
-    def generic_visit(self, node: ast.AST) -> None:
-        """Each child of `node` in field order, as `ast.NodeVisitor.generic_visit` visits them."""
-        for name in node._fields:
-            value = getattr(node, name, None)
-            if value.__class__ is list:
-                for item in value:
-                    if isinstance(item, ast.AST):
-                        self.visit(item)
-            elif isinstance(value, ast.AST):
-                self.visit(value)
+        return self.dispatch(node)
 
     def _record_calls(self, node: ast.expr) -> None:
         """Every call in a module-level expression (not in a lambda's body), as a
