@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import List, Optional
 
 from ..engine import baseline as baseline_module
-from ..engine.cache import FactsCache, read_bounded
+from ..engine.cache import FactsCache
+from ..engine.store import read_bounded
 from ..model.facts import may_hold_suppressions, python_suppressions, text_suppressions
 from ..rules.base import Finding
 from ..rules.consumer import CONSUMER_RULES

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Dict, FrozenSet, Optional, Set, Tuple
 
 from ..model import entry_points, exports, markers
-from ..engine.cache import read_bounded
+from ..engine.store import read_bounded
 from ..model.config import ConfigError, load
 from ..model.facts import FileFacts, extract
 from ..model.project import DefTarget, External, Project

@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Optional
 
 from ..model.facts import FACTS_VERSION, FileFacts, from_data, to_data
-from .store import ENVIRONMENT, STORE, Untrusted, location, read_bounded, refusal  # noqa: F401  (re-exported)
+from .store import Untrusted, location, read_bounded, refusal
 from .store import private_directories as _private_directories, private_levels as _private_levels
 
 MAX_BYTES = 64 * 1024 * 1024  # about 30,000 files' facts; a bigger file is refused unread

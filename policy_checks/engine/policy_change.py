@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import NamedTuple, Optional
 
 from . import baseline as baseline_module
-from .cache import read_bounded
+from .store import read_bounded
 from ..model.config import ConfigError, Settings, from_table, under
 from .context import Context
 from ..model.project import excluder
@@ -220,13 +220,12 @@ def _decoded(data: Optional[bytes]) -> Optional[str]:
     return None if data is None else data.decode("utf-8", "replace")
 
 
-def _configured() -> dict:
-    """rule id -> its `Rule.configuration`, for each rule declaring one."""
-    return {rule_id: rule.configuration for rule_id, rule in RULES.items() if rule.configuration is not None}
+# rule id -> its `Rule.configuration`, for each rule declaring one
+_CONFIGURED = {rule_id: rule.configuration for rule_id, rule in RULES.items() if rule.configuration is not None}
 
 
 def _configurations(text_of) -> dict:
-    return {rule_id: config.read(text_of) for rule_id, config in _configured().items()}
+    return {rule_id: config.read(text_of) for rule_id, config in _CONFIGURED.items()}
 
 
 def read_policy(revision: Revision, baseline_rel: Optional[str]) -> Policy:
@@ -234,7 +233,7 @@ def read_policy(revision: Revision, baseline_rel: Optional[str]) -> Policy:
     ``[tool.policy-check]``), its baseline at `baseline_rel` (None: no baseline),
     what each rule's `Rule.configuration` reads. Raises `PolicyChangeError` for settings or a
     baseline that cannot be read."""
-    configured = dict.fromkeys(name for config in _configured().values() for name in config.files)
+    configured = dict.fromkeys(name for config in _CONFIGURED.values() for name in config.files)
     wanted = list(dict.fromkeys([PYPROJECT, *configured] + ([baseline_rel] if baseline_rel else [])))
     files = revision.read(wanted, MAX_POLICY_BYTES)
     where = f"{PYPROJECT} at {revision}"
@@ -454,7 +453,7 @@ def _causes(finding, fp, head: Policy, base: Policy, judge: SuppressionJudge, se
             key = _LAYOUT.get(field.name)
             if key is not None and getattr(hs, field.name) != getattr(bs, field.name):
                 causes.append((f"setting:{key}", f"hidden by {_setting(key, head, base)}"))
-    config = _configured().get(finding.rule)
+    config = _CONFIGURED.get(finding.rule)
     was, now = base.configurations.get(finding.rule), head.configurations.get(finding.rule)
     if config is not None and was != now:
         causes.append((config.code, f"the {config.what} {finding.rule} reads changed in this pull request: "

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from policy_checks.engine import cache
+from policy_checks.engine import store
 from policy_checks.model.config import from_table
 from policy_checks.engine.runner import run
 
@@ -18,7 +18,7 @@ def private_cache(tmp_path_factory, monkeypatch):
     and the XDG cache home (what platformdirs reads on Linux) are scratch folders,
     outside every test's tree. Subprocesses inherit them."""
     base = tmp_path_factory.mktemp("user-cache")
-    monkeypatch.setenv(cache.ENVIRONMENT, str(base / "policy-check"))
+    monkeypatch.setenv(store.ENVIRONMENT, str(base / "policy-check"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(base / "xdg"))
     return base
 

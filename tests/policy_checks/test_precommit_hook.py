@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from policy_checks.engine import cache
+from policy_checks.engine import store
 
 from .conftest import write_tree
 
@@ -117,7 +117,7 @@ def test_hook_fails_on_a_violation_then_passes(tmp_path):
     assert "Passed" in passing.stdout
     status = _git(scratch, "status", "--porcelain", "--ignored", "--untracked-files=all").splitlines()
     assert [line for line in status if line.startswith(("??", "!!"))] == []  # nothing written in the tree
-    assert list(Path(os.environ[cache.ENVIRONMENT]).rglob("facts-*.json"))
+    assert list(Path(os.environ[store.ENVIRONMENT]).rglob("facts-*.json"))
 
 
 def test_the_hook_judges_what_is_being_committed(tmp_path):

@@ -18,12 +18,13 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from policy_checks.engine import cache as cache_module
-from policy_checks.model import gitfiles
 from policy_checks.cli import main
+from policy_checks.engine import cache as cache_module
+from policy_checks.engine import store
+from policy_checks.engine.runner import run
+from policy_checks.model import gitfiles
 from policy_checks.model.config import Settings
 from policy_checks.model.facts import FileFacts, to_data
-from policy_checks.engine.runner import run
 
 from ..conftest import located, write_tree
 
@@ -91,7 +92,7 @@ def test_a_cache_planted_in_the_tree_changes_nothing(tmp_path, monkeypatch):
     assert no_cache.exit_code == 1 and "flashinfer/gemm.py:1:1: EXP001" in no_cache.stdout
     default = runner.invoke(main, ["run", "--root", str(root)])
     option = runner.invoke(main, ["run", "--root", str(root), "--cache-dir", str(planted)])
-    monkeypatch.setenv(cache_module.ENVIRONMENT, str(planted))
+    monkeypatch.setenv(store.ENVIRONMENT, str(planted))
     variable = runner.invoke(main, ["run", "--root", str(root)])
     for result in (default, option, variable):
         assert (result.exit_code, result.stdout) == (1, no_cache.stdout)
@@ -101,7 +102,7 @@ def test_a_cache_planted_in_the_tree_changes_nothing(tmp_path, monkeypatch):
 
     # control: the same forgery where the user keeps the cache is believed, so the
     # assertions above are not vacuous (the cache is trusted where it lives)
-    monkeypatch.delenv(cache_module.ENVIRONMENT)
+    monkeypatch.delenv(store.ENVIRONMENT)
     forge(cache_module.location(root) / cache_module._FILE, root)
     assert located(checked(root, use_cache=True), "EXP001") == []
 
@@ -110,7 +111,7 @@ def test_the_default_cache_is_private_and_shared_by_content(tmp_path, monkeypatc
     """One store in the user's cache directory for every project: entries are keyed by
     content (and the path in the project), so a second tree with the same files at
     another path starts warm, and a tree with other files parses only those."""
-    monkeypatch.delenv(cache_module.ENVIRONMENT)
+    monkeypatch.delenv(store.ENVIRONMENT)
     users = Path(platformdirs.user_cache_dir("policy-check"))
     if not users.is_relative_to(private_cache):
         pytest.skip("platformdirs does not read XDG_CACHE_HOME on this platform")
@@ -123,10 +124,10 @@ def test_the_default_cache_is_private_and_shared_by_content(tmp_path, monkeypatc
     assert cold.parsed == len(TREE) and warm.parsed == 0
     assert tree_files(tmp_path) == before  # nothing written in either tree
     where = {cache_module.location(root) for root in (first, second)}
-    assert where == {users / cache_module.STORE}
+    assert where == {users / store.STORE}
     for directory in (*where, users, users.parent):
         assert stat.S_IMODE(directory.stat().st_mode) == 0o700, directory
-    assert stat.S_IMODE((users / cache_module.STORE / cache_module._FILE).stat().st_mode) == 0o600
+    assert stat.S_IMODE((users / store.STORE / cache_module._FILE).stat().st_mode) == 0o600
     (second / "flashinfer/gemm.py").write_text("import os\n")
     changed = checked(second, use_cache=True)
     assert changed.parsed == 1 and located(changed, "EXP001") == []
@@ -352,7 +353,7 @@ def test_a_shared_cache_directory_is_refused(tmp_path, monkeypatch, plant, chose
     runner = CliRunner()
     no_cache = runner.invoke(main, ["run", "--root", str(root), "--no-cache"])
     if chosen_by == "variable":
-        monkeypatch.setenv(cache_module.ENVIRONMENT, str(shared))
+        monkeypatch.setenv(store.ENVIRONMENT, str(shared))
         result = runner.invoke(main, ["run", "--root", str(root)])
     else:
         result = runner.invoke(main, ["run", "--root", str(root), "--cache-dir", str(shared)])
@@ -470,7 +471,7 @@ def test_a_second_clone_and_a_worktree_start_warm(tmp_path):
         warm = checked(other, use_cache=True, cache_dir=base)
         assert warm.parsed == 0 and located(warm, "EXP001") == FINDING, other
         assert warm.warnings == []
-    assert [p.name for p in base.iterdir()] == [cache_module.STORE]
+    assert [p.name for p in base.iterdir()] == [store.STORE]
 
 
 def test_entries_unused_for_keep_days_are_dropped(tmp_path):
