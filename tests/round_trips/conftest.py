@@ -6,7 +6,8 @@ checker, an import of every module, the test files that import a module the
 command rewrote or moved, and then the whole stable and experimental lanes, as CI runs
 them: the repository's own tests follow its features. It is a lane of its own
 (``pytest tests/round_trips/``), kept out of ``pytest tests/`` by ``pytest.ini``,
-because each trip takes minutes.
+because each trip takes minutes. Two other whole-repository runs live here for the same
+reason: the docs walk-through, followed in a copy, and the audit of this repository.
 
 A round trip needs this repository's own feature still to be experimental; after a
 maintainer removed or graduated it with the same commands, the trip skips and says so.
