@@ -9,7 +9,10 @@ a warm run decides which files are primary without scanning them. The import-tim
 follow-ups keep two more kinds of entry: what they made primary, under a digest of every
 input they read (`followed`), and the record of their last run on a project's settings
 and excluded folders (`last_followed`), which lets a run replay them after a change they
-have no use for (`runner._replay_unchanged`). Nothing in a
+have no use for (`runner._replay_unchanged`). Those live in a file of their own beside
+the facts (`FactsCache.records`): each replay replaces the record, and a replaced entry
+makes a store write its file whole, which for the facts of a whole tree costs more than
+the rest of a warm run. Nothing in a
 key names the project: facts depend on nothing else, so every project of this user
 shares one store, and a second clone or worktree of a repository starts warm
 (`location`). Each entry records the day it was last used; a save keeps what the
@@ -56,6 +59,7 @@ from .store import private_directories as _private_directories, private_levels a
 
 MAX_BYTES = 64 * 1024 * 1024  # about 30,000 files' facts; a bigger file is refused unread
 _FILE = f"facts-v{FACTS_VERSION}.json"
+_RECORDS_FILE = f"followed-v{FACTS_VERSION}.json"  # the follow-ups' records (`FactsCache.records`)
 FORMAT_KEY = "policy-check-facts"  # the file's top-level key, holding the format's version
 FORMAT = 2  # {FORMAT_KEY: 2, "entries": {hex key: [day last used, value]}}
 KEEP_DAYS = 30
@@ -126,6 +130,8 @@ class FactsCache:
         # longer are the entries held (one replaced or dropped), or when there were none.
         self._raw: Optional[bytes] = None
         self._added: set = set()  # keys put that the file did not hold
+        self._records: Optional[FactsCache] = None  # `records`, once asked for
+        self._where = (root, directory, file_name)
         if enabled:
             where = location(root, directory)
             problem = refusal(root, where, file_name or _FILE)
@@ -205,9 +211,25 @@ class FactsCache:
         self.used.add(sk)
         self.dirty = True
 
+    @property
+    def records(self) -> "FactsCache":
+        """The store of the follow-ups' records (`followed`, `last_followed`): a file of
+        its own beside this one, kept by the same rules, read when first asked for and
+        saved with this store. A record replaced there rewrites that small file, while
+        this one only grows by what a run adds (`_appended`)."""
+        if self._where[2] == _RECORDS_FILE:
+            return self
+        if self._records is None:
+            root, directory, _ = self._where
+            self._records = FactsCache(root, self.enabled, directory, file_name=_RECORDS_FILE)
+            self.warnings.extend(self._records.warnings)
+        return self._records
+
     def followed(self, k: bytes) -> Optional[list]:
         """The files a run's follow-ups made primary (`runner._follow`), stored under `k`
         (a digest of every input they read), or None. A damaged entry is dropped."""
+        if self.records is not self:
+            return self.records.followed(k)
         item = self.entries.get(k)
         if item is None:
             return None
@@ -220,6 +242,8 @@ class FactsCache:
         return item[1]
 
     def put_followed(self, k: bytes, rels: list) -> None:
+        if self.records is not self:
+            return self.records.put_followed(k, rels)
         self._note_put(k)
         self.entries[k] = [_FOLLOWED, list(rels)]
         self.used.add(k)
@@ -229,6 +253,8 @@ class FactsCache:
         """The record of the last run of the follow-ups on inputs like these
         (`runner._replay_unchanged`), stored under `k`, or None. Its shape is checked
         (strings, lists and maps of strings); a damaged one is dropped."""
+        if self.records is not self:
+            return self.records.last_followed(k)
         item = self.entries.get(k)
         if item is None:
             return None
@@ -241,6 +267,8 @@ class FactsCache:
         return record
 
     def put_last_followed(self, k: bytes, record: dict) -> None:
+        if self.records is not self:
+            return self.records.put_last_followed(k, record)
         self._note_put(k)
         self.entries[k] = [_LAST_FOLLOWED, record]
         self.used.add(k)
@@ -256,6 +284,10 @@ class FactsCache:
         """Write what this run used (its day: today) and what runs used in the last
         `KEEP_DAYS` days, with what another run saved since this one read the file.
         A run that only read entries saves too (once a day) to record their use."""
+        if self._records is not None:
+            told = len(self._records.warnings)
+            self._records.save()
+            self.warnings.extend(self._records.warnings[told:])
         if not self.enabled:
             return
         now = today()

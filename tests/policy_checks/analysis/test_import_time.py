@@ -354,20 +354,16 @@ EDITS = {
 }
 
 
-@pytest.mark.parametrize("edit", EDITS)
-def test_a_run_after_a_change_finds_what_a_cold_run_finds(check, tmp_path, monkeypatch, edit):
-    """After a change the follow-ups could have no use for, their last result is replayed
-    (they do not run); after any other, they run again. Either way the findings are a cold
-    run's, finding for finding."""
-    import shutil
-
+@pytest.fixture
+def ran(monkeypatch) -> list:
+    """The names of the follow-ups each run from now on runs, in order (a replay runs none)."""
     from policy_checks.rules.registry import RULES
 
-    ran = []
+    names = []
 
     def counted(follow):
         def run_and_count(project):
-            ran.append(follow.__name__)
+            names.append(follow.__name__)
             return follow(project)
         run_and_count.scans = follow.scans
         return run_and_count
@@ -375,6 +371,16 @@ def test_a_run_after_a_change_finds_what_a_cold_run_finds(check, tmp_path, monke
     wrapped = {follow: counted(follow) for rule in RULES.values() for follow in rule.follow_ups}
     for rule in RULES.values():
         monkeypatch.setattr(rule, "follow_ups", tuple(wrapped[f] for f in rule.follow_ups))
+    return names
+
+
+@pytest.mark.parametrize("edit", EDITS)
+def test_a_run_after_a_change_finds_what_a_cold_run_finds(check, tmp_path, ran, edit):
+    """After a change the follow-ups could have no use for, their last result is replayed
+    (they do not run); after any other, they run again. Either way the findings are a cold
+    run's, finding for finding."""
+    import shutil
+
     warm = tmp_path / "warm"
     check(REPLAY_TREE, root=tmp_path / "base", use_cache=True, cache_dir=warm)
     rel, text, replayed = EDITS[edit]
@@ -385,6 +391,30 @@ def test_a_run_after_a_change_finds_what_a_cold_run_finds(check, tmp_path, monke
     after = check({**REPLAY_TREE, rel: text}, root=root, use_cache=True, cache_dir=cache)
     assert (ran == []) == replayed, ran
     assert found(after) == found(check({}, root=root))
+
+
+def test_replays_in_a_row_find_what_a_cold_run_finds_and_only_append_to_the_facts(check, tmp_path, ran):
+    """Edits the follow-ups have no use for, one after another on one cache: each run
+    replays them, judged against the record the run before left (each replay replaces
+    it, in a file of its own), and finds what a cold run finds; the facts' file keeps its
+    bytes and grows by what the run added, never written whole for a record. An edit
+    the follow-ups have a use for, last, runs them again."""
+    root, cache = tmp_path / "tree", tmp_path / "cache"
+    files = dict(REPLAY_TREE)
+    check(files, root=root, use_cache=True, cache_dir=cache)
+    (store,) = cache.rglob("facts-v*.json")
+    (records,) = cache.rglob("followed-v*.json")
+    for edit in ("a comment in a module no follow-up reads", "a comment in a module that may load",
+                 "a comment in a module parsed up front", "a call at import added"):
+        rel, text, replayed = EDITS[edit]
+        files[rel] = text
+        before, records_before = store.read_bytes(), len(json.loads(records.read_bytes())["entries"])
+        ran.clear()
+        after = check(files, root=root, use_cache=True, cache_dir=cache)
+        assert (ran == []) == replayed, (edit, ran)
+        if replayed:
+            assert store.read_bytes().startswith(before[:-2]), edit  # appended to: "...}}" -> "...,new}}"
+        assert found(after) == found(check({}, root=root)), edit
 
 
 # Pieces a hostile or ordinary edit puts in a module: calls at import and in bodies of the

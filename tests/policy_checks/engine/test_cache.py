@@ -668,3 +668,31 @@ def test_a_file_git_vouches_for_but_this_user_cannot_read_is_still_reported(tmp_
     finally:
         (root / "flashinfer/gemm.py").chmod(0o644)
     assert warm.findings == cold.findings and any(f.rule == "EXP000" for f in warm.findings)
+
+
+@pytest.mark.parametrize("plant", ["symlink", "group-writable"])
+def test_the_follow_ups_records_are_read_as_strictly_as_the_facts(tmp_path, plant):
+    """The follow-ups' records live in a file of their own beside the facts
+    (`FactsCache.records`), kept by the same rules: one that is a symbolic link (to a
+    forged file) or that others could write is not read, the run says so and finds what
+    it must, and writes a private file of its own in its place."""
+    root = write_tree(tmp_path / "project", TREE)
+    base = tmp_path / "mine"
+    base.mkdir(mode=0o700)
+    records = cache_module.location(root, base) / cache_module._RECORDS_FILE
+    records.parent.mkdir(parents=True)
+    if plant == "symlink":
+        (tmp_path / "forged.json").write_text(stored({}))
+        records.symlink_to(tmp_path / "forged.json")
+        reason = "a symbolic link"
+    else:
+        records.write_text(stored({}))
+        os.chmod(records, 0o620)
+        reason = "writable by group or others (mode 620)"
+    result = checked(root, use_cache=True, cache_dir=base)
+    assert located(result, "EXP001") == FINDING
+    assert any(str(records) in w and reason in w for w in result.warnings), result.warnings
+    info = os.lstat(records)
+    assert stat.S_ISREG(info.st_mode) and stat.S_IMODE(info.st_mode) == 0o600
+    again = checked(root, use_cache=True, cache_dir=base)
+    assert again.warnings == [] and located(again, "EXP001") == FINDING
