@@ -24,6 +24,12 @@ the rounds (interleaved, so that a neighbour's load falls on every kind of run a
 - ruff: ``ruff check --isolated --select I,F401 --no-cache`` on the Python files the
   checker checks (``--isolated``: the tree's own ruff settings are not read).
 
+Each round also times, in this process, CPython's own work on what the cold run read
+(`parse_floor`): ``ast.parse`` of every checked file it stored complete facts of, and
+the symbol table of every one it stored a syntax-only summary of. No checker that reads
+those files can pay less, before any Python of its own runs: the ratio of that floor to
+ruff's run says how far a cold run can get without reading fewer files.
+
 Each run is reported as wall-clock seconds and CPU seconds (user + system, of the run's
 process and every process it waited for: workers, git, ruff's threads, from
 ``getrusage(RUSAGE_CHILDREN)``): on a shared machine the wall clock follows the
@@ -39,8 +45,11 @@ is left alone. ``--no-bytecode`` runs it from this checkout as it is.
 
 from __future__ import annotations
 
+import _symtable
 import argparse
+import ast
 import compileall
+import gc
 import json
 import os
 import resource
@@ -50,10 +59,12 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 RUFF = ("check", "--isolated", "--select", "I,F401", "--no-cache", "--exit-zero", "--output-format", "json")
+FLOOR = "parse floor (CPython, this process)"
 LABELS = {  # label -> the record's key
     "cold (no cache dir)": "cold",
     "warm (nothing changed)": "warm",
@@ -63,6 +74,7 @@ LABELS = {  # label -> the record's key
     "second checkout, cache restored": "second_checkout",
     "--no-cache": "no_cache",
     "ruff (same files, no cache)": "ruff",
+    FLOOR: "parse_floor",
 }
 
 
@@ -109,6 +121,47 @@ def checked_files(root: Path) -> list:
 
     context = Context.build(root, read=False, use_cache=False)
     return sorted(context.project(lambda source: None).files)
+
+
+def parse_floor(root: Path, files: list, cache: Path) -> tuple:
+    """``(0, CPU seconds, files parsed, files summarised)``: ``ast.parse`` of each of `files`
+    whose complete facts the cache directory `cache` holds (what the cold run parsed) and
+    ``symtable`` of each it holds a syntax-only summary of, timed in this process. Found
+    under either key a run may store them under (git's object id of the bytes, or their
+    hash). A file summarised and then parsed counts once, as parsed, and the excluded
+    modules a run reads are left out: the floor is at most what the run itself paid."""
+    sys.path.insert(0, str(REPOSITORY))
+    from policy_checks.engine import cache as cache_module
+
+    store = cache_module.FactsCache(root, directory=cache)
+    parsed, summarised = [], []
+    for rel in files:
+        data = (root / rel).read_bytes()
+        keys = (cache_module.blob_key(rel, cache_module.git_blob_id(data)), cache_module.key(rel, data))
+        facts = next((f for f in map(store.get, keys) if f is not None), None)
+        if facts is not None and facts.complete:
+            parsed.append(data)
+        elif facts is not None and facts.checked:
+            summarised.append(data)
+    collecting = gc.isenabled()
+    gc.disable()  # as the checker's workers parse: a tree dies whole, by reference counting
+    start = time.process_time()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the tree's invalid escapes are not ours to print
+        for data in parsed:
+            try:
+                ast.parse(data)
+            except (SyntaxError, ValueError):
+                pass
+        for data in summarised:
+            try:
+                _symtable.symtable(data, "<floor>", "exec")
+            except (SyntaxError, ValueError):
+                pass
+    spent = time.process_time() - start
+    if collecting:
+        gc.enable()
+    return 0.0, spent, len(parsed), len(summarised)
 
 
 def ruff_run(root: Path, files: list) -> tuple:
@@ -172,6 +225,7 @@ def one_round(checker: Checker, root: Path, clone, jobs: int, changed: str, stag
     with tempfile.TemporaryDirectory(prefix="policy-check-bench-", dir=scratch) as cache:
         cache = Path(cache) / "cache"
         runs["cold (no cache dir)"] = checker.run(root, jobs, cache)
+        floor = parse_floor(root, files, cache)
         runs["warm (nothing changed)"] = checker.run(root, jobs, cache)
         shutil.rmtree(cache / "facts" / "replay", ignore_errors=True)
         runs["warm, facts only (no stored result)"] = checker.run(root, jobs, cache)
@@ -183,6 +237,7 @@ def one_round(checker: Checker, root: Path, clone, jobs: int, changed: str, stag
             runs["second checkout, cache restored"] = checker.run(clone, jobs, carried(cache, scratch))
         runs["--no-cache"] = checker.run(root, jobs, None, "--no-cache")
     runs["ruff (same files, no cache)"] = ruff_run(root, files)
+    runs[FLOOR] = floor
     return runs
 
 
@@ -224,6 +279,7 @@ def main() -> None:
     peak_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 
     first = rounds[0]["cold (no cache dir)"]
+    first_floor = rounds[0][FLOOR]
     print(f"tree: {root}  jobs: {args.jobs}  CPUs: {os.cpu_count()}  medians of {len(rounds)} interleaved rounds  "
           f"load: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"checker bytecode: {'from this checkout as it is' if args.no_bytecode else 'compiled (as installed)'}"
@@ -232,11 +288,18 @@ def main() -> None:
     print(f"changed: {args.changed} ({os.path.getsize(root / args.changed)} bytes)  "
           f"staged: {staged} ({os.path.getsize(root / staged)} bytes)")
     for label in rounds[0]:
+        if label == FLOOR:
+            continue
         print(f"{label:<34} {_median(rounds, label, 0):6.2f} s wall  {_median(rounds, label, 1):6.2f} s CPU")
+    floor = rounds[0][FLOOR]
+    print(f"{FLOOR:<34} {_median(rounds, FLOOR, 1):6.2f} s CPU  (ast.parse of the {floor[2]} files the cold run "
+          f"parsed, symtable of the {floor[3]} it summarised)")
     print(f"peak RSS of one process: {peak_mib:.0f} MiB")
     pairs = {"cold_to_ruff": ("cold (no cache dir)", "ruff (same files, no cache)"),
              "warm_to_ruff": ("warm (nothing changed)", "ruff (same files, no cache)"),
-             "warm_facts_to_ruff": ("warm, facts only (no stored result)", "ruff (same files, no cache)")}
+             "warm_facts_to_ruff": ("warm, facts only (no stored result)", "ruff (same files, no cache)"),
+             "parse_floor_to_ruff": (FLOOR, "ruff (same files, no cache)"),
+             "cold_to_parse_floor": ("cold (no cache dir)", FLOOR)}
     if clone is not None:
         pairs["second_checkout_to_warm"] = ("second checkout, cache restored", "warm (nothing changed)")
         pairs["staged_to_warm"] = ("--staged, one file staged", "warm (nothing changed)")
@@ -245,7 +308,7 @@ def main() -> None:
     ratios = {name: statistics.median(r[a][1] / r[b][1] for r in rounds) for name, (a, b) in pairs.items()}
     print("ratios (CPU, median of each round's): "
           + "  ".join(f"{name.replace('_to_', '/')} {value:.2f}x" for name, value in ratios.items()))
-    checker_findings = {r[label][3] for r in rounds for label in r if not label.startswith("ruff")}
+    checker_findings = {r[label][3] for r in rounds for label in r if not label.startswith("ruff") and label != FLOOR}
     if len(checker_findings) != 1:
         print("WARNING: runs disagree on the number of findings")
     if args.json:
@@ -257,7 +320,10 @@ def main() -> None:
                    "package_python_files": sum(1 for _ in (root / "flashinfer").rglob("*.py")),
                    "peak_rss_mib": round(peak_mib)}
         for label, key in LABELS.items():
-            if label in rounds[0]:
+            if label == FLOOR:
+                figures.update(parse_floor_cpu_s=round(_median(rounds, label, 1), 3), parse_floor_parsed=first_floor[2],
+                               parse_floor_summarised=first_floor[3])
+            elif label in rounds[0]:
                 figures[f"{key}_wall_s"] = round(_median(rounds, label, 0), 3)
                 figures[f"{key}_cpu_s"] = round(_median(rounds, label, 1), 3)
         figures.update({name: round(value, 3) for name, value in ratios.items()})
