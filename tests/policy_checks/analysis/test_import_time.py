@@ -414,6 +414,8 @@ def test_replays_in_a_row_find_what_a_cold_run_finds_and_only_append_to_the_fact
         assert (ran == []) == replayed, (edit, ran)
         if replayed:
             assert store.read_bytes().startswith(before[:-2]), edit  # appended to: "...}}" -> "...,new}}"
+            # beside it, the result for these inputs added and the record replaced
+            assert len(json.loads(records.read_bytes())["entries"]) == records_before + 1, edit
         assert found(after) == found(check({}, root=root)), edit
 
 
