@@ -397,7 +397,7 @@ def _follow(project: Project, rules: list, facts_cache, keys: dict) -> None:
     made = sorted(set(project.primary_rels()) - before)
     facts_cache.put_followed(digest, made)
     analysis = import_time.of(project)
-    early = watched["summary"] - analysis.called
+    early = watched["summary"]  # every summary they read: those `follow_calls` asked for too (`called`)
     facts_cache.put_last_followed(base, {
         "rels": _rels_digest(project.files), "primary": primary, "keys": _key_list(project, keys), "made": made,
         "parsed": {rel: keys[rel].hex() for rel in sorted(before | watched["facts"]) if rel in keys},
@@ -413,11 +413,12 @@ def _replay_unchanged(project: Project, record: dict, keys: dict, facts_cache) -
     there with the same ones primary before the follow-ups, and each changed file (a few at most)
     must be one the follow-ups neither read the text of nor made primary; a primary one
     (whose complete facts they read, and nothing else) must have the same facts; a
-    module whose symbol table they built because its bytes may load must have the same
-    summary (`facts.syntax_only`) and still may load; any other must still neither may
-    load nor name, with one of its homes, a name they searched for (`import_time`). Each
-    of those is a question the follow-ups ask of a file alone, so the answers for every
-    other file, and the result, are what they were."""
+    module whose symbol table they built must have the same summary (`facts.syntax_only`)
+    and be asked for it as before: because its bytes may load, or (`called`) because they
+    do not and it may name, with one of its homes, a name they searched for; any other
+    must still neither may load nor so name a name (`import_time`). Each of those is a
+    question the follow-ups ask of a file alone, so the answers for every other file, and
+    the result, are what they were."""
     from ..analysis import import_time
 
     try:
@@ -425,8 +426,9 @@ def _replay_unchanged(project: Project, record: dict, keys: dict, facts_cache) -
             return None
         old = set(record["keys"])
         changed = [rel for rel in project.files if keys[rel].hex() not in old]
-        untouchable = set(record["texts"]) | set(record["called"]) | set(record["made"])
         early, searched = record["early"], {name: set(homes) for name, homes in record["searched"].items()}
+        called = set(record["called"])
+        untouchable = set(record["texts"]) | set(record["made"]) | (called - early.keys())
         parsed, made = record["parsed"], list(record["made"])
     except (KeyError, TypeError, AttributeError):
         return None
@@ -447,8 +449,10 @@ def _replay_unchanged(project: Project, record: dict, keys: dict, facts_cache) -
             continue
         if project.is_primary(rel) or getattr(project.known_facts(rel), "complete", True):
             return None
-        if rel in early:
-            if not import_time.may_load(project, rel) or _summary_signature(project.summary(rel)) != early[rel]:
+        if rel in early:  # summarised because it may load, or (`called`) may name what they searched for
+            asked = not import_time.may_load(project, rel) and import_time.may_be_called(project, rel, searched) \
+                if rel in called else import_time.may_load(project, rel)
+            if not asked or _summary_signature(project.summary(rel)) != early[rel]:
                 return None
         elif core and (import_time.may_load(project, rel) or import_time.may_be_called(project, rel, searched)):
             return None

@@ -331,6 +331,8 @@ REPLAY_TREE = {
     "flashinfer/gemm.py": "from .helpers import outer\ndef later():\n    outer()\n",
     "flashinfer/quiet.py": "X = 1\n",
     "flashinfer/caller.py": "from .jobs import worker\nworker()\n",
+    "flashinfer/reexport.py": "from .helpers import outer\n",
+    "flashinfer/reader.py": "from . import helpers\nX = helpers.plain_decorator  # not helpers.outer\n",
     "tests/test_quiet.py": "def test_x():\n    pass\n",
 }
 # edit -> (file, its new text, may the follow-ups' last result be replayed?)
@@ -344,10 +346,15 @@ EDITS = {
     "a caller added for the new function": (
         "flashinfer/quiet.py", "from .helpers import spawn\nspawn()\n", False),
     "a comment in a module whose text the follow-ups read": (
-        "flashinfer/gemm.py", REPLAY_TREE["flashinfer/gemm.py"] + "# later\n", False),
+        "flashinfer/reader.py", REPLAY_TREE["flashinfer/reader.py"] + "# later\n", False),
+    "a comment in a module importing a searched name for a function": (
+        "flashinfer/gemm.py", REPLAY_TREE["flashinfer/gemm.py"] + "# later\n", True),
     "a call at import added": ("flashinfer/quiet.py", "from .helpers import outer\nouter()\n", False),
     "a thread started at import": ("flashinfer/jobs.py", "import threading\nthreading.Thread(target=print).start()\n", False),
     "a call at import removed": ("flashinfer/caller.py", "from .jobs import worker\n", False),
+    "a comment in a module summarised for a name it binds": (
+        "flashinfer/reexport.py", REPLAY_TREE["flashinfer/reexport.py"] + "# later\n", True),
+    "a name it binds moved into a comment": ("flashinfer/reexport.py", "X = 1  # from .helpers import outer\n", False),
     "a load moved into a function no one calls": (
         "flashinfer/jobs.py", "import threading\ndef worker():\n    pass\ndef other():\n    threading.Thread().start()\n",
         False),
