@@ -397,12 +397,12 @@ def _follow(project: Project, rules: list, facts_cache, keys: dict) -> None:
     made = sorted(set(project.primary_rels()) - before)
     facts_cache.put_followed(digest, made)
     analysis = import_time.of(project)
-    early = watched["summary"]  # every summary they read: those `follow_calls` asked for too (`called`)
     facts_cache.put_last_followed(base, {
         "rels": _rels_digest(project.files), "primary": primary, "keys": _key_list(project, keys), "made": made,
         "parsed": {rel: keys[rel].hex() for rel in sorted(before | watched["facts"]) if rel in keys},
         "texts": sorted(analysis.read_texts), "called": sorted(analysis.called),
-        "early": {rel: _summary_signature(project.summary(rel)) for rel in sorted(early) if rel in project.files},
+        "summaries": {rel: _summary_signature(project.summary(rel)) for rel in sorted(watched["summary"])
+                      if rel in project.files},
         "searched": {name: sorted(homes) for name, homes in sorted(analysis.searched.items())},
     })
 
@@ -426,9 +426,9 @@ def _replay_unchanged(project: Project, record: dict, keys: dict, facts_cache) -
             return None
         old = set(record["keys"])
         changed = [rel for rel in project.files if keys[rel].hex() not in old]
-        early, searched = record["early"], {name: set(homes) for name, homes in record["searched"].items()}
-        called = set(record["called"])
-        untouchable = set(record["texts"]) | set(record["made"]) | (called - early.keys())
+        summaries, searched = record["summaries"], {name: set(homes) for name, homes in record["searched"].items()}
+        called = set(record["called"])  # each has a summary too: `follow_calls` asked for it
+        untouchable = set(record["texts"]) | set(record["made"])
         parsed, made = record["parsed"], list(record["made"])
     except (KeyError, TypeError, AttributeError):
         return None
@@ -449,10 +449,12 @@ def _replay_unchanged(project: Project, record: dict, keys: dict, facts_cache) -
             continue
         if project.is_primary(rel) or getattr(project.known_facts(rel), "complete", True):
             return None
-        if rel in early:  # summarised because it may load, or (`called`) may name what they searched for
-            asked = not import_time.may_load(project, rel) and import_time.may_be_called(project, rel, searched) \
-                if rel in called else import_time.may_load(project, rel)
-            if not asked or _summary_signature(project.summary(rel)) != early[rel]:
+        if rel in summaries:  # asked for because it may load, or (`called`) may name what they searched for
+            if rel in called:
+                asked = not import_time.may_load(project, rel) and import_time.may_be_called(project, rel, searched)
+            else:
+                asked = import_time.may_load(project, rel)
+            if not asked or _summary_signature(project.summary(rel)) != summaries[rel]:
                 return None
         elif core and (import_time.may_load(project, rel) or import_time.may_be_called(project, rel, searched)):
             return None
